@@ -1,0 +1,104 @@
+/*
+ * core/config.h: the INI configuration (core/config.c), internal.
+ *
+ * cua__config_load() finds and parses the file (through inih), checks the
+ * section names and the [runtime] and [device.N] keys, and keeps every
+ * section's keys with their line numbers, so that [policy.NAME] and
+ * [backend.NAME] sections can be checked later against the schema of the
+ * module that reads them (cua__config_params()).
+ */
+#ifndef CUA_CORE_CONFIG_H
+#define CUA_CORE_CONFIG_H
+
+#include <cuasync.h>
+#include <cuasync/module.h>
+
+#include <stddef.h>
+
+/** One key = value line. */
+typedef struct cua__kv {
+  char *key;
+  char *value;
+  int line;
+} cua__kv;
+
+/** One [section], in file order. */
+typedef struct cua__section {
+  char *name; /* "runtime", "policy.round-robin", "device.1", ... */
+  int line;   /* line of the [header], 0 for the built-in default */
+  cua__kv *kv;
+  size_t nkv;
+} cua__section;
+
+/** on_policy_error = error | fallback */
+enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
+
+/** A parsed and checked configuration. */
+typedef struct cua__config {
+  char *path;   /* file read; NULL for built-in default or config_text */
+  char *origin; /* for messages: the path, "<text>" or "<built-in>" */
+  cua__section *sections;
+  size_t nsections;
+  /* [runtime], resolved (defaults filled in, $CUASYNC_POLICY applied). */
+  char *backend;          /* "auto" (default), "cuda" or "host" */
+  int *devices;           /* NULL for all */
+  size_t ndevices;        /* entries of devices */
+  char *policy;           /* default "round-robin" */
+  int policy_from_env;    /* 1 if $CUASYNC_POLICY overrode it */
+  char **policy_path;     /* directories from policy_path (':'-separated), */
+  size_t npolicy_path;    /* relative ones resolved against the file's dir */
+  int on_policy_error;    /* CUA__ON_POLICY_ERROR_* */
+  int policy_line;        /* line of `policy =`, 0 if defaulted */
+} cua__config;
+
+/**
+ * Loads the configuration: @p text if not NULL (origin "<text>"), else
+ * @p path if not NULL (CUA_ERR_CONFIG_NOT_FOUND if it cannot be opened),
+ * else $CUASYNC_CONFIG unless @p flags has CUA_RUNTIME_IGNORE_ENV (not found:
+ * CUA_ERR_CONFIG_NOT_FOUND naming the variable), else
+ * CUA_SYSCONFDIR "/cuasync.ini" if it exists and @p flags lacks
+ * CUA_RUNTIME_NO_SYSTEM_CONFIG, else the built-in default (no sections).
+ * $CUASYNC_POLICY (unless IGNORE_ENV) overrides policy.
+ *
+ * Checks: syntax (CUA_ERR_CONFIG_SYNTAX); section names must be
+ * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
+ * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
+ * backend, devices, policy, policy_path, on_policy_error
+ * (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
+ * key policy; a key given twice in [runtime] or [device.N]
+ * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
+ * written into @p err.
+ */
+int cua__config_load(cua__config **out, const char *path, const char *text,
+                     unsigned flags, char *err, size_t errlen);
+void cua__config_free(cua__config *cfg);
+
+/** The section called @p name, or NULL. */
+const cua__section *cua__config_section(const cua__config *cfg,
+                                        const char *name);
+
+/**
+ * Checks section @p name (may be absent: all defaults) against a module's
+ * schema and produces one value per spec (defaults filled in; a spec with no
+ * default and no key has present = 0 and s = NULL). Errors, with
+ * "ORIGIN:LINE: [section] key: what": unknown key (CUA_ERR_CONFIG_UNKNOWN_KEY,
+ * listing the valid keys), bad type (CUA_ERR_CONFIG_BAD_VALUE), out of range
+ * (CUA_ERR_CONFIG_OUT_OF_RANGE, naming the range), enum value not among the
+ * choices (CUA_ERR_CONFIG_BAD_VALUE, naming them), key repeated without
+ * CUA_PARAM_MULTI (CUA_ERR_CONFIG_DUPLICATE_KEY).
+ * The values (and their strings) belong to *out; free with
+ * cua__config_params_free().
+ */
+int cua__config_params(const cua__config *cfg, const char *name,
+                       const cua_param_spec *spec, size_t nspec,
+                       cua_param_value **out, char *err, size_t errlen);
+void cua__config_params_free(cua_param_value *values, size_t nspec);
+
+/** The policy named by [device.N] `policy =`, or NULL. */
+const char *cua__config_device_policy(const cua__config *cfg, int device,
+                                      int *line);
+
+/** Writes the resolved configuration as INI text (for cuasync-info). */
+void cua__config_print(const cua__config *cfg, void *file);
+
+#endif /* CUA_CORE_CONFIG_H */

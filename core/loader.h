@@ -1,0 +1,81 @@
+/*
+ * core/loader.h: finding and loading policy and backend modules
+ * (core/loader.c), internal.
+ */
+#ifndef CUA_CORE_LOADER_H
+#define CUA_CORE_LOADER_H
+
+#include <cuasync.h>
+#include <cuasync/backend.h>
+#include <cuasync/policy.h>
+
+#include <stddef.h>
+
+typedef enum cua__module_kind {
+  CUA__MODULE_POLICY = 0,
+  CUA__MODULE_BACKEND = 1
+} cua__module_kind;
+
+/** A loaded, checked module. */
+typedef struct cua__module {
+  cua__module_kind kind;
+  void *dl;   /* dlopen() handle */
+  char *path; /* the file loaded */
+  union {
+    const cua_policy_descriptor *policy;
+    const cua_backend_descriptor *backend;
+  } desc;
+} cua__module;
+
+/**
+ * The directories searched for modules of @p kind, in order: @p extra
+ * (the config's policy_path, for policies), then the ':'-separated entries
+ * of $CUASYNC_MODULE_PATH (unless @p ignore_env), then the installed
+ * CUA_PKGLIBDIR "/policies" or "/backends". Free with cua__strv_free().
+ */
+char **cua__module_dirs(cua__module_kind kind, char *const *extra,
+                        size_t nextra, int ignore_env, size_t *ndirs);
+void cua__strv_free(char **v, size_t n);
+
+/**
+ * Loads module @p name of @p kind. A name containing '/' (or ending in
+ * ".so") is a path, loaded as is; the descriptor's name is then not
+ * compared. Otherwise each directory D of cua__module_dirs() is tried in
+ * order with D/NAME.so; a file that exists but is refused does not stop the
+ * search: the next directory is tried, and if none succeeds, the error is
+ * the one of the first file refused (or CUA_ERR_MODULE_NOT_FOUND when no file
+ * existed), and the message lists every file tried and why each was refused.
+ *
+ * Checks, in order, each with its own code (see policy.h): dlopen with
+ * RTLD_NOW | RTLD_LOCAL (CUA_ERR_MODULE_DLOPEN, with dlerror()), the entry
+ * symbol (CUA_ERR_MODULE_NO_ENTRY), abi_major (CUA_ERR_MODULE_ABI_MAJOR,
+ * naming the module's and the core's versions), abi_minor
+ * (CUA_ERR_MODULE_ABI_MINOR, both versions), size at least the 1.0
+ * descriptor's (CUA_ERR_MODULE_BAD_SIZE, both sizes), name equal to @p name
+ * (CUA_ERR_MODULE_NAME_MISMATCH, both names), required operations present
+ * (CUA_ERR_MODULE_INCOMPLETE, naming the missing one).
+ * Does not call create(): the caller does.
+ */
+int cua__module_load(cua__module **out, cua__module_kind kind,
+                     const char *name, char *const *extra, size_t nextra,
+                     int ignore_env, char *err, size_t errlen);
+void cua__module_unload(cua__module *mod);
+
+/** What cua__module_scan() reports for each *.so file of the search path. */
+typedef struct cua__module_report {
+  const char *path;
+  const char *name; /* file name without ".so" */
+  int status;       /* 0 loaded and checked, else the error code */
+  const char *message; /* why it was refused (status != 0) */
+  const cua__module *module; /* when status == 0; valid during callback */
+  int shadowed;     /* 1 if an earlier directory has the same name */
+} cua__module_report;
+
+/** Tries every *.so in every directory of the search path (sorted by name
+ * within a directory) and calls @p cb for each. */
+void cua__module_scan(cua__module_kind kind, char *const *extra,
+                      size_t nextra, int ignore_env,
+                      void (*cb)(const cua__module_report *r, void *arg),
+                      void *arg);
+
+#endif /* CUA_CORE_LOADER_H */

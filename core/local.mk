@@ -1,0 +1,23 @@
+# The runtime: a convenience library (also linked by the tests that reach
+# internals) wrapped into the installed libcuasync.
+noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
+%canon_reldir%_libcuasync_core_la_SOURCES = \
+	%reldir%/internal.h \
+	%reldir%/util.c \
+	%reldir%/config.h \
+	%reldir%/config.c \
+	%reldir%/loader.h \
+	%reldir%/loader.c \
+	%reldir%/runtime.c \
+	%reldir%/policyhost.c \
+	%reldir%/op.c \
+	%reldir%/buffer.c \
+	%reldir%/exec.c \
+	%reldir%/future.c
+%canon_reldir%_libcuasync_core_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+%canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS)
+
+lib_LTLIBRARIES += libcuasync.la
+libcuasync_la_SOURCES =
+libcuasync_la_LIBADD = %reldir%/libcuasync-core.la $(INIH_LIBS)
+libcuasync_la_LDFLAGS = $(AM_LDFLAGS) -no-undefined -version-info $(CUA_LT_VERSION)

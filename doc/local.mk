@@ -1,0 +1,1 @@
+# Man pages and the examples that are compiled as tests of the docs.

@@ -1,0 +1,445 @@
+/**
+ * @file cuasync.h
+ * @brief cuasync: lazy graphs of device operations, placed by pluggable
+ * scheduling policies, completed through futures.
+ *
+ * A program opens a runtime (cua_runtime_create()), describes work as a DAG
+ * of DeviceOps (the cua_op_*() constructors and combinators; building runs
+ * nothing), submits the DAG (cua_submit()) and gets a future. Which device
+ * and stream each op runs on is decided by the runtime's scheduling policy,
+ * a module loaded as the INI configuration says (cuasync.ini(5)). Whatever
+ * the policy decides, the result equals running the ops one at a time in
+ * submission order: the core orders every access to a buffer with the
+ * fewest cross-stream event waits.
+ *
+ * Conventions, for every function below:
+ * - Functions that can fail return 0 or a negative #cua_errno code; the
+ *   detailed message of the last failure is cua_runtime_error(). A call that
+ *   fails never completes a future or fires a callback later.
+ * - Handles are opaque, created by cua_X_create() (or a constructor) into
+ *   an out-parameter, and released by cua_X_destroy(); destroying NULL does
+ *   nothing. Releasing a handle early is always safe: work in flight keeps
+ *   the buffers and ops it uses alive until it completes.
+ * - Thread safety: every function may be called from any thread at the same
+ *   time, on the same runtime, except that a handle must not be destroyed
+ *   while another thread still uses that same handle.
+ */
+#ifndef CUASYNC_H
+#define CUASYNC_H
+
+#include <cuasync/common.h>
+#include <cuasync/errors.h>
+#include <cuasync/version.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** A runtime: backend, devices, stream pools, policies, buffer registry. */
+typedef struct cua_runtime cua_runtime;
+/** An immutable, reference-counted node of an op graph. */
+typedef struct cua_op cua_op;
+/** A reference-counted device allocation (or a tile of one). */
+typedef struct cua_buffer cua_buffer;
+/** The completion handle of one submission. */
+typedef struct cua_future cua_future;
+/** An instance of a scheduling policy, usable for chosen submissions. */
+typedef struct cua_policy cua_policy;
+/** A loaded device code module (PTX or cubin), CUDA backend only. */
+typedef struct cua_module cua_module;
+/** What a stream function receives: its stream, device and buffers. */
+typedef struct cua_stream_ctx cua_stream_ctx;
+
+/* ------------------------------------------------------------------------ */
+/** @name Version and errors */
+/**@{*/
+
+/** The run-time version of the library, as #CUA_VERSION_HEX encodes it. */
+CUA_EXTERN unsigned cua_version(void);
+/** The run-time version as "MAJOR.MINOR.PATCH" (static storage). */
+CUA_EXTERN const char *cua_version_string(void);
+/** A one-line description of an error code (static storage); codes that are
+ * not cuasync's give "unknown error". */
+CUA_EXTERN const char *cua_strerror(int err);
+/** The symbolic name of an error code, e.g. "CUA_ERR_CONFIG_SYNTAX"
+ * (static storage); "CUA_OK" for 0, "CUA_ERR_UNKNOWN" for foreign codes. */
+CUA_EXTERN const char *cua_err_name(int err);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Runtime */
+/**@{*/
+
+/** Do not read $CUASYNC_CONFIG, $CUASYNC_POLICY or $CUASYNC_MODULE_PATH. */
+#define CUA_RUNTIME_IGNORE_ENV 0x1u
+/** Do not read the installed $(sysconfdir)/cuasync.ini: with no explicit
+ * file or text, use the built-in default configuration. */
+#define CUA_RUNTIME_NO_SYSTEM_CONFIG 0x2u
+
+/** Options for cua_runtime_create_ex(). Zero-initialise, then set size. */
+typedef struct cua_runtime_options {
+  size_t size;             /**< sizeof(cua_runtime_options) */
+  const char *config_path; /**< INI file to read, or NULL for the lookup */
+  const char *config_text; /**< INI text to parse instead of any file */
+  unsigned flags;          /**< CUA_RUNTIME_* flags */
+} cua_runtime_options;
+
+/**
+ * Opens a runtime from an INI file.
+ *
+ * The configuration is looked up in this order: @p config_path if not NULL,
+ * then $CUASYNC_CONFIG, then $(sysconfdir)/cuasync.ini; with none of them,
+ * the built-in default (backend auto, policy round-robin with 4 streams per
+ * device). $CUASYNC_POLICY, if set, overrides the policy name.
+ *
+ * @param[out] rt  the new runtime, or NULL on failure
+ * @return 0, or a CUA_ERR_CONFIG_*, CUA_ERR_MODULE_* or CUA_ERR_NO_DEVICE
+ *         code; the message is cua_runtime_error(NULL) on the same thread.
+ */
+CUA_EXTERN int cua_runtime_create(cua_runtime **rt, const char *config_path);
+/** cua_runtime_create() with options (an INI text, flags). */
+CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
+                                     const cua_runtime_options *opts);
+/**
+ * Closes a runtime: waits for every submission to complete, fires their
+ * callbacks, then frees streams, events, policies and modules. Futures,
+ * ops and buffers the caller still holds stay valid handles that can be
+ * queried and destroyed, but no longer submitted.
+ */
+CUA_EXTERN void cua_runtime_destroy(cua_runtime *rt);
+/**
+ * The detailed message of the last failed call on @p rt (any thread), or ""
+ * if none failed. With @p rt NULL: the message of the last failed
+ * cua_runtime_create() on the calling thread. The string stays valid until
+ * the next failing call on the same runtime (or thread, for NULL).
+ */
+CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
+/** Waits until every submission made so far has completed. Returns 0;
+ * failures are reported by each submission's future. */
+CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
+/** The backend's name ("cuda" or "host"). */
+CUA_EXTERN const char *cua_runtime_backend(const cua_runtime *rt);
+/** The configuration file that was read, or NULL for built-in or text. */
+CUA_EXTERN const char *cua_runtime_config_path(const cua_runtime *rt);
+/** The name of the runtime-wide policy in use. */
+CUA_EXTERN const char *cua_runtime_policy(const cua_runtime *rt);
+/** Number of devices the runtime uses (after `devices =`). */
+CUA_EXTERN int cua_device_count(const cua_runtime *rt);
+/** Describes device @p device (0-based runtime index). */
+CUA_EXTERN int cua_device_info(const cua_runtime *rt, int device,
+                               cua_device_info *info);
+
+/** Counters of a runtime since it was opened (cua_runtime_stats()). */
+typedef struct cua_stats {
+  size_t size;              /**< sizeof(cua_stats) as the caller knows it */
+  uint64_t submissions;     /**< cua_submit() calls that succeeded */
+  uint64_t ops;             /**< ops that ran (device and host) */
+  uint64_t ops_failed;      /**< ops that failed or were skipped */
+  uint64_t events_recorded; /**< events recorded for cross-stream waits */
+  uint64_t event_waits;     /**< cross-stream waits inserted */
+  uint64_t events_created;  /**< events created (the pool grows, then not) */
+  uint64_t streams;         /**< streams created, all devices */
+  uint64_t host_steps;      /**< host steps and maps run */
+} cua_stats;
+/** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
+CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Policies at run time */
+/**@{*/
+
+/**
+ * Loads a policy instance by name or path, configured from the runtime's
+ * [policy.NAME] section (defaults where absent). Usable per submission
+ * (cua_submit_options::policy) or runtime-wide (cua_runtime_set_policy()).
+ * The policy handle must be closed before its runtime.
+ */
+CUA_EXTERN int cua_policy_open(cua_policy **pol, cua_runtime *rt,
+                               const char *name);
+/** Closes a policy handle; submissions in flight that use it finish first. */
+CUA_EXTERN void cua_policy_close(cua_policy *pol);
+/** The policy's name, from its descriptor. */
+CUA_EXTERN const char *cua_policy_name(const cua_policy *pol);
+/**
+ * Replaces the runtime-wide policy between submissions. Submissions made
+ * before keep their placements; later ones use the new policy.
+ */
+CUA_EXTERN int cua_runtime_set_policy(cua_runtime *rt, const char *name);
+/**
+ * Gives device @p device its own policy (NULL: none). When a submission's
+ * policy places an op on that device, the device policy then picks the
+ * stream within it, as a [device.N] section's `policy =` does.
+ */
+CUA_EXTERN int cua_runtime_set_device_policy(cua_runtime *rt, int device,
+                                             const char *name);
+/** Writes the runtime policy's dump() output (its state) to a stream. */
+CUA_EXTERN int cua_runtime_dump_policy(cua_runtime *rt, void *file);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Buffers */
+/**@{*/
+
+/** Allocate on first use, stream-ordered, instead of at creation. */
+#define CUA_BUFFER_LAZY 0x1u
+
+/**
+ * Creates a buffer of @p bytes on @p device. Memory is allocated now, or by
+ * the first op that uses it when @p flags has #CUA_BUFFER_LAZY (or an
+ * explicit cua_op_alloc()). The caller holds one reference; submitted ops
+ * hold their own until they complete, and the memory is freed stream-ordered
+ * after the last one.
+ */
+CUA_EXTERN int cua_buffer_create(cua_buffer **buf, cua_runtime *rt,
+                                 int device, size_t bytes, unsigned flags);
+/** Releases the caller's reference (the memory outlives work in flight). */
+CUA_EXTERN void cua_buffer_destroy(cua_buffer *buf);
+/** Takes another reference; returns @p buf. */
+CUA_EXTERN cua_buffer *cua_buffer_retain(cua_buffer *buf);
+/** Size in bytes. */
+CUA_EXTERN size_t cua_buffer_size(const cua_buffer *buf);
+/** Runtime device index the memory lives on. */
+CUA_EXTERN int cua_buffer_device(const cua_buffer *buf);
+/** Device address (NULL while a lazy buffer is not allocated yet). Reading
+ * or writing through it outside an op bypasses the ordering guarantees. */
+CUA_EXTERN void *cua_buffer_ptr(const cua_buffer *buf);
+/**
+ * Makes the buffer read-only: any number of ops may read it at once, and
+ * any op that would write it fails at submission with CUA_ERR_READONLY.
+ */
+CUA_EXTERN int cua_buffer_share(cua_buffer *buf);
+/** Makes a shared buffer writable again (later writes are ordered after
+ * every read submitted while it was shared). */
+CUA_EXTERN int cua_buffer_unshare(cua_buffer *buf);
+/**
+ * Splits a buffer into @p n disjoint tiles of equal size (the last takes the
+ * remainder). Tiles are buffers: different ops may write different tiles
+ * concurrently. While partitioned, using the whole buffer in an op fails
+ * with CUA_ERR_PARTITIONED. The caller owns the @p n tile handles.
+ */
+CUA_EXTERN int cua_buffer_partition(cua_buffer *buf, size_t n,
+                                    cua_buffer **tiles);
+/** Gives the whole buffer back: later ops on it are ordered after every op
+ * on its tiles, and the tiles become stale (using one: CUA_ERR_STALE). */
+CUA_EXTERN int cua_buffer_unpartition(cua_buffer *buf);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Ops: constructors
+ * Every constructor writes a new op with one reference held by the caller,
+ * retains the buffers and ops it references, and runs nothing. */
+/**@{*/
+
+/** Access modes of a buffer an op declares. */
+typedef enum cua_access_mode {
+  CUA_READ = 1,
+  CUA_WRITE = 2,
+  CUA_READ_WRITE = 3
+} cua_access_mode;
+
+/** A buffer an op touches and how. */
+typedef struct cua_access {
+  cua_buffer *buffer;
+  cua_access_mode mode;
+} cua_access;
+
+/**
+ * A stream function: user code that enqueues work on the op's stream.
+ *
+ * On the CUDA backend it is called on the submitting (or completion)
+ * thread with the op's device current, once the core has made its stream
+ * wait for its inputs; it launches asynchronous work on
+ * cua_ctx_stream() (a cudaStream_t) and returns. On the host backend it is
+ * called on the stream's worker thread when the stream reaches it, and does
+ * the work itself. Return 0, or a negative code to fail the op (with
+ * cua_ctx_fail() for a message).
+ */
+typedef int (*cua_stream_fn)(cua_stream_ctx *ctx, void *arg);
+/** Native stream handle: cudaStream_t on CUDA, an opaque handle on host. */
+CUA_EXTERN void *cua_ctx_stream(const cua_stream_ctx *ctx);
+/** The op's placement (runtime device index and stream index). */
+CUA_EXTERN cua_placement cua_ctx_placement(const cua_stream_ctx *ctx);
+/** The backend's name ("cuda" or "host"). */
+CUA_EXTERN const char *cua_ctx_backend(const cua_stream_ctx *ctx);
+/** Device address of the @p i-th declared access's buffer (tile offset
+ * included). */
+CUA_EXTERN void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i);
+/** Sets the op's result value (what cua_future_result() gives). */
+CUA_EXTERN void cua_ctx_set_result(cua_stream_ctx *ctx, void *result);
+/** Records a message for the failure the function is about to return. */
+CUA_EXTERN void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/** A user stream function touching @p n buffers (copied; may be 0). */
+CUA_EXTERN int cua_op_func(cua_op **op, cua_runtime *rt, cua_stream_fn fn,
+                           void *arg, const cua_access *access, size_t n);
+/** Built-in kernel: every float32 element of @p dst set to @p value. */
+CUA_EXTERN int cua_op_fill(cua_op **op, cua_buffer *dst, float value);
+/** Built-in kernel: dst[i] = src[i] for float32 elements (sizes equal). */
+CUA_EXTERN int cua_op_copy(cua_op **op, cua_buffer *dst, cua_buffer *src);
+/** Built-in kernel: y[i] = a * x[i] + y[i] for float32 (sizes equal). */
+CUA_EXTERN int cua_op_axpy(cua_op **op, cua_buffer *y, float a,
+                           cua_buffer *x);
+/** Built-in calibrated kernel that keeps @p blocks blocks busy for about
+ * @p ns nanoseconds (benchmarks; the host backend sleeps-spins). */
+CUA_EXTERN int cua_op_spin(cua_op **op, cua_runtime *rt, uint64_t ns,
+                           uint32_t blocks);
+/** Copies @p bytes from host memory @p src into @p dst at @p dst_off.
+ * @p src must stay valid until the op completes. */
+CUA_EXTERN int cua_op_memcpy_h2d(cua_op **op, cua_buffer *dst, size_t dst_off,
+                                 const void *src, size_t bytes);
+/** Copies @p bytes of @p src from @p src_off into host memory @p dst;
+ * the op's result is @p dst. */
+CUA_EXTERN int cua_op_memcpy_d2h(cua_op **op, void *dst, cua_buffer *src,
+                                 size_t src_off, size_t bytes);
+/** Copies between buffers, on one device or between two (peer access where
+ * the backend has it, staged through the host otherwise). */
+CUA_EXTERN int cua_op_memcpy_d2d(cua_op **op, cua_buffer *dst, size_t dst_off,
+                                 cua_buffer *src, size_t src_off,
+                                 size_t bytes);
+/** Sets @p bytes of @p dst from @p off to the byte @p value. */
+CUA_EXTERN int cua_op_memset(cua_op **op, cua_buffer *dst, size_t off,
+                             int value, size_t bytes);
+/** Allocates a #CUA_BUFFER_LAZY buffer on the op's stream; result: @p buf. */
+CUA_EXTERN int cua_op_alloc(cua_op **op, cua_buffer *buf);
+/** Frees a buffer's memory stream-ordered after every earlier use; later
+ * submissions that touch it fail with CUA_ERR_FREED. */
+CUA_EXTERN int cua_op_free(cua_op **op, cua_buffer *buf);
+
+/** A host step: runs on the host once its inputs are complete, blocking no
+ * stream; its result is what it stores in *result. Non-zero fails it. */
+typedef int (*cua_host_fn)(void *arg, void **result);
+/** A host step (sequence it with cua_op_then() or cua_op_zip()). Host steps
+ * and maps run on the runtime's completion thread: keep them short. */
+CUA_EXTERN int cua_op_host(cua_op **op, cua_runtime *rt, cua_host_fn fn,
+                           void *arg);
+/** Waits for all work submitted to the runtime before it (all streams). */
+CUA_EXTERN int cua_op_barrier(cua_op **op, cua_runtime *rt);
+
+/** An argument of cua_op_kernel(): a value, or a buffer's address. */
+typedef struct cua_kernel_arg {
+  const void *value;  /**< copied at construction; ignored if buffer set */
+  size_t size;        /**< bytes of value */
+  cua_buffer *buffer; /**< pass this buffer's address (and declare access) */
+  cua_access_mode mode; /**< access mode for @p buffer */
+} cua_kernel_arg;
+/** Loads a PTX or cubin file for kernel ops (CUDA backend). */
+CUA_EXTERN int cua_module_load(cua_module **mod, cua_runtime *rt,
+                               const char *path);
+/** Loads a PTX text or cubin image from memory (copied). */
+CUA_EXTERN int cua_module_load_data(cua_module **mod, cua_runtime *rt,
+                                    const void *image, size_t bytes);
+/** Unloads a module once no op uses it. */
+CUA_EXTERN void cua_module_destroy(cua_module *mod);
+/** Launches @p function of @p mod with the given geometry and arguments. */
+CUA_EXTERN int cua_op_kernel(cua_op **op, cua_module *mod,
+                             const char *function, const unsigned grid[3],
+                             const unsigned block[3], size_t shared_bytes,
+                             const cua_kernel_arg *args, size_t nargs);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Ops: combinators and hints */
+/**@{*/
+
+/** @p next runs after @p first, on @p first's stream where the policy keeps
+ * chains (all standard ones do); the result is @p next's. */
+CUA_EXTERN int cua_op_then(cua_op **op, cua_op *first, cua_op *next);
+/** Joins @p n ops that may run concurrently; the result is an array of
+ * their @p n results (valid while the future lives). */
+CUA_EXTERN int cua_op_zip(cua_op **op, cua_op *const *ops, size_t n);
+/** Selects result @p index of a zip. The zip is made shared (it runs once
+ * for all its unzips, in this or any later submission). */
+CUA_EXTERN int cua_op_unzip(cua_op **op, cua_op *zip, size_t index);
+/** A host-side transform of @p in's result, no device work. */
+typedef int (*cua_map_fn)(void *in, void *arg, void **out);
+/** Maps @p in's result through @p fn (run on the completion thread). */
+CUA_EXTERN int cua_op_map(cua_op **op, cua_op *in, cua_map_fn fn, void *arg);
+/** Runs @p inner exactly once, however many consumers and submissions
+ * reference the shared op; later ones depend on that one run. */
+CUA_EXTERN int cua_op_shared(cua_op **op, cua_op *inner);
+
+/** Hints a policy may read. Zero-initialise (or CUA_HINTS_INIT), set size. */
+typedef struct cua_hints {
+  size_t size;          /**< sizeof(cua_hints) */
+  const char *name;     /**< copied; for errors, dumps and traces */
+  const char *tag;      /**< copied; matched by affinity rules */
+  int device;           /**< preferred device, -1 for none */
+  uint64_t cost_ns;     /**< estimated duration, 0 if unknown */
+  uint64_t bytes;       /**< bytes moved, 0 if unknown */
+  uint64_t flops;       /**< floating-point operations, 0 if unknown */
+  int priority;         /**< higher runs earlier where the policy cares */
+} cua_hints;
+#define CUA_HINTS_INIT {sizeof(cua_hints), NULL, NULL, -1, 0, 0, 0, 0}
+/**
+ * Sets an op's hints. Allowed only until the op is frozen, that is until it
+ * is referenced by another op or submitted: then CUA_ERR_BUSY.
+ */
+CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
+/** The op's kind. */
+CUA_EXTERN cua_op_kind cua_op_get_kind(const cua_op *op);
+/** Takes another reference; returns @p op. */
+CUA_EXTERN cua_op *cua_op_retain(cua_op *op);
+/** Releases the caller's reference. */
+CUA_EXTERN void cua_op_destroy(cua_op *op);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Submission and futures */
+/**@{*/
+
+/** Options of cua_submit(). Zero-initialise, set size. */
+typedef struct cua_submit_options {
+  size_t size;        /**< sizeof(cua_submit_options) */
+  cua_policy *policy; /**< policy for this submission, NULL: runtime's */
+  int on_stream;      /**< non-zero: every op goes to @p placement */
+  cua_placement placement; /**< the explicit stream when on_stream */
+} cua_submit_options;
+
+/**
+ * Submits the DAG ending at @p op and returns its future. The ops run as
+ * the policy places them; the future completes once every op of the DAG has
+ * (one notification per submission). If the call fails, nothing of it ran
+ * or will run, and *fut is NULL.
+ */
+CUA_EXTERN int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
+                          const cua_submit_options *opts);
+/** Submits on an explicit stream (device, stream index). */
+CUA_EXTERN int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op,
+                             int device, int stream);
+/** Submits, waits, stores the result in *result (if not NULL), returns the
+ * future's status; a failure's message is then cua_runtime_error(rt). */
+CUA_EXTERN int cua_submit_wait(cua_runtime *rt, cua_op *op,
+                               const cua_submit_options *opts, void **result);
+
+/** Waits for completion; returns the status (0 or the failure's code). */
+CUA_EXTERN int cua_future_wait(cua_future *fut);
+/** Waits at most @p timeout_ns; CUA_ERR_TIMEDOUT if still pending. */
+CUA_EXTERN int cua_future_wait_timeout(cua_future *fut, uint64_t timeout_ns);
+/** CUA_ERR_AGAIN while pending, else the status. Never blocks. */
+CUA_EXTERN int cua_future_poll(const cua_future *fut);
+/** Completion callback: called once, with the status. */
+typedef void (*cua_future_cb)(cua_future *fut, int status, void *arg);
+/**
+ * Registers the callback (one per future). It runs on the completion thread
+ * when the future completes, or at once on the calling thread if it has
+ * already; it must not destroy the future. CUA_ERR_BUSY if one is set.
+ */
+CUA_EXTERN int cua_future_on_complete(cua_future *fut, cua_future_cb cb,
+                                      void *arg);
+/** A file descriptor that becomes readable (and stays so) on completion,
+ * for poll/epoll/event loops. Owned by the future: do not close or read. */
+CUA_EXTERN int cua_future_fd(cua_future *fut);
+/** The root op's result (CUA_ERR_AGAIN pending, or the failure's code). */
+CUA_EXTERN int cua_future_result(const cua_future *fut, void **result);
+/** The failure's message ("" if none or pending); valid while @p fut is. */
+CUA_EXTERN const char *cua_future_error(const cua_future *fut);
+/** Releases a future; the submission still runs to completion. */
+CUA_EXTERN void cua_future_destroy(cua_future *fut);
+/**@}*/
+
+#endif /* CUASYNC_H */

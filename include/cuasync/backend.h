@@ -1,0 +1,182 @@
+/**
+ * @file cuasync/backend.h
+ * @brief The backend-module ABI: where work runs (cuda, host).
+ *
+ * A backend module exports #CUA_BACKEND_ENTRY_SYMBOL, a
+ * #cua_backend_descriptor, and is loaded and checked exactly like a policy
+ * (see policy.h; the same error codes). It offers devices, in-order streams,
+ * events, memory, and the execution of one op at a time on a stream. The
+ * core decides everything else: placement (through the policy), ordering
+ * (events), completion (marks), lifetimes.
+ *
+ * Threads: the core serialises calls that change a stream (launch, mark,
+ * event_record, stream_wait_event on that stream); progress(), poll_error()
+ * and event_query() may be called from the completion thread at the same
+ * time as launches on other threads. host->notify() may be called from any
+ * backend thread.
+ *
+ * Sequence numbers: the core numbers the ops of each stream 1, 2, 3...
+ * (cua_backend_op::seq) and enqueues marks with such numbers. A stream's
+ * progress is the value of the last mark it executed. A backend that
+ * detects an asynchronous failure of op seq N records it (poll_error())
+ * before progress can reach N.
+ */
+#ifndef CUASYNC_BACKEND_H
+#define CUASYNC_BACKEND_H
+
+#include <cuasync/common.h>
+#include <cuasync/module.h>
+
+#define CUA_BACKEND_ABI_MAJOR 1
+#define CUA_BACKEND_ABI_MINOR 0
+#define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
+
+/** The backend never calls host->notify(): the core must poll progress()
+ * (it spins for spin_ns after activity, then backs off). */
+#define CUA_BACKEND_NEEDS_POLLING 0x1u
+/** Stream functions run on a host worker, not at enqueue time. */
+#define CUA_BACKEND_HOST_EXEC 0x2u
+
+typedef struct cua_backend_stream cua_backend_stream; /**< backend-defined */
+typedef struct cua_backend_event cua_backend_event;   /**< backend-defined */
+typedef struct cua_backend_module cua_backend_module; /**< backend-defined */
+
+/** A message buffer for the failing call's detail. */
+typedef struct cua_backend_err {
+  char msg[512];
+} cua_backend_err;
+
+/** The core's services for a backend. Grows only at the end. */
+typedef struct cua_backend_host {
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t size;
+  void *core;
+  /** Logs a line prefixed with the backend's name. */
+  void (*log)(void *core, cua_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+  /** Wakes the completion thread: a mark or an error may be visible.
+   * Cheap, callable from any thread. */
+  void (*notify)(void *core);
+  /** Monotonic clock, nanoseconds. */
+  uint64_t (*now_ns)(void *core);
+} cua_backend_host;
+
+/** One op for a stream, with everything resolved to addresses. */
+typedef struct cua_backend_op {
+  size_t size;       /**< sizeof(cua_backend_op) of the core */
+  cua_op_kind kind;  /**< FUNC, FILL, COPY, AXPY, SPIN, MEMCPY_*, MEMSET,
+                          KERNEL (the core does everything else itself) */
+  uint64_t seq;      /**< this op's sequence number on its stream */
+  void *dst;         /**< destination address (y for AXPY) */
+  const void *src;   /**< source address (x for AXPY) */
+  size_t bytes;      /**< bytes to copy/set; elements * 4 for float ops */
+  int dst_device;    /**< device of dst (MEMCPY_D2D), runtime index */
+  int src_device;    /**< device of src (MEMCPY_D2D) */
+  float value;       /**< FILL value; AXPY a */
+  int byte_value;    /**< MEMSET byte */
+  cua_spin_args spin; /**< SPIN duration and blocks */
+  /** FUNC: the core's wrapper of the user function; returns 0 or a code,
+   * with the message written to err. */
+  int (*func)(void *func_ctx, void *native_stream, cua_backend_err *err);
+  void *func_ctx;
+  /** KERNEL: function from module_function(), geometry, argument pointers
+   * (valid until launch returns). */
+  void *kernel;
+  unsigned grid[3];
+  unsigned block[3];
+  size_t shared_bytes;
+  void **kernel_params;
+  /** If not NULL, the backend stores the op's measured duration here
+   * before progress() reports seq as reached. */
+  uint64_t *duration_ns;
+} cua_backend_op;
+
+/** The descriptor a backend module exports. */
+typedef struct cua_backend_descriptor {
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t size;
+  const char *name;
+  const char *version;
+  const char *description;
+  uint64_t flags;                 /**< CUA_BACKEND_* */
+  const cua_param_spec *params;   /**< schema of [backend.NAME] */
+  size_t nparams;
+
+  /**
+   * Opens the backend on the devices with the given backend ordinals
+   * (@p ordinals NULL: every device). Returns CUA_ERR_NO_DEVICE with the
+   * reason in @p err when it has no usable device (no driver...), so that
+   * `backend = auto` can fall back.
+   */
+  int (*create)(const cua_backend_host *host, const cua_param_value *params,
+                const int *ordinals, int nordinals, void **state,
+                cua_backend_err *err);
+  void (*destroy)(void *state);
+  int (*device_count)(void *state);
+  int (*device_info)(void *state, int device, cua_device_info *info);
+  /** 1 if an op on @p device may access memory of @p peer. */
+  int (*can_access)(void *state, int device, int peer);
+
+  int (*stream_create)(void *state, int device, cua_backend_stream **out,
+                       cua_backend_err *err);
+  void (*stream_destroy)(void *state, cua_backend_stream *s);
+  /** The handle given to stream functions (cudaStream_t on CUDA). */
+  void *(*stream_native)(void *state, cua_backend_stream *s);
+
+  int (*event_create)(void *state, int device, cua_backend_event **out,
+                      cua_backend_err *err);
+  void (*event_destroy)(void *state, cua_backend_event *e);
+  /** Records @p e at the current end of @p s (re-recording is allowed). */
+  int (*event_record)(void *state, cua_backend_event *e,
+                      cua_backend_stream *s);
+  /** Makes @p s wait for the last recording of @p e. */
+  int (*stream_wait_event)(void *state, cua_backend_stream *s,
+                           cua_backend_event *e);
+  /** 0 if the last recording has completed, CUA_ERR_AGAIN if not. */
+  int (*event_query)(void *state, cua_backend_event *e);
+
+  /** Allocates device memory; stream-ordered on @p s when not NULL. */
+  int (*mem_alloc)(void *state, int device, cua_backend_stream *s,
+                   size_t bytes, void **ptr, cua_backend_err *err);
+  /** Frees device memory; stream-ordered on @p s when not NULL. */
+  void (*mem_free)(void *state, int device, cua_backend_stream *s, void *ptr);
+
+  /** Enqueues one op on @p s. Synchronous failures (bad launch, invalid
+   * argument) return a code with @p err; the op is then not enqueued. */
+  int (*launch)(void *state, cua_backend_stream *s, const cua_backend_op *op,
+                cua_backend_err *err);
+  /** Enqueues a mark: when @p s reaches it, its progress becomes @p value. */
+  int (*mark)(void *state, cua_backend_stream *s, uint64_t value);
+  /** Reads the progress of @p s into *value. Returns 0, or a negative code
+   * (CUA_ERR_DEVICE_LOST) when the stream can never progress again, with the
+   * reason in @p err. */
+  int (*progress)(void *state, cua_backend_stream *s, uint64_t *value,
+                  cua_backend_err *err);
+  /** Pops one asynchronous op failure of @p s: returns 1 and fills *seq,
+   * *code and @p err, or 0 if there is none. */
+  int (*poll_error)(void *state, cua_backend_stream *s, uint64_t *seq,
+                    int *code, cua_backend_err *err);
+
+  /** Optional (NULL: CUA_ERR_NOTSUP). Loads a PTX/cubin image. */
+  int (*module_load)(void *state, const void *image, size_t bytes,
+                     cua_backend_module **out, cua_backend_err *err);
+  void (*module_unload)(void *state, cua_backend_module *m);
+  /** Looks up a kernel of a loaded module, usable for KERNEL ops on any
+   * device. */
+  int (*module_function)(void *state, cua_backend_module *m,
+                         const char *name, void **kernel,
+                         cua_backend_err *err);
+} cua_backend_descriptor;
+
+#ifdef __cplusplus
+#define CUA__BACKEND_EXPORT extern "C" __attribute__((visibility("default")))
+#else
+#define CUA__BACKEND_EXPORT __attribute__((visibility("default")))
+#endif
+
+#endif /* CUASYNC_BACKEND_H */

@@ -1,0 +1,14 @@
+# The standard scheduling policies, each a module in $(pkglibdir)/policies.
+policy_LTLIBRARIES += \
+	%reldir%/single-stream.la \
+	%reldir%/round-robin.la \
+	%reldir%/least-loaded.la \
+	%reldir%/affinity.la
+%canon_reldir%_single_stream_la_SOURCES = %reldir%/single-stream.c
+%canon_reldir%_single_stream_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_round_robin_la_SOURCES = %reldir%/round-robin.c
+%canon_reldir%_round_robin_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_least_loaded_la_SOURCES = %reldir%/least-loaded.c
+%canon_reldir%_least_loaded_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_affinity_la_SOURCES = %reldir%/affinity.c
+%canon_reldir%_affinity_la_LDFLAGS = $(MODULE_LDFLAGS)
