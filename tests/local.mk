@@ -13,3 +13,93 @@ TEST_LIBS = core/libcuasync-core.la $(CHECK_LIBS) $(INIH_LIBS)
 EXTRA_DIST += %reldir%/helpers.h %reldir%/fixtures
 
 TEST_MODULE_LDFLAGS = $(MODULE_LDFLAGS) -rpath /nowhere
+
+# Unit suites.
+UNIT_TESTS = \
+	tests/check_version \
+	tests/check_config \
+	tests/check_loader \
+	tests/check_host_backend \
+	tests/check_policies \
+	tests/check_e2e \
+	tests/check_ops \
+	tests/check_ordering \
+	tests/check_random_dag \
+	tests/check_futures \
+	tests/check_conformance \
+	tests/check_cuda
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+
+tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
+tests_check_version_CFLAGS = $(TEST_CFLAGS)
+tests_check_version_LDADD = $(TEST_LIBS)
+tests_check_config_SOURCES = tests/check_config.c tests/helpers.h
+tests_check_config_CFLAGS = $(TEST_CFLAGS)
+tests_check_config_LDADD = $(TEST_LIBS)
+tests_check_loader_SOURCES = tests/check_loader.c tests/helpers.h
+tests_check_loader_CFLAGS = $(TEST_CFLAGS)
+tests_check_loader_LDADD = $(TEST_LIBS)
+tests_check_host_backend_SOURCES = tests/check_host_backend.c tests/helpers.h
+tests_check_host_backend_CFLAGS = $(TEST_CFLAGS)
+tests_check_host_backend_LDADD = $(TEST_LIBS)
+tests_check_policies_SOURCES = tests/check_policies.c tests/helpers.h
+tests_check_policies_CFLAGS = $(TEST_CFLAGS)
+tests_check_policies_LDADD = $(TEST_LIBS)
+tests_check_e2e_SOURCES = tests/check_e2e.c tests/helpers.h
+tests_check_e2e_CFLAGS = $(TEST_CFLAGS)
+tests_check_e2e_LDADD = $(TEST_LIBS)
+tests_check_ops_SOURCES = tests/check_ops.c tests/helpers.h
+tests_check_ops_CFLAGS = $(TEST_CFLAGS)
+tests_check_ops_LDADD = $(TEST_LIBS)
+tests_check_ordering_SOURCES = tests/check_ordering.c tests/helpers.h
+tests_check_ordering_CFLAGS = $(TEST_CFLAGS)
+tests_check_ordering_LDADD = $(TEST_LIBS)
+tests_check_random_dag_SOURCES = tests/check_random_dag.c tests/helpers.h
+tests_check_random_dag_CFLAGS = $(TEST_CFLAGS)
+tests_check_random_dag_LDADD = $(TEST_LIBS)
+tests_check_futures_SOURCES = tests/check_futures.c tests/helpers.h
+tests_check_futures_CFLAGS = $(TEST_CFLAGS)
+tests_check_futures_LDADD = $(TEST_LIBS)
+tests_check_conformance_SOURCES = tests/check_conformance.c tests/helpers.h
+tests_check_conformance_CFLAGS = $(TEST_CFLAGS)
+tests_check_conformance_LDADD = $(TEST_LIBS)
+tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
+tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
+tests_check_cuda_LDADD = $(TEST_LIBS)
+
+# Test-only policy modules: a scattering policy for ordering tests, and
+# deliberately broken ones for every loader error path (tests/modules/).
+check_LTLIBRARIES += \
+	tests/modules/scatter.la \
+	tests/modules/broken-noentry.la \
+	tests/modules/broken-abi-major.la \
+	tests/modules/broken-abi-minor.la \
+	tests/modules/broken-size.la \
+	tests/modules/broken-name.la \
+	tests/modules/broken-create.la \
+	tests/modules/broken-noplace.la \
+	tests/modules/broken-placement.la \
+	tests/modules/broken-undefined.la
+tests_modules_scatter_la_SOURCES = tests/modules/scatter.c
+tests_modules_scatter_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_noentry_la_SOURCES = tests/modules/broken-noentry.c
+tests_modules_broken_noentry_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_abi_major_la_SOURCES = tests/modules/broken-abi-major.c
+tests_modules_broken_abi_major_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_abi_minor_la_SOURCES = tests/modules/broken-abi-minor.c
+tests_modules_broken_abi_minor_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_size_la_SOURCES = tests/modules/broken-size.c
+tests_modules_broken_size_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_name_la_SOURCES = tests/modules/broken-name.c
+tests_modules_broken_name_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_create_la_SOURCES = tests/modules/broken-create.c
+tests_modules_broken_create_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_noplace_la_SOURCES = tests/modules/broken-noplace.c
+tests_modules_broken_noplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_placement_la_SOURCES = tests/modules/broken-placement.c
+tests_modules_broken_placement_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+# Links against a symbol nobody defines: dlopen(RTLD_NOW) must refuse it.
+tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
+tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
+tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC

@@ -1,0 +1,1 @@
+/* placeholder: being written */ typedef int cua__placeholder_tests_check_conformance_c;
