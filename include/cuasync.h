@@ -223,6 +223,11 @@ CUA_EXTERN int cua_buffer_partition(cua_buffer *buf, size_t n,
 /** Gives the whole buffer back: later ops on it are ordered after every op
  * on its tiles, and the tiles become stale (using one: CUA_ERR_STALE). */
 CUA_EXTERN int cua_buffer_unpartition(cua_buffer *buf);
+/** Allocates page-locked host memory through the backend (plain memory on
+ * the host backend), for fast asynchronous copies. */
+CUA_EXTERN int cua_host_alloc(cua_runtime *rt, size_t bytes, void **ptr);
+/** Frees memory from cua_host_alloc(). */
+CUA_EXTERN void cua_host_free(cua_runtime *rt, void *ptr);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */

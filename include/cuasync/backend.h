@@ -12,8 +12,8 @@
  * Threads: the core serialises calls that change a stream (launch, mark,
  * event_record, stream_wait_event on that stream); progress(), poll_error()
  * and event_query() may be called from the completion thread at the same
- * time as launches on other threads. host->notify() may be called from any
- * backend thread.
+ * time as launches on other threads; wait() runs on the completion thread
+ * only.
  *
  * Sequence numbers: the core numbers the ops of each stream 1, 2, 3...
  * (cua_backend_op::seq) and enqueues marks with such numbers. A stream's
@@ -31,11 +31,9 @@
 #define CUA_BACKEND_ABI_MINOR 0
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
-/** The backend never calls host->notify(): the core must poll progress()
- * (it spins for spin_ns after activity, then backs off). */
-#define CUA_BACKEND_NEEDS_POLLING 0x1u
-/** Stream functions run on a host worker, not at enqueue time. */
-#define CUA_BACKEND_HOST_EXEC 0x2u
+/** Stream functions run on a host worker when the stream reaches them,
+ * not at enqueue time (the host backend). */
+#define CUA_BACKEND_HOST_EXEC 0x1u
 
 typedef struct cua_backend_stream cua_backend_stream; /**< backend-defined */
 typedef struct cua_backend_event cua_backend_event;   /**< backend-defined */
@@ -58,9 +56,6 @@ typedef struct cua_backend_host {
       __attribute__((format(printf, 3, 4)))
 #endif
       ;
-  /** Wakes the completion thread: a mark or an error may be visible.
-   * Cheap, callable from any thread. */
-  void (*notify)(void *core);
   /** Monotonic clock, nanoseconds. */
   uint64_t (*now_ns)(void *core);
 } cua_backend_host;
@@ -161,6 +156,22 @@ typedef struct cua_backend_descriptor {
    * *code and @p err, or 0 if there is none. */
   int (*poll_error)(void *state, cua_backend_stream *s, uint64_t *seq,
                     int *code, cua_backend_err *err);
+
+  /**
+   * Blocks the completion thread until the progress of some stream may
+   * have changed (a mark executed, an error recorded) or @p timeout_ns
+   * passed. Returns 0 either way. This is where a backend spends its spin
+   * budget, polls flags or events, or sleeps on a condition variable.
+   */
+  int (*wait)(void *state, uint64_t timeout_ns);
+  /** Wakes a thread blocked in wait() (the runtime is closing). */
+  void (*wake)(void *state);
+
+  /** Optional (NULL: plain malloc is used). Page-locked host memory, for
+   * fast copies. */
+  int (*host_alloc)(void *state, size_t bytes, void **ptr,
+                    cua_backend_err *err);
+  void (*host_free)(void *state, void *ptr);
 
   /** Optional (NULL: CUA_ERR_NOTSUP). Loads a PTX/cubin image. */
   int (*module_load)(void *state, const void *image, size_t bytes,

@@ -135,9 +135,6 @@ typedef struct cua_policy_host {
                            uint64_t duration_ns);
   /** Closes a nested policy. */
   void (*nested_close)(void *core, cua_policy_nested *nested);
-  /** The name of the policy a [device.N] section gives device @p device,
-   * or NULL. */
-  const char *(*device_policy)(void *core, int device);
 } cua_policy_host;
 
 /** The descriptor a policy module exports as #CUA_POLICY_ENTRY_SYMBOL. */
