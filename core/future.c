@@ -1,1 +1,187 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_future_c;
+/*
+ * core/future.c: futures. A future is the user's handle on a submission;
+ * its completion state has its own lock so that it outlives the runtime.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+cua__sub *cua__sub_new(cua_runtime *rt) {
+  cua__sub *s = cua__calloc(1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  atomic_init(&s->refs, 1);
+  s->rt = rt;
+  s->efd = -1;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  return s;
+}
+
+void cua__sub_release(cua__sub *s) {
+  if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
+    return;
+  for (size_t i = 0; i < s->nnodes; i++)
+    cua__node_release(s->nodes[i]);
+  free(s->nodes);
+  if (s->root != NULL)
+    cua__node_release(s->root);
+  if (s->efd >= 0)
+    close(s->efd);
+  free(s->msg);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+static void signal_fd(int fd) {
+  uint64_t one = 1;
+  ssize_t w = write(fd, &one, sizeof one);
+  (void)w;
+}
+
+/* Called by the completion thread, without the runtime lock. */
+void cua__sub_fire(cua__sub *s) {
+  cua_runtime *rt = s->rt;
+  pthread_mutex_lock(&rt->lock);
+  /* The policy handle of this submission may be closed now. */
+  if (s->policy != NULL) {
+    cua__polinst_release(s->policy);
+    s->policy = NULL;
+  }
+  int status = s->status;
+  char *msg = s->msg;
+  s->msg = NULL;
+  pthread_mutex_unlock(&rt->lock);
+  pthread_mutex_lock(&s->mu);
+  s->status = status;
+  s->msg = msg;
+  s->done = 1;
+  if (s->efd >= 0)
+    signal_fd(s->efd);
+  cua_future_cb cb = s->cb;
+  void *arg = s->cb_arg;
+  s->fired = cb != NULL;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  if (cb != NULL)
+    cb((cua_future *)s->cb_future, status, arg);
+}
+
+int cua_future_wait(cua_future *f) {
+  return cua_future_wait_timeout(f, UINT64_MAX);
+}
+
+int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
+  if (f == NULL)
+    return CUA_ERR_INVAL;
+  cua__sub *s = f->sub;
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  if (timeout_ns != UINT64_MAX) {
+    uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
+    dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+    dl.tv_nsec = (long)(ns % 1000000000u);
+  }
+  pthread_mutex_lock(&s->mu);
+  while (!s->done) {
+    if (timeout_ns == UINT64_MAX) {
+      pthread_cond_wait(&s->cv, &s->mu);
+    } else if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT &&
+               !s->done) {
+      pthread_mutex_unlock(&s->mu);
+      return CUA_ERR_TIMEDOUT;
+    }
+  }
+  int st = s->status;
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+int cua_future_poll(const cua_future *f) {
+  if (f == NULL)
+    return CUA_ERR_INVAL;
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  int st = s->done ? s->status : CUA_ERR_AGAIN;
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
+  if (f == NULL || cb == NULL)
+    return CUA_ERR_INVAL;
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  if (s->cb != NULL) {
+    pthread_mutex_unlock(&s->mu);
+    return CUA_ERR_BUSY;
+  }
+  s->cb = cb;
+  s->cb_arg = arg;
+  s->cb_future = f;
+  int done = s->done;
+  int st = s->status;
+  pthread_mutex_unlock(&s->mu);
+  if (done)
+    cb(f, st, arg);
+  return 0;
+}
+
+int cua_future_fd(cua_future *f) {
+  if (f == NULL)
+    return CUA_ERR_INVAL;
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  if (s->efd < 0) {
+    s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->efd >= 0 && s->done)
+      signal_fd(s->efd);
+  }
+  int fd = s->efd;
+  pthread_mutex_unlock(&s->mu);
+  return fd >= 0 ? fd : CUA_ERR_INTERNAL;
+}
+
+int cua_future_result(const cua_future *f, void **result) {
+  if (f == NULL || result == NULL)
+    return CUA_ERR_INVAL;
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  int st = s->done ? s->status : CUA_ERR_AGAIN;
+  pthread_mutex_unlock(&s->mu);
+  *result = st == 0 ? s->root->result : NULL;
+  return st;
+}
+
+const char *cua_future_error(const cua_future *f) {
+  if (f == NULL)
+    return "";
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  const char *m = s->done && s->msg ? s->msg : "";
+  pthread_mutex_unlock(&s->mu);
+  return m;
+}
+
+void cua_future_destroy(cua_future *f) {
+  if (f == NULL)
+    return;
+  cua__sub *s = f->sub;
+  pthread_mutex_lock(&s->mu);
+  s->cb_future = NULL;
+  pthread_mutex_unlock(&s->mu);
+  cua__sub_release(s);
+  free(f);
+}

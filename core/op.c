@@ -1,1 +1,518 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_op_c;
+/*
+ * core/op.c: DeviceOp constructors and combinators. Building an op only
+ * records what to do; nothing runs until a submission.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
+  cua_op *op = cua__calloc(1, sizeof *op);
+  if (op == NULL)
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory building an op");
+  atomic_init(&op->refs, 1);
+  op->kind = kind;
+  op->rt = rt;
+  cua_hints h = CUA_HINTS_INIT;
+  op->hints = h;
+  *out = op;
+  return 0;
+}
+
+static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
+  cua__access *a = cua__realloc(op->acc, (op->nacc + 1) * sizeof *a);
+  if (a == NULL)
+    return CUA_ERR_NOMEM;
+  op->acc = a;
+  a[op->nacc].buf = cua_buffer_retain(b);
+  a[op->nacc].mode = mode;
+  op->nacc++;
+  return 0;
+}
+
+static int add_input(cua_op *op, cua_op *in) {
+  cua_op **v = cua__realloc(op->inputs, (op->ninputs + 1) * sizeof *v);
+  if (v == NULL)
+    return CUA_ERR_NOMEM;
+  op->inputs = v;
+  v[op->ninputs++] = cua_op_retain(in);
+  cua__op_freeze(in);
+  return 0;
+}
+
+/* Returns the runtime a buffer belongs to, failing clearly for a buffer
+ * whose runtime is gone. */
+static int buf_rt(cua_buffer *b, cua_runtime **rt) {
+  *rt = NULL;
+  if (b == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "NULL buffer");
+  /* A tile's runtime is its parent's (cleared when the runtime closes). */
+  *rt = cua__buffer_root(b)->rt;
+  if (*rt == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "buffer of a closed runtime");
+  return 0;
+}
+
+static int finish(cua_op **out, cua_op *op, int rc) {
+  if (rc != 0) {
+    cua_op_destroy(op);
+    *out = NULL;
+    return rc;
+  }
+  *out = op;
+  return 0;
+}
+
+int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
+                const cua_access *access, size_t n) {
+  if (out == NULL || rt == NULL || fn == NULL || (n > 0 && access == NULL))
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_func: NULL argument");
+  for (size_t i = 0; i < n; i++) {
+    if (access[i].buffer == NULL || access[i].mode < CUA_READ ||
+        access[i].mode > CUA_READ_WRITE)
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_op_func: access %zu has a NULL buffer or a bad "
+                       "mode (%d)",
+                       i, (int)access[i].mode);
+    if (cua__buffer_root(access[i].buffer)->rt != rt)
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_op_func: access %zu: buffer of another runtime",
+                       i);
+  }
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_FUNC);
+  if (rc)
+    return rc;
+  op->fn = fn;
+  op->arg = arg;
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = add_access(op, access[i].buffer, access[i].mode);
+  return finish(out, op, rc);
+}
+
+static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
+                       cua_buffer *src, float value) {
+  cua_runtime *rt;
+  int rc = buf_rt(dst, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "NULL op pointer");
+  if (src != NULL && cua__buffer_root(src)->rt != rt)
+    return cua__fail(rt, CUA_ERR_INVAL, "buffers of different runtimes");
+  if (src != NULL && src->bytes != dst->bytes)
+    return cua__fail(rt, CUA_ERR_SIZE,
+                     "%s: buffers differ in size (%zu and %zu bytes)",
+                     kind == CUA_OP_COPY ? "cua_op_copy" : "cua_op_axpy",
+                     dst->bytes, src->bytes);
+  cua_op *op;
+  rc = new_op(&op, rt, kind);
+  if (rc)
+    return rc;
+  op->value = value;
+  op->bytes = dst->bytes;
+  rc = add_access(op, dst, kind == CUA_OP_AXPY ? CUA_READ_WRITE : CUA_WRITE);
+  if (rc == 0 && src != NULL)
+    rc = add_access(op, src, CUA_READ);
+  return finish(out, op, rc);
+}
+
+int cua_op_fill(cua_op **op, cua_buffer *dst, float value) {
+  return elementwise(op, CUA_OP_FILL, dst, NULL, value);
+}
+
+int cua_op_copy(cua_op **op, cua_buffer *dst, cua_buffer *src) {
+  if (src == NULL)
+    return cua__fail(dst ? dst->rt : NULL, CUA_ERR_INVAL, "NULL buffer");
+  return elementwise(op, CUA_OP_COPY, dst, src, 0);
+}
+
+int cua_op_axpy(cua_op **op, cua_buffer *y, float a, cua_buffer *x) {
+  if (x == NULL)
+    return cua__fail(y ? y->rt : NULL, CUA_ERR_INVAL, "NULL buffer");
+  return elementwise(op, CUA_OP_AXPY, y, x, a);
+}
+
+int cua_op_spin(cua_op **out, cua_runtime *rt, uint64_t ns, uint32_t blocks) {
+  if (out == NULL || rt == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: NULL argument");
+  if (blocks == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: 0 blocks");
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_SPIN);
+  if (rc)
+    return rc;
+  op->spin.ns = ns;
+  op->spin.blocks = blocks;
+  op->hints.cost_ns = ns;
+  return finish(out, op, 0);
+}
+
+static int check_range(cua_runtime *rt, const char *what, cua_buffer *b,
+                       size_t off, size_t bytes) {
+  if (off > b->bytes || bytes > b->bytes - off)
+    return cua__fail(rt, CUA_ERR_SIZE,
+                     "%s: range [%zu, %zu) outside the buffer's %zu bytes",
+                     what, off, off + bytes, b->bytes);
+  return 0;
+}
+
+int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
+                      const void *src, size_t bytes) {
+  cua_runtime *rt;
+  int rc = buf_rt(dst, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL || (src == NULL && bytes > 0))
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_h2d: NULL argument");
+  if ((rc = check_range(rt, "cua_op_memcpy_h2d", dst, dst_off, bytes)))
+    return rc;
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_H2D)))
+    return rc;
+  op->hptr = (void *)src;
+  op->dst_off = dst_off;
+  op->bytes = bytes;
+  op->hints.bytes = bytes;
+  return finish(out, op, add_access(op, dst, CUA_WRITE));
+}
+
+int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src,
+                      size_t src_off, size_t bytes) {
+  cua_runtime *rt;
+  int rc = buf_rt(src, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL || (dst == NULL && bytes > 0))
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2h: NULL argument");
+  if ((rc = check_range(rt, "cua_op_memcpy_d2h", src, src_off, bytes)))
+    return rc;
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_D2H)))
+    return rc;
+  op->hptr = dst;
+  op->src_off = src_off;
+  op->bytes = bytes;
+  op->hints.bytes = bytes;
+  return finish(out, op, add_access(op, src, CUA_READ));
+}
+
+int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
+                      cua_buffer *src, size_t src_off, size_t bytes) {
+  cua_runtime *rt;
+  int rc = buf_rt(dst, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL || src == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2d: NULL argument");
+  if (cua__buffer_root(src)->rt != rt)
+    return cua__fail(rt, CUA_ERR_INVAL, "buffers of different runtimes");
+  if ((rc = check_range(rt, "cua_op_memcpy_d2d (destination)", dst, dst_off,
+                        bytes)) ||
+      (rc = check_range(rt, "cua_op_memcpy_d2d (source)", src, src_off,
+                        bytes)))
+    return rc;
+  if (dst == src)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_op_memcpy_d2d: source and destination are the "
+                     "same buffer");
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_D2D)))
+    return rc;
+  op->dst_off = dst_off;
+  op->src_off = src_off;
+  op->bytes = bytes;
+  op->hints.bytes = bytes;
+  rc = add_access(op, dst, CUA_WRITE);
+  if (rc == 0)
+    rc = add_access(op, src, CUA_READ);
+  return finish(out, op, rc);
+}
+
+int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
+                  size_t bytes) {
+  cua_runtime *rt;
+  int rc = buf_rt(dst, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memset: NULL argument");
+  if ((rc = check_range(rt, "cua_op_memset", dst, off, bytes)))
+    return rc;
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_MEMSET)))
+    return rc;
+  op->dst_off = off;
+  op->byte_value = value;
+  op->bytes = bytes;
+  return finish(out, op, add_access(op, dst, CUA_WRITE));
+}
+
+int cua_op_alloc(cua_op **out, cua_buffer *buf) {
+  cua_runtime *rt;
+  int rc = buf_rt(buf, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_alloc: NULL argument");
+  if (!buf->lazy || buf->parent != NULL)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_op_alloc: the buffer was not created with "
+                     "CUA_BUFFER_LAZY");
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_ALLOC)))
+    return rc;
+  op->hints.device = buf->device;
+  return finish(out, op, add_access(op, buf, CUA_WRITE));
+}
+
+int cua_op_free(cua_op **out, cua_buffer *buf) {
+  cua_runtime *rt;
+  int rc = buf_rt(buf, &rt);
+  if (rc)
+    return rc;
+  if (out == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_free: NULL argument");
+  if (buf->parent != NULL)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_op_free: a tile cannot be freed on its own");
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_FREE)))
+    return rc;
+  op->hints.device = buf->device;
+  return finish(out, op, add_access(op, buf, CUA_WRITE));
+}
+
+int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
+  if (out == NULL || rt == NULL || fn == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_host: NULL argument");
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_HOST);
+  if (rc)
+    return rc;
+  op->host_fn = fn;
+  op->arg = arg;
+  return finish(out, op, 0);
+}
+
+int cua_op_barrier(cua_op **out, cua_runtime *rt) {
+  if (out == NULL || rt == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL argument");
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_BARRIER);
+  return rc ? rc : finish(out, op, 0);
+}
+
+int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
+                  const unsigned grid[3], const unsigned block[3],
+                  size_t shared_bytes, const cua_kernel_arg *args,
+                  size_t nargs) {
+  cua_runtime *rt = mod ? mod->rt : NULL;
+  if (out == NULL || mod == NULL || rt == NULL || function == NULL ||
+      grid == NULL || block == NULL || (nargs > 0 && args == NULL))
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_kernel: NULL argument");
+  void *kernel = NULL;
+  cua_backend_err err = {{0}};
+  pthread_mutex_lock(&rt->lock);
+  int rc = rt->be->module_function
+               ? rt->be->module_function(rt->bst, mod->bm, function, &kernel,
+                                         &err)
+               : CUA_ERR_NOTSUP;
+  pthread_mutex_unlock(&rt->lock);
+  if (rc)
+    return cua__fail(rt, rc, "cua_op_kernel: function '%s': %s", function,
+                     err.msg[0] ? err.msg : cua_strerror(rc));
+  cua_op *op;
+  if ((rc = new_op(&op, rt, CUA_OP_KERNEL)))
+    return rc;
+  op->mod = mod;
+  atomic_fetch_add(&mod->refs, 1);
+  op->kernel = kernel;
+  memcpy(op->grid, grid, sizeof op->grid);
+  memcpy(op->block, block, sizeof op->block);
+  op->shared_bytes = shared_bytes;
+  op->name = cua__strdup(function);
+  op->hints.name = op->name;
+  size_t total = 0;
+  for (size_t i = 0; i < nargs; i++)
+    total += args[i].buffer ? sizeof(void *) : (args[i].size + 15) / 16 * 16;
+  op->argdata = cua__calloc(1, total);
+  op->argoff = cua__calloc(nargs, sizeof *op->argoff);
+  op->argbuf = cua__calloc(nargs, sizeof *op->argbuf);
+  if (op->argdata == NULL || op->argoff == NULL || op->argbuf == NULL)
+    return finish(out, op, CUA_ERR_NOMEM);
+  op->nargs = nargs;
+  size_t off = 0;
+  for (size_t i = 0; i < nargs && rc == 0; i++) {
+    op->argoff[i] = off;
+    if (args[i].buffer) {
+      op->argbuf[i] = (int)op->nacc;
+      rc = add_access(op, args[i].buffer,
+                      args[i].mode ? args[i].mode : CUA_READ_WRITE);
+      off += sizeof(void *);
+    } else {
+      op->argbuf[i] = -1;
+      if (args[i].value == NULL && args[i].size > 0)
+        rc = cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_op_kernel: argument %zu has no value", i);
+      else
+        memcpy(op->argdata + off, args[i].value, args[i].size);
+      off += (args[i].size + 15) / 16 * 16;
+    }
+  }
+  return finish(out, op, rc);
+}
+
+int cua_op_then(cua_op **out, cua_op *first, cua_op *next) {
+  cua_runtime *rt = first ? first->rt : NULL;
+  if (out == NULL || first == NULL || next == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: NULL argument");
+  if (first->rt != next->rt)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: ops of two runtimes");
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_THEN);
+  if (rc)
+    return rc;
+  rc = add_input(op, first);
+  if (rc == 0)
+    rc = add_input(op, next);
+  return finish(out, op, rc);
+}
+
+int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
+  if (out == NULL || ops == NULL || n == 0 || ops[0] == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: no ops");
+  cua_runtime *rt = ops[0]->rt;
+  for (size_t i = 0; i < n; i++)
+    if (ops[i] == NULL || ops[i]->rt != rt)
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_op_zip: op %zu is NULL or of another runtime", i);
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_ZIP);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = add_input(op, ops[i]);
+  return rc && op == NULL ? rc : finish(out, op, rc);
+}
+
+int cua_op_shared(cua_op **out, cua_op *inner) {
+  if (out == NULL || inner == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_shared: NULL argument");
+  cua_op *op;
+  int rc = new_op(&op, inner->rt, CUA_OP_SHARED);
+  if (rc)
+    return rc;
+  return finish(out, op, add_input(op, inner));
+}
+
+int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
+  if (out == NULL || zip == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_unzip: NULL argument");
+  cua_op *z = zip;
+  while (z->kind == CUA_OP_SHARED)
+    z = z->inputs[0];
+  if (z->kind != CUA_OP_ZIP)
+    return cua__fail(zip->rt, CUA_ERR_INVAL,
+                     "cua_op_unzip: the op is not a zip");
+  if (index >= z->ninputs)
+    return cua__fail(zip->rt, CUA_ERR_INVAL,
+                     "cua_op_unzip: index %zu out of range (the zip has %zu "
+                     "ops)",
+                     index, z->ninputs);
+  /* The zip runs once for all its unzips: wrap it in a shared op unless it
+   * is one already. */
+  cua_op *sh = zip;
+  int rc = 0;
+  if (zip->kind != CUA_OP_SHARED)
+    rc = cua_op_shared(&sh, zip);
+  else
+    cua_op_retain(sh);
+  if (rc)
+    return rc;
+  cua_op *op;
+  rc = new_op(&op, zip->rt, CUA_OP_UNZIP);
+  if (rc == 0) {
+    op->index = index;
+    rc = add_input(op, sh);
+  }
+  cua_op_destroy(sh);
+  return rc && op == NULL ? rc : finish(out, op, rc);
+}
+
+int cua_op_map(cua_op **out, cua_op *in, cua_map_fn fn, void *arg) {
+  if (out == NULL || in == NULL || fn == NULL)
+    return cua__fail(in ? in->rt : NULL, CUA_ERR_INVAL,
+                     "cua_op_map: NULL argument");
+  cua_op *op;
+  int rc = new_op(&op, in->rt, CUA_OP_MAP);
+  if (rc)
+    return rc;
+  op->map_fn = fn;
+  op->arg = arg;
+  return finish(out, op, add_input(op, in));
+}
+
+int cua_op_set_hints(cua_op *op, const cua_hints *h) {
+  if (op == NULL || h == NULL || h->size < offsetof(cua_hints, priority))
+    return cua__fail(op ? op->rt : NULL, CUA_ERR_INVAL,
+                     "cua_op_set_hints: NULL argument or bad size");
+  if (op->frozen)
+    return cua__fail(op->rt, CUA_ERR_BUSY,
+                     "cua_op_set_hints: the op is frozen (already used by "
+                     "another op or submitted)");
+  cua_hints n = CUA_HINTS_INIT;
+  memcpy(&n, h, h->size < sizeof n ? h->size : sizeof n);
+  n.size = sizeof n;
+  char *name = cua__strdup(n.name), *tag = cua__strdup(n.tag);
+  if ((n.name && !name) || (n.tag && !tag)) {
+    free(name);
+    free(tag);
+    return cua__fail(op->rt, CUA_ERR_NOMEM, "out of host memory");
+  }
+  if (op->kind == CUA_OP_SPIN && n.cost_ns == 0)
+    n.cost_ns = op->spin.ns;
+  free(op->name);
+  free(op->tag);
+  op->name = name;
+  op->tag = tag;
+  n.name = name;
+  n.tag = tag;
+  op->hints = n;
+  return 0;
+}
+
+cua_op_kind cua_op_get_kind(const cua_op *op) { return op->kind; }
+
+cua_op *cua_op_retain(cua_op *op) {
+  if (op != NULL)
+    atomic_fetch_add(&op->refs, 1);
+  return op;
+}
+
+void cua__op_freeze(cua_op *op) { op->frozen = 1; }
+
+int cua__op_is_host(const cua_op *op) {
+  return op->kind == CUA_OP_HOST || op->kind == CUA_OP_MAP;
+}
+
+void cua_op_destroy(cua_op *op) {
+  if (op == NULL || atomic_fetch_sub(&op->refs, 1) != 1)
+    return;
+  for (size_t i = 0; i < op->nacc; i++)
+    cua_buffer_destroy(op->acc[i].buf);
+  for (size_t i = 0; i < op->ninputs; i++)
+    cua_op_destroy(op->inputs[i]);
+  if (op->shared_node != NULL)
+    cua__node_release(op->shared_node);
+  if (op->mod != NULL)
+    cua_module_destroy(op->mod);
+  free(op->acc);
+  free(op->inputs);
+  free(op->name);
+  free(op->tag);
+  free(op->argdata);
+  free(op->argoff);
+  free(op->argbuf);
+  free(op);
+}

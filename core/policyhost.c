@@ -1,1 +1,313 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_policyhost_c;
+/*
+ * core/policyhost.c: policy instances and the host table they call.
+ *
+ * Every call into a policy happens with the runtime lock held, so the
+ * functions of the host table below run under it too.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int h_device_count(void *core) {
+  return ((cua__polinst *)core)->rt->ndev;
+}
+
+static int h_stream_count(void *core, int device) {
+  cua_runtime *rt = ((cua__polinst *)core)->rt;
+  if (device < 0 || device >= rt->ndev)
+    return 0;
+  return rt->devs[device].nstreams;
+}
+
+static int h_ensure_streams(void *core, int device, int n) {
+  cua__polinst *p = core;
+  if (device < 0 || device >= p->rt->ndev || n < 0 || n > 1024)
+    return CUA_ERR_INVAL;
+  return cua__ensure_streams(p->rt, device, n);
+}
+
+static int h_stream_load(void *core, int device, int stream,
+                         cua_stream_load *out) {
+  cua_runtime *rt = ((cua__polinst *)core)->rt;
+  if (out == NULL || device < 0 || device >= rt->ndev || stream < 0 ||
+      stream >= rt->devs[device].nstreams)
+    return CUA_ERR_INVAL;
+  size_t n = out->size && out->size < sizeof *out ? out->size : sizeof *out;
+  cua_stream_load l = rt->devs[device].streams[stream]->load;
+  l.size = n;
+  memcpy(out, &l, n);
+  return 0;
+}
+
+static uint64_t h_now(void *core) {
+  (void)core;
+  return cua__now_ns();
+}
+
+static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
+  cua__polinst *p = core;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  /* Kept for the error message of a failing create() or place(). */
+  size_t used = strlen(p->log);
+  if (used + strlen(line) + 3 < sizeof p->log)
+    snprintf(p->log + used, sizeof p->log - used, "%s%s", used ? "; " : "",
+             line);
+  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
+    fprintf(stderr, "cuasync: policy %s: %s\n", p->name, line);
+}
+
+static int h_device_info(void *core, int device, cua_device_info *out) {
+  cua_runtime *rt = ((cua__polinst *)core)->rt;
+  if (device < 0 || device >= rt->ndev || out == NULL)
+    return CUA_ERR_INVAL;
+  return rt->be->device_info(rt->bst, device, out);
+}
+
+static int h_nested_open(void *core, const char *name,
+                         cua_policy_nested **out) {
+  cua__polinst *p = core, *q;
+  if (name == NULL || out == NULL)
+    return CUA_ERR_INVAL;
+  if (strcmp(name, p->name) == 0) {
+    h_log(core, CUA_LOG_ERROR, "a policy cannot nest itself ('%s')", name);
+    return CUA_ERR_INVAL;
+  }
+  int rc = cua__polinst_open(p->rt, name, &q);
+  if (rc) {
+    h_log(core, CUA_LOG_ERROR, "nested policy '%s': %s", name,
+          cua_runtime_error(p->rt));
+    return rc;
+  }
+  q->nested = 1;
+  *out = (cua_policy_nested *)q;
+  return 0;
+}
+
+static int h_nested_place(void *core, cua_policy_nested *nested,
+                          const cua_op_info *op, cua_placement *out) {
+  cua__polinst *q = (cua__polinst *)nested;
+  (void)core;
+  return q->d->place(q->state, op, out);
+}
+
+static void h_nested_submitted(void *core, cua_policy_nested *nested,
+                               const cua_op_info *op, cua_placement where) {
+  cua__polinst *q = (cua__polinst *)nested;
+  (void)core;
+  if (q->d->submitted)
+    q->d->submitted(q->state, op, where);
+}
+
+static void h_nested_completed(void *core, cua_policy_nested *nested,
+                               const cua_op_info *op, cua_placement where,
+                               uint64_t ns) {
+  cua__polinst *q = (cua__polinst *)nested;
+  (void)core;
+  if (q->d->completed)
+    q->d->completed(q->state, op, where, ns);
+}
+
+static void h_nested_close(void *core, cua_policy_nested *nested) {
+  (void)core;
+  cua__polinst *q = (cua__polinst *)nested;
+  q->closed = 1;
+  cua__polinst_release(q);
+}
+
+static void polinst_free(cua__polinst *p) {
+  cua_runtime *rt = p->rt;
+  for (cua__polinst **pp = &rt->policies; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  if (p->state != NULL && p->d->destroy != NULL)
+    p->d->destroy(p->state);
+  cua__config_params_free(p->params, p->nparams);
+  cua__module_unload(p->mod);
+  free(p->name);
+  free(p);
+}
+
+void cua__polinst_release(cua__polinst *p) {
+  if (p != NULL && --p->refs == 0)
+    polinst_free(p);
+}
+
+/* Loads, configures from [policy.NAME] and creates an instance. Runs with
+ * the runtime lock held (policies may open nested ones from create()). */
+int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
+  char err[CUA__ERRLEN];
+  cua__module *mod = NULL;
+  int rc = cua__module_load(&mod, CUA__MODULE_POLICY, name,
+                            rt->cfg->policy_path, rt->cfg->npolicy_path,
+                            rt->ignore_env, err, sizeof err);
+  if (rc)
+    return cua__fail(rt, rc, "%s", err);
+  cua__polinst *p = cua__calloc(1, sizeof *p);
+  if (p == NULL) {
+    cua__module_unload(mod);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  }
+  p->rt = rt;
+  p->mod = mod;
+  p->d = mod->desc.policy;
+  p->name = cua__strdup(p->d->name);
+  p->refs = 1;
+  /* A policy loaded by path is configured from the section of the name it
+   * declares. */
+  char section[256];
+  snprintf(section, sizeof section, "policy.%s", p->d->name);
+  rc = cua__config_params(rt->cfg, section, p->d->params, p->d->nparams,
+                          &p->params, err, sizeof err);
+  if (rc) {
+    cua__module_unload(mod);
+    free(p->name);
+    free(p);
+    return cua__fail(rt, rc, "%s", err);
+  }
+  p->nparams = p->d->nparams;
+  cua_policy_host *h = &p->host;
+  h->abi_major = CUA_POLICY_ABI_MAJOR;
+  h->abi_minor = CUA_POLICY_ABI_MINOR;
+  h->size = sizeof *h;
+  h->core = p;
+  h->device_count = h_device_count;
+  h->stream_count = h_stream_count;
+  h->ensure_streams = h_ensure_streams;
+  h->stream_load = h_stream_load;
+  h->now_ns = h_now;
+  h->log = h_log;
+  h->device_info = h_device_info;
+  h->nested_open = h_nested_open;
+  h->nested_place = h_nested_place;
+  h->nested_submitted = h_nested_submitted;
+  h->nested_completed = h_nested_completed;
+  h->nested_close = h_nested_close;
+  p->next = rt->policies;
+  rt->policies = p;
+  rc = p->d->create(h, p->params, &p->state);
+  if (rc != 0) {
+    char log[sizeof p->log];
+    snprintf(log, sizeof log, "%s", p->log);
+    p->state = NULL;
+    polinst_free(p);
+    return cua__fail(rt, CUA_ERR_MODULE_CREATE,
+                     "policy '%s' (%s): create() failed with %s%s%s", name,
+                     mod->path ? mod->path : "?", cua_err_name(rc),
+                     log[0] ? ": " : "", log);
+  }
+  *out = p;
+  return 0;
+}
+
+/* Drops the runtime's own references; what remains was opened by the user
+ * and not closed, and is freed outermost first so that nesting policies
+ * close their nested ones themselves. */
+void cua__polinst_close_all(cua_runtime *rt) {
+  cua__polinst_release(rt->policy);
+  rt->policy = NULL;
+  cua__polinst_release(rt->fallback);
+  rt->fallback = NULL;
+  for (int d = 0; d < rt->ndev; d++) {
+    cua__polinst_release(rt->devs[d].policy);
+    rt->devs[d].policy = NULL;
+  }
+  for (;;) {
+    cua__polinst *p = rt->policies;
+    while (p != NULL && p->nested)
+      p = p->next;
+    if (p == NULL)
+      p = rt->policies;
+    if (p == NULL)
+      break;
+    polinst_free(p);
+  }
+}
+
+/* --------------------------------------------------------------- public */
+
+int cua_policy_open(cua_policy **out, cua_runtime *rt, const char *name) {
+  if (out == NULL || rt == NULL || name == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_policy_open: NULL argument");
+  cua__polinst *p;
+  pthread_mutex_lock(&rt->lock);
+  int rc = cua__polinst_open(rt, name, &p);
+  pthread_mutex_unlock(&rt->lock);
+  *out = rc ? NULL : (cua_policy *)p;
+  return rc;
+}
+
+void cua_policy_close(cua_policy *pol) {
+  if (pol == NULL)
+    return;
+  cua__polinst *p = (cua__polinst *)pol;
+  cua_runtime *rt = p->rt;
+  pthread_mutex_lock(&rt->lock);
+  p->closed = 1;
+  cua__polinst_release(p);
+  pthread_mutex_unlock(&rt->lock);
+}
+
+const char *cua_policy_name(const cua_policy *pol) {
+  return pol ? ((const cua__polinst *)pol)->name : NULL;
+}
+
+int cua_runtime_set_policy(cua_runtime *rt, const char *name) {
+  if (rt == NULL || name == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_set_policy: NULL");
+  cua__polinst *p;
+  pthread_mutex_lock(&rt->lock);
+  int rc = cua__polinst_open(rt, name, &p);
+  if (rc == 0) {
+    cua__polinst *old = rt->policy;
+    rt->policy = p;
+    cua__polinst_release(old);
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return rc;
+}
+
+int cua_runtime_set_device_policy(cua_runtime *rt, int device,
+                                  const char *name) {
+  if (rt == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_set_device_policy: NULL");
+  if (device < 0 || device >= rt->ndev)
+    return cua__fail(rt, CUA_ERR_BAD_DEVICE,
+                     "cua_runtime_set_device_policy: no device %d (the "
+                     "runtime has %d)",
+                     device, rt->ndev);
+  cua__polinst *p = NULL;
+  pthread_mutex_lock(&rt->lock);
+  int rc = name ? cua__polinst_open(rt, name, &p) : 0;
+  if (rc == 0) {
+    cua__polinst *old = rt->devs[device].policy;
+    rt->devs[device].policy = p;
+    cua__polinst_release(old);
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return rc;
+}
+
+const char *cua_runtime_policy(const cua_runtime *rt) {
+  return rt && rt->policy ? rt->policy->name : NULL;
+}
+
+int cua_runtime_dump_policy(cua_runtime *rt, void *file) {
+  if (rt == NULL || file == NULL)
+    return CUA_ERR_INVAL;
+  pthread_mutex_lock(&rt->lock);
+  if (rt->policy->d->dump)
+    rt->policy->d->dump(rt->policy->state, file);
+  else
+    fprintf(file, "policy %s: no dump()\n", rt->policy->name);
+  pthread_mutex_unlock(&rt->lock);
+  return 0;
+}

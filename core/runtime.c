@@ -1,1 +1,556 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_runtime_c;
+/*
+ * core/runtime.c: opening and closing a runtime, the backend, streams,
+ * event pools, device queries, counters, code modules.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------- backend */
+
+static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
+  cua_runtime *rt = core;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
+    fprintf(stderr, "cuasync: %s: %s\n", rt->be ? rt->be->name : "backend",
+            line);
+}
+
+static uint64_t b_now(void *core) {
+  (void)core;
+  return cua__now_ns();
+}
+
+/* Opens backend @p name; CUA_ERR_NO_DEVICE (with the reason in @p err)
+ * when it has no usable device. */
+static int open_backend(cua_runtime *rt, const char *name, char *err,
+                        size_t errlen) {
+  cua__module *mod = NULL;
+  int rc = cua__module_load(&mod, CUA__MODULE_BACKEND, name, NULL, 0,
+                            rt->ignore_env, err, errlen);
+  if (rc)
+    return rc;
+  const cua_backend_descriptor *d = mod->desc.backend;
+  char section[128];
+  snprintf(section, sizeof section, "backend.%s", name);
+  cua_param_value *params = NULL;
+  rc = cua__config_params(rt->cfg, section, d->params, d->nparams, &params,
+                          err, errlen);
+  if (rc) {
+    cua__module_unload(mod);
+    return rc;
+  }
+  rt->bhost.abi_major = CUA_BACKEND_ABI_MAJOR;
+  rt->bhost.abi_minor = CUA_BACKEND_ABI_MINOR;
+  rt->bhost.size = sizeof rt->bhost;
+  rt->bhost.core = rt;
+  rt->bhost.log = b_log;
+  rt->bhost.now_ns = b_now;
+  cua_backend_err berr = {{0}};
+  void *st = NULL;
+  rc = d->create(&rt->bhost, params, rt->cfg->devices,
+                 (int)rt->cfg->ndevices, &st, &berr);
+  if (rc) {
+    snprintf(err, errlen, "backend '%s' (%s): %s", name, mod->path,
+             berr.msg[0] ? berr.msg : cua_strerror(rc));
+    cua__config_params_free(params, d->nparams);
+    cua__module_unload(mod);
+    return rc;
+  }
+  if (d->device_count(st) <= 0) {
+    snprintf(err, errlen, "backend '%s' has no device", name);
+    d->destroy(st);
+    cua__config_params_free(params, d->nparams);
+    cua__module_unload(mod);
+    return CUA_ERR_NO_DEVICE;
+  }
+  rt->bmod = mod;
+  rt->be = d;
+  rt->bst = st;
+  rt->bparams = params;
+  rt->nbparams = d->nparams;
+  rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;
+  return 0;
+}
+
+static int choose_backend(cua_runtime *rt) {
+  char err[CUA__ERRLEN];
+  const char *want = rt->cfg->backend ? rt->cfg->backend : "auto";
+  if (strcmp(want, "auto") != 0) {
+    int rc = open_backend(rt, want, err, sizeof err);
+    return rc ? cua__fail(NULL, rc, "%s", err) : 0;
+  }
+  /* auto: the CUDA backend when it has a device, else host, saying why. */
+  int rc = open_backend(rt, "cuda", err, sizeof err);
+  if (rc == 0)
+    return 0;
+  if (getenv("CUASYNC_DEBUG") != NULL)
+    fprintf(stderr, "cuasync: backend auto: no CUDA (%s); using host\n", err);
+  rc = open_backend(rt, "host", err, sizeof err);
+  return rc ? cua__fail(NULL, rc, "%s", err) : 0;
+}
+
+/* ------------------------------------------------------------- streams */
+
+int cua__ensure_streams(cua_runtime *rt, int device, int n) {
+  cua__device *dv = &rt->devs[device];
+  while (dv->nstreams < n) {
+    size_t cap = (size_t)dv->capstreams, gcap = (size_t)rt->capstreams;
+    if (cua__grow(&dv->streams, &cap, (size_t)dv->nstreams + 1,
+                  sizeof *dv->streams) ||
+        cua__grow(&rt->streams, &gcap, (size_t)rt->nstreams + 1,
+                  sizeof *rt->streams))
+      return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+    dv->capstreams = (int)cap;
+    rt->capstreams = (int)gcap;
+    cua__stream *s = cua__calloc(1, sizeof *s);
+    if (s == NULL)
+      return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+    cua_backend_err err = {{0}};
+    int rc = rt->be->stream_create(rt->bst, device, &s->bs, &err);
+    if (rc) {
+      free(s);
+      return cua__fail(rt, rc, "creating stream %d on device %d: %s",
+                       dv->nstreams, device,
+                       err.msg[0] ? err.msg : cua_strerror(rc));
+    }
+    s->device = device;
+    s->index = dv->nstreams;
+    s->gidx = rt->nstreams;
+    s->load.size = sizeof s->load;
+    dv->streams[dv->nstreams++] = s;
+    rt->streams[rt->nstreams++] = s;
+    rt->stats.streams++;
+  }
+  return 0;
+}
+
+int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev) {
+  cua__device *dv = &rt->devs[device];
+  if (dv->nfree_events > 0) {
+    *ev = dv->free_events[--dv->nfree_events];
+    return 0;
+  }
+  cua_backend_err err = {{0}};
+  int rc = rt->be->event_create(rt->bst, device, ev, &err);
+  if (rc == 0)
+    rt->stats.events_created++;
+  return rc;
+}
+
+void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev) {
+  cua__device *dv = &rt->devs[device];
+  if (cua__grow(&dv->free_events, &dv->capfree_events, dv->nfree_events + 1,
+                sizeof *dv->free_events)) {
+    rt->be->event_destroy(rt->bst, ev);
+    return;
+  }
+  dv->free_events[dv->nfree_events++] = ev;
+}
+
+void cua__kick(cua_runtime *rt) {
+  pthread_cond_signal(&rt->work);
+  if (rt->ready_head != NULL && rt->be->wake != NULL)
+    rt->be->wake(rt->bst);
+}
+
+/* ------------------------------------------------------------ checking */
+
+/* Every [policy.NAME] section must name a policy that exists, and its keys
+ * must fit that policy's schema, whether or not it is used now: a typo in
+ * a section for later would otherwise go unnoticed. */
+static int check_policy_sections(cua_runtime *rt) {
+  const cua__config *cfg = rt->cfg;
+  for (size_t i = 0; i < cfg->nsections; i++) {
+    const cua__section *sec = &cfg->sections[i];
+    if (strncmp(sec->name, "policy.", 7) != 0)
+      continue;
+    const char *name = sec->name + 7;
+    int loaded = 0;
+    for (cua__polinst *p = rt->policies; p; p = p->next)
+      if (strcmp(p->d->name, name) == 0)
+        loaded = 1;
+    if (loaded)
+      continue;
+    char err[CUA__ERRLEN];
+    cua__module *mod = NULL;
+    int rc = cua__module_load(&mod, CUA__MODULE_POLICY, name,
+                              cfg->policy_path, cfg->npolicy_path,
+                              rt->ignore_env, err, sizeof err);
+    if (rc == CUA_ERR_MODULE_NOT_FOUND)
+      return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
+                       "%s:%d: [%s]: no policy named '%s' is installed or "
+                       "on the policy path (%s)",
+                       cfg->origin, sec->line, sec->name, name, err);
+    if (rc)
+      return cua__fail(NULL, rc, "%s:%d: [%s]: %s", cfg->origin, sec->line,
+                       sec->name, err);
+    const cua_policy_descriptor *d = mod->desc.policy;
+    cua_param_value *v = NULL;
+    rc = cua__config_params(cfg, sec->name, d->params, d->nparams, &v, err,
+                            sizeof err);
+    cua__config_params_free(v, d->nparams);
+    cua__module_unload(mod);
+    if (rc)
+      return cua__fail(NULL, rc, "%s", err);
+  }
+  return 0;
+}
+
+static int check_backend_sections(const cua__config *cfg) {
+  for (size_t i = 0; i < cfg->nsections; i++) {
+    const cua__section *sec = &cfg->sections[i];
+    if (strncmp(sec->name, "backend.", 8) != 0)
+      continue;
+    if (strcmp(sec->name + 8, "cuda") != 0 &&
+        strcmp(sec->name + 8, "host") != 0)
+      return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
+                       "%s:%d: unknown section [%s]: the backends are "
+                       "'cuda' and 'host'",
+                       cfg->origin, sec->line, sec->name);
+  }
+  return 0;
+}
+
+static int open_policies(cua_runtime *rt) {
+  const cua__config *cfg = rt->cfg;
+  int rc = cua__polinst_open(rt, cfg->policy, &rt->policy);
+  if (rc) {
+    char msg[CUA__ERRLEN];
+    snprintf(msg, sizeof msg, "%s", cua_runtime_error(rt));
+    if (cfg->policy_from_env)
+      return cua__fail(NULL, rc, "$CUASYNC_POLICY=%s: %s", cfg->policy, msg);
+    if (cfg->policy_line > 0)
+      return cua__fail(NULL, rc, "%s:%d: policy = %s: %s", cfg->origin,
+                       cfg->policy_line, cfg->policy, msg);
+    return cua__fail(NULL, rc, "policy %s: %s", cfg->policy, msg);
+  }
+  for (size_t i = 0; i < cfg->nsections; i++) {
+    const cua__section *sec = &cfg->sections[i];
+    if (strncmp(sec->name, "device.", 7) != 0)
+      continue;
+    int dev = atoi(sec->name + 7), line = 0;
+    const char *name = cua__config_device_policy(cfg, dev, &line);
+    if (dev >= rt->ndev)
+      return cua__fail(NULL, CUA_ERR_CONFIG_OUT_OF_RANGE,
+                       "%s:%d: [%s]: the runtime has %d device%s (0..%d)",
+                       cfg->origin, sec->line, sec->name, rt->ndev,
+                       rt->ndev == 1 ? "" : "s", rt->ndev - 1);
+    if (name == NULL)
+      continue;
+    rc = cua__polinst_open(rt, name, &rt->devs[dev].policy);
+    if (rc) {
+      char msg[CUA__ERRLEN];
+      snprintf(msg, sizeof msg, "%s", cua_runtime_error(rt));
+      return cua__fail(NULL, rc, "%s:%d: [%s] policy = %s: %s", cfg->origin,
+                       line, sec->name, name, msg);
+    }
+  }
+  return check_policy_sections(rt);
+}
+
+/* -------------------------------------------------------------- runtime */
+
+static void runtime_free(cua_runtime *rt);
+
+int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
+  if (out == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_runtime_create: NULL rt");
+  *out = NULL;
+  cua_runtime_options opts;
+  memset(&opts, 0, sizeof opts);
+  if (o != NULL) {
+    if (o->size == 0 || o->size > sizeof opts)
+      return cua__fail(NULL, CUA_ERR_INVAL,
+                       "cua_runtime_create_ex: options.size is %zu (expected "
+                       "%zu)",
+                       o->size, sizeof opts);
+    memcpy(&opts, o, o->size);
+  }
+  cua_runtime *rt = cua__calloc(1, sizeof *rt);
+  if (rt == NULL)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  pthread_mutex_init(&rt->lock, NULL);
+  pthread_mutex_init(&rt->reg_lock, NULL);
+  pthread_mutex_init(&rt->err_lock, NULL);
+  pthread_cond_init(&rt->work, NULL);
+  pthread_cond_init(&rt->idle, NULL);
+  rt->stats.size = sizeof rt->stats;
+  rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
+  char err[CUA__ERRLEN];
+  int rc = cua__config_load(&rt->cfg, opts.config_path, opts.config_text,
+                            opts.flags, err, sizeof err);
+  if (rc) {
+    cua__fail(NULL, rc, "%s", err);
+    goto fail;
+  }
+  if ((rc = check_backend_sections(rt->cfg)) != 0)
+    goto fail;
+  if ((rc = choose_backend(rt)) != 0)
+    goto fail;
+  int ndev = rt->be->device_count(rt->bst);
+  rt->devs = cua__calloc((size_t)ndev, sizeof *rt->devs);
+  if (rt->devs == NULL) {
+    rc = cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+    goto fail;
+  }
+  rt->ndev = ndev;
+  rt->all_peers = 1;
+  for (int a = 0; a < rt->ndev; a++)
+    for (int b = 0; b < rt->ndev; b++)
+      if (a != b && (rt->be->can_access == NULL ||
+                     !rt->be->can_access(rt->bst, a, b)))
+        rt->all_peers = 0;
+  pthread_mutex_lock(&rt->lock);
+  rc = open_policies(rt);
+  pthread_mutex_unlock(&rt->lock);
+  if (rc)
+    goto fail;
+  if (pthread_create(&rt->thread, NULL, cua__completion_thread, rt) != 0) {
+    rc = cua__fail(NULL, CUA_ERR_INTERNAL,
+                   "cannot start the completion thread");
+    goto fail;
+  }
+  rt->thread_started = 1;
+  *out = rt;
+  return 0;
+fail:
+  runtime_free(rt);
+  return rc;
+}
+
+int cua_runtime_create(cua_runtime **rt, const char *config_path) {
+  cua_runtime_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.config_path = config_path;
+  return cua_runtime_create_ex(rt, &o);
+}
+
+static void runtime_free(cua_runtime *rt) {
+  if (rt->be != NULL) {
+    cua__buffers_detach(rt);
+    cua__modules_detach(rt);
+  }
+  pthread_mutex_lock(&rt->lock);
+  cua__polinst_close_all(rt);
+  pthread_mutex_unlock(&rt->lock);
+  for (int i = 0; i < rt->nstreams; i++) {
+    cua__stream *s = rt->streams[i];
+    while (s->points_head != NULL) {
+      cua__point *p = s->points_head;
+      s->points_head = p->next;
+      rt->be->event_destroy(rt->bst, p->event);
+      free(p->vc);
+      free(p);
+    }
+    rt->be->stream_destroy(rt->bst, s->bs);
+    free(s->vc);
+    free(s);
+  }
+  free(rt->streams);
+  for (int d = 0; d < rt->ndev && rt->devs != NULL; d++) {
+    cua__device *dv = &rt->devs[d];
+    for (size_t i = 0; i < dv->nfree_events; i++)
+      rt->be->event_destroy(rt->bst, dv->free_events[i]);
+    free(dv->free_events);
+    free(dv->streams);
+  }
+  free(rt->devs);
+  if (rt->be != NULL) {
+    rt->be->destroy(rt->bst);
+    cua__config_params_free(rt->bparams, rt->nbparams);
+    cua__module_unload(rt->bmod);
+  }
+  cua__config_free(rt->cfg);
+  free(rt->policy_error);
+  pthread_mutex_destroy(&rt->lock);
+  pthread_mutex_destroy(&rt->reg_lock);
+  pthread_mutex_destroy(&rt->err_lock);
+  pthread_cond_destroy(&rt->work);
+  pthread_cond_destroy(&rt->idle);
+  free(rt);
+}
+
+void cua_runtime_destroy(cua_runtime *rt) {
+  if (rt == NULL)
+    return;
+  pthread_mutex_lock(&rt->lock);
+  while (rt->nsubs > 0)
+    pthread_cond_wait(&rt->idle, &rt->lock);
+  rt->stopping = 1;
+  pthread_cond_signal(&rt->work);
+  pthread_mutex_unlock(&rt->lock);
+  if (rt->be->wake)
+    rt->be->wake(rt->bst);
+  if (rt->thread_started)
+    pthread_join(rt->thread, NULL);
+  runtime_free(rt);
+}
+
+int cua_runtime_synchronize(cua_runtime *rt) {
+  if (rt == NULL)
+    return CUA_ERR_INVAL;
+  pthread_mutex_lock(&rt->lock);
+  while (rt->nsubs > 0)
+    pthread_cond_wait(&rt->idle, &rt->lock);
+  pthread_mutex_unlock(&rt->lock);
+  return 0;
+}
+
+const char *cua_runtime_backend(const cua_runtime *rt) {
+  return rt && rt->be ? rt->be->name : NULL;
+}
+
+const char *cua_runtime_config_path(const cua_runtime *rt) {
+  return rt ? rt->cfg->path : NULL;
+}
+
+int cua_device_count(const cua_runtime *rt) { return rt ? rt->ndev : 0; }
+
+int cua_device_get_info(const cua_runtime *rt, int device,
+                        cua_device_info *info) {
+  if (rt == NULL || info == NULL)
+    return CUA_ERR_INVAL;
+  if (device < 0 || device >= rt->ndev)
+    return cua__fail(rt, CUA_ERR_BAD_DEVICE,
+                     "cua_device_get_info: no device %d (the runtime has %d)",
+                     device, rt->ndev);
+  cua_device_info tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.size = sizeof tmp;
+  int rc = rt->be->device_info(rt->bst, device, &tmp);
+  size_t n = info->size && info->size < sizeof tmp ? info->size : sizeof tmp;
+  tmp.size = n;
+  memcpy(info, &tmp, n);
+  return rc;
+}
+
+int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
+  if (rt == NULL || st == NULL || st->size == 0)
+    return CUA_ERR_INVAL;
+  cua_runtime *w = (cua_runtime *)rt;
+  pthread_mutex_lock(&w->lock);
+  cua_stats tmp = rt->stats;
+  pthread_mutex_unlock(&w->lock);
+  size_t n = st->size < sizeof tmp ? st->size : sizeof tmp;
+  tmp.size = n;
+  memcpy(st, &tmp, n);
+  return 0;
+}
+
+int cua_host_alloc(cua_runtime *rt, size_t bytes, void **ptr) {
+  if (rt == NULL || ptr == NULL || bytes == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_host_alloc: bad argument");
+  if (rt->be->host_alloc == NULL) {
+    *ptr = malloc(bytes);
+    return *ptr ? 0 : cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  }
+  cua_backend_err err = {{0}};
+  int rc = rt->be->host_alloc(rt->bst, bytes, ptr, &err);
+  return rc ? cua__fail(rt, rc, "cua_host_alloc: %zu bytes: %s", bytes,
+                        err.msg[0] ? err.msg : cua_strerror(rc))
+            : 0;
+}
+
+void cua_host_free(cua_runtime *rt, void *ptr) {
+  if (rt == NULL || ptr == NULL)
+    return;
+  if (rt->be->host_free == NULL)
+    free(ptr);
+  else
+    rt->be->host_free(rt->bst, ptr);
+}
+
+/* -------------------------------------------------------- code modules */
+
+int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
+                         size_t bytes) {
+  if (out == NULL || rt == NULL || image == NULL || bytes == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: bad argument");
+  *out = NULL;
+  if (rt->be->module_load == NULL)
+    return cua__fail(rt, CUA_ERR_NOTSUP,
+                     "cua_module_load: the %s backend cannot load device "
+                     "code modules",
+                     rt->be->name);
+  cua_module *m = cua__calloc(1, sizeof *m);
+  if (m == NULL)
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  cua_backend_err err = {{0}};
+  pthread_mutex_lock(&rt->lock);
+  int rc = rt->be->module_load(rt->bst, image, bytes, &m->bm, &err);
+  pthread_mutex_unlock(&rt->lock);
+  if (rc) {
+    free(m);
+    return cua__fail(rt, rc, "cua_module_load: %s",
+                     err.msg[0] ? err.msg : cua_strerror(rc));
+  }
+  m->rt = rt;
+  atomic_init(&m->refs, 1);
+  pthread_mutex_lock(&rt->reg_lock);
+  m->next = rt->modules;
+  rt->modules = m;
+  pthread_mutex_unlock(&rt->reg_lock);
+  *out = m;
+  return 0;
+}
+
+int cua_module_load(cua_module **out, cua_runtime *rt, const char *path) {
+  if (path == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: NULL path");
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: cannot open %s",
+                     path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = n > 0 ? cua__malloc((size_t)n + 1) : NULL;
+  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(buf);
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: cannot read %s",
+                     path);
+  }
+  fclose(f);
+  buf[n] = '\0';
+  int rc = cua_module_load_data(out, rt, buf, (size_t)n + 1);
+  free(buf);
+  return rc;
+}
+
+void cua_module_destroy(cua_module *m) {
+  if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
+    return;
+  cua_runtime *rt = m->rt;
+  if (rt != NULL) {
+    pthread_mutex_lock(&rt->reg_lock);
+    for (cua_module **pp = &rt->modules; *pp; pp = &(*pp)->next)
+      if (*pp == m) {
+        *pp = m->next;
+        break;
+      }
+    pthread_mutex_unlock(&rt->reg_lock);
+    rt->be->module_unload(rt->bst, m->bm);
+  }
+  free(m);
+}
+
+void cua__modules_detach(cua_runtime *rt) {
+  pthread_mutex_lock(&rt->reg_lock);
+  for (cua_module *m = rt->modules; m != NULL; m = m->next) {
+    rt->be->module_unload(rt->bst, m->bm);
+    m->rt = NULL;
+  }
+  rt->modules = NULL;
+  pthread_mutex_unlock(&rt->reg_lock);
+}

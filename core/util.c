@@ -1,1 +1,112 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_util_c;
+/*
+ * core/util.c: version, error names and messages, small helpers.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+unsigned cua_version(void) { return CUA_VERSION_HEX; }
+
+const char *cua_version_string(void) { return CUA_VERSION_STRING; }
+
+const char *cua_strerror(int err) {
+  switch (err) {
+  case 0:
+    return "success";
+#define CUA__ERR_DESC(name, val, desc)                                         \
+  case (val):                                                                  \
+    return desc;
+    CUA_ERRNO_MAP(CUA__ERR_DESC)
+#undef CUA__ERR_DESC
+  default:
+    return "unknown error";
+  }
+}
+
+const char *cua_err_name(int err) {
+  switch (err) {
+  case 0:
+    return "CUA_OK";
+#define CUA__ERR_NAME(name, val, desc)                                         \
+  case (val):                                                                  \
+    return "CUA_ERR_" #name;
+    CUA_ERRNO_MAP(CUA__ERR_NAME)
+#undef CUA__ERR_NAME
+  default:
+    return "CUA_ERR_UNKNOWN";
+  }
+}
+
+void *cua__malloc(size_t n) { return malloc(n ? n : 1); }
+
+void *cua__calloc(size_t n, size_t size) {
+  return calloc(n ? n : 1, size ? size : 1);
+}
+
+void *cua__realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+
+char *cua__strdup(const char *s) {
+  if (s == NULL)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d != NULL)
+    memcpy(d, s, n);
+  return d;
+}
+
+uint64_t cua__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int cua__grow(void *arr, size_t *cap, size_t need, size_t size) {
+  void **p = arr;
+  if (need <= *cap)
+    return 0;
+  size_t n = *cap ? *cap * 2 : 4;
+  while (n < need)
+    n *= 2;
+  void *q = realloc(*p, n * size);
+  if (q == NULL)
+    return CUA_ERR_NOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+/* The message of a failed cua_runtime_create(), per thread, because there
+ * is no runtime to keep it in. */
+static _Thread_local char create_err[CUA__ERRLEN];
+
+int cua__vfail(const cua_runtime *rt, int code, const char *fmt,
+               va_list ap) {
+  if (rt == NULL) {
+    vsnprintf(create_err, sizeof create_err, fmt, ap);
+    return code;
+  }
+  cua_runtime *w = (cua_runtime *)rt;
+  pthread_mutex_lock(&w->err_lock);
+  vsnprintf(w->err, sizeof w->err, fmt, ap);
+  pthread_mutex_unlock(&w->err_lock);
+  return code;
+}
+
+int cua__fail(const cua_runtime *rt, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cua__vfail(rt, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *cua_runtime_error(const cua_runtime *rt) {
+  if (rt == NULL)
+    return create_err;
+  return rt->err;
+}

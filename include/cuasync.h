@@ -126,8 +126,8 @@ CUA_EXTERN const char *cua_runtime_policy(const cua_runtime *rt);
 /** Number of devices the runtime uses (after `devices =`). */
 CUA_EXTERN int cua_device_count(const cua_runtime *rt);
 /** Describes device @p device (0-based runtime index). */
-CUA_EXTERN int cua_device_info(const cua_runtime *rt, int device,
-                               cua_device_info *info);
+CUA_EXTERN int cua_device_get_info(const cua_runtime *rt, int device,
+                                   cua_device_info *info);
 
 /** Counters of a runtime since it was opened (cua_runtime_stats()). */
 typedef struct cua_stats {
