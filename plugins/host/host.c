@@ -1,1 +1,1181 @@
-/* placeholder: being written */ typedef int cua__placeholder_plugins_host_host_c;
+/*
+ * plugins/host/host.c: the host backend, CPU worker threads that behave like
+ * CUDA streams.
+ *
+ * Every stream is one worker thread draining an in-order FIFO queue of items
+ * (ops, marks, event records, event waits, stream-ordered frees), so the
+ * core, the policies and the tests see the same semantics as on a GPU: work
+ * runs asynchronously, in order within a stream, concurrently across
+ * streams, and cross-stream order exists only through events. All "device"
+ * memory is host memory, so every copy kind is a memcpy and every stream may
+ * access every device's memory.
+ *
+ * Locks, and the only order in which they nest: a stream's queue lock, then
+ * an event's lock (event_record() bumps the record generation while it
+ * appends the record item, so that the generation a later wait captures
+ * always has its record item enqueued). The state lock, a device's memory
+ * lock, a stream's error lock and the wait lock are leaves.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np() */
+#endif
+
+#include <cuasync/backend.h>
+#include <cuasync/errors.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef PACKAGE_VERSION
+#define HOST_VERSION PACKAGE_VERSION
+#else
+#define HOST_VERSION "0.1.0"
+#endif
+
+/* Allocations are 64-byte aligned, like the cache lines the float kernels
+ * stream through, and carry a header of that size in front. */
+#define HOST_ALIGN 64u
+#define MEM_MAGIC 0x63756173686d656dull /* "cuashmem" */
+
+/* The garbage that fresh device memory is filled with, so that tests catch
+ * reads of memory no op has written (cudaMalloc does not zero either). */
+#define MEM_GARBAGE 0xA5
+
+/* Indices into the parameter schema (and the values create() receives). */
+enum { PARAM_DEVICES, PARAM_MEMORY_MB, PARAM_COUNT };
+
+typedef struct host_state host_state;
+
+/* One virtual device: its ordinal among the `devices` virtual ones and the
+ * accounting of its memory against `memory_mb`. */
+typedef struct host_device {
+  host_state *st;
+  int ordinal;    /* backend ordinal: 0 .. devices - 1 */
+  int nstreams;   /* streams created so far, for thread names; under st->lock */
+  uint64_t limit; /* bytes, 0 for unlimited */
+  pthread_mutex_t mem_lock;
+  uint64_t used;             /* bytes held; under mem_lock */
+  struct mem_header *allocs; /* live allocations; under mem_lock */
+} host_device;
+
+/* The header in front of every device allocation. It records what a free
+ * must give back to the accounting, and links the allocation into its
+ * device's list so that destroy() can release what is left, as destroying a
+ * CUDA context does. */
+typedef struct mem_header {
+  uint64_t magic;
+  size_t bytes; /* bytes counted against the limit: the rounded request */
+  host_device *dev;
+  struct mem_header *prev, *next;
+} mem_header;
+
+_Static_assert(sizeof(mem_header) <= HOST_ALIGN,
+               "the allocation header must fit in one alignment unit");
+
+/* The kinds of queue item. */
+typedef enum item_kind {
+  ITEM_OP,
+  ITEM_MARK,
+  ITEM_RECORD,
+  ITEM_WAIT,
+  ITEM_FREE,
+} item_kind;
+
+/* One entry of a stream's queue. Nodes are recycled through the stream's
+ * spare list, so a stream in steady state never calls malloc(). */
+typedef struct item {
+  struct item *next;
+  item_kind kind;
+  union {
+    cua_backend_op op; /* ITEM_OP: a copy, the caller's struct is transient */
+    uint64_t mark;     /* ITEM_MARK: the progress value */
+    struct {
+      cua_backend_event *ev; /* holds a reference until executed */
+      uint64_t gen;          /* the record generation made or awaited */
+    } event;                 /* ITEM_RECORD, ITEM_WAIT */
+    void *ptr;               /* ITEM_FREE */
+  } u;
+} item;
+
+/* An asynchronous op failure waiting for poll_error(). */
+typedef struct stream_error {
+  struct stream_error *next;
+  uint64_t seq;
+  int code;
+  char msg[sizeof(((cua_backend_err *)0)->msg)];
+} stream_error;
+
+struct cua_backend_stream {
+  host_state *st;
+  host_device *dev;
+  cua_backend_stream *prev, *next; /* the state's list; under st->lock */
+  pthread_t thread;
+  char name[16]; /* the thread's name: Linux allows 15 characters */
+
+  pthread_mutex_t lock; /* the queue, spare, sleeping, stopping */
+  pthread_cond_t cond;  /* signalled when the sleeping worker has work */
+  item *head, *tail;
+  item *spare;
+  int sleeping;
+  int running; /* the worker is executing an item it popped */
+  int stopping;
+
+  _Atomic uint64_t progress; /* the value of the last mark executed */
+
+  pthread_mutex_t err_lock;
+  stream_error *err_head, *err_tail;
+  atomic_size_t nerrors; /* lets poll_error() skip err_lock when empty */
+};
+
+struct cua_backend_event {
+  host_state *st;
+  cua_backend_event *prev, *next; /* the state's list; under st->lock */
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* signalled when completed grows and waiters > 0 */
+  uint64_t recorded;   /* generations recorded so far */
+  uint64_t completed;  /* the highest generation the streams reached */
+  int waiters;
+  /* The handle the core holds plus one per queued record or wait item, so
+   * that destroying an event with work still pending is safe (CUDA allows
+   * it too). */
+  atomic_int refs;
+};
+
+struct host_state {
+  cua_backend_host host; /* a copy; fields beyond the core's size are 0 */
+  host_device *devices;
+  int ndevices;
+  long ncpus;
+
+  pthread_mutex_t lock; /* the stream and event lists, nstreams */
+  cua_backend_stream *streams;
+  cua_backend_event *events;
+
+  /* wait()/wake(): signals counts marks and errors; wait() returns once it
+   * differs from seen, so a mark executed just before wait() blocks is not
+   * lost. */
+  pthread_mutex_t wait_lock;
+  pthread_cond_t wait_cond;
+  uint64_t signals;
+  uint64_t seen;
+  int waiting;
+  int woken;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+#if defined(__GNUC__)
+#define HOST_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define HOST_PRINTF(f, a)
+#endif
+
+static void set_err(cua_backend_err *err, const char *fmt, ...)
+    HOST_PRINTF(2, 3);
+static void host_log(host_state *st, cua_log_level level, const char *fmt, ...)
+    HOST_PRINTF(3, 4);
+
+static void set_err(cua_backend_err *err, const char *fmt, ...) {
+  if (err == NULL)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Logs through the core when its table has a log function. */
+static void host_log(host_state *st, cua_log_level level, const char *fmt,
+                     ...) {
+  char line[512];
+  if (st->host.log == NULL)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  st->host.log(st->host.core, level, "%s", line);
+}
+
+static host_device *device_at(host_state *st, int device) {
+  if (device < 0 || device >= st->ndevices)
+    return NULL;
+  return &st->devices[device];
+}
+
+/* Tells wait() that the progress or the errors of some stream changed. */
+static void notify(host_state *st) {
+  pthread_mutex_lock(&st->wait_lock);
+  st->signals++;
+  if (st->waiting > 0)
+    pthread_cond_signal(&st->wait_cond);
+  pthread_mutex_unlock(&st->wait_lock);
+}
+
+/* --------------------------------------------------------------- memory */
+
+static int mem_acquire(host_device *dev, size_t bytes, void **ptr,
+                       cua_backend_err *err) {
+  size_t body = bytes == 0 ? HOST_ALIGN : bytes;
+  if (body > SIZE_MAX - 2 * HOST_ALIGN) {
+    set_err(err, "host device %d: out of memory: %zu bytes requested",
+            dev->ordinal, bytes);
+    return CUA_ERR_DEVICE_OOM;
+  }
+  body = (body + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+
+  /* The limit counts what the caller asked for (rounded to the alignment),
+   * not the header, so that memory_mb = 1 holds exactly two 512 KiB
+   * buffers, as whoever sets the limit would expect. */
+  pthread_mutex_lock(&dev->mem_lock);
+  if (dev->limit != 0 && (body > dev->limit || dev->used > dev->limit - body)) {
+    uint64_t used = dev->used;
+    pthread_mutex_unlock(&dev->mem_lock);
+    set_err(err,
+            "host device %d: out of memory: %zu bytes requested, %llu bytes "
+            "in use, limit %llu bytes (memory_mb = %llu)",
+            dev->ordinal, bytes, (unsigned long long)used,
+            (unsigned long long)dev->limit,
+            (unsigned long long)(dev->limit >> 20));
+    return CUA_ERR_DEVICE_OOM;
+  }
+  dev->used += body;
+  pthread_mutex_unlock(&dev->mem_lock);
+
+  mem_header *h = aligned_alloc(HOST_ALIGN, body + HOST_ALIGN);
+  if (h == NULL) {
+    pthread_mutex_lock(&dev->mem_lock);
+    dev->used -= body;
+    pthread_mutex_unlock(&dev->mem_lock);
+    set_err(err,
+            "host device %d: out of memory: %zu bytes requested, the "
+            "system allocator refused",
+            dev->ordinal, bytes);
+    return CUA_ERR_DEVICE_OOM;
+  }
+  memset(h, MEM_GARBAGE, body + HOST_ALIGN);
+  h->magic = MEM_MAGIC;
+  h->bytes = body;
+  h->dev = dev;
+  h->prev = NULL;
+
+  pthread_mutex_lock(&dev->mem_lock);
+  h->next = dev->allocs;
+  if (dev->allocs != NULL)
+    dev->allocs->prev = h;
+  dev->allocs = h;
+  pthread_mutex_unlock(&dev->mem_lock);
+
+  *ptr = (char *)h + HOST_ALIGN;
+  return CUA_OK;
+}
+
+/* Frees a device allocation and gives its bytes back to its device (the one
+ * it was allocated on, whatever device the caller names). */
+static void mem_release(host_state *st, void *ptr) {
+  if (ptr == NULL)
+    return;
+  mem_header *h = (mem_header *)((char *)ptr - HOST_ALIGN);
+  if (h->magic != MEM_MAGIC) {
+    /* A pointer this backend did not allocate (or, best effort, one freed
+     * already) would corrupt the heap: refusing it leaves the process alive
+     * to report the bug. */
+    host_log(st, CUA_LOG_ERROR, "mem_free(%p): not a live allocation", ptr);
+    return;
+  }
+  host_device *dev = h->dev;
+  pthread_mutex_lock(&dev->mem_lock);
+  if (h->prev != NULL)
+    h->prev->next = h->next;
+  else
+    dev->allocs = h->next;
+  if (h->next != NULL)
+    h->next->prev = h->prev;
+  dev->used -= h->bytes;
+  pthread_mutex_unlock(&dev->mem_lock);
+  h->magic = 0;
+  free(h);
+}
+
+/* --------------------------------------------------------------- events */
+
+static void event_unref(cua_backend_event *e) {
+  if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  host_state *st = e->st;
+  pthread_mutex_lock(&st->lock);
+  if (e->prev != NULL)
+    e->prev->next = e->next;
+  else
+    st->events = e->next;
+  if (e->next != NULL)
+    e->next->prev = e->prev;
+  pthread_mutex_unlock(&st->lock);
+  pthread_cond_destroy(&e->cond);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+}
+
+/* A record item reached: generation gen of e is complete. Completion is a
+ * maximum, like CUDA's "the last recording": if e was re-recorded on another
+ * stream that got there first, the older generation counts as done too. */
+static void event_complete(cua_backend_event *e, uint64_t gen) {
+  pthread_mutex_lock(&e->lock);
+  if (gen > e->completed)
+    e->completed = gen;
+  if (e->waiters > 0)
+    pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+}
+
+static void event_block(cua_backend_event *e, uint64_t gen) {
+  pthread_mutex_lock(&e->lock);
+  while (e->completed < gen) {
+    e->waiters++;
+    pthread_cond_wait(&e->cond, &e->lock);
+    e->waiters--;
+  }
+  pthread_mutex_unlock(&e->lock);
+}
+
+/* --------------------------------------------------------------- worker */
+
+static void push_error(cua_backend_stream *s, uint64_t seq, int code,
+                       const cua_backend_err *err) {
+  stream_error *e = malloc(sizeof *e);
+  if (e == NULL) {
+    /* Without memory the failure cannot be queued for the core; it is at
+     * least logged rather than dropped in silence. */
+    host_log(s->st, CUA_LOG_ERROR,
+             "%s: op %llu failed with code %d and no memory to queue it",
+             s->name, (unsigned long long)seq, code);
+    return;
+  }
+  e->next = NULL;
+  e->seq = seq;
+  e->code = code;
+  if (err->msg[0] != '\0')
+    snprintf(e->msg, sizeof e->msg, "%s", err->msg);
+  else
+    snprintf(e->msg, sizeof e->msg, "stream function of op %llu failed (%d)",
+             (unsigned long long)seq, code);
+  pthread_mutex_lock(&s->err_lock);
+  if (s->err_tail != NULL)
+    s->err_tail->next = e;
+  else
+    s->err_head = e;
+  s->err_tail = e;
+  atomic_fetch_add_explicit(&s->nerrors, 1, memory_order_release);
+  pthread_mutex_unlock(&s->err_lock);
+  notify(s->st);
+}
+
+/* Sleeps until an absolute monotonic time, as a GPU kernel busy for that
+ * long would, without burning a CPU of the machine running the tests. */
+static void sleep_until(uint64_t deadline) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(deadline / 1000000000u);
+  ts.tv_nsec = (long)(deadline % 1000000000u);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
+  uint64_t t0 = op->duration_ns != NULL ? mono_ns() : 0;
+  size_t n = op->bytes / sizeof(float);
+
+  switch (op->kind) {
+  case CUA_OP_FUNC: {
+    cua_backend_err err;
+    err.msg[0] = '\0';
+    int rc = op->func(op->func_ctx, s, &err);
+    if (rc != 0)
+      push_error(s, op->seq, rc, &err);
+    break;
+  }
+  case CUA_OP_FILL: {
+    float *y = op->dst;
+    for (size_t i = 0; i < n; i++)
+      y[i] = op->value;
+    break;
+  }
+  case CUA_OP_AXPY: {
+    float *y = op->dst;
+    const float *x = op->src;
+    for (size_t i = 0; i < n; i++)
+      y[i] += op->value * x[i];
+    break;
+  }
+  case CUA_OP_COPY:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    /* memmove: overlapping ranges are a caller bug on a GPU, but here they
+     * cost nothing to get right. */
+    if (op->bytes > 0)
+      memmove(op->dst, op->src, op->bytes);
+    break;
+  case CUA_OP_MEMSET:
+    if (op->bytes > 0)
+      memset(op->dst, op->byte_value, op->bytes);
+    break;
+  case CUA_OP_SPIN:
+    sleep_until(mono_ns() + op->spin.ns);
+    break;
+  default:
+    break; /* launch() let no other kind in */
+  }
+
+  /* Stored before the next mark publishes progress (release), so whoever
+   * sees the mark sees the duration. */
+  if (op->duration_ns != NULL)
+    *op->duration_ns = mono_ns() - t0;
+}
+
+static void run_item(cua_backend_stream *s, item *it) {
+  switch (it->kind) {
+  case ITEM_OP:
+    run_op(s, &it->u.op);
+    break;
+  case ITEM_MARK:
+    atomic_store_explicit(&s->progress, it->u.mark, memory_order_release);
+    notify(s->st);
+    break;
+  case ITEM_RECORD:
+    event_complete(it->u.event.ev, it->u.event.gen);
+    event_unref(it->u.event.ev);
+    break;
+  case ITEM_WAIT:
+    event_block(it->u.event.ev, it->u.event.gen);
+    event_unref(it->u.event.ev);
+    break;
+  case ITEM_FREE:
+    mem_release(s->st, it->u.ptr);
+    break;
+  }
+}
+
+static void *worker_main(void *arg) {
+  cua_backend_stream *s = arg;
+  pthread_setname_np(pthread_self(), s->name);
+
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    while (s->head == NULL && !s->stopping) {
+      s->sleeping = 1;
+      pthread_cond_wait(&s->cond, &s->lock);
+      s->sleeping = 0;
+    }
+    if (s->head == NULL)
+      break; /* stopping, and drained */
+    /* The whole queue is taken at once, so that the lock the launching
+     * thread needs is taken once per batch rather than once per item. */
+    item *batch = s->head, *last = s->tail;
+    s->head = s->tail = NULL;
+    s->running = 1;
+    pthread_mutex_unlock(&s->lock);
+
+    for (item *it = batch; it != NULL; it = it->next)
+      run_item(s, it);
+
+    pthread_mutex_lock(&s->lock);
+    s->running = 0;
+    last->next = s->spare;
+    s->spare = batch;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- queue */
+
+/* Takes s->lock and returns a node to fill, or NULL (lock released) when
+ * no memory is left. The caller fills the node and calls queue_commit(). */
+static item *queue_begin(cua_backend_stream *s) {
+  pthread_mutex_lock(&s->lock);
+  item *it = s->spare;
+  if (it != NULL) {
+    s->spare = it->next;
+    return it;
+  }
+  it = malloc(sizeof *it);
+  if (it == NULL)
+    pthread_mutex_unlock(&s->lock);
+  return it;
+}
+
+/* Appends a node from queue_begin(), releases s->lock and wakes the worker
+ * if it sleeps; a busy worker finds the node when it comes back. */
+static void queue_commit(cua_backend_stream *s, item *it) {
+  it->next = NULL;
+  if (s->tail != NULL)
+    s->tail->next = it;
+  else
+    s->head = it;
+  s->tail = it;
+  int wake = s->sleeping;
+  pthread_mutex_unlock(&s->lock);
+  if (wake)
+    pthread_cond_signal(&s->cond);
+}
+
+/* -------------------------------------------------------------- streams */
+
+static void stream_stop(cua_backend_stream *s) {
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  int wake = s->sleeping;
+  pthread_mutex_unlock(&s->lock);
+  if (wake)
+    pthread_cond_signal(&s->cond);
+}
+
+/* Joins a stopped stream's worker (which drains its queue first) and frees
+ * the stream. */
+static void stream_join_free(cua_backend_stream *s) {
+  host_state *st = s->st;
+  pthread_join(s->thread, NULL);
+
+  pthread_mutex_lock(&st->lock);
+  if (s->prev != NULL)
+    s->prev->next = s->next;
+  else
+    st->streams = s->next;
+  if (s->next != NULL)
+    s->next->prev = s->prev;
+  pthread_mutex_unlock(&st->lock);
+
+  while (s->spare != NULL) {
+    item *it = s->spare;
+    s->spare = it->next;
+    free(it);
+  }
+  while (s->err_head != NULL) {
+    stream_error *e = s->err_head;
+    s->err_head = e->next;
+    free(e);
+  }
+  pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->err_lock);
+  free(s);
+}
+
+static int host_stream_create(void *state, int device, cua_backend_stream **out,
+                              cua_backend_err *err) {
+  host_state *st = state;
+  host_device *dev = device_at(st, device);
+  if (dev == NULL) {
+    set_err(err, "stream_create: no device %d (the host backend has %d)",
+            device, st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  cua_backend_stream *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    set_err(err, "stream_create: out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  s->st = st;
+  s->dev = dev;
+  atomic_init(&s->progress, 0);
+  atomic_init(&s->nerrors, 0);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  pthread_mutex_init(&s->err_lock, NULL);
+
+  pthread_mutex_lock(&st->lock);
+  int index = dev->nstreams++;
+  pthread_mutex_unlock(&st->lock);
+  snprintf(s->name, sizeof s->name, "cua-host-%d.%d", dev->ordinal, index);
+
+  /* Workers run with every signal blocked, so that the application's
+   * handlers (and Check's timeout alarm) run on the application's threads,
+   * never on a thread of the library. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&s->thread, NULL, worker_main, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    set_err(err, "stream_create: cannot start a worker thread: %s",
+            strerror(rc));
+    pthread_mutex_destroy(&s->err_lock);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    return CUA_ERR_BACKEND;
+  }
+
+  pthread_mutex_lock(&st->lock);
+  s->next = st->streams;
+  if (st->streams != NULL)
+    st->streams->prev = s;
+  st->streams = s;
+  pthread_mutex_unlock(&st->lock);
+
+  *out = s;
+  return CUA_OK;
+}
+
+static void host_stream_destroy(void *state, cua_backend_stream *s) {
+  if (s == NULL)
+    return;
+  stream_stop(s);
+  stream_join_free(s);
+}
+
+static void *host_stream_native(void *state, cua_backend_stream *s) {
+  return s;
+}
+
+/* --------------------------------------------------------------- events */
+
+static int host_event_create(void *state, int device, cua_backend_event **out,
+                             cua_backend_err *err) {
+  host_state *st = state;
+  if (device_at(st, device) == NULL) {
+    set_err(err, "event_create: no device %d (the host backend has %d)", device,
+            st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  cua_backend_event *e = calloc(1, sizeof *e);
+  if (e == NULL) {
+    set_err(err, "event_create: out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  e->st = st;
+  pthread_mutex_init(&e->lock, NULL);
+  pthread_cond_init(&e->cond, NULL);
+  atomic_init(&e->refs, 1);
+
+  pthread_mutex_lock(&st->lock);
+  e->next = st->events;
+  if (st->events != NULL)
+    st->events->prev = e;
+  st->events = e;
+  pthread_mutex_unlock(&st->lock);
+
+  *out = e;
+  return CUA_OK;
+}
+
+static void host_event_destroy(void *state, cua_backend_event *e) {
+  if (e != NULL)
+    event_unref(e);
+}
+
+static int host_event_record(void *state, cua_backend_event *e,
+                             cua_backend_stream *s) {
+  if (e == NULL || s == NULL)
+    return CUA_ERR_INVAL;
+  item *it = queue_begin(s);
+  if (it == NULL)
+    return CUA_ERR_NOMEM;
+  /* The generation is taken while the stream's lock is held, so it cannot
+   * be awaited before its record item is in a queue. */
+  pthread_mutex_lock(&e->lock);
+  uint64_t gen = ++e->recorded;
+  pthread_mutex_unlock(&e->lock);
+  atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+  it->kind = ITEM_RECORD;
+  it->u.event.ev = e;
+  it->u.event.gen = gen;
+  queue_commit(s, it);
+  return CUA_OK;
+}
+
+static int host_stream_wait_event(void *state, cua_backend_stream *s,
+                                  cua_backend_event *e) {
+  if (e == NULL || s == NULL)
+    return CUA_ERR_INVAL;
+  pthread_mutex_lock(&e->lock);
+  uint64_t gen = e->recorded;
+  int done = e->completed >= gen;
+  pthread_mutex_unlock(&e->lock);
+  /* Never recorded, or already reached: CUDA does not wait either, and the
+   * stream is spared a queue item. */
+  if (done)
+    return CUA_OK;
+  item *it = queue_begin(s);
+  if (it == NULL)
+    return CUA_ERR_NOMEM;
+  atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+  it->kind = ITEM_WAIT;
+  it->u.event.ev = e;
+  it->u.event.gen = gen;
+  queue_commit(s, it);
+  return CUA_OK;
+}
+
+static int host_event_query(void *state, cua_backend_event *e) {
+  if (e == NULL)
+    return CUA_ERR_INVAL;
+  pthread_mutex_lock(&e->lock);
+  int done = e->completed >= e->recorded;
+  pthread_mutex_unlock(&e->lock);
+  return done ? CUA_OK : CUA_ERR_AGAIN;
+}
+
+/* --------------------------------------------------------------- memory */
+
+static int host_mem_alloc(void *state, int device, cua_backend_stream *s,
+                          size_t bytes, void **ptr, cua_backend_err *err) {
+  host_state *st = state;
+  host_device *dev = device_at(st, device);
+  if (dev == NULL) {
+    set_err(err, "mem_alloc: no device %d (the host backend has %d)", device,
+            st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  if (ptr == NULL) {
+    set_err(err, "mem_alloc: ptr is NULL");
+    return CUA_ERR_INVAL;
+  }
+  /* Even a stream-ordered allocation is made now: memory usable earlier
+   * than the stream reaches the allocation is indistinguishable to the
+   * stream's ops, and only the accounting would differ. */
+  return mem_acquire(dev, bytes, ptr, err);
+}
+
+static void host_mem_free(void *state, int device, cua_backend_stream *s,
+                          void *ptr) {
+  host_state *st = state;
+  if (ptr == NULL)
+    return;
+  if (s != NULL) {
+    item *it = queue_begin(s);
+    if (it != NULL) {
+      it->kind = ITEM_FREE;
+      it->u.ptr = ptr;
+      queue_commit(s, it);
+      return;
+    }
+    /* No memory for the free item. Leaking would be worse than waiting, and
+     * freeing now could pull the memory from under a queued op: wait until
+     * the stream is idle (polling, as this only happens out of memory). */
+    pthread_mutex_lock(&s->lock);
+    while (s->head != NULL || s->running) {
+      pthread_mutex_unlock(&s->lock);
+      sleep_until(mono_ns() + 1000000u);
+      pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+  }
+  mem_release(st, ptr);
+}
+
+static int host_host_alloc(void *state, size_t bytes, void **ptr,
+                           cua_backend_err *err) {
+  size_t body = bytes == 0 ? HOST_ALIGN : bytes;
+  if (ptr == NULL) {
+    set_err(err, "host_alloc: ptr is NULL");
+    return CUA_ERR_INVAL;
+  }
+  if (body > SIZE_MAX - HOST_ALIGN) {
+    set_err(err, "host_alloc: %zu bytes is too large", bytes);
+    return CUA_ERR_NOMEM;
+  }
+  body = (body + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+  void *p = aligned_alloc(HOST_ALIGN, body);
+  if (p == NULL) {
+    set_err(err, "host_alloc: out of host memory for %zu bytes", bytes);
+    return CUA_ERR_NOMEM;
+  }
+  *ptr = p;
+  return CUA_OK;
+}
+
+static void host_host_free(void *state, void *ptr) {
+  free(ptr);
+}
+
+/* ------------------------------------------------------------ execution */
+
+/* Checks what can be checked at enqueue time, as a CUDA launch does. */
+static int check_op(const cua_backend_op *op, cua_backend_err *err) {
+  int needs_dst = 0, needs_src = 0;
+  switch (op->kind) {
+  case CUA_OP_FUNC:
+    if (op->func == NULL) {
+      set_err(err, "launch: FUNC op %llu has no function",
+              (unsigned long long)op->seq);
+      return CUA_ERR_INVAL;
+    }
+    return CUA_OK;
+  case CUA_OP_SPIN:
+    return CUA_OK;
+  case CUA_OP_FILL:
+  case CUA_OP_MEMSET:
+    needs_dst = 1;
+    break;
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    needs_dst = needs_src = 1;
+    break;
+  case CUA_OP_KERNEL:
+    set_err(err,
+            "launch: KERNEL op %llu: the host backend cannot run module "
+            "kernels (it loads no PTX or cubin)",
+            (unsigned long long)op->seq);
+    return CUA_ERR_NOTSUP;
+  default:
+    set_err(err, "launch: op %llu has kind %d, which is not a stream op",
+            (unsigned long long)op->seq, (int)op->kind);
+    return CUA_ERR_INVAL;
+  }
+  if (op->bytes > 0 &&
+      ((needs_dst && op->dst == NULL) || (needs_src && op->src == NULL))) {
+    set_err(err,
+            "launch: op %llu (kind %d) moves %zu bytes through a NULL "
+            "pointer",
+            (unsigned long long)op->seq, (int)op->kind, op->bytes);
+    return CUA_ERR_INVAL;
+  }
+  return CUA_OK;
+}
+
+static int host_launch(void *state, cua_backend_stream *s,
+                       const cua_backend_op *op, cua_backend_err *err) {
+  if (s == NULL || op == NULL) {
+    set_err(err, "launch: NULL stream or op");
+    return CUA_ERR_INVAL;
+  }
+  if (op->size < offsetof(cua_backend_op, seq) + sizeof op->seq) {
+    set_err(err, "launch: op size %zu is too small", op->size);
+    return CUA_ERR_INVAL;
+  }
+  /* A core built against other headers may hand a shorter or longer op:
+   * only the common prefix is read, and missing fields count as zero. */
+  cua_backend_op copy;
+  const cua_backend_op *o = op;
+  if (op->size < sizeof copy) {
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, op, op->size);
+    o = &copy;
+  }
+  int rc = check_op(o, err);
+  if (rc != CUA_OK)
+    return rc;
+
+  item *it = queue_begin(s);
+  if (it == NULL) {
+    set_err(err, "launch: out of host memory for a queue entry");
+    return CUA_ERR_NOMEM;
+  }
+  it->kind = ITEM_OP;
+  memcpy(&it->u.op, o, sizeof it->u.op);
+  it->u.op.size = sizeof it->u.op;
+  /* Kernel arguments are only valid during launch(); KERNEL never gets
+   * here, but no dangling pointer should be kept either. */
+  it->u.op.kernel_params = NULL;
+  queue_commit(s, it);
+  return CUA_OK;
+}
+
+static int host_mark(void *state, cua_backend_stream *s, uint64_t value) {
+  if (s == NULL)
+    return CUA_ERR_INVAL;
+  item *it = queue_begin(s);
+  if (it == NULL)
+    return CUA_ERR_NOMEM;
+  it->kind = ITEM_MARK;
+  it->u.mark = value;
+  queue_commit(s, it);
+  return CUA_OK;
+}
+
+static int host_progress(void *state, cua_backend_stream *s, uint64_t *value,
+                         cua_backend_err *err) {
+  *value = atomic_load_explicit(&s->progress, memory_order_acquire);
+  return CUA_OK;
+}
+
+static int host_poll_error(void *state, cua_backend_stream *s, uint64_t *seq,
+                           int *code, cua_backend_err *err) {
+  /* The completion thread polls every stream often; most have no error, and
+   * they need not take a lock to say so. */
+  if (atomic_load_explicit(&s->nerrors, memory_order_acquire) == 0)
+    return 0;
+  pthread_mutex_lock(&s->err_lock);
+  stream_error *e = s->err_head;
+  if (e != NULL) {
+    s->err_head = e->next;
+    if (s->err_head == NULL)
+      s->err_tail = NULL;
+    atomic_fetch_sub_explicit(&s->nerrors, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&s->err_lock);
+  if (e == NULL)
+    return 0;
+  if (seq != NULL)
+    *seq = e->seq;
+  if (code != NULL)
+    *code = e->code;
+  set_err(err, "%s", e->msg);
+  free(e);
+  return 1;
+}
+
+static int host_wait(void *state, uint64_t timeout_ns) {
+  host_state *st = state;
+  struct timespec deadline;
+  /* Beyond about 30 years the timeout is taken as "forever", which also
+   * keeps the deadline arithmetic from overflowing time_t. */
+  int forever = timeout_ns >= (uint64_t)1000000000u * 1000000000u;
+  if (!forever) {
+    uint64_t d = mono_ns() + timeout_ns;
+    deadline.tv_sec = (time_t)(d / 1000000000u);
+    deadline.tv_nsec = (long)(d % 1000000000u);
+  }
+
+  pthread_mutex_lock(&st->wait_lock);
+  while (st->signals == st->seen && !st->woken && timeout_ns > 0) {
+    st->waiting++;
+    int rc = forever ? pthread_cond_wait(&st->wait_cond, &st->wait_lock)
+                     : pthread_cond_timedwait(&st->wait_cond, &st->wait_lock,
+                                              &deadline);
+    st->waiting--;
+    if (rc == ETIMEDOUT)
+      break;
+  }
+  st->seen = st->signals;
+  st->woken = 0;
+  pthread_mutex_unlock(&st->wait_lock);
+  return 0;
+}
+
+static void host_wake(void *state) {
+  host_state *st = state;
+  pthread_mutex_lock(&st->wait_lock);
+  st->woken = 1;
+  pthread_cond_broadcast(&st->wait_cond);
+  pthread_mutex_unlock(&st->wait_lock);
+}
+
+/* -------------------------------------------------------------- devices */
+
+static int host_device_count(void *state) {
+  host_state *st = state;
+  return st->ndevices;
+}
+
+static int host_device_info(void *state, int device, cua_device_info *info) {
+  host_state *st = state;
+  host_device *dev = device_at(st, device);
+  if (dev == NULL)
+    return CUA_ERR_BAD_DEVICE;
+  if (info == NULL || info->size == 0)
+    return CUA_ERR_INVAL;
+  cua_device_info d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "host device %d", dev->ordinal);
+  d.ordinal = dev->ordinal;
+  d.total_memory = dev->limit;
+  d.multiprocessors = (int)st->ncpus;
+  /* Only as much as the caller's struct holds, which keeps its size. */
+  size_t n = info->size < sizeof d ? info->size : sizeof d;
+  d.size = info->size;
+  memcpy(info, &d, n);
+  return CUA_OK;
+}
+
+static int host_can_access(void *state, int device, int peer) {
+  host_state *st = state;
+  return device_at(st, device) != NULL && device_at(st, peer) != NULL;
+}
+
+/* ------------------------------------------------------- create/destroy */
+
+static void free_state(host_state *st) {
+  for (int i = 0; i < st->ndevices; i++)
+    pthread_mutex_destroy(&st->devices[i].mem_lock);
+  free(st->devices);
+  pthread_cond_destroy(&st->wait_cond);
+  pthread_mutex_destroy(&st->wait_lock);
+  pthread_mutex_destroy(&st->lock);
+  free(st);
+}
+
+static int host_create(const cua_backend_host *host,
+                       const cua_param_value *params, const int *ordinals,
+                       int nordinals, void **state, cua_backend_err *err) {
+  int64_t ndev = params != NULL ? params[PARAM_DEVICES].i : 1;
+  int64_t memory_mb = params != NULL ? params[PARAM_MEMORY_MB].i : 0;
+  if (ndev < 1 || ndev > 64) {
+    set_err(err, "devices = %lld is out of range 1..64", (long long)ndev);
+    return CUA_ERR_INVAL;
+  }
+  if (memory_mb < 0 || memory_mb > 1048576) {
+    set_err(err, "memory_mb = %lld is out of range 0..1048576",
+            (long long)memory_mb);
+    return CUA_ERR_INVAL;
+  }
+  int n = ordinals != NULL ? nordinals : (int)ndev;
+  if (n <= 0) {
+    set_err(err, "no host device selected");
+    return CUA_ERR_NO_DEVICE;
+  }
+  for (int i = 0; ordinals != NULL && i < n; i++) {
+    if (ordinals[i] < 0 || ordinals[i] >= ndev) {
+      set_err(err,
+              "no host device %d: the host backend has %lld "
+              "(devices = %lld in [backend.host])",
+              ordinals[i], (long long)ndev, (long long)ndev);
+      return CUA_ERR_BAD_DEVICE;
+    }
+    for (int j = 0; j < i; j++) {
+      if (ordinals[j] == ordinals[i]) {
+        set_err(err, "host device %d is selected twice", ordinals[i]);
+        return CUA_ERR_BAD_DEVICE;
+      }
+    }
+  }
+
+  host_state *st = calloc(1, sizeof *st);
+  if (st == NULL) {
+    set_err(err, "out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  st->devices = calloc((size_t)n, sizeof *st->devices);
+  if (st->devices == NULL) {
+    free(st);
+    set_err(err, "out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  if (host != NULL) {
+    size_t hn = host->size < sizeof st->host ? host->size : sizeof st->host;
+    memcpy(&st->host, host, hn);
+  }
+  st->ndevices = n;
+  st->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (st->ncpus < 1)
+    st->ncpus = 1;
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_mutex_init(&st->wait_lock, NULL);
+  /* wait() has deadlines on the monotonic clock, which setting the time of
+   * day does not move. */
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->wait_cond, &ca);
+  pthread_condattr_destroy(&ca);
+  for (int i = 0; i < n; i++) {
+    host_device *dev = &st->devices[i];
+    dev->st = st;
+    dev->ordinal = ordinals != NULL ? ordinals[i] : i;
+    dev->limit = (uint64_t)memory_mb << 20;
+    pthread_mutex_init(&dev->mem_lock, NULL);
+  }
+  *state = st;
+  return CUA_OK;
+}
+
+static void host_destroy(void *state) {
+  host_state *st = state;
+  if (st == NULL)
+    return;
+  /* Every worker is told to stop first, so that the queues drain in
+   * parallel; a worker stops only once its queue is empty. Waits across
+   * streams resolve because every awaited record is already queued. */
+  for (cua_backend_stream *s = st->streams; s != NULL; s = s->next)
+    stream_stop(s);
+  while (st->streams != NULL)
+    stream_join_free(st->streams);
+
+  /* The workers are gone, and with them every reference from a queue item:
+   * what is left are the handles the core did not destroy. */
+  while (st->events != NULL) {
+    cua_backend_event *e = st->events;
+    st->events = e->next;
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+  }
+  size_t leftover = 0;
+  for (int i = 0; i < st->ndevices; i++) {
+    host_device *dev = &st->devices[i];
+    while (dev->allocs != NULL) {
+      mem_header *h = dev->allocs;
+      dev->allocs = h->next;
+      h->magic = 0;
+      free(h);
+      leftover++;
+    }
+  }
+  if (leftover > 0)
+    host_log(st, CUA_LOG_DEBUG,
+             "%zu device allocations were still live at destroy; freed",
+             leftover);
+  free_state(st);
+}
+
+/* ----------------------------------------------------------- descriptor */
+
+static const cua_param_spec host_params[PARAM_COUNT] = {
+    [PARAM_DEVICES] = {"devices", CUA_PARAM_INT, "1", 1, 64, NULL,
+                       "virtual host devices, to study multi-device policies "
+                       "without GPUs",
+                       0},
+    [PARAM_MEMORY_MB] = {"memory_mb", CUA_PARAM_INT, "0", 0, 1048576, NULL,
+                         "per-device allocation limit in MiB (0: unlimited), "
+                         "so that out-of-memory paths can be tested",
+                         0},
+};
+
+CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
+    .abi_major = CUA_BACKEND_ABI_MAJOR,
+    .abi_minor = CUA_BACKEND_ABI_MINOR,
+    .size = sizeof(cua_backend_descriptor),
+    .name = "host",
+    .version = HOST_VERSION,
+    .description = "CPU worker threads that behave like CUDA streams",
+    .flags = CUA_BACKEND_HOST_EXEC,
+    .params = host_params,
+    .nparams = PARAM_COUNT,
+    .create = host_create,
+    .destroy = host_destroy,
+    .device_count = host_device_count,
+    .device_info = host_device_info,
+    .can_access = host_can_access,
+    .stream_create = host_stream_create,
+    .stream_destroy = host_stream_destroy,
+    .stream_native = host_stream_native,
+    .event_create = host_event_create,
+    .event_destroy = host_event_destroy,
+    .event_record = host_event_record,
+    .stream_wait_event = host_stream_wait_event,
+    .event_query = host_event_query,
+    .mem_alloc = host_mem_alloc,
+    .mem_free = host_mem_free,
+    .launch = host_launch,
+    .mark = host_mark,
+    .progress = host_progress,
+    .poll_error = host_poll_error,
+    .wait = host_wait,
+    .wake = host_wake,
+    .host_alloc = host_host_alloc,
+    .host_free = host_host_free,
+    .module_load = NULL,
+    .module_unload = NULL,
+    .module_function = NULL,
+};
