@@ -60,7 +60,6 @@ typedef struct host_state host_state;
 /* One virtual device: its ordinal among the `devices` virtual ones and the
  * accounting of its memory against `memory_mb`. */
 typedef struct host_device {
-  host_state *st;
   int ordinal;    /* backend ordinal: 0 .. devices - 1 */
   int nstreams;   /* streams created so far, for thread names; under st->lock */
   uint64_t limit; /* bytes, 0 for unlimited */
@@ -1081,7 +1080,6 @@ static int host_create(const cua_backend_host *host,
   pthread_condattr_destroy(&ca);
   for (int i = 0; i < n; i++) {
     host_device *dev = &st->devices[i];
-    dev->st = st;
     dev->ordinal = ordinals != NULL ? ordinals[i] : i;
     dev->limit = (uint64_t)memory_mb << 20;
     pthread_mutex_init(&dev->mem_lock, NULL);
