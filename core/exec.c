@@ -24,6 +24,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -461,10 +462,10 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
       return rc;
     if (rt->policy_error == NULL) {
       rt->policy_error = cua__strdup(msg);
-      rt->bhost.log(rt, CUA_LOG_WARN,
-                    "falling back to single-stream (on_policy_error = "
-                    "fallback): %s",
-                    msg);
+      fprintf(stderr,
+              "cuasync: falling back to single-stream (on_policy_error = "
+              "fallback): %s\n",
+              msg);
     }
     p = rt->fallback;
     rc = policy_place(rt, p, &n->info, &pl, msg, len);

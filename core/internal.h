@@ -133,6 +133,8 @@ struct cua_op {
   size_t nargs;
   /* SHARED: the node of its one run, once submitted. */
   cua__node *shared_node;
+  /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
+  cua_op *unzip_shared;
 };
 
 struct cua_module {

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Guards the weak zip -> shared wrapper links of cua_op_unzip(). A leaf
+ * lock: nothing is called while it is held. */
+static pthread_mutex_t unzip_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
   cua_op *op = cua__calloc(1, sizeof *op);
   if (op == NULL)
@@ -420,14 +424,26 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
                      "cua_op_unzip: index %zu out of range (the zip has %zu "
                      "ops)",
                      index, z->ninputs);
-  /* The zip runs once for all its unzips: wrap it in a shared op unless it
-   * is one already. */
+  /* The zip runs once for all its unzips: they share one shared wrapper,
+   * unless the zip is shared already. */
   cua_op *sh = zip;
   int rc = 0;
-  if (zip->kind != CUA_OP_SHARED)
-    rc = cua_op_shared(&sh, zip);
-  else
+  if (zip->kind != CUA_OP_SHARED) {
+    pthread_mutex_lock(&unzip_lock);
+    sh = zip->unzip_shared;
+    /* A wrapper whose last reference is going is not reused. */
+    int refs = sh ? atomic_load(&sh->refs) : 0;
+    while (refs > 0 && !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
+      ;
+    if (refs <= 0) {
+      rc = cua_op_shared(&sh, zip);
+      if (rc == 0)
+        zip->unzip_shared = sh;
+    }
+    pthread_mutex_unlock(&unzip_lock);
+  } else {
     cua_op_retain(sh);
+  }
   if (rc)
     return rc;
   cua_op *op;
@@ -499,6 +515,12 @@ int cua__op_is_host(const cua_op *op) {
 void cua_op_destroy(cua_op *op) {
   if (op == NULL || atomic_fetch_sub(&op->refs, 1) != 1)
     return;
+  if (op->kind == CUA_OP_SHARED && op->ninputs == 1) {
+    pthread_mutex_lock(&unzip_lock);
+    if (op->inputs[0]->unzip_shared == op)
+      op->inputs[0]->unzip_shared = NULL;
+    pthread_mutex_unlock(&unzip_lock);
+  }
   for (size_t i = 0; i < op->nacc; i++)
     cua_buffer_destroy(op->acc[i].buf);
   for (size_t i = 0; i < op->ninputs; i++)

@@ -1,1 +1,248 @@
-/* placeholder: being written */ typedef int cua__placeholder_tests_check_e2e_c;
+/*
+ * tests/check_e2e.c: from an INI file to a completed future, and the
+ * runtime-level errors of policy modules (create() failing, invalid
+ * placements, fallback).
+ */
+#include "helpers.h"
+
+#include <stdint.h>
+
+#define N 1024
+
+typedef struct check {
+  float *host;
+  size_t n;
+  float want;
+  int bad;
+} check;
+
+static int check_values(void *arg, void **result) {
+  check *c = arg;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->host[i] != c->want)
+      c->bad++;
+  *result = c;
+  return c->bad ? CUA_ERR_OP_FAILED : 0;
+}
+
+START_TEST(ini_file_to_completed_future) {
+  cua_runtime *rt = NULL;
+  int rc = cua_runtime_create(&rt, fixture("e2e.ini"));
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_str_eq(cua_runtime_backend(rt), "host");
+  ck_assert_str_eq(cua_runtime_policy(rt), "single-stream");
+  ck_assert_ptr_nonnull(cua_runtime_config_path(rt));
+  /* allocate (lazily), fill, copy back, check on the host */
+  cua_buffer *buf;
+  ck_assert_int_eq(cua_buffer_create(&buf, rt, 0, N * sizeof(float),
+                                     CUA_BUFFER_LAZY),
+                   0);
+  float host[N];
+  check c = {host, N, 3.5f, 0};
+  cua_op *alloc, *fill, *copy, *verify, *a, *b, *dag;
+  ck_assert_int_eq(cua_op_alloc(&alloc, buf), 0);
+  ck_assert_int_eq(cua_op_fill(&fill, buf, 3.5f), 0);
+  ck_assert_int_eq(cua_op_memcpy_d2h(&copy, host, buf, 0, sizeof host), 0);
+  ck_assert_int_eq(cua_op_host(&verify, rt, check_values, &c), 0);
+  ck_assert_int_eq(cua_op_then(&a, alloc, fill), 0);
+  ck_assert_int_eq(cua_op_then(&b, a, copy), 0);
+  ck_assert_int_eq(cua_op_then(&dag, b, verify), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, dag, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  void *res = NULL;
+  ck_assert_int_eq(cua_future_result(f, &res), 0);
+  ck_assert_ptr_eq(res, &c);
+  ck_assert_int_eq(c.bad, 0);
+  cua_future_destroy(f);
+  cua_op *ops[] = {alloc, fill, copy, verify, a, b, dag};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(buf);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_uint_eq(st.submissions, 1);
+  ck_assert_uint_eq(st.events_recorded, 0); /* one stream: no events */
+  ck_assert_uint_eq(st.streams, 1);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(builtin_default_without_any_file) {
+  cua_runtime_options o = {.size = sizeof o,
+                           .flags = CUA_RUNTIME_NO_SYSTEM_CONFIG |
+                                    CUA_RUNTIME_IGNORE_ENV};
+  cua_runtime *rt;
+  /* The module path comes from the environment in the build tree, so only
+   * the configuration is built in here. */
+  o.flags = CUA_RUNTIME_NO_SYSTEM_CONFIG;
+  ck_assert_int_eq(cua_runtime_create_ex(&rt, &o), 0);
+  ck_assert_ptr_null(cua_runtime_config_path(rt));
+  ck_assert_str_eq(cua_runtime_policy(rt), "round-robin");
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(policy_create_failure_is_reported_with_its_message) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = broken-create\n");
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_CREATE);
+  ck_assert_ptr_null(rt);
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "<text>:3:") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "create() failed") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "broken-create") != NULL, "%s", m);
+}
+END_TEST
+
+START_TEST(invalid_placement_fails_the_op_naming_the_policy) {
+  cua_runtime *rt = NULL;
+  int rc =
+      open_text(&rt, "[runtime]\nbackend = host\npolicy = broken-placement\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_BAD_PLACEMENT);
+  const char *m = cua_future_error(f);
+  ck_assert_msg(strstr(m, "policy 'broken-placement'") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "device 99") != NULL, "%s", m);
+  cua_future_destroy(f);
+  /* The runtime stays usable with a working policy. */
+  ck_assert_int_eq(cua_runtime_set_policy(rt, "single-stream"), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
+  cua_op_destroy(op);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(policy_error_falls_back_to_single_stream_when_configured) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                          "broken-placement\non_policy_error = fallback\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
+  ck_assert_int_eq(run_op(rt, op), 0);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(missing_policy_lists_the_paths_searched) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = nope\n");
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "<text>:3:") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "nope") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "policies/.libs") != NULL, "%s", m);
+}
+END_TEST
+
+START_TEST(env_policy_overrides_the_file) {
+  setenv("CUASYNC_POLICY", "single-stream", 1);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_str_eq(cua_runtime_policy(rt), "single-stream");
+  cua_runtime_destroy(rt);
+  setenv("CUASYNC_POLICY", "nope", 1);
+  rc = open_text(&rt, "[runtime]\nbackend = host\n");
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "$CUASYNC_POLICY") != NULL,
+                "%s", cua_runtime_error(NULL));
+  unsetenv("CUASYNC_POLICY");
+}
+END_TEST
+
+START_TEST(unknown_policy_section_is_an_error_with_its_line) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\n\n[policy.nosuch]\n");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_UNKNOWN_SECTION);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "<text>:4:") != NULL, "%s",
+                cua_runtime_error(NULL));
+}
+END_TEST
+
+START_TEST(policy_section_validated_against_schema) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"
+                          "[policy.round-robin]\nstreams = 0\n");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_OUT_OF_RANGE);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "<text>:5:") != NULL, "%s",
+                cua_runtime_error(NULL));
+}
+END_TEST
+
+START_TEST(device_section_beyond_device_count) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\n[device.3]\n"
+                          "policy = single-stream\n");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_OUT_OF_RANGE);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "<text>:3:") != NULL, "%s",
+                cua_runtime_error(NULL));
+}
+END_TEST
+
+START_TEST(unknown_backend_section) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\n[backend.opencl]\n");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_UNKNOWN_SECTION);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "<text>:3:") != NULL, "%s",
+                cua_runtime_error(NULL));
+}
+END_TEST
+
+START_TEST(auto_backend_falls_back_to_host_without_gpu) {
+  if (getenv("CUASYNC_EXPECT_GPU") != NULL)
+    return; /* on a GPU machine auto picks cuda */
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_str_eq(cua_runtime_backend(rt), "host");
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(virtual_host_devices_and_device_policy) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"
+                          "[backend.host]\ndevices = 3\n"
+                          "[device.1]\npolicy = single-stream\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_int_eq(cua_device_count(rt), 3);
+  cua_device_info di = {.size = sizeof di};
+  ck_assert_int_eq(cua_device_get_info(rt, 2, &di), 0);
+  ck_assert_int_eq(cua_device_get_info(rt, 3, &di), CUA_ERR_BAD_DEVICE);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("e2e");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, ini_file_to_completed_future);
+  tcase_add_test(tc, builtin_default_without_any_file);
+  tcase_add_test(tc, policy_create_failure_is_reported_with_its_message);
+  tcase_add_test(tc, invalid_placement_fails_the_op_naming_the_policy);
+  tcase_add_test(tc, policy_error_falls_back_to_single_stream_when_configured);
+  tcase_add_test(tc, missing_policy_lists_the_paths_searched);
+  tcase_add_test(tc, env_policy_overrides_the_file);
+  tcase_add_test(tc, unknown_policy_section_is_an_error_with_its_line);
+  tcase_add_test(tc, policy_section_validated_against_schema);
+  tcase_add_test(tc, device_section_beyond_device_count);
+  tcase_add_test(tc, unknown_backend_section);
+  tcase_add_test(tc, auto_backend_falls_back_to_host_without_gpu);
+  tcase_add_test(tc, virtual_host_devices_and_device_policy);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite(suite()); }

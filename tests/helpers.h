@@ -69,4 +69,65 @@ static inline int run_suite(Suite *s) {
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+
+/* ------------------------------------------------------------------------
+ * Backend selection: the op, ordering and random-DAG suites run on the
+ * backend named by $CUASYNC_TEST_BACKEND (default host). On "cuda" without a
+ * usable GPU they exit 77 saying why: a skipped CUDA test did not pass. */
+
+static inline const char *test_backend(void) {
+  const char *b = getenv("CUASYNC_TEST_BACKEND");
+  return b && *b ? b : "host";
+}
+
+/** Opens a runtime on the test backend with @p policy and extra INI text
+ * (sections), or exits 77 when the CUDA backend has no device. */
+static inline cua_runtime *open_policy(const char *policy, const char *extra) {
+  char text[4096];
+  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s",
+           test_backend(), policy, extra ? extra : "");
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  if (rc == CUA_ERR_NO_DEVICE || rc == CUA_ERR_MODULE_NOT_FOUND) {
+    if (strcmp(test_backend(), "host") != 0) {
+      printf("skipped: backend %s unavailable: %s\n", test_backend(),
+             cua_runtime_error(NULL));
+      exit(77);
+    }
+  }
+  ck_assert_msg(rc == 0, "runtime: %s: %s", cua_err_name(rc),
+                cua_runtime_error(NULL));
+  return rt;
+}
+
+/** Exits 77 up front (before forking tests) if the test backend is absent. */
+static inline void require_backend(void) {
+  cua_runtime *rt = NULL;
+  char text[256];
+  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = single-stream\n",
+           test_backend());
+  int rc = open_text(&rt, text);
+  if (rc != 0) {
+    printf("skipped: backend %s unavailable: %s (%s)\n", test_backend(),
+           cua_runtime_error(NULL), cua_err_name(rc));
+    exit(strcmp(test_backend(), "host") == 0 ? 99 : 77);
+  }
+  cua_runtime_destroy(rt);
+}
+
+/** Reads a float buffer back (submit + wait a d2h copy). */
+static inline void read_back(cua_runtime *rt, cua_buffer *b, float *out) {
+  cua_op *op;
+  ck_assert_int_eq(cua_op_memcpy_d2h(&op, out, b, 0, cua_buffer_size(b)), 0);
+  int rc = cua_submit_wait(rt, op, NULL, NULL);
+  ck_assert_msg(rc == 0, "read back: %s", cua_runtime_error(rt));
+  cua_op_destroy(op);
+}
+
+/** Submits @p op (consuming the caller's reference) and waits. */
+static inline int run_op(cua_runtime *rt, cua_op *op) {
+  int rc = cua_submit_wait(rt, op, NULL, NULL);
+  cua_op_destroy(op);
+  return rc;
+}
 #endif /* CUA_TESTS_HELPERS_H */
