@@ -10,15 +10,7 @@
 #define _GNU_SOURCE /* pthread_getname_np() */
 #endif
 
-/* include/cuasync.h declares a function cua_device_info() while
- * cuasync/common.h names the struct typedef cua_device_info, so cuasync.h
- * (which helpers.h includes) does not compile. Until the header is fixed,
- * a function-like macro renames only the function: the typedef's uses are
- * never followed by '('. This test calls no public function. */
-#include <cuasync/common.h>
-#define cua_device_info(...) cua__test_unused_device_info(__VA_ARGS__)
 #include "helpers.h"
-#undef cua_device_info
 
 #include <cuasync/backend.h>
 #include <cuasync/errors.h>
