@@ -78,6 +78,7 @@ void cua__node_release(cua__node *n) {
   release_dependents(n);
   free(n->watchers);
   free(n->msg);
+  free(n->name);
   free(n->results);
   free(n->ptrs);
   if (n->ctx != NULL)
@@ -130,6 +131,8 @@ static int add_device_dep(cua__node *n, cua__node *p, unsigned flags) {
 }
 
 static const char *node_name(const cua__node *n) {
+  if (n->op == NULL)
+    return n->name ? n->name : "?";
   if (n->op->hints.name)
     return n->op->hints.name;
   static const char *const names[] = {
@@ -749,10 +752,8 @@ static void compute_virtual_result(cua__node *n) {
     n->result = n->results;
     break;
   case CUA_OP_UNZIP: {
+    /* Its input is the zip's shared wrapper, which copied the results. */
     cua__node *z = n->deps[0].node;
-    while (z->op->kind == CUA_OP_SHARED && z->ndeps > 0 &&
-           z->deps[0].node->results == NULL && z->results == NULL)
-      z = z->deps[0].node;
     void **res = z->results;
     n->result = res && n->op->index < z->nresults ? res[n->op->index] : NULL;
     break;
@@ -842,6 +843,13 @@ static void finish_node(cua_runtime *rt, cua__node *n, round *r) {
   /* A virtual node keeps its parts: their results are its result. */
   if (n->cls != CUA__CLASS_VIRTUAL)
     release_deps(n);
+  /* Buffer states keep done nodes (the last writer, or a failure that
+   * poisons the buffer), and the op holds the buffers: dropping the op
+   * here breaks that cycle, so buffers are freed once their handles are. */
+  n->name = cua__strdup(node_name(n));
+  cua_op *op = n->op;
+  n->op = NULL;
+  cua_op_destroy(op);
 }
 
 /* Reads progress and errors of every stream and completes what finished.

@@ -201,7 +201,8 @@ typedef struct cua__sub cua__sub;
 
 struct cua__node {
   atomic_int refs;
-  cua_op *op;
+  cua_op *op;   /* dropped once done: see finish_node() */
+  char *name;   /* the op's name, kept for messages once op is dropped */
   int cls;
   int state;
   uint64_t op_id;

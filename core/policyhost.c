@@ -195,14 +195,14 @@ int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
   rt->policies = p;
   rc = p->d->create(h, p->params, &p->state);
   if (rc != 0) {
-    char log[sizeof p->log];
+    char log[sizeof p->log], path[1024];
     snprintf(log, sizeof log, "%s", p->log);
+    snprintf(path, sizeof path, "%s", mod->path ? mod->path : "?");
     p->state = NULL;
     polinst_free(p);
     return cua__fail(rt, CUA_ERR_MODULE_CREATE,
                      "policy '%s' (%s): create() failed with %s%s%s", name,
-                     mod->path ? mod->path : "?", cua_err_name(rc),
-                     log[0] ? ": " : "", log);
+                     path, cua_err_name(rc), log[0] ? ": " : "", log);
   }
   *out = p;
   return 0;
