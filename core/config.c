@@ -1,1 +1,1167 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_config_c;
+/*
+ * core/config.c: the INI configuration, parsed with inih.
+ *
+ * The whole input (a file or the caller's text) is read into memory first
+ * and handed to inih line by line through our own reader. The reader is
+ * where we know the line number (Debian's inih does not pass it to the
+ * handler), where [section] headers are checked (inih only reports them
+ * implicitly, through the section of the next key, so an empty unknown
+ * section would otherwise go unnoticed), and where leading blanks are
+ * dropped: inih would take an indented line for a continuation of the
+ * previous value, a Python configparser feature that silently turns an
+ * indented `key = value` into part of another key's value.
+ *
+ * The first error wins: once one is recorded the reader ends the input, so
+ * later lines are not even parsed. inih reports its own syntax errors (a
+ * line with neither '=' nor ':') only through its return value, the first
+ * such line; it is compared with the line of our first error, and the
+ * earlier of the two is reported.
+ *
+ * What the format accepts, beyond config.h: comments are lines starting
+ * with ';' or '#', and ';' after a blank inside a line (inih's inline
+ * comments; '#' is not one there). "key: value" is read as "key = value"
+ * (inih). A key before any [section] is a syntax error. A section given
+ * twice is a syntax error, not a merge: which of two [runtime] blocks a
+ * reader would look at is exactly the doubt the check removes. Lines are
+ * limited to inih's buffer (ini_max_line, 200 bytes in Debian's build);
+ * a longer one is a syntax error rather than being split in two.
+ */
+#include "config.h"
+
+#include <ini.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifndef CUA_SYSCONFDIR
+#error "CUA_SYSCONFDIR must be defined on the compile line"
+#endif
+
+/* The installed configuration file. */
+#define SYSTEM_CONFIG CUA_SYSCONFDIR "/cuasync.ini"
+
+/* The policy used when neither the file nor $CUASYNC_POLICY names one. */
+#define DEFAULT_POLICY "round-robin"
+
+/* No [section] header seen yet. */
+#define NO_SECTION ((size_t)-1)
+
+/* The keys [runtime] accepts, listed in messages. */
+static const char *const runtime_keys[] = {"backend", "devices", "policy",
+                                           "policy_path", "on_policy_error"};
+#define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
+
+/* The state shared by the reader and the handler while one input is
+ * parsed. */
+typedef struct parser {
+  cua__config *cfg;
+  const char *text; /* the whole input */
+  size_t len;       /* its length in bytes */
+  size_t pos;       /* offset of the next line */
+  int line;         /* number of the line last handed to inih */
+  size_t cur;       /* index of the current section, or NO_SECTION */
+  const char *dir;  /* directory of the file, for relative policy_path
+                       entries; NULL when the input is not a file */
+  int code;         /* first error, 0 if none */
+  int err_line;     /* its line */
+  char *err;
+  size_t errlen;
+} parser;
+
+/* Writes the message of a failure into the caller's buffer; a truncated
+ * message is better than none. */
+static void put_err(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void put_err(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+
+  if (err == NULL || errlen == 0)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+/* Records the first error of a parse as "ORIGIN:LINE: message". Later
+ * errors are dropped: they are often consequences of the first. */
+static int parse_fail(parser *p, int code, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
+  va_list ap;
+  int n;
+
+  if (p->code != 0)
+    return p->code;
+  p->code = code;
+  p->err_line = line;
+  if (p->err == NULL || p->errlen == 0)
+    return code;
+  n = snprintf(p->err, p->errlen, "%s:%d: ", p->cfg->origin, line);
+  if (n >= 0 && (size_t)n < p->errlen) {
+    va_start(ap, fmt);
+    vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+static char *dup_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+
+  if (d != NULL)
+    memcpy(d, s, n);
+  return d;
+}
+
+static char *dup_mem(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+
+  if (d != NULL) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+/* Parses a non-negative decimal int without sign, blanks or leading zeros,
+ * so that one number has one spelling ("device.1" and "device.01" must not
+ * be two sections for the same device). Returns 0 or -1. */
+static int parse_index(const char *s, size_t n, int *out) {
+  long v = 0;
+  size_t i;
+
+  if (n == 0 || (n > 1 && s[0] == '0'))
+    return -1;
+  for (i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+    if (v > INT_MAX)
+      return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' ||
+         c == '\v';
+}
+
+/* ------------------------------------------------------------------ */
+/* Sections and keys. */
+
+static cua__section *add_section(cua__config *cfg, const char *name, size_t n,
+                                 int line) {
+  cua__section *v, *s;
+
+  v = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *v);
+  if (v == NULL)
+    return NULL;
+  cfg->sections = v;
+  s = &v[cfg->nsections];
+  memset(s, 0, sizeof *s);
+  s->name = dup_mem(name, n);
+  if (s->name == NULL)
+    return NULL;
+  s->line = line;
+  cfg->nsections++;
+  return s;
+}
+
+static int add_kv(cua__section *s, const char *key, const char *value,
+                  int line) {
+  cua__kv *v, *kv;
+
+  v = realloc(s->kv, (s->nkv + 1) * sizeof *v);
+  if (v == NULL)
+    return CUA_ERR_NOMEM;
+  s->kv = v;
+  kv = &v[s->nkv];
+  kv->key = dup_str(key);
+  kv->value = dup_str(value);
+  kv->line = line;
+  if (kv->key == NULL || kv->value == NULL) {
+    free(kv->key);
+    free(kv->value);
+    return CUA_ERR_NOMEM;
+  }
+  s->nkv++;
+  return 0;
+}
+
+static const cua__kv *find_kv(const cua__section *s, const char *key) {
+  size_t i;
+
+  for (i = 0; i < s->nkv; i++)
+    if (strcmp(s->kv[i].key, key) == 0)
+      return &s->kv[i];
+  return NULL;
+}
+
+const cua__section *cua__config_section(const cua__config *cfg,
+                                        const char *name) {
+  size_t i;
+
+  if (cfg == NULL || name == NULL)
+    return NULL;
+  for (i = 0; i < cfg->nsections; i++)
+    if (strcmp(cfg->sections[i].name, name) == 0)
+      return &cfg->sections[i];
+  return NULL;
+}
+
+/* Checks a [header]'s name: "runtime", "policy.NAME", "backend.NAME" or
+ * "device.N". Returns 0, or the error recorded. */
+static int check_section_name(parser *p, const char *name, size_t n) {
+  static const char *const prefixes[] = {"policy.", "backend."};
+  size_t i;
+  int dev;
+
+  if (n == 7 && memcmp(name, "runtime", 7) == 0)
+    return 0;
+  for (i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+    size_t pl = strlen(prefixes[i]);
+    if (n >= pl && memcmp(name, prefixes[i], pl) == 0) {
+      if (n == pl)
+        return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                          "[%.*s]: the section needs a module name after "
+                          "'%s'",
+                          (int)n, name, prefixes[i]);
+      return 0;
+    }
+  }
+  if (n >= 7 && memcmp(name, "device.", 7) == 0) {
+    if (parse_index(name + 7, n - 7, &dev) != 0)
+      return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                        "[%.*s]: N in [device.N] must be a non-negative "
+                        "integer (no sign, no leading zeros)",
+                        (int)n, name);
+    return 0;
+  }
+  return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                    "unknown section [%.*s]; valid sections are [runtime], "
+                    "[policy.NAME], [backend.NAME] and [device.N]",
+                    (int)n, name);
+}
+
+/* Handles a line that starts with '[': checks its syntax and name, and
+ * makes it the current section. @p s is the line without leading blanks. */
+static int on_header(parser *p, const char *s) {
+  const char *close = strchr(s, ']');
+  const char *rest;
+  size_t n, i;
+  cua__section *sec;
+
+  if (close == NULL)
+    return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                      "section header lacks its closing ']'");
+  /* inih ignores whatever follows ']'; a stray word there is more likely
+   * a mistake than a comment, so only blanks and comments may follow. */
+  for (rest = close + 1; is_blank(*rest); rest++)
+    ;
+  if (*rest != '\0' && *rest != ';' && *rest != '#')
+    return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                      "unexpected text after ']': '%s'", rest);
+  n = (size_t)(close - (s + 1));
+  if (check_section_name(p, s + 1, n) != 0)
+    return p->code;
+  for (i = 0; i < p->cfg->nsections; i++) {
+    const cua__section *o = &p->cfg->sections[i];
+    if (strlen(o->name) == n && memcmp(o->name, s + 1, n) == 0)
+      return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                        "section [%s] given twice (first at line %d)", o->name,
+                        o->line);
+  }
+  sec = add_section(p->cfg, s + 1, n, p->line);
+  if (sec == NULL)
+    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  p->cur = p->cfg->nsections - 1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* [runtime] values. */
+
+static int set_backend(parser *p, const char *value) {
+  char *v;
+
+  if (strcmp(value, "auto") != 0 && strcmp(value, "cuda") != 0 &&
+      strcmp(value, "host") != 0)
+    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                      "[runtime] backend: '%s' is not one of auto, cuda, "
+                      "host",
+                      value);
+  v = dup_str(value);
+  if (v == NULL)
+    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  free(p->cfg->backend);
+  p->cfg->backend = v;
+  return 0;
+}
+
+/* devices = all | N[,N...]: distinct non-negative device numbers. */
+static int set_devices(parser *p, const char *value) {
+  const char *s = value;
+  int *list = NULL, *grown;
+  size_t n = 0, i;
+  int dev;
+
+  if (strcmp(value, "all") == 0) {
+    free(p->cfg->devices);
+    p->cfg->devices = NULL;
+    p->cfg->ndevices = 0;
+    return 0;
+  }
+  for (;;) {
+    const char *start, *end, *comma = strchr(s, ',');
+    end = comma != NULL ? comma : s + strlen(s);
+    for (start = s; start < end && is_blank(*start); start++)
+      ;
+    while (end > start && is_blank(end[-1]))
+      end--;
+    if (start == end) {
+      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                 "[runtime] devices: '%s' has an empty entry; expected "
+                 "'all' or a comma-separated list of device numbers",
+                 value);
+      goto fail;
+    }
+    if (parse_index(start, (size_t)(end - start), &dev) != 0) {
+      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                 "[runtime] devices: '%.*s' is not a device number; "
+                 "expected 'all' or a comma-separated list of non-negative "
+                 "integers",
+                 (int)(end - start), start);
+      goto fail;
+    }
+    for (i = 0; i < n; i++) {
+      if (list[i] == dev) {
+        parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                   "[runtime] devices: device %d is listed twice", dev);
+        goto fail;
+      }
+    }
+    grown = realloc(list, (n + 1) * sizeof *list);
+    if (grown == NULL) {
+      parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+      goto fail;
+    }
+    list = grown;
+    list[n++] = dev;
+    if (comma == NULL)
+      break;
+    s = comma + 1;
+  }
+  free(p->cfg->devices);
+  p->cfg->devices = list;
+  p->cfg->ndevices = n;
+  return 0;
+
+fail:
+  free(list);
+  return p->code;
+}
+
+static int set_policy(parser *p, const char *value) {
+  char *v;
+
+  if (*value == '\0')
+    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                      "[runtime] policy: the value is empty; give a policy "
+                      "name or the path of a .so");
+  v = dup_str(value);
+  if (v == NULL)
+    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  free(p->cfg->policy);
+  p->cfg->policy = v;
+  p->cfg->policy_line = p->line;
+  return 0;
+}
+
+/* policy_path = DIR[:DIR...]. A relative entry in a file means relative to
+ * that file, so that a configuration kept next to a build tree works from
+ * any working directory; in text or the built-in default there is no such
+ * anchor and it stays relative to the working directory. */
+static int set_policy_path(parser *p, const char *value) {
+  const char *s = value;
+  char **dirs = NULL, **grown;
+  size_t n = 0, i;
+
+  for (;;) {
+    const char *colon = strchr(s, ':');
+    size_t len = colon != NULL ? (size_t)(colon - s) : strlen(s);
+    char *d;
+
+    if (len == 0) {
+      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                 "[runtime] policy_path: '%s' has an empty entry; expected "
+                 "':'-separated directories",
+                 value);
+      goto fail;
+    }
+    if (s[0] != '/' && p->dir != NULL) {
+      size_t dl = strlen(p->dir);
+      d = malloc(dl + 1 + len + 1);
+      if (d != NULL) {
+        memcpy(d, p->dir, dl);
+        d[dl] = '/';
+        memcpy(d + dl + 1, s, len);
+        d[dl + 1 + len] = '\0';
+      }
+    } else {
+      d = dup_mem(s, len);
+    }
+    if (d == NULL)
+      goto nomem;
+    grown = realloc(dirs, (n + 1) * sizeof *dirs);
+    if (grown == NULL) {
+      free(d);
+      goto nomem;
+    }
+    dirs = grown;
+    dirs[n++] = d;
+    if (colon == NULL)
+      break;
+    s = colon + 1;
+  }
+  for (i = 0; i < p->cfg->npolicy_path; i++)
+    free(p->cfg->policy_path[i]);
+  free(p->cfg->policy_path);
+  p->cfg->policy_path = dirs;
+  p->cfg->npolicy_path = n;
+  return 0;
+
+nomem:
+  parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+fail:
+  for (i = 0; i < n; i++)
+    free(dirs[i]);
+  free(dirs);
+  return p->code;
+}
+
+static int set_on_policy_error(parser *p, const char *value) {
+  if (strcmp(value, "error") == 0)
+    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FAIL;
+  else if (strcmp(value, "fallback") == 0)
+    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FALLBACK;
+  else
+    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                      "[runtime] on_policy_error: '%s' is not one of error, "
+                      "fallback",
+                      value);
+  return 0;
+}
+
+static int runtime_key(parser *p, const char *key, const char *value) {
+  char valid[128];
+  size_t i, off = 0;
+
+  if (strcmp(key, "backend") == 0)
+    return set_backend(p, value);
+  if (strcmp(key, "devices") == 0)
+    return set_devices(p, value);
+  if (strcmp(key, "policy") == 0)
+    return set_policy(p, value);
+  if (strcmp(key, "policy_path") == 0)
+    return set_policy_path(p, value);
+  if (strcmp(key, "on_policy_error") == 0)
+    return set_on_policy_error(p, value);
+  valid[0] = '\0';
+  for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
+    int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",
+                     runtime_keys[i]);
+    if (n < 0)
+      break;
+    off += (size_t)n;
+  }
+  return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
+                    "[runtime] %s: unknown key; valid keys are %s", key, valid);
+}
+
+/* ------------------------------------------------------------------ */
+/* inih callbacks. */
+
+/* Hands inih the next line, without leading blanks, and handles [section]
+ * headers on the way. Returns NULL at the end of the input or once an
+ * error has been recorded, which ends the parse. */
+static char *read_line(char *str, int num, void *stream) {
+  parser *p = stream;
+  const char *s, *nl;
+  size_t len;
+
+  if (p->code != 0 || p->pos >= p->len)
+    return NULL;
+  s = p->text + p->pos;
+  nl = memchr(s, '\n', p->len - p->pos);
+  len = nl != NULL ? (size_t)(nl - s) + 1 : p->len - p->pos;
+  p->pos += len;
+  p->line++;
+  if (memchr(s, '\0', len) != NULL) {
+    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+               "the line contains a NUL byte");
+    return NULL;
+  }
+  /* A UTF-8 byte order mark is dropped here rather than by inih, so that a
+   * header on the first line is recognised below. */
+  if (p->line == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+    s += 3;
+    len -= 3;
+  }
+  while (len > 0 && (*s == ' ' || *s == '\t')) {
+    s++;
+    len--;
+  }
+  /* inih's line buffer is fixed (ini_max_line); a longer line would be cut
+   * and its tail parsed as a line of its own. */
+  if (num < 3 || len > (size_t)num - 1) {
+    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+               "the line is longer than %d characters", num - 2);
+    return NULL;
+  }
+  memcpy(str, s, len);
+  str[len] = '\0';
+  if (str[0] == '[' && on_header(p, str) != 0)
+    return NULL;
+  return str;
+}
+
+static int on_key(void *user, const char *section, const char *name,
+                  const char *value) {
+  parser *p = user;
+  cua__section *sec;
+  const cua__kv *first;
+  int rc;
+
+  (void)section; /* inih truncates long names; p->cur has the whole one. */
+  if (p->code != 0)
+    return 1;
+  /* A key before any header is a syntax error rather than an unknown
+   * section: there is no section name to report, and the likely fix is a
+   * missing [runtime] line above it. */
+  if (p->cur == NO_SECTION) {
+    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+               "key '%s' comes before any [section] header", name);
+    return 1;
+  }
+  sec = &p->cfg->sections[p->cur];
+  if (*name == '\0') {
+    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+               "a key name is missing before '='");
+    return 1;
+  }
+  if (strcmp(sec->name, "runtime") == 0 ||
+      strncmp(sec->name, "device.", 7) == 0) {
+    if (strncmp(sec->name, "device.", 7) == 0 && strcmp(name, "policy") != 0) {
+      parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
+                 "[%s] %s: unknown key; the only valid key is policy",
+                 sec->name, name);
+      return 1;
+    }
+    first = find_kv(sec, name);
+    if (first != NULL) {
+      parse_fail(p, CUA_ERR_CONFIG_DUPLICATE_KEY, p->line,
+                 "[%s] %s: given twice (first at line %d)", sec->name, name,
+                 first->line);
+      return 1;
+    }
+    if (strcmp(sec->name, "runtime") == 0)
+      rc = runtime_key(p, name, value);
+    else if (*value == '\0')
+      rc = parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                      "[%s] policy: the value is empty; give a policy name "
+                      "or the path of a .so",
+                      sec->name);
+    else
+      rc = 0;
+    if (rc != 0)
+      return 1;
+  }
+  /* [policy.NAME] and [backend.NAME] keys are kept as written, repeats
+   * included (CUA_PARAM_MULTI), and checked by cua__config_params(). */
+  if (add_kv(sec, name, value, p->line) != 0)
+    parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  return 1;
+}
+
+/* Describes the line inih refused: the only lines it refuses, now that
+ * headers are checked by the reader, are those without '=' or ':'. */
+static void syntax_error(parser *p, int line) {
+  const char *s = p->text, *end = p->text + p->len, *nl;
+  int i;
+
+  for (i = 1; i < line && s < end; i++) {
+    nl = memchr(s, '\n', (size_t)(end - s));
+    s = nl != NULL ? nl + 1 : end;
+  }
+  while (s < end && (*s == ' ' || *s == '\t'))
+    s++;
+  nl = memchr(s, '\n', (size_t)(end - s));
+  if (nl == NULL)
+    nl = end;
+  while (nl > s && is_blank(nl[-1]))
+    nl--;
+  p->code = 0; /* this error is earlier than any recorded one */
+  parse_fail(p, CUA_ERR_CONFIG_SYNTAX, line,
+             "expected 'key = value' or a [section] header, got '%.*s'",
+             (int)(nl - s), s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading. */
+
+/* Reads a whole file. Returns 0, or -1 with errno set. */
+static int read_file(const char *path, char **text, size_t *len) {
+  FILE *f;
+  char *buf = NULL, *grown;
+  size_t cap = 0, n = 0, got;
+  int saved;
+
+  f = fopen(path, "rb");
+  if (f == NULL)
+    return -1;
+  for (;;) {
+    if (cap - n < 4096) {
+      cap = cap == 0 ? 8192 : cap * 2;
+      grown = realloc(buf, cap + 1);
+      if (grown == NULL) {
+        errno = ENOMEM;
+        goto fail;
+      }
+      buf = grown;
+    }
+    got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) {
+      if (ferror(f)) {
+        /* fread() on a directory fails with EISDIR, which is what the
+         * message should say. */
+        if (errno == 0)
+          errno = EIO;
+        goto fail;
+      }
+      break;
+    }
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return 0;
+
+fail:
+  saved = errno;
+  fclose(f);
+  free(buf);
+  errno = saved;
+  return -1;
+}
+
+/* The directory part of @p path ("." when it has none). */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+
+  if (slash == NULL)
+    return dup_str(".");
+  if (slash == path)
+    return dup_str("/");
+  return dup_mem(path, (size_t)(slash - path));
+}
+
+static int parse_text(cua__config *cfg, const char *text, size_t len,
+                      const char *dir, char *err, size_t errlen) {
+  parser p;
+  int r;
+
+  memset(&p, 0, sizeof p);
+  p.cfg = cfg;
+  p.text = text;
+  p.len = len;
+  p.cur = NO_SECTION;
+  p.dir = dir;
+  p.err = err;
+  p.errlen = errlen;
+  r = ini_parse_stream(read_line, &p, on_key, &p);
+  if (r > 0 && (p.code == 0 || r < p.err_line))
+    syntax_error(&p, r);
+  else if (r < 0 && p.code == 0)
+    parse_fail(&p, CUA_ERR_NOMEM, p.line, "inih could not allocate memory");
+  return p.code;
+}
+
+/* Fills in what the input did not say, and applies $CUASYNC_POLICY. */
+static int resolve(cua__config *cfg, unsigned flags) {
+  const char *env;
+  char *v;
+
+  if (cfg->backend == NULL && (cfg->backend = dup_str("auto")) == NULL)
+    return CUA_ERR_NOMEM;
+  env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
+  if (env != NULL && *env != '\0') {
+    v = dup_str(env);
+    if (v == NULL)
+      return CUA_ERR_NOMEM;
+    free(cfg->policy);
+    cfg->policy = v;
+    cfg->policy_from_env = 1;
+    /* The line no longer explains the value: messages about the policy
+     * then name the variable instead. */
+    cfg->policy_line = 0;
+  }
+  if (cfg->policy == NULL && (cfg->policy = dup_str(DEFAULT_POLICY)) == NULL)
+    return CUA_ERR_NOMEM;
+  return 0;
+}
+
+int cua__config_load(cua__config **out, const char *path, const char *text,
+                     unsigned flags, char *err, size_t errlen) {
+  cua__config *cfg;
+  const char *file = NULL, *env = NULL;
+  char *buf = NULL, *dir = NULL;
+  size_t len = 0;
+  int rc;
+
+  if (out == NULL)
+    return CUA_ERR_INVAL;
+  *out = NULL;
+  if (err != NULL && errlen > 0)
+    err[0] = '\0';
+  cfg = calloc(1, sizeof *cfg);
+  if (cfg == NULL)
+    return CUA_ERR_NOMEM;
+
+  /* Lookup order: the text, the explicit path, $CUASYNC_CONFIG, the
+   * installed file, the built-in default. An empty $CUASYNC_CONFIG counts
+   * as unset, as shells make "unset" hard to tell from "empty". */
+  if (text == NULL && path != NULL) {
+    file = path;
+  } else if (text == NULL && !(flags & CUA_RUNTIME_IGNORE_ENV) &&
+             (env = getenv("CUASYNC_CONFIG")) != NULL && *env != '\0') {
+    file = env;
+  } else if (text == NULL && !(flags & CUA_RUNTIME_NO_SYSTEM_CONFIG)) {
+    if (read_file(SYSTEM_CONFIG, &buf, &len) == 0) {
+      file = SYSTEM_CONFIG;
+    } else if (errno == ENOMEM) {
+      goto nomem;
+    } else if (errno != ENOENT) {
+      /* Present but unreadable: silently using the default instead would
+       * hide the administrator's configuration. */
+      put_err(err, errlen, "%s: cannot read the configuration file: %s",
+              SYSTEM_CONFIG, strerror(errno));
+      rc = CUA_ERR_CONFIG_NOT_FOUND;
+      goto fail;
+    }
+  }
+
+  if (text != NULL) {
+    cfg->origin = dup_str("<text>");
+    if (cfg->origin == NULL)
+      goto nomem;
+    rc = parse_text(cfg, text, strlen(text), NULL, err, errlen);
+  } else if (file != NULL) {
+    if (buf == NULL && read_file(file, &buf, &len) != 0) {
+      if (errno == ENOMEM)
+        goto nomem;
+      if (file == env)
+        put_err(err, errlen,
+                "$CUASYNC_CONFIG=%s: cannot read the configuration file: %s",
+                file, strerror(errno));
+      else
+        put_err(err, errlen, "%s: cannot read the configuration file: %s", file,
+                strerror(errno));
+      rc = CUA_ERR_CONFIG_NOT_FOUND;
+      goto fail;
+    }
+    cfg->path = dup_str(file);
+    cfg->origin = dup_str(file);
+    dir = dir_of(file);
+    if (cfg->path == NULL || cfg->origin == NULL || dir == NULL)
+      goto nomem;
+    rc = parse_text(cfg, buf, len, dir, err, errlen);
+  } else {
+    cfg->origin = dup_str("<built-in>");
+    if (cfg->origin == NULL)
+      goto nomem;
+    rc = 0;
+  }
+  if (rc != 0)
+    goto fail;
+  rc = resolve(cfg, flags);
+  if (rc != 0)
+    goto nomem;
+  free(buf);
+  free(dir);
+  *out = cfg;
+  return 0;
+
+nomem:
+  put_err(err, errlen, "out of memory while reading the configuration");
+  rc = CUA_ERR_NOMEM;
+fail:
+  free(buf);
+  free(dir);
+  cua__config_free(cfg);
+  return rc;
+}
+
+void cua__config_free(cua__config *cfg) {
+  size_t i, j;
+
+  if (cfg == NULL)
+    return;
+  for (i = 0; i < cfg->nsections; i++) {
+    for (j = 0; j < cfg->sections[i].nkv; j++) {
+      free(cfg->sections[i].kv[j].key);
+      free(cfg->sections[i].kv[j].value);
+    }
+    free(cfg->sections[i].kv);
+    free(cfg->sections[i].name);
+  }
+  free(cfg->sections);
+  for (i = 0; i < cfg->npolicy_path; i++)
+    free(cfg->policy_path[i]);
+  free(cfg->policy_path);
+  free(cfg->devices);
+  free(cfg->backend);
+  free(cfg->policy);
+  free(cfg->path);
+  free(cfg->origin);
+  free(cfg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Module parameters. */
+
+/* Parses @p text as a value of @p spec into @p v (i, d; s and list are the
+ * caller's). On failure writes the reason (no prefix) into @p why and
+ * returns the code. */
+static int parse_value(const cua_param_spec *spec, const char *text,
+                       cua_param_value *v, char *why, size_t whylen) {
+  static const char *const truths[] = {"true", "yes", "on", "1"};
+  static const char *const lies[] = {"false", "no", "off", "0"};
+  char *end;
+  size_t i;
+
+  switch (spec->type) {
+  case CUA_PARAM_INT: {
+    long long x;
+    errno = 0;
+    x = strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || isspace((unsigned char)text[0])) {
+      put_err(why, whylen, "'%s' is not an integer", text);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    if (errno == ERANGE || (double)x < spec->min || (double)x > spec->max) {
+      put_err(why, whylen, "%s is out of range [%.0f, %.0f]", text, spec->min,
+              spec->max);
+      return CUA_ERR_CONFIG_OUT_OF_RANGE;
+    }
+    v->i = x;
+    v->d = (double)x;
+    return 0;
+  }
+  case CUA_PARAM_DOUBLE: {
+    double x;
+    errno = 0;
+    x = strtod(text, &end);
+    if (end == text || *end != '\0' || isspace((unsigned char)text[0]) ||
+        isnan(x) || (isinf(x) && errno != ERANGE)) {
+      put_err(why, whylen, "'%s' is not a finite number", text);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    if ((errno == ERANGE && isinf(x)) || x < spec->min || x > spec->max) {
+      put_err(why, whylen, "%s is out of range [%g, %g]", text, spec->min,
+              spec->max);
+      return CUA_ERR_CONFIG_OUT_OF_RANGE;
+    }
+    v->d = x;
+    return 0;
+  }
+  case CUA_PARAM_BOOL:
+    for (i = 0; i < sizeof truths / sizeof truths[0]; i++) {
+      if (strcasecmp(text, truths[i]) == 0 || strcasecmp(text, lies[i]) == 0) {
+        v->i = strcasecmp(text, truths[i]) == 0;
+        v->d = (double)v->i;
+        return 0;
+      }
+    }
+    put_err(why, whylen,
+            "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", text);
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  case CUA_PARAM_STRING:
+    return 0;
+  case CUA_PARAM_ENUM: {
+    const char *c = spec->choices;
+    size_t n = strlen(text);
+    int64_t idx = 0;
+    if (c == NULL) {
+      put_err(why, whylen, "the enum parameter has no choices");
+      return CUA_ERR_INTERNAL;
+    }
+    for (;;) {
+      const char *bar = strchr(c, '|');
+      size_t cl = bar != NULL ? (size_t)(bar - c) : strlen(c);
+      if (cl == n && memcmp(c, text, n) == 0) {
+        v->i = idx;
+        v->d = (double)idx;
+        return 0;
+      }
+      if (bar == NULL)
+        break;
+      c = bar + 1;
+      idx++;
+    }
+    put_err(why, whylen, "'%s' is not one of %s", text, spec->choices);
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  }
+  put_err(why, whylen, "the parameter has an unknown type %d", (int)spec->type);
+  return CUA_ERR_INTERNAL;
+}
+
+/* Appends a copy of @p text to a value: to its list for a MULTI parameter,
+ * and as its s (replacing an earlier one) in every case. */
+static int store_text(cua_param_value *v, const char *text, int multi) {
+  char *s = dup_str(text), *item = NULL;
+  const char **list;
+
+  if (s == NULL)
+    return CUA_ERR_NOMEM;
+  if (multi) {
+    item = dup_str(text);
+    list = realloc((void *)v->list, (v->count + 1) * sizeof *list);
+    if (item == NULL || list == NULL) {
+      free(item);
+      free(s);
+      if (list != NULL)
+        v->list = list;
+      return CUA_ERR_NOMEM;
+    }
+    list[v->count++] = item;
+    v->list = list;
+  }
+  free((void *)v->s);
+  v->s = s;
+  return 0;
+}
+
+/* Frees the strings of one value and clears it. */
+static void clear_value(cua_param_value *v) {
+  size_t i;
+
+  for (i = 0; i < v->count; i++)
+    free((void *)v->list[i]);
+  free((void *)v->list);
+  free((void *)v->s);
+  memset(v, 0, sizeof *v);
+}
+
+void cua__config_params_free(cua_param_value *values, size_t nspec) {
+  size_t i;
+
+  if (values == NULL)
+    return;
+  for (i = 0; i < nspec; i++)
+    clear_value(&values[i]);
+  free(values);
+}
+
+/* The spec names, ", "-separated, for messages about an unknown key. */
+static void list_keys(const cua_param_spec *spec, size_t nspec, char *buf,
+                      size_t len) {
+  size_t i, off = 0;
+  int n;
+
+  buf[0] = '\0';
+  if (nspec == 0) {
+    snprintf(buf, len, "none (the section takes no keys)");
+    return;
+  }
+  for (i = 0; i < nspec && off < len; i++) {
+    n = snprintf(buf + off, len - off, "%s%s", i > 0 ? ", " : "", spec[i].name);
+    if (n < 0)
+      return;
+    off += (size_t)n;
+  }
+}
+
+int cua__config_params(const cua__config *cfg, const char *name,
+                       const cua_param_spec *spec, size_t nspec,
+                       cua_param_value **out, char *err, size_t errlen) {
+  const cua__section *sec = cua__config_section(cfg, name);
+  const char *origin = cfg != NULL ? cfg->origin : "<built-in>";
+  cua_param_value *values;
+  char why[512], keys[512];
+  size_t i, j;
+  int rc;
+
+  if (out == NULL || name == NULL || (spec == NULL && nspec > 0))
+    return CUA_ERR_INVAL;
+  *out = NULL;
+  if (err != NULL && errlen > 0)
+    err[0] = '\0';
+  values = calloc(nspec > 0 ? nspec : 1, sizeof *values);
+  if (values == NULL)
+    return CUA_ERR_NOMEM;
+
+  /* Defaults first: a module whose own default does not parse is a bug in
+   * the module, reported as such whatever the file says. */
+  for (i = 0; i < nspec; i++) {
+    const cua_param_spec *ps = &spec[i];
+    if (ps->name == NULL) {
+      put_err(err, errlen,
+              "[%s]: parameter %zu of the module's schema has "
+              "no name",
+              name, i);
+      rc = CUA_ERR_INTERNAL;
+      goto fail;
+    }
+    if (ps->default_value == NULL)
+      continue;
+    rc = parse_value(ps, ps->default_value, &values[i], why, sizeof why);
+    if (rc == 0)
+      rc = store_text(&values[i], ps->default_value,
+                      (ps->flags & CUA_PARAM_MULTI) != 0);
+    if (rc == CUA_ERR_NOMEM)
+      goto nomem;
+    if (rc != 0) {
+      put_err(err, errlen, "[%s] %s: the module's default is invalid: %s", name,
+              ps->name, why);
+      rc = CUA_ERR_INTERNAL;
+      goto fail;
+    }
+  }
+
+  for (j = 0; sec != NULL && j < sec->nkv; j++) {
+    const cua__kv *kv = &sec->kv[j];
+    const cua_param_spec *ps = NULL;
+    cua_param_value *v;
+    int multi;
+
+    for (i = 0; i < nspec; i++) {
+      if (strcmp(spec[i].name, kv->key) == 0) {
+        ps = &spec[i];
+        break;
+      }
+    }
+    if (ps == NULL) {
+      list_keys(spec, nspec, keys, sizeof keys);
+      put_err(err, errlen, "%s:%d: [%s] %s: unknown key; valid keys are %s",
+              origin, kv->line, name, kv->key, keys);
+      rc = CUA_ERR_CONFIG_UNKNOWN_KEY;
+      goto fail;
+    }
+    v = &values[i];
+    multi = (ps->flags & CUA_PARAM_MULTI) != 0;
+    if (v->present && !multi) {
+      size_t k;
+      int first = 0;
+      for (k = 0; k < j; k++) {
+        if (strcmp(sec->kv[k].key, kv->key) == 0) {
+          first = sec->kv[k].line;
+          break;
+        }
+      }
+      put_err(err, errlen, "%s:%d: [%s] %s: given twice (first at line %d)",
+              origin, kv->line, name, kv->key, first);
+      rc = CUA_ERR_CONFIG_DUPLICATE_KEY;
+      goto fail;
+    }
+    /* The first value given replaces the default, list and all. */
+    if (!v->present)
+      clear_value(v);
+    rc = parse_value(ps, kv->value, v, why, sizeof why);
+    if (rc == CUA_ERR_INTERNAL) {
+      put_err(err, errlen, "[%s] %s: the module's schema is invalid: %s", name,
+              ps->name, why);
+      goto fail;
+    }
+    if (rc != 0) {
+      put_err(err, errlen, "%s:%d: [%s] %s: %s", origin, kv->line, name,
+              kv->key, why);
+      goto fail;
+    }
+    if (store_text(v, kv->value, multi) != 0)
+      goto nomem;
+    v->present = 1;
+  }
+  *out = values;
+  return 0;
+
+nomem:
+  put_err(err, errlen, "out of memory");
+  rc = CUA_ERR_NOMEM;
+fail:
+  cua__config_params_free(values, nspec);
+  return rc;
+}
+
+const char *cua__config_device_policy(const cua__config *cfg, int device,
+                                      int *line) {
+  char name[32];
+  const cua__section *sec;
+  const cua__kv *kv;
+
+  if (line != NULL)
+    *line = 0;
+  if (device < 0)
+    return NULL;
+  snprintf(name, sizeof name, "device.%d", device);
+  sec = cua__config_section(cfg, name);
+  if (sec == NULL || (kv = find_kv(sec, "policy")) == NULL)
+    return NULL;
+  if (line != NULL)
+    *line = kv->line;
+  return kv->value;
+}
+
+void cua__config_print(const cua__config *cfg, void *file) {
+  FILE *f = file;
+  size_t i, j;
+
+  if (cfg == NULL || f == NULL)
+    return;
+  fprintf(f, "; configuration from %s\n", cfg->origin);
+  fprintf(f, "[runtime]\nbackend = %s\ndevices = ", cfg->backend);
+  if (cfg->devices == NULL)
+    fprintf(f, "all");
+  for (i = 0; i < cfg->ndevices; i++)
+    fprintf(f, "%s%d", i > 0 ? "," : "", cfg->devices[i]);
+  fprintf(f, "\npolicy = %s%s\n", cfg->policy,
+          cfg->policy_from_env ? " ; from $CUASYNC_POLICY" : "");
+  if (cfg->npolicy_path > 0) {
+    fprintf(f, "policy_path = ");
+    for (i = 0; i < cfg->npolicy_path; i++)
+      fprintf(f, "%s%s", i > 0 ? ":" : "", cfg->policy_path[i]);
+    fprintf(f, "\n");
+  }
+  fprintf(f, "on_policy_error = %s\n",
+          cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK ? "fallback"
+                                                                : "error");
+  for (i = 0; i < cfg->nsections; i++) {
+    const cua__section *s = &cfg->sections[i];
+    if (strcmp(s->name, "runtime") == 0)
+      continue;
+    fprintf(f, "\n[%s]\n", s->name);
+    for (j = 0; j < s->nkv; j++)
+      fprintf(f, "%s = %s\n", s->kv[j].key, s->kv[j].value);
+  }
+}
