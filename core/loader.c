@@ -1,1 +1,603 @@
-/* placeholder: being written */ typedef int cua__placeholder_core_loader_c;
+/*
+ * core/loader.c: finding, loading and checking policy and backend modules.
+ *
+ * A module is a shared object exporting one descriptor. Loading it is a
+ * ladder of checks (dlopen, entry symbol, ABI major, ABI minor, size, name,
+ * required operations), each refusing the file with its own code and a
+ * message that names the file and the reason; nothing in the module is
+ * called. A refused file does not end a search by name: a later directory
+ * may hold a good module of the same name, and the final message lists
+ * every file refused, so that a stale build earlier in the path is visible
+ * rather than silently skipped.
+ */
+#include "loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef CUA_PKGLIBDIR
+#error "CUA_PKGLIBDIR must be defined on the compile line"
+#endif
+
+/*
+ * The smallest descriptor each ABI accepts: the 1.0 descriptor, which ends
+ * with dump() for policies and module_function() for backends. Fields
+ * appended later are absent from older modules (size tells), so these
+ * sizes must stay what they are when the structs grow.
+ */
+#define POLICY_DESC_MIN_SIZE                                                   \
+  (offsetof(cua_policy_descriptor, dump) +                                     \
+   sizeof(((cua_policy_descriptor *)0)->dump))
+#define BACKEND_DESC_MIN_SIZE                                                  \
+  (offsetof(cua_backend_descriptor, module_function) +                         \
+   sizeof(((cua_backend_descriptor *)0)->module_function))
+
+/* The first fields of every descriptor, fixed for all ABI versions. */
+typedef struct desc_head {
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t size;
+} desc_head;
+
+/* What differs between the two kinds of module. */
+typedef struct kind_info {
+  const char *word;   /* "policy" or "backend", for messages */
+  const char *symbol; /* the entry symbol */
+  const char *subdir; /* under CUA_PKGLIBDIR */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t min_size;
+} kind_info;
+
+static const kind_info kinds[2] = {
+    {"policy", CUA_POLICY_ENTRY_SYMBOL, "policies", CUA_POLICY_ABI_MAJOR,
+     CUA_POLICY_ABI_MINOR, POLICY_DESC_MIN_SIZE},
+    {"backend", CUA_BACKEND_ENTRY_SYMBOL, "backends", CUA_BACKEND_ABI_MAJOR,
+     CUA_BACKEND_ABI_MINOR, BACKEND_DESC_MIN_SIZE},
+};
+
+static void put_err(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Writes a message into the caller's buffer; truncation is acceptable. */
+static void put_err(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+
+  if (err == NULL || errlen == 0)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+/* Appends to a message already in @p err (truncating, never overflowing). */
+static void add_err(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void add_err(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+  size_t n;
+
+  if (err == NULL || errlen == 0)
+    return;
+  n = strlen(err);
+  if (n + 1 >= errlen)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err + n, errlen - n, fmt, ap);
+  va_end(ap);
+}
+
+static char *dup_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+
+  if (d != NULL)
+    memcpy(d, s, n);
+  return d;
+}
+
+static char *join_path(const char *dir, const char *name, const char *ext) {
+  size_t dl = strlen(dir), nl = strlen(name), el = strlen(ext);
+  char *p = malloc(dl + 1 + nl + el + 1);
+
+  if (p == NULL)
+    return NULL;
+  memcpy(p, dir, dl);
+  p[dl] = '/';
+  memcpy(p + dl + 1, name, nl);
+  memcpy(p + dl + 1 + nl, ext, el + 1);
+  return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* The search path. */
+
+void cua__strv_free(char **v, size_t n) {
+  size_t i;
+
+  if (v == NULL)
+    return;
+  for (i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+/* Appends a copy of @p s (@p n bytes) unless it is empty or already there:
+ * a directory named twice (policy_path and $CUASYNC_MODULE_PATH often
+ * agree) would otherwise be searched twice and make every module in it
+ * look shadowed by itself. Returns 0 or -1. */
+static int strv_add(char ***v, size_t *nv, const char *s, size_t n) {
+  char **grown, *d;
+  size_t i;
+
+  if (n == 0)
+    return 0;
+  for (i = 0; i < *nv; i++)
+    if (strlen((*v)[i]) == n && memcmp((*v)[i], s, n) == 0)
+      return 0;
+  d = malloc(n + 1);
+  if (d == NULL)
+    return -1;
+  memcpy(d, s, n);
+  d[n] = '\0';
+  grown = realloc(*v, (*nv + 1) * sizeof *grown);
+  if (grown == NULL) {
+    free(d);
+    return -1;
+  }
+  grown[(*nv)++] = d;
+  *v = grown;
+  return 0;
+}
+
+char **cua__module_dirs(cua__module_kind kind, char *const *extra,
+                        size_t nextra, int ignore_env, size_t *ndirs) {
+  const char *env = ignore_env ? NULL : getenv("CUASYNC_MODULE_PATH");
+  char **v = NULL, *installed = NULL;
+  size_t n = 0, i;
+
+  *ndirs = 0;
+  if (kind != CUA__MODULE_POLICY && kind != CUA__MODULE_BACKEND)
+    return NULL;
+  for (i = 0; i < nextra; i++)
+    if (extra[i] != NULL && strv_add(&v, &n, extra[i], strlen(extra[i])) != 0)
+      goto fail;
+  while (env != NULL && *env != '\0') {
+    const char *colon = strchr(env, ':');
+    size_t len = colon != NULL ? (size_t)(colon - env) : strlen(env);
+    if (strv_add(&v, &n, env, len) != 0)
+      goto fail;
+    env = colon != NULL ? colon + 1 : NULL;
+  }
+  installed = join_path(CUA_PKGLIBDIR, kinds[kind].subdir, "");
+  if (installed == NULL || strv_add(&v, &n, installed, strlen(installed)) != 0)
+    goto fail;
+  free(installed);
+  *ndirs = n;
+  return v;
+
+fail:
+  free(installed);
+  cua__strv_free(v, n);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading one file. */
+
+/* The operations a descriptor must have, by kind; appends the names of the
+ * missing ones to @p missing. Returns how many are missing. */
+static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
+                       size_t len) {
+  int n = 0;
+
+  missing[0] = '\0';
+#define CUA__REQUIRE(type, field)                                              \
+  do {                                                                         \
+    if (((const type *)desc)->field == NULL) {                                 \
+      add_err(missing, len, "%s%s()", n > 0 ? ", " : "", #field);              \
+      n++;                                                                     \
+    }                                                                          \
+  } while (0)
+  if (kind == CUA__MODULE_POLICY) {
+    CUA__REQUIRE(cua_policy_descriptor, create);
+    CUA__REQUIRE(cua_policy_descriptor, place);
+  } else {
+    CUA__REQUIRE(cua_backend_descriptor, create);
+    CUA__REQUIRE(cua_backend_descriptor, destroy);
+    CUA__REQUIRE(cua_backend_descriptor, device_count);
+    CUA__REQUIRE(cua_backend_descriptor, stream_create);
+    CUA__REQUIRE(cua_backend_descriptor, event_create);
+    CUA__REQUIRE(cua_backend_descriptor, event_record);
+    CUA__REQUIRE(cua_backend_descriptor, stream_wait_event);
+    CUA__REQUIRE(cua_backend_descriptor, event_query);
+    CUA__REQUIRE(cua_backend_descriptor, mem_alloc);
+    CUA__REQUIRE(cua_backend_descriptor, mem_free);
+    CUA__REQUIRE(cua_backend_descriptor, launch);
+    CUA__REQUIRE(cua_backend_descriptor, mark);
+    CUA__REQUIRE(cua_backend_descriptor, progress);
+    CUA__REQUIRE(cua_backend_descriptor, wait);
+  }
+#undef CUA__REQUIRE
+  return n;
+}
+
+/* The name and parameter schema, which sit at the same place in both
+ * descriptors. */
+static void desc_name_params(cua__module_kind kind, const void *desc,
+                             const char **name, const cua_param_spec **params,
+                             size_t *nparams) {
+  if (kind == CUA__MODULE_POLICY) {
+    const cua_policy_descriptor *d = desc;
+    *name = d->name;
+    *params = d->params;
+    *nparams = d->nparams;
+  } else {
+    const cua_backend_descriptor *d = desc;
+    *name = d->name;
+    *params = d->params;
+    *nparams = d->nparams;
+  }
+}
+
+/*
+ * Loads and checks @p path as a module of @p kind; @p expect is the name it
+ * must declare (NULL: any). On failure writes "PATH: reason" into @p err
+ * and returns the code; *other is then set to 1 when the file has no entry
+ * symbol of @p kind but has the other kind's (a backend met in a policy
+ * directory), which a scan skips without a word.
+ */
+static int load_file(cua__module **out, cua__module_kind kind, const char *path,
+                     const char *expect, int *other, char *err, size_t errlen) {
+  const kind_info *k = &kinds[kind];
+  cua__module *mod = NULL;
+  const desc_head *head;
+  const char *name;
+  const cua_param_spec *params;
+  size_t nparams, i;
+  char missing[256];
+  void *dl;
+  int rc;
+
+  *out = NULL;
+  if (other != NULL)
+    *other = 0;
+  (void)dlerror(); /* clears an older message */
+  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (dl == NULL) {
+    const char *why = dlerror();
+    put_err(err, errlen, "%s: dlopen failed: %s", path,
+            why != NULL ? why : "unknown reason");
+    return CUA_ERR_MODULE_DLOPEN;
+  }
+  head = dlsym(dl, k->symbol);
+  if (head == NULL) {
+    if (other != NULL && dlsym(dl, kinds[!kind].symbol) != NULL)
+      *other = 1;
+    put_err(err, errlen, "%s: no %s symbol: not a %s module", path, k->symbol,
+            k->word);
+    rc = CUA_ERR_MODULE_NO_ENTRY;
+    goto fail;
+  }
+  if (head->abi_major != k->abi_major) {
+    put_err(err, errlen,
+            "%s: built for %s ABI %u.%u, this core has %u.%u (the major "
+            "versions must be equal)",
+            path, k->word, (unsigned)head->abi_major, (unsigned)head->abi_minor,
+            (unsigned)k->abi_major, (unsigned)k->abi_minor);
+    rc = CUA_ERR_MODULE_ABI_MAJOR;
+    goto fail;
+  }
+  if (head->abi_minor > k->abi_minor) {
+    put_err(err, errlen,
+            "%s: built for %s ABI %u.%u, this core has %u.%u (the module "
+            "is newer than the core)",
+            path, k->word, (unsigned)head->abi_major, (unsigned)head->abi_minor,
+            (unsigned)k->abi_major, (unsigned)k->abi_minor);
+    rc = CUA_ERR_MODULE_ABI_MINOR;
+    goto fail;
+  }
+  if (head->size < k->min_size) {
+    put_err(err, errlen,
+            "%s: descriptor size is %zu bytes, smaller than the %zu bytes "
+            "of the %s ABI %u.0 descriptor",
+            path, head->size, k->min_size, k->word, (unsigned)k->abi_major);
+    rc = CUA_ERR_MODULE_BAD_SIZE;
+    goto fail;
+  }
+  desc_name_params(kind, head, &name, &params, &nparams);
+  if (name == NULL) {
+    put_err(err, errlen, "%s: the %s descriptor has no name", path, k->word);
+    rc = CUA_ERR_MODULE_INCOMPLETE;
+    goto fail;
+  }
+  if (expect != NULL && strcmp(name, expect) != 0) {
+    put_err(err, errlen,
+            "%s: the descriptor is named '%s', not '%s' as the file is", path,
+            name, expect);
+    rc = CUA_ERR_MODULE_NAME_MISMATCH;
+    goto fail;
+  }
+  if (missing_ops(kind, head, missing, sizeof missing) > 0) {
+    put_err(err, errlen, "%s: the %s descriptor lacks required operations: %s",
+            path, k->word, missing);
+    rc = CUA_ERR_MODULE_INCOMPLETE;
+    goto fail;
+  }
+  /* The schema is read by the configuration code without further checks
+   * of its shape, so an impossible one is refused here. */
+  if (nparams > 0 && params == NULL) {
+    put_err(err, errlen,
+            "%s: the descriptor has %zu parameters but no "
+            "params array",
+            path, nparams);
+    rc = CUA_ERR_MODULE_INCOMPLETE;
+    goto fail;
+  }
+  for (i = 0; i < nparams; i++) {
+    if (params[i].name == NULL) {
+      put_err(err, errlen, "%s: parameter %zu of the descriptor has no name",
+              path, i);
+      rc = CUA_ERR_MODULE_INCOMPLETE;
+      goto fail;
+    }
+  }
+
+  mod = calloc(1, sizeof *mod);
+  if (mod == NULL || (mod->path = dup_str(path)) == NULL) {
+    put_err(err, errlen, "%s: out of memory", path);
+    rc = CUA_ERR_NOMEM;
+    goto fail;
+  }
+  mod->kind = kind;
+  mod->dl = dl;
+  if (kind == CUA__MODULE_POLICY)
+    mod->desc.policy = (const cua_policy_descriptor *)head;
+  else
+    mod->desc.backend = (const cua_backend_descriptor *)head;
+  *out = mod;
+  return 0;
+
+fail:
+  free(mod);
+  dlclose(dl);
+  return rc;
+}
+
+void cua__module_unload(cua__module *mod) {
+  if (mod == NULL)
+    return;
+  if (mod->dl != NULL)
+    dlclose(mod->dl);
+  free(mod->path);
+  free(mod);
+}
+
+/* 1 if @p path names something (a file, a dangling link does not count). */
+static int exists(const char *path) {
+  struct stat st;
+
+  return stat(path, &st) == 0;
+}
+
+/* Loads a name that is a path. A bare "x.so" means the file in the working
+ * directory: given to dlopen() as is, it would be looked up in the
+ * library search path instead. */
+static int load_path(cua__module **out, cua__module_kind kind, const char *name,
+                     char *err, size_t errlen) {
+  char *path = NULL;
+  int rc;
+
+  if (strchr(name, '/') == NULL) {
+    path = join_path(".", name, "");
+    if (path == NULL) {
+      put_err(err, errlen, "%s: out of memory", name);
+      return CUA_ERR_NOMEM;
+    }
+  }
+  if (!exists(path != NULL ? path : name)) {
+    put_err(err, errlen, "%s: cannot load %s module: %s", name,
+            kinds[kind].word, strerror(errno));
+    rc = CUA_ERR_MODULE_NOT_FOUND;
+  } else {
+    rc = load_file(out, kind, path != NULL ? path : name, NULL, NULL, err,
+                   errlen);
+  }
+  free(path);
+  return rc;
+}
+
+int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
+                     char *const *extra, size_t nextra, int ignore_env,
+                     char *err, size_t errlen) {
+  const kind_info *k;
+  char **dirs = NULL, *file = NULL, *refusals = NULL, one[1024];
+  size_t ndirs = 0, i, rlen = 0;
+  int rc, first = 0, found = 0;
+
+  if (out == NULL)
+    return CUA_ERR_INVAL;
+  *out = NULL;
+  if (err != NULL && errlen > 0)
+    err[0] = '\0';
+  if (name == NULL || *name == '\0' ||
+      (kind != CUA__MODULE_POLICY && kind != CUA__MODULE_BACKEND)) {
+    put_err(err, errlen, "no module name given");
+    return CUA_ERR_INVAL;
+  }
+  k = &kinds[kind];
+  {
+    size_t nl = strlen(name);
+    if (strchr(name, '/') != NULL ||
+        (nl > 3 && strcmp(name + nl - 3, ".so") == 0))
+      return load_path(out, kind, name, err, errlen);
+  }
+
+  dirs = cua__module_dirs(kind, extra, nextra, ignore_env, &ndirs);
+  if (dirs == NULL) {
+    put_err(err, errlen, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  /* Each refusal is kept whole in its own buffer and collected, so that
+   * the caller's buffer can receive a summary in one go at the end. */
+  refusals = malloc(4096);
+  if (refusals == NULL)
+    goto nomem;
+  refusals[0] = '\0';
+  for (i = 0; i < ndirs; i++) {
+    file = join_path(dirs[i], name, ".so");
+    if (file == NULL)
+      goto nomem;
+    if (!exists(file)) {
+      free(file);
+      file = NULL;
+      continue;
+    }
+    found++;
+    rc = load_file(out, kind, file, name, NULL, one, sizeof one);
+    free(file);
+    file = NULL;
+    if (rc == 0)
+      goto done;
+    if (first == 0)
+      first = rc;
+    rlen += (size_t)snprintf(refusals + rlen, rlen < 4096 ? 4096 - rlen : 0,
+                             "%s%s", rlen > 0 ? "; " : "", one);
+    if (rlen >= 4096)
+      rlen = 4095;
+  }
+
+  if (found == 0) {
+    put_err(err, errlen, "%s module '%s' not found: no %s.so in: ", k->word,
+            name, name);
+    rc = CUA_ERR_MODULE_NOT_FOUND;
+  } else {
+    put_err(err, errlen,
+            "%s module '%s' could not be loaded: %s; searched: ", k->word, name,
+            refusals);
+    rc = first;
+  }
+  for (i = 0; i < ndirs; i++)
+    add_err(err, errlen, "%s%s", i > 0 ? ", " : "", dirs[i]);
+  goto done;
+
+nomem:
+  put_err(err, errlen, "out of memory");
+  rc = CUA_ERR_NOMEM;
+done:
+  if (*out != NULL)
+    rc = 0;
+  free(refusals);
+  cua__strv_free(dirs, ndirs);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scanning. */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The "*.so" names in @p dir, sorted; a directory that cannot be read has
+ * none. Returns 0 or -1 (out of memory). */
+static int list_modules(const char *dir, char ***names, size_t *n) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+
+  *names = NULL;
+  *n = 0;
+  if (d == NULL)
+    return 0;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= 3 || strcmp(e->d_name + len - 3, ".so") != 0)
+      continue;
+    if (strv_add(names, n, e->d_name, len) != 0) {
+      closedir(d);
+      cua__strv_free(*names, *n);
+      *names = NULL;
+      *n = 0;
+      return -1;
+    }
+  }
+  closedir(d);
+  if (*n > 1)
+    qsort(*names, *n, sizeof **names, cmp_str);
+  return 0;
+}
+
+void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
+                      int ignore_env,
+                      void (*cb)(const cua__module_report *r, void *arg),
+                      void *arg) {
+  char **dirs, **seen = NULL, **files = NULL, *path = NULL, msg[1024];
+  size_t ndirs = 0, nseen = 0, nfiles = 0, i, j, s;
+
+  if (cb == NULL)
+    return;
+  dirs = cua__module_dirs(kind, extra, nextra, ignore_env, &ndirs);
+  if (dirs == NULL)
+    return;
+  for (i = 0; i < ndirs; i++) {
+    if (list_modules(dirs[i], &files, &nfiles) != 0)
+      goto out;
+    for (j = 0; j < nfiles; j++) {
+      cua__module_report r;
+      cua__module *mod = NULL;
+      size_t nl = strlen(files[j]) - 3;
+      int other;
+
+      memset(&r, 0, sizeof r);
+      path = join_path(dirs[i], files[j], "");
+      if (path == NULL)
+        goto out;
+      files[j][nl] = '\0'; /* the name, without ".so" */
+      msg[0] = '\0';
+      r.status = load_file(&mod, kind, path, files[j], &other, msg, sizeof msg);
+      if (r.status != 0 && other) {
+        free(path);
+        path = NULL;
+        continue;
+      }
+      for (s = 0; s < nseen; s++)
+        if (strcmp(seen[s], files[j]) == 0)
+          r.shadowed = 1;
+      if (!r.shadowed && strv_add(&seen, &nseen, files[j], nl) != 0) {
+        cua__module_unload(mod);
+        goto out;
+      }
+      r.path = path;
+      r.name = files[j];
+      r.message = r.status != 0 ? msg : NULL;
+      r.module = mod;
+      cb(&r, arg);
+      cua__module_unload(mod);
+      free(path);
+      path = NULL;
+    }
+    cua__strv_free(files, nfiles);
+    files = NULL;
+    nfiles = 0;
+  }
+
+out:
+  free(path);
+  cua__strv_free(files, nfiles);
+  cua__strv_free(seen, nseen);
+  cua__strv_free(dirs, ndirs);
+}

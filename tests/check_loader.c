@@ -1,1 +1,625 @@
-/* placeholder: being written */ typedef int cua__placeholder_tests_check_loader_c;
+/*
+ * tests/check_loader.c: finding, loading and checking modules
+ * (core/loader.c), with the deliberately broken policies of tests/modules/.
+ *
+ * Each broken module has exactly one defect; loading it by name must fail
+ * with that defect's code and a message naming the file and the reason
+ * (both versions, both sizes, both names, dlerror()'s text...). Searches
+ * use explicit directories and ignore $CUASYNC_MODULE_PATH unless the test
+ * is about it, so that they do not depend on what else is built.
+ */
+#include "helpers.h"
+
+/* "../core/loader.h": see check_config.c about the include path. */
+#include "../core/loader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ERRLEN 4096
+
+/* The symbolic name of a code, for failure messages (cua_err_name() lives
+ * in a part of the library this suite does not link). */
+static const char *code_name(int code) {
+  switch (code) {
+  case 0:
+    return "CUA_OK";
+#define CUA__NAME_CASE(name, val, desc)                                        \
+  case val:                                                                    \
+    return "CUA_ERR_" #name;
+    CUA_ERRNO_MAP(CUA__NAME_CASE)
+#undef CUA__NAME_CASE
+  }
+  return "unknown code";
+}
+
+/* The directory the test modules are built in. */
+static char mods[4096];
+/* A scratch directory, created per test and removed after it. */
+static char tmp[4096];
+
+static void setup(void) {
+  snprintf(mods, sizeof mods, "%s", built("tests/modules/.libs"));
+  snprintf(tmp, sizeof tmp, "%s", "/tmp/cuasync-loader-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmp));
+}
+
+/* Removes what the tests put in the scratch directory (plain files). */
+static void teardown(void) {
+  static const char *const names[] = {"broken-create.so", "broken-abi-major.so",
+                                      "single-stream.so"};
+  char path[8192];
+  size_t i;
+
+  for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", tmp, names[i]);
+    unlink(path);
+  }
+  rmdir(tmp);
+}
+
+/* Copies a built module into the scratch directory under another name. */
+static void copy_module(const char *from, const char *to) {
+  char src[8192], dst[8192], buf[65536];
+  ssize_t n;
+  int in, out;
+
+  snprintf(src, sizeof src, "%s/%s", mods, from);
+  snprintf(dst, sizeof dst, "%s/%s", tmp, to);
+  in = open(src, O_RDONLY);
+  ck_assert_msg(in >= 0, "%s: %s", src, strerror(errno));
+  out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+  ck_assert_msg(out >= 0, "%s: %s", dst, strerror(errno));
+  while ((n = read(in, buf, sizeof buf)) > 0)
+    ck_assert_int_eq(write(out, buf, (size_t)n), n);
+  ck_assert_int_eq(n, 0);
+  close(in);
+  close(out);
+}
+
+/* Loads policy @p name from the test modules only and asserts the code and
+ * that the message contains each of the NULL-terminated needles. */
+static void expect_refusal(const char *name, int code, ...) {
+  char *dirs[1] = {mods}, err[ERRLEN];
+  cua__module *mod = (cua__module *)1;
+  const char *needle;
+  va_list ap;
+  int rc;
+
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, name, dirs, 1, 1, err,
+                        sizeof err);
+  ck_assert_msg(rc == code, "%s: got %s, expected %s (message: %s)", name,
+                code_name(rc), code_name(code), rc != 0 ? err : "");
+  ck_assert_ptr_null(mod);
+  va_start(ap, code);
+  while ((needle = va_arg(ap, const char *)) != NULL)
+    ck_assert_msg(strstr(err, needle) != NULL, "%s: message '%s' lacks '%s'",
+                  name, err, needle);
+  va_end(ap);
+}
+
+/* The path of test module @p name (static buffer). */
+static const char *mod_path(const char *name) {
+  static char path[8192];
+
+  snprintf(path, sizeof path, "%s/%s.so", mods, name);
+  return path;
+}
+
+/* ------------------------------------------------------------------ */
+/* One defect each. */
+
+START_TEST(missing_entry_symbol_is_refused) {
+  char file[8300];
+
+  snprintf(file, sizeof file, "%s: no cua_policy_entry",
+           mod_path("broken-noentry"));
+  expect_refusal("broken-noentry", CUA_ERR_MODULE_NO_ENTRY, file, NULL);
+}
+END_TEST
+
+START_TEST(other_abi_major_is_refused_naming_both_versions) {
+  char want[128];
+
+  snprintf(want, sizeof want, "built for policy ABI %d.%d, this core has %d.%d",
+           CUA_POLICY_ABI_MAJOR + 1, CUA_POLICY_ABI_MINOR, CUA_POLICY_ABI_MAJOR,
+           CUA_POLICY_ABI_MINOR);
+  expect_refusal("broken-abi-major", CUA_ERR_MODULE_ABI_MAJOR,
+                 mod_path("broken-abi-major"), want, NULL);
+}
+END_TEST
+
+START_TEST(newer_abi_minor_is_refused_naming_both_versions) {
+  char want[128];
+
+  snprintf(want, sizeof want, "built for policy ABI %d.%d, this core has %d.%d",
+           CUA_POLICY_ABI_MAJOR, CUA_POLICY_ABI_MINOR + 1, CUA_POLICY_ABI_MAJOR,
+           CUA_POLICY_ABI_MINOR);
+  expect_refusal("broken-abi-minor", CUA_ERR_MODULE_ABI_MINOR,
+                 mod_path("broken-abi-minor"), want, NULL);
+}
+END_TEST
+
+START_TEST(short_descriptor_is_refused_naming_both_sizes) {
+  char have[64], need[64];
+
+  snprintf(have, sizeof have, "size is %zu bytes",
+           offsetof(cua_policy_descriptor, create));
+  snprintf(need, sizeof need, "%zu bytes of the policy ABI %d.0 descriptor",
+           sizeof(cua_policy_descriptor), CUA_POLICY_ABI_MAJOR);
+  expect_refusal("broken-size", CUA_ERR_MODULE_BAD_SIZE,
+                 mod_path("broken-size"), have, need, NULL);
+}
+END_TEST
+
+START_TEST(name_mismatch_is_refused_naming_both_names) {
+  expect_refusal("broken-name", CUA_ERR_MODULE_NAME_MISMATCH,
+                 mod_path("broken-name"), "'not-the-file-name'",
+                 "'broken-name'", NULL);
+}
+END_TEST
+
+START_TEST(missing_place_is_refused_naming_it) {
+  char err[ERRLEN], *dirs[1] = {mods};
+  cua__module *mod = NULL;
+
+  expect_refusal("broken-noplace", CUA_ERR_MODULE_INCOMPLETE,
+                 mod_path("broken-noplace"), "place()", NULL);
+  /* Only the missing one is named. */
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_POLICY, "broken-noplace",
+                                    dirs, 1, 1, err, sizeof err),
+                   CUA_ERR_MODULE_INCOMPLETE);
+  ck_assert_ptr_null(strstr(err, "create()"));
+}
+END_TEST
+
+START_TEST(undefined_symbol_fails_at_dlopen_with_dlerror_text) {
+  expect_refusal("broken-undefined", CUA_ERR_MODULE_DLOPEN,
+                 mod_path("broken-undefined"), "undefined symbol",
+                 "cua_test_defined_nowhere", NULL);
+}
+END_TEST
+
+START_TEST(failing_create_still_loads) {
+  char err[ERRLEN], *dirs[1] = {mods};
+  cua__module *mod = NULL;
+  int rc;
+
+  /* The loader never calls create(); the runtime does (and fails then). */
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create", dirs, 1, 1,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_ptr_nonnull(mod);
+  ck_assert_int_eq(mod->kind, CUA__MODULE_POLICY);
+  ck_assert_ptr_nonnull(mod->dl);
+  ck_assert_str_eq(mod->path, mod_path("broken-create"));
+  ck_assert_str_eq(mod->desc.policy->name, "broken-create");
+  ck_assert_ptr_nonnull(mod->desc.policy->create);
+  ck_assert_ptr_nonnull(mod->desc.policy->place);
+  cua__module_unload(mod);
+  /* So does the placement-breaking one, whose defect shows only at run
+   * time. */
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-placement", dirs, 1,
+                        1, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_str_eq(mod->desc.policy->name, "broken-placement");
+  cua__module_unload(mod);
+  cua__module_unload(NULL);
+}
+END_TEST
+
+START_TEST(policy_is_not_a_backend) {
+  char err[ERRLEN], *dirs[1] = {mods};
+  cua__module *mod = NULL;
+
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_BACKEND, "broken-create",
+                                    dirs, 1, 1, err, sizeof err),
+                   CUA_ERR_MODULE_NO_ENTRY);
+  ck_assert_ptr_nonnull(strstr(err, "no cua_backend_entry"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Searching. */
+
+START_TEST(not_found_lists_every_directory_searched) {
+  char err[ERRLEN], want[8300], *dirs[2] = {tmp, mods};
+  cua__module *mod = (cua__module *)1;
+  int rc;
+
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "no-such-policy", dirs, 2, 1,
+                        err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+  ck_assert_ptr_null(mod);
+  snprintf(want, sizeof want, "no no-such-policy.so in: %s, %s, %s", tmp, mods,
+           CUA_PKGLIBDIR "/policies");
+  ck_assert_msg(strstr(err, want) != NULL, "'%s' lacks '%s'", err, want);
+}
+END_TEST
+
+START_TEST(refused_file_does_not_stop_the_search) {
+  char err[ERRLEN], *dirs[2] = {tmp, mods};
+  cua__module *mod = NULL;
+  int rc;
+
+  /* A stale, incompatible build of broken-create earlier in the path. */
+  copy_module("broken-abi-major.so", "broken-create.so");
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create", dirs, 2, 1,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_str_eq(mod->path, mod_path("broken-create"));
+  cua__module_unload(mod);
+}
+END_TEST
+
+START_TEST(refusals_are_all_reported_with_the_first_code) {
+  char err[ERRLEN], first[8300], second[8300], *dirs[2] = {tmp, mods};
+  cua__module *mod = (cua__module *)1;
+  int rc;
+
+  /* One refusal and nothing else: its code, its file and reason, and the
+   * directories searched. */
+  copy_module("broken-abi-major.so", "broken-create.so");
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create", dirs, 1, 1,
+                        err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_ABI_MAJOR);
+  ck_assert_ptr_null(mod);
+  snprintf(first, sizeof first, "%s/broken-create.so: built for policy ABI",
+           tmp);
+  ck_assert_msg(strstr(err, first) != NULL, "'%s' lacks '%s'", err, first);
+  snprintf(second, sizeof second, "searched: %s, %s", tmp,
+           CUA_PKGLIBDIR "/policies");
+  ck_assert_msg(strstr(err, second) != NULL, "'%s' lacks '%s'", err, second);
+
+  /* Two refusals for different reasons: the code is the first one's and
+   * both files are described. */
+  copy_module("broken-noentry.so", "broken-abi-major.so");
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-abi-major", dirs, 2,
+                        1, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NO_ENTRY);
+  snprintf(first, sizeof first, "%s/broken-abi-major.so: no cua_policy_entry",
+           tmp);
+  snprintf(second, sizeof second, "%s: built for",
+           mod_path("broken-abi-major"));
+  ck_assert_msg(strstr(err, first) != NULL, "'%s' lacks '%s'", err, first);
+  ck_assert_msg(strstr(err, second) != NULL, "'%s' lacks '%s'", err, second);
+  ck_assert(strstr(err, first) < strstr(err, second));
+}
+END_TEST
+
+START_TEST(stale_copy_does_not_hide_the_real_policy) {
+  char err[ERRLEN], real[8192], want[8300], *dirs[2] = {tmp, real};
+  cua__module *mod = NULL;
+  int rc;
+
+  /* The standard policy, behind an incompatible file of the same name. */
+  snprintf(real, sizeof real, "%s", built("policies/.libs"));
+  copy_module("broken-abi-major.so", "single-stream.so");
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "single-stream", dirs, 2, 1,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  snprintf(want, sizeof want, "%s/single-stream.so", real);
+  ck_assert_str_eq(mod->path, want);
+  ck_assert_str_eq(mod->desc.policy->name, "single-stream");
+  cua__module_unload(mod);
+}
+END_TEST
+
+START_TEST(host_backend_has_every_required_operation) {
+  char err[ERRLEN], dir[8192], *dirs[1] = {dir};
+  cua__module *mod = NULL;
+  int rc;
+
+  snprintf(dir, sizeof dir, "%s", built("plugins/.libs"));
+  rc = cua__module_load(&mod, CUA__MODULE_BACKEND, "host", dirs, 1, 1, err,
+                        sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(mod->kind, CUA__MODULE_BACKEND);
+  ck_assert_str_eq(mod->desc.backend->name, "host");
+  cua__module_unload(mod);
+  /* And it is no policy. */
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "host", dirs, 1, 1, err,
+                        sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NO_ENTRY);
+  ck_assert_ptr_nonnull(strstr(err, "no cua_policy_entry"));
+}
+END_TEST
+
+START_TEST(module_path_env_is_searched_unless_ignored) {
+  char err[ERRLEN], env[8300];
+  cua__module *mod = NULL;
+  int rc;
+
+  snprintf(env, sizeof env, "/nonexistent::%s", mods);
+  setenv("CUASYNC_MODULE_PATH", env, 1);
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create", NULL, 0, 0,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  cua__module_unload(mod);
+  mod = (cua__module *)1;
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create", NULL, 0, 1,
+                        err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+  ck_assert_ptr_null(mod);
+  ck_assert_ptr_null(strstr(err, mods));
+}
+END_TEST
+
+START_TEST(search_dirs_come_in_order_without_repeats) {
+  char *extra[3] = {"/a", "/b", "/a"};
+  char **dirs;
+  size_t n;
+
+  setenv("CUASYNC_MODULE_PATH", "/c::/b:/d", 1);
+  dirs = cua__module_dirs(CUA__MODULE_POLICY, extra, 3, 0, &n);
+  ck_assert_uint_eq(n, 5);
+  ck_assert_str_eq(dirs[0], "/a");
+  ck_assert_str_eq(dirs[1], "/b");
+  ck_assert_str_eq(dirs[2], "/c");
+  ck_assert_str_eq(dirs[3], "/d");
+  ck_assert_str_eq(dirs[4], CUA_PKGLIBDIR "/policies");
+  cua__strv_free(dirs, n);
+  dirs = cua__module_dirs(CUA__MODULE_BACKEND, extra, 1, 1, &n);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(dirs[0], "/a");
+  ck_assert_str_eq(dirs[1], CUA_PKGLIBDIR "/backends");
+  cua__strv_free(dirs, n);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Paths. */
+
+START_TEST(path_is_loaded_as_is_without_name_check) {
+  char err[ERRLEN];
+  cua__module *mod = NULL;
+  int rc;
+
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, mod_path("broken-name"), NULL,
+                        0, 1, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_str_eq(mod->desc.policy->name, "not-the-file-name");
+  cua__module_unload(mod);
+}
+END_TEST
+
+START_TEST(path_refusal_names_the_file) {
+  char err[ERRLEN], want[8300];
+  cua__module *mod = (cua__module *)1;
+  int rc;
+
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, mod_path("broken-abi-major"),
+                        NULL, 0, 1, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_ABI_MAJOR);
+  ck_assert_ptr_null(mod);
+  snprintf(want, sizeof want, "%s: built for", mod_path("broken-abi-major"));
+  ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "'%s' vs '%s'", err,
+                want);
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "/nonexistent/x.so", NULL, 0,
+                        1, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+  ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.so"));
+  ck_assert_ptr_nonnull(strstr(err, strerror(ENOENT)));
+}
+END_TEST
+
+START_TEST(bare_so_name_is_in_the_working_directory) {
+  char err[ERRLEN];
+  cua__module *mod = NULL;
+  int rc;
+
+  ck_assert_int_eq(chdir(mods), 0);
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create.so", NULL, 0,
+                        1, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_str_eq(mod->desc.policy->name, "broken-create");
+  cua__module_unload(mod);
+  ck_assert_int_eq(chdir(tmp), 0);
+  rc = cua__module_load(&mod, CUA__MODULE_POLICY, "broken-create.so", NULL, 0,
+                        1, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(empty_name_is_invalid) {
+  char err[ERRLEN];
+  cua__module *mod = NULL;
+
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_POLICY, "", NULL, 0, 1,
+                                    err, sizeof err),
+                   CUA_ERR_INVAL);
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_POLICY, NULL, NULL, 0, 1,
+                                    err, sizeof err),
+                   CUA_ERR_INVAL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Scanning. */
+
+#define MAX_REPORTS 64
+
+/* What a scan reported, copied out of the callback. */
+typedef struct scan_log {
+  size_t n;
+  struct {
+    char path[1024];
+    char name[256];
+    int status;
+    char message[1024];
+    int had_module;
+    int shadowed;
+  } r[MAX_REPORTS];
+} scan_log;
+
+static void record(const cua__module_report *r, void *arg) {
+  scan_log *log = arg;
+
+  ck_assert_uint_lt(log->n, MAX_REPORTS);
+  snprintf(log->r[log->n].path, sizeof log->r[0].path, "%s", r->path);
+  snprintf(log->r[log->n].name, sizeof log->r[0].name, "%s", r->name);
+  log->r[log->n].status = r->status;
+  snprintf(log->r[log->n].message, sizeof log->r[0].message, "%s",
+           r->message != NULL ? r->message : "");
+  log->r[log->n].had_module = r->module != NULL;
+  /* The module is usable during the callback. */
+  if (r->module != NULL)
+    ck_assert_str_eq(r->module->desc.policy->name, r->name);
+  else
+    ck_assert_ptr_nonnull(r->message);
+  log->r[log->n].shadowed = r->shadowed;
+  log->n++;
+}
+
+/* The index of the report for @p path, or -1. */
+static int find_report(const scan_log *log, const char *path) {
+  size_t i;
+
+  for (i = 0; i < log->n; i++)
+    if (strcmp(log->r[i].path, path) == 0)
+      return (int)i;
+  return -1;
+}
+
+START_TEST(scan_reports_every_module_with_its_status) {
+  static const struct {
+    const char *name;
+    int status;
+  } want[] = {
+      {"broken-abi-major", CUA_ERR_MODULE_ABI_MAJOR},
+      {"broken-abi-minor", CUA_ERR_MODULE_ABI_MINOR},
+      {"broken-create", 0},
+      {"broken-name", CUA_ERR_MODULE_NAME_MISMATCH},
+      {"broken-noentry", CUA_ERR_MODULE_NO_ENTRY},
+      {"broken-noplace", CUA_ERR_MODULE_INCOMPLETE},
+      {"broken-placement", 0},
+      {"broken-size", CUA_ERR_MODULE_BAD_SIZE},
+      {"broken-undefined", CUA_ERR_MODULE_DLOPEN},
+  };
+  static scan_log log;
+  char *dirs[1] = {mods};
+  size_t i;
+  int at, last = -1;
+
+  cua__module_scan(CUA__MODULE_POLICY, dirs, 1, 1, record, &log);
+  for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+    at = find_report(&log, mod_path(want[i].name));
+    ck_assert_msg(at >= 0, "no report for %s", want[i].name);
+    /* Sorted by name within the directory. */
+    ck_assert_int_gt(at, last);
+    last = at;
+    ck_assert_str_eq(log.r[at].name, want[i].name);
+    ck_assert_msg(log.r[at].status == want[i].status, "%s: %s, expected %s",
+                  want[i].name, code_name(log.r[at].status),
+                  code_name(want[i].status));
+    ck_assert_int_eq(log.r[at].had_module, want[i].status == 0);
+    ck_assert_int_eq(log.r[at].shadowed, 0);
+    if (want[i].status != 0)
+      ck_assert_ptr_nonnull(strstr(log.r[at].message, mod_path(want[i].name)));
+  }
+}
+END_TEST
+
+START_TEST(scan_marks_later_duplicates_shadowed) {
+  static scan_log log;
+  char *dirs[2] = {mods, tmp}, copy[8300];
+  int at;
+
+  copy_module("broken-create.so", "broken-create.so");
+  cua__module_scan(CUA__MODULE_POLICY, dirs, 2, 1, record, &log);
+  at = find_report(&log, mod_path("broken-create"));
+  ck_assert_int_ge(at, 0);
+  ck_assert_int_eq(log.r[at].shadowed, 0);
+  snprintf(copy, sizeof copy, "%s/broken-create.so", tmp);
+  at = find_report(&log, copy);
+  ck_assert_int_ge(at, 0);
+  ck_assert_int_eq(log.r[at].status, 0);
+  ck_assert_int_eq(log.r[at].shadowed, 1);
+}
+END_TEST
+
+START_TEST(scan_for_backends_skips_policies) {
+  static scan_log log;
+  char *dirs[1] = {mods};
+
+  /* Scanning for backends: every working policy module is skipped without
+   * a word; a file with no entry symbol of either kind, or that cannot be
+   * opened, is still reported. */
+  cua__module_scan(CUA__MODULE_BACKEND, dirs, 1, 1, record, &log);
+  ck_assert_int_lt(find_report(&log, mod_path("broken-create")), 0);
+  ck_assert_int_lt(find_report(&log, mod_path("broken-abi-major")), 0);
+  ck_assert_int_ge(find_report(&log, mod_path("broken-noentry")), 0);
+  ck_assert_int_eq(log.r[find_report(&log, mod_path("broken-noentry"))].status,
+                   CUA_ERR_MODULE_NO_ENTRY);
+  ck_assert_int_eq(
+      log.r[find_report(&log, mod_path("broken-undefined"))].status,
+      CUA_ERR_MODULE_DLOPEN);
+}
+END_TEST
+
+START_TEST(scan_for_policies_skips_backends) {
+  static scan_log log;
+  char dir[8192], host[8300], *dirs[1] = {dir};
+
+  snprintf(dir, sizeof dir, "%s", built("plugins/.libs"));
+  snprintf(host, sizeof host, "%s/host.so", dir);
+  ck_assert_int_eq(access(host, F_OK), 0);
+  cua__module_scan(CUA__MODULE_POLICY, dirs, 1, 1, record, &log);
+  ck_assert_int_lt(find_report(&log, host), 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("loader");
+  TCase *tc;
+
+  tc = tcase_create("defects");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, missing_entry_symbol_is_refused);
+  tcase_add_test(tc, other_abi_major_is_refused_naming_both_versions);
+  tcase_add_test(tc, newer_abi_minor_is_refused_naming_both_versions);
+  tcase_add_test(tc, short_descriptor_is_refused_naming_both_sizes);
+  tcase_add_test(tc, name_mismatch_is_refused_naming_both_names);
+  tcase_add_test(tc, missing_place_is_refused_naming_it);
+  tcase_add_test(tc, undefined_symbol_fails_at_dlopen_with_dlerror_text);
+  tcase_add_test(tc, failing_create_still_loads);
+  tcase_add_test(tc, policy_is_not_a_backend);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("search");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, not_found_lists_every_directory_searched);
+  tcase_add_test(tc, refused_file_does_not_stop_the_search);
+  tcase_add_test(tc, refusals_are_all_reported_with_the_first_code);
+  tcase_add_test(tc, stale_copy_does_not_hide_the_real_policy);
+  tcase_add_test(tc, host_backend_has_every_required_operation);
+  tcase_add_test(tc, module_path_env_is_searched_unless_ignored);
+  tcase_add_test(tc, search_dirs_come_in_order_without_repeats);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("paths");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, path_is_loaded_as_is_without_name_check);
+  tcase_add_test(tc, path_refusal_names_the_file);
+  tcase_add_test(tc, bare_so_name_is_in_the_working_directory);
+  tcase_add_test(tc, empty_name_is_invalid);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("scan");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, scan_reports_every_module_with_its_status);
+  tcase_add_test(tc, scan_marks_later_duplicates_shadowed);
+  tcase_add_test(tc, scan_for_backends_skips_policies);
+  tcase_add_test(tc, scan_for_policies_skips_backends);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return run_suite(suite());
+}
