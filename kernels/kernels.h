@@ -1,0 +1,44 @@
+/*
+ * kernels/kernels.h: launchers of the built-in kernels (kernels/builtin.cu).
+ *
+ * The CUDA backend (plugins/cuda/cuda.c, plain C) calls these to run the
+ * FILL, COPY, AXPY and SPIN ops. Each launcher enqueues one kernel on @p s
+ * and returns the cudaError_t of the launch as an int: cudaSuccess (0), or
+ * the synchronous launch error (invalid configuration, a sticky error left
+ * by an earlier fault...). Asynchronous faults of the kernel itself show up
+ * later, on the stream. A launcher given no work (n == 0) launches nothing
+ * and returns 0, because a grid of zero blocks is an invalid configuration.
+ *
+ * All element counts are float32 elements, not bytes.
+ */
+#ifndef CUA_KERNELS_H
+#define CUA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** dst[i] = v for i < n. */
+int cua__kernel_fill(float *dst, size_t n, float v, cudaStream_t s);
+
+/** dst[i] = src[i] for i < n; the ranges must not overlap. */
+int cua__kernel_copy(float *dst, const float *src, size_t n, cudaStream_t s);
+
+/** y[i] = a * x[i] + y[i] for i < n. */
+int cua__kernel_axpy(float *y, const float *x, size_t n, float a,
+                     cudaStream_t s);
+
+/** Keeps @p blocks blocks (at least 1) busy for @p ns nanoseconds each, as
+ * measured by the GPU's global timer. */
+int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUA_KERNELS_H */

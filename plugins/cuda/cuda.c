@@ -1,1 +1,2035 @@
-/* placeholder: being written */ typedef int cua__placeholder_plugins_cuda_cuda_c;
+/*
+ * plugins/cuda/cuda.c: the CUDA backend (NVIDIA GPUs).
+ *
+ * Streams are non-blocking CUDA streams, events are timing-disabled CUDA
+ * events, memory comes from each device's default stream-ordered pool, and
+ * the built-in ops run the kernels of kernels/builtin.cu.
+ *
+ * Completion (how a mark becomes visible to the completion thread) has
+ * three modes, chosen by [backend.cuda] completion:
+ *
+ * - flags: each stream owns a 64-bit word of page-locked, device-mapped
+ *   host memory; a mark is a stream memory operation (cuStreamWriteValue64)
+ *   that writes the mark's value there once the stream reaches it, and
+ *   progress() is a plain load. This costs no host callback and no event
+ *   per mark. The driver entry point is looked up through the runtime
+ *   (cudaGetDriverEntryPointByVersion) so that the module links libcudart
+ *   only. When memory operations do not work (old driver, unsupported
+ *   device, a failed probe), the backend falls back to events and logs why.
+ * - events: each mark records a pooled event; progress() queries a
+ *   stream's pending events in order.
+ * - callback: each mark is a cudaLaunchHostFunc() that stores the value and
+ *   signals the completion thread: about 10 us per mark, the slow fallback.
+ *
+ * The module is C; CUDA errors are reported with their names and messages.
+ * A sticky error (a kernel fault) makes a device's context unusable for the
+ * rest of the process, so the backend remembers it per device and reports
+ * CUA_ERR_DEVICE_LOST from then on rather than letting the runtime wait for
+ * marks that will never be reached.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include <cuasync/backend.h>
+#include <cuasync/errors.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0"
+#endif
+
+/* ------------------------------------------------------------------ types */
+
+enum completion {
+  COMPLETION_FLAGS = 0, /* the order of the ENUM choices below */
+  COMPLETION_EVENTS = 1,
+  COMPLETION_CALLBACK = 2,
+};
+
+static const char *const completion_names[] = {"flags", "events", "callback"};
+
+/* Indices of the parameters in cuda_params[]. */
+enum { PARAM_COMPLETION, PARAM_SPIN_US, PARAM_POOL_RELEASE_MB, PARAM_COUNT };
+
+/* How often, at most, the backend asks CUDA whether a stream that has
+ * outstanding marks hit a sticky error. Often enough that a fault is
+ * reported within about a millisecond, rarely enough that the queries
+ * (a microsecond or so each) cost nothing measurable. */
+#define STICKY_CHECK_NS 1000000ull
+
+/* The sleep-poll backoff of wait(): from 2 us, doubling, up to 200 us. */
+#define BACKOFF_MIN_NS 2000ull
+#define BACKOFF_MAX_NS 200000ull
+
+/* A first-in first-out queue of fixed-size elements, grown on demand. */
+typedef struct fifo {
+  unsigned char *buf;
+  size_t elem;
+  size_t cap;
+  size_t head;
+  size_t count;
+} fifo;
+
+/* A stack of reusable events of one device and one kind (timing or not):
+ * creating an event costs a few microseconds, reusing one costs nothing. */
+typedef struct event_pool {
+  pthread_mutex_t lock;
+  cudaEvent_t *items;
+  size_t count;
+  size_t cap;
+  unsigned flags; /* cudaEventCreateWithFlags() flags */
+} event_pool;
+
+typedef struct gpu {
+  int ordinal; /* CUDA device ordinal */
+  cua_device_info info;
+  cudaStream_t internal; /* non-stream-ordered allocations, the flags probe */
+  cudaMemPool_t pool;    /* the default pool, NULL if pools are unsupported */
+  event_pool mark_events;
+  event_pool timing_events;
+  /* Set once, when a sticky error is seen; lost_msg is written before lost
+   * is set (release), so readers that see lost == 1 read a whole message. */
+  atomic_int lost;
+  pthread_mutex_t lost_lock;
+  char lost_msg[400];
+} gpu;
+
+/* A mark in events mode: its value and the event recorded for it. */
+typedef struct pending_mark {
+  uint64_t value;
+  cudaEvent_t ev;
+} pending_mark;
+
+/* A timed op: reported through *out once progress reaches seq. */
+typedef struct pending_timing {
+  uint64_t seq;
+  cudaEvent_t start;
+  cudaEvent_t end;
+  uint64_t *out;
+} pending_timing;
+
+typedef struct backend backend;
+
+struct cua_backend_stream {
+  backend *be;
+  int device; /* runtime index into be->dev */
+  cudaStream_t native;
+  /* The last value enqueued by mark() (launching thread) and the last value
+   * progress() returned (completion thread); marked > seen means the stream
+   * has outstanding marks. */
+  _Atomic uint64_t marked;
+  _Atomic uint64_t seen;
+  /* callback mode: the last value a host function stored. */
+  _Atomic uint64_t reached;
+  /* flags mode: the word the stream writes, as the host and the device see
+   * it (the same address under unified addressing, but asked for anyway). */
+  uint64_t *flag;
+  CUdeviceptr flag_dev;
+  /* Set when progress() has reported this stream's device lost, so that
+   * wait() stops counting the stream as one that may still change. */
+  atomic_int lost_reported;
+  uint64_t last_check_ns; /* completion thread only */
+  pthread_mutex_t lock;   /* guards marks and timings */
+  fifo marks;             /* pending_mark, events mode */
+  fifo timings;           /* pending_timing */
+};
+
+/* An event of the ABI. It is created on one device, but the core may record
+ * it on a stream of any device: CUDA requires an event and the stream that
+ * records it to share a context, so the backend keeps one CUDA event per
+ * device, made on first use, and remembers which one was recorded last. */
+struct cua_backend_event {
+  backend *be;
+  int device;
+  cudaEvent_t *per_device; /* be->ndev entries, NULL until used */
+  atomic_int last;         /* device index of the last recording */
+};
+
+/* A host function's argument in callback mode. */
+typedef struct callback_mark {
+  cua_backend_stream *s;
+  uint64_t value;
+} callback_mark;
+
+struct cua_backend_module {
+  cudaLibrary_t lib;
+  void *image; /* the NUL-terminated copy, alive while the library is */
+};
+
+typedef CUresult (*write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
+typedef CUresult (*attribute_fn)(int *, CUdevice_attribute, CUdevice);
+typedef CUresult (*error_text_fn)(CUresult, const char **);
+
+struct backend {
+  const cua_backend_host *host;
+  enum completion mode;
+  uint64_t spin_ns;
+  int ndev;
+  gpu *dev;
+  unsigned char *peer; /* ndev * ndev: peer[d * ndev + p] */
+
+  write64_fn write64;
+  error_text_fn cu_error_name;
+  error_text_fn cu_error_string;
+
+  pthread_mutex_t streams_lock;
+  cua_backend_stream **streams;
+  size_t nstreams;
+  size_t streams_cap;
+
+  /* wait() sleeps on wait_cond; wake(), host functions (callback mode) and
+   * mark() (when the waiter sleeps with nothing outstanding) signal it. */
+  pthread_mutex_t wait_lock;
+  pthread_cond_t wait_cond;
+  int wake_pending;         /* guarded by wait_lock */
+  atomic_int idle_sleeping; /* the waiter sleeps with nothing outstanding */
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void be_log(const backend *be, cua_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void be_log(const backend *be, cua_log_level level, const char *fmt,
+                   ...) {
+  char line[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (be->host != NULL && be->host->log != NULL)
+    be->host->log(be->host->core, level, "%s", line);
+}
+
+static void set_err(cua_backend_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void set_err(cua_backend_err *err, const char *fmt, ...) {
+  va_list ap;
+  if (err == NULL)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+/* Errors after which CUDA documents the process's context as unusable:
+ * every later call returns the same error. The values of the driver's
+ * CUresult codes are the same numbers, so this also classifies those. */
+static int is_sticky(int code) {
+  switch (code) {
+  case cudaErrorECCUncorrectable:
+  case cudaErrorNvlinkUncorrectable:
+#if CUDART_VERSION >= 12040
+  case cudaErrorContained:
+#endif
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchFailure:
+#if CUDART_VERSION >= 12080
+  case cudaErrorTensorMemoryLeak:
+#endif
+  case cudaErrorMpsClientTerminated:
+  case cudaErrorExternalDevice:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Records that device @p d hit sticky error @p e (the first one wins). */
+static void set_lost(backend *be, int d, cudaError_t e) {
+  gpu *dv = &be->dev[d];
+  int first = 0;
+  pthread_mutex_lock(&dv->lost_lock);
+  if (!atomic_load_explicit(&dv->lost, memory_order_relaxed)) {
+    snprintf(dv->lost_msg, sizeof dv->lost_msg,
+             "%s: %s (sticky error: the CUDA context is unusable; recreate "
+             "the runtime)",
+             cudaGetErrorName(e), cudaGetErrorString(e));
+    atomic_store_explicit(&dv->lost, 1, memory_order_release);
+    first = 1;
+  }
+  pthread_mutex_unlock(&dv->lost_lock);
+  if (first)
+    be_log(be, CUA_LOG_ERROR, "CUDA device %d: %s", dv->ordinal, dv->lost_msg);
+}
+
+static int is_lost(const backend *be, int d) {
+  return atomic_load_explicit(&be->dev[d].lost, memory_order_acquire);
+}
+
+static int lost_err(backend *be, int d, cua_backend_err *err) {
+  set_err(err, "CUDA device %d: %s", be->dev[d].ordinal, be->dev[d].lost_msg);
+  return CUA_ERR_DEVICE_LOST;
+}
+
+/*
+ * Turns a failed CUDA call into a cuasync code and a message "WHAT:
+ * cudaErrorName: description". Sticky errors become CUA_ERR_DEVICE_LOST and
+ * mark the device lost; cudaErrorMemoryAllocation becomes
+ * CUA_ERR_DEVICE_OOM unless the caller passed CUA_ERR_NOMEM (host memory);
+ * anything else becomes @p code. The thread's last-error slot is cleared so
+ * that a non-sticky failure is not reported again by an unrelated later
+ * call that reads cudaGetLastError() (user stream functions do).
+ */
+static int cuda_fail(backend *be, int d, cua_backend_err *err, int code,
+                     cudaError_t e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+static int cuda_fail(backend *be, int d, cua_backend_err *err, int code,
+                     cudaError_t e, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  (void)cudaGetLastError();
+  if (is_sticky((int)e)) {
+    if (d >= 0)
+      set_lost(be, d, e);
+    set_err(err,
+            "%s: %s: %s (sticky error: the CUDA context is unusable; "
+            "recreate the runtime)",
+            what, cudaGetErrorName(e), cudaGetErrorString(e));
+    return CUA_ERR_DEVICE_LOST;
+  }
+  if (e == cudaErrorMemoryAllocation && code != CUA_ERR_NOMEM)
+    code = CUA_ERR_DEVICE_OOM;
+  set_err(err, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
+  return code;
+}
+
+/*
+ * Makes device @p d current on the calling thread. CUDA's current device is
+ * per thread and the core calls from many threads, so every device-specific
+ * call goes through here. The check reads the thread's current device
+ * (cudaGetDevice() is a thread-local lookup) instead of trusting a cache of
+ * our own: the application, or a stream function, may switch the thread to
+ * another device between our calls, and a stale cache would silently put
+ * allocations and launches on the wrong GPU.
+ */
+static cudaError_t use_device(const backend *be, int d) {
+  int cur = -1;
+  if (cudaGetDevice(&cur) == cudaSuccess && cur == be->dev[d].ordinal)
+    return cudaSuccess;
+  return cudaSetDevice(be->dev[d].ordinal);
+}
+
+/* ------------------------------------------------------------------- fifo */
+
+static void fifo_init(fifo *f, size_t elem) {
+  memset(f, 0, sizeof *f);
+  f->elem = elem;
+}
+
+static void fifo_free(fifo *f) {
+  free(f->buf);
+  f->buf = NULL;
+  f->cap = f->count = f->head = 0;
+}
+
+static void *fifo_at(const fifo *f, size_t i) {
+  return f->buf + ((f->head + i) % f->cap) * f->elem;
+}
+
+static int fifo_push(fifo *f, const void *x) {
+  if (f->count == f->cap) {
+    size_t ncap = f->cap ? f->cap * 2 : 16;
+    unsigned char *nbuf = malloc(ncap * f->elem);
+    if (nbuf == NULL)
+      return -1;
+    for (size_t i = 0; i < f->count; i++)
+      memcpy(nbuf + i * f->elem, fifo_at(f, i), f->elem);
+    free(f->buf);
+    f->buf = nbuf;
+    f->cap = ncap;
+    f->head = 0;
+  }
+  memcpy(f->buf + ((f->head + f->count) % f->cap) * f->elem, x, f->elem);
+  f->count++;
+  return 0;
+}
+
+static void *fifo_front(const fifo *f) {
+  return f->count ? fifo_at(f, 0) : NULL;
+}
+
+static void fifo_pop(fifo *f) {
+  f->head = (f->head + 1) % f->cap;
+  f->count--;
+}
+
+/* ------------------------------------------------------------ event pools */
+
+static void pool_init(event_pool *p, unsigned flags) {
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->lock, NULL);
+  p->flags = flags;
+}
+
+/* Takes an event of device @p d from @p p, creating one when the pool is
+ * empty. */
+static cudaError_t pool_get(backend *be, int d, event_pool *p,
+                            cudaEvent_t *ev) {
+  pthread_mutex_lock(&p->lock);
+  if (p->count > 0) {
+    *ev = p->items[--p->count];
+    pthread_mutex_unlock(&p->lock);
+    return cudaSuccess;
+  }
+  pthread_mutex_unlock(&p->lock);
+  cudaError_t e = use_device(be, d);
+  if (e != cudaSuccess)
+    return e;
+  return cudaEventCreateWithFlags(ev, p->flags);
+}
+
+static void pool_put(event_pool *p, cudaEvent_t ev) {
+  pthread_mutex_lock(&p->lock);
+  if (p->count == p->cap) {
+    size_t ncap = p->cap ? p->cap * 2 : 32;
+    cudaEvent_t *n = realloc(p->items, ncap * sizeof *n);
+    if (n == NULL) {
+      pthread_mutex_unlock(&p->lock);
+      cudaEventDestroy(ev);
+      return;
+    }
+    p->items = n;
+    p->cap = ncap;
+  }
+  p->items[p->count++] = ev;
+  pthread_mutex_unlock(&p->lock);
+}
+
+static void pool_destroy(event_pool *p) {
+  for (size_t i = 0; i < p->count; i++)
+    cudaEventDestroy(p->items[i]);
+  free(p->items);
+  pthread_mutex_destroy(&p->lock);
+}
+
+/* ------------------------------------------------------------- parameters */
+
+static const cua_param_spec cuda_params[PARAM_COUNT] = {
+    {"completion", CUA_PARAM_ENUM, "flags", 0, 0, "flags|events|callback",
+     "how the host learns that a stream reached a mark: flags (stream memory "
+     "operations write host memory; falls back to events where unsupported), "
+     "events (pooled events), callback (cudaLaunchHostFunc, slowest)",
+     0},
+    {"spin_us", CUA_PARAM_INT, "20", 0, 1000000, NULL,
+     "microseconds the completion thread spins polling before it sleeps", 0},
+    {"pool_release_mb", CUA_PARAM_INT, "-1", -1, 16777216, NULL,
+     "release threshold of each device's memory pool in MiB; -1 keeps every "
+     "freed block for reuse",
+     0},
+};
+
+/* ------------------------------------------------------------------ flags */
+
+static const char *cu_error_text(const backend *be, CUresult r, char *buf,
+                                 size_t len) {
+  const char *name = NULL, *desc = NULL;
+  if (be->cu_error_name != NULL)
+    be->cu_error_name(r, &name);
+  if (be->cu_error_string != NULL)
+    be->cu_error_string(r, &desc);
+  if (name != NULL)
+    snprintf(buf, len, "%s: %s", name, desc ? desc : "");
+  else
+    snprintf(buf, len, "CUresult %d", (int)r);
+  return buf;
+}
+
+static void *driver_entry(const char *symbol, char *why, size_t len) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &fn, 12000,
+                                                   cudaEnableDefault, &q);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &q);
+#endif
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, len, "cudaGetDriverEntryPointByVersion(%s): %s: %s", symbol,
+             cudaGetErrorName(e), cudaGetErrorString(e));
+    return NULL;
+  }
+  if (q != cudaDriverEntryPointSuccess || fn == NULL) {
+    snprintf(why, len, "the driver has no %s for CUDA 12.0 (%s)", symbol,
+             q == cudaDriverEntryPointVersionNotSufficent ? "driver too old"
+                                                          : "symbol not found");
+    return NULL;
+  }
+  return fn;
+}
+
+/*
+ * Checks that stream memory operations work on every device: the driver
+ * offers cuStreamWriteValue64, each device reports 64-bit memory
+ * operations, and a probe write into mapped host memory lands. Returns 0,
+ * or -1 with the reason in @p why.
+ */
+static int flags_setup(backend *be, char *why, size_t len) {
+  be->write64 = (write64_fn)driver_entry("cuStreamWriteValue64", why, len);
+  if (be->write64 == NULL)
+    return -1;
+  attribute_fn attr =
+      (attribute_fn)driver_entry("cuDeviceGetAttribute", why, len);
+  if (attr == NULL)
+    return -1;
+  for (int d = 0; d < be->ndev; d++) {
+    int ok = 0;
+    char msg[160];
+    CUresult r = attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+                      (CUdevice)be->dev[d].ordinal);
+    if (r != CUDA_SUCCESS) {
+      snprintf(why, len,
+               "cuDeviceGetAttribute(CAN_USE_64_BIT_STREAM_MEM_OPS) on device "
+               "%d: %s",
+               be->dev[d].ordinal, cu_error_text(be, r, msg, sizeof msg));
+      return -1;
+    }
+    if (!ok) {
+      snprintf(why, len,
+               "CUDA device %d does not support 64-bit stream memory "
+               "operations",
+               be->dev[d].ordinal);
+      return -1;
+    }
+  }
+  for (int d = 0; d < be->ndev; d++) {
+    uint64_t *probe = NULL;
+    void *dptr = NULL;
+    cudaError_t e = use_device(be, d);
+    if (e == cudaSuccess)
+      e = cudaHostAlloc((void **)&probe, sizeof *probe,
+                        cudaHostAllocPortable | cudaHostAllocMapped);
+    if (e == cudaSuccess) {
+      *probe = 0;
+      e = cudaHostGetDevicePointer(&dptr, probe, 0);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      snprintf(why, len, "mapped host memory on CUDA device %d: %s: %s",
+               be->dev[d].ordinal, cudaGetErrorName(e), cudaGetErrorString(e));
+      if (probe != NULL)
+        cudaFreeHost(probe);
+      return -1;
+    }
+    const uint64_t magic = 0x6375617379636e31ull;
+    char msg[160];
+    CUresult r = be->write64((CUstream)be->dev[d].internal,
+                             (CUdeviceptr)(uintptr_t)dptr, magic, 0);
+    if (r == CUDA_SUCCESS)
+      e = cudaStreamSynchronize(be->dev[d].internal);
+    int landed = r == CUDA_SUCCESS && e == cudaSuccess &&
+                 __atomic_load_n(probe, __ATOMIC_ACQUIRE) == magic;
+    if (r != CUDA_SUCCESS)
+      snprintf(why, len, "cuStreamWriteValue64 probe on CUDA device %d: %s",
+               be->dev[d].ordinal, cu_error_text(be, r, msg, sizeof msg));
+    else if (e != cudaSuccess)
+      snprintf(why, len, "cuStreamWriteValue64 probe on CUDA device %d: %s: %s",
+               be->dev[d].ordinal, cudaGetErrorName(e), cudaGetErrorString(e));
+    else if (!landed)
+      snprintf(why, len,
+               "cuStreamWriteValue64 probe on CUDA device %d: the value "
+               "never reached host memory",
+               be->dev[d].ordinal);
+    cudaFreeHost(probe);
+    if (!landed) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- destroy */
+
+/* Releases what a stream holds. The stream must be idle (synchronized) or
+ * the context lost. */
+static void stream_release(backend *be, cua_backend_stream *s) {
+  gpu *dv = &be->dev[s->device];
+  pending_mark *m;
+  pending_timing *t;
+  while ((m = fifo_front(&s->marks)) != NULL) {
+    pool_put(&dv->mark_events, m->ev);
+    fifo_pop(&s->marks);
+  }
+  while ((t = fifo_front(&s->timings)) != NULL) {
+    pool_put(&dv->timing_events, t->start);
+    pool_put(&dv->timing_events, t->end);
+    fifo_pop(&s->timings);
+  }
+  fifo_free(&s->marks);
+  fifo_free(&s->timings);
+  if (s->flag != NULL)
+    cudaFreeHost(s->flag);
+  if (s->native != NULL)
+    cudaStreamDestroy(s->native);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+static void cuda_destroy(void *state) {
+  backend *be = state;
+  if (be == NULL)
+    return;
+  /* Every stream is drained first: host functions of callback mode point
+   * at the streams, and freeing memory or events under running work would
+   * be a use after free on the device. Errors are ignored, since a lost
+   * context fails every call and there is nothing left to save. */
+  for (size_t i = 0; i < be->nstreams; i++) {
+    cua_backend_stream *s = be->streams[i];
+    use_device(be, s->device);
+    cudaStreamSynchronize(s->native);
+  }
+  for (size_t i = 0; i < be->nstreams; i++)
+    stream_release(be, be->streams[i]);
+  free(be->streams);
+  for (int d = 0; d < be->ndev; d++) {
+    gpu *dv = &be->dev[d];
+    /* A device that create() never reached has no context; making it
+     * current now would create one for nothing. */
+    int opened = dv->internal != NULL && use_device(be, d) == cudaSuccess;
+    if (opened) {
+      cudaStreamSynchronize(dv->internal);
+      cudaStreamDestroy(dv->internal);
+    }
+    pool_destroy(&dv->mark_events);
+    pool_destroy(&dv->timing_events);
+    /* Give the pool's cached, unused memory back to the device; blocks the
+     * application still holds stay allocated. */
+    if (opened && dv->pool != NULL)
+      cudaMemPoolTrimTo(dv->pool, 0);
+    pthread_mutex_destroy(&dv->lost_lock);
+  }
+  (void)cudaGetLastError();
+  free(be->dev);
+  free(be->peer);
+  pthread_mutex_destroy(&be->streams_lock);
+  pthread_mutex_destroy(&be->wait_lock);
+  pthread_cond_destroy(&be->wait_cond);
+  free(be);
+}
+
+/* ----------------------------------------------------------------- create */
+
+static int64_t param_int(const cua_param_value *params, int i) {
+  if (params == NULL)
+    return (int64_t)strtoll(cuda_params[i].default_value, NULL, 10);
+  return params[i].i;
+}
+
+/* Opens device @p d: properties, internal stream, memory pool. */
+static int device_open(backend *be, int d, int64_t release_mb,
+                       cua_backend_err *err) {
+  gpu *dv = &be->dev[d];
+  struct cudaDeviceProp prop;
+  cudaError_t e = cudaSetDevice(dv->ordinal);
+  if (e == cudaSuccess)
+    e = cudaFree(NULL); /* creates the primary context now */
+  if (e != cudaSuccess) {
+    cuda_fail(be, -1, err, CUA_ERR_NO_DEVICE, e, "initializing CUDA device %d",
+              dv->ordinal);
+    return CUA_ERR_NO_DEVICE;
+  }
+  e = cudaGetDeviceProperties(&prop, dv->ordinal);
+  if (e != cudaSuccess)
+    return cuda_fail(be, d, err, CUA_ERR_BACKEND, e,
+                     "cudaGetDeviceProperties(%d)", dv->ordinal);
+  memset(&dv->info, 0, sizeof dv->info);
+  dv->info.size = sizeof dv->info;
+  /* prop.name holds 256 bytes; every real device name fits in 128. */
+  memcpy(dv->info.name, prop.name, sizeof dv->info.name - 1);
+  dv->info.name[sizeof dv->info.name - 1] = '\0';
+  dv->info.ordinal = dv->ordinal;
+  dv->info.total_memory = (uint64_t)prop.totalGlobalMem;
+  dv->info.compute_major = prop.major;
+  dv->info.compute_minor = prop.minor;
+  dv->info.multiprocessors = prop.multiProcessorCount;
+
+  e = cudaStreamCreateWithFlags(&dv->internal, cudaStreamNonBlocking);
+  if (e != cudaSuccess)
+    return cuda_fail(be, d, err, CUA_ERR_BACKEND, e,
+                     "creating the internal stream of CUDA device %d",
+                     dv->ordinal);
+
+  int pools = 0;
+  e = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
+                             dv->ordinal);
+  if (e == cudaSuccess && pools)
+    e = cudaDeviceGetDefaultMemPool(&dv->pool, dv->ordinal);
+  if (e != cudaSuccess || !pools) {
+    (void)cudaGetLastError();
+    dv->pool = NULL;
+    be_log(be, CUA_LOG_WARN,
+           "CUDA device %d has no stream-ordered memory pool (%s); "
+           "allocations use cudaMalloc and synchronize",
+           dv->ordinal, e != cudaSuccess ? cudaGetErrorName(e) : "unsupported");
+    return 0;
+  }
+  /* The default pool's threshold is 0: every synchronization returns the
+   * freed blocks to the OS, and the next allocation maps them again. -1
+   * (the default) keeps them, which is what makes stream-ordered
+   * allocation cheap in a long-running runtime. */
+  uint64_t threshold =
+      release_mb < 0 ? UINT64_MAX : (uint64_t)release_mb * 1024u * 1024u;
+  e = cudaMemPoolSetAttribute(dv->pool, cudaMemPoolAttrReleaseThreshold,
+                              &threshold);
+  if (e != cudaSuccess)
+    return cuda_fail(be, d, err, CUA_ERR_BACKEND, e,
+                     "setting the release threshold of CUDA device %d's "
+                     "memory pool",
+                     dv->ordinal);
+  return 0;
+}
+
+/* Enables peer access for every pair that supports it, for both plain
+ * allocations (cudaDeviceEnablePeerAccess) and pool allocations, which do
+ * not follow peer access and need cudaMemPoolSetAccess. A pair that fails
+ * is logged and left without access: copies between them are then staged
+ * by the driver, which is slower but correct. */
+static void peers_open(backend *be) {
+  for (int d = 0; d < be->ndev; d++) {
+    for (int p = 0; p < be->ndev; p++) {
+      int can = 0;
+      if (p == d)
+        continue;
+      cudaError_t e =
+          cudaDeviceCanAccessPeer(&can, be->dev[d].ordinal, be->dev[p].ordinal);
+      if (e != cudaSuccess || !can) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      e = use_device(be, d);
+      if (e == cudaSuccess) {
+        e = cudaDeviceEnablePeerAccess(be->dev[p].ordinal, 0);
+        /* Another component of the process may have enabled it already. */
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();
+          e = cudaSuccess;
+        }
+      }
+      if (e == cudaSuccess && be->dev[p].pool != NULL) {
+        struct cudaMemAccessDesc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.location.type = cudaMemLocationTypeDevice;
+        desc.location.id = be->dev[d].ordinal;
+        desc.flags = cudaMemAccessFlagsProtReadWrite;
+        e = cudaMemPoolSetAccess(be->dev[p].pool, &desc, 1);
+      }
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        be_log(be, CUA_LOG_WARN,
+               "peer access from CUDA device %d to %d failed: %s: %s",
+               be->dev[d].ordinal, be->dev[p].ordinal, cudaGetErrorName(e),
+               cudaGetErrorString(e));
+        continue;
+      }
+      be->peer[d * be->ndev + p] = 1;
+    }
+  }
+}
+
+static int cuda_create(const cua_backend_host *host,
+                       const cua_param_value *params, const int *ordinals,
+                       int nordinals, void **state, cua_backend_err *err) {
+  int count = 0;
+  *state = NULL;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    set_err(err, "%s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    return CUA_ERR_NO_DEVICE;
+  }
+  if (count <= 0) {
+    set_err(err, "no CUDA device");
+    return CUA_ERR_NO_DEVICE;
+  }
+  if (ordinals != NULL && nordinals <= 0) {
+    set_err(err, "an empty list of CUDA devices was asked for");
+    return CUA_ERR_INVAL;
+  }
+  int n = ordinals != NULL ? nordinals : count;
+  for (int i = 0; ordinals != NULL && i < n; i++) {
+    if (ordinals[i] < 0 || ordinals[i] >= count) {
+      set_err(err, "CUDA device %d does not exist (this machine has %d: 0..%d)",
+              ordinals[i], count, count - 1);
+      return CUA_ERR_BAD_DEVICE;
+    }
+    for (int j = 0; j < i; j++) {
+      if (ordinals[j] == ordinals[i]) {
+        set_err(err, "CUDA device %d is listed twice", ordinals[i]);
+        return CUA_ERR_BAD_DEVICE;
+      }
+    }
+  }
+
+  backend *be = calloc(1, sizeof *be);
+  if (be == NULL) {
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  be->host = host;
+  be->ndev = n;
+  be->dev = calloc((size_t)n, sizeof *be->dev);
+  be->peer = calloc((size_t)n * (size_t)n, 1);
+  pthread_mutex_init(&be->streams_lock, NULL);
+  pthread_mutex_init(&be->wait_lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&be->wait_cond, &ca);
+  pthread_condattr_destroy(&ca);
+  atomic_init(&be->idle_sleeping, 0);
+  for (int d = 0; be->dev != NULL && d < n; d++) {
+    be->dev[d].ordinal = ordinals != NULL ? ordinals[d] : d;
+    pool_init(&be->dev[d].mark_events, cudaEventDisableTiming);
+    pool_init(&be->dev[d].timing_events, cudaEventDefault);
+    pthread_mutex_init(&be->dev[d].lost_lock, NULL);
+    atomic_init(&be->dev[d].lost, 0);
+  }
+  if (be->dev == NULL || be->peer == NULL) {
+    if (be->dev == NULL)
+      be->ndev = 0;
+    cuda_destroy(be);
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+
+  int64_t mode = param_int(params, PARAM_COMPLETION);
+  be->mode = mode >= 0 && mode <= 2 ? (enum completion)mode : COMPLETION_FLAGS;
+  be->spin_ns = (uint64_t)param_int(params, PARAM_SPIN_US) * 1000u;
+  int64_t release_mb = param_int(params, PARAM_POOL_RELEASE_MB);
+
+  for (int d = 0; d < n; d++) {
+    int rc = device_open(be, d, release_mb, err);
+    if (rc != 0) {
+      cuda_destroy(be);
+      return rc;
+    }
+  }
+  peers_open(be);
+
+  be->cu_error_name =
+      (error_text_fn)driver_entry("cuGetErrorName", (char[160]){0}, 160);
+  be->cu_error_string =
+      (error_text_fn)driver_entry("cuGetErrorString", (char[160]){0}, 160);
+  if (be->mode == COMPLETION_FLAGS) {
+    char why[400];
+    if (flags_setup(be, why, sizeof why) != 0) {
+      be_log(be, CUA_LOG_WARN,
+             "completion = flags is unavailable (%s); using events", why);
+      be->mode = COMPLETION_EVENTS;
+    }
+  }
+  be_log(be, CUA_LOG_INFO, "%d CUDA device(s), completion = %s, spin %llu us",
+         n, completion_names[be->mode], (unsigned long long)be->spin_ns / 1000);
+  *state = be;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- devices */
+
+static int cuda_device_count(void *state) {
+  return ((backend *)state)->ndev;
+}
+
+static int cuda_device_info(void *state, int device, cua_device_info *info) {
+  backend *be = state;
+  if (device < 0 || device >= be->ndev || info == NULL)
+    return CUA_ERR_BAD_DEVICE;
+  /* Copies only as much as the caller's struct holds, so an older caller
+   * with a shorter cua_device_info is never overrun. */
+  size_t want = info->size ? info->size : sizeof *info;
+  size_t n = want < sizeof *info ? want : sizeof *info;
+  if (n > sizeof info->size)
+    memcpy((char *)info + sizeof info->size,
+           (const char *)&be->dev[device].info + sizeof info->size,
+           n - sizeof info->size);
+  info->size = want;
+  return 0;
+}
+
+static int cuda_can_access(void *state, int device, int peer) {
+  backend *be = state;
+  if (device < 0 || device >= be->ndev || peer < 0 || peer >= be->ndev)
+    return 0;
+  return device == peer || be->peer[device * be->ndev + peer];
+}
+
+/* ---------------------------------------------------------------- streams */
+
+static int cuda_stream_create(void *state, int device, cua_backend_stream **out,
+                              cua_backend_err *err) {
+  backend *be = state;
+  *out = NULL;
+  if (device < 0 || device >= be->ndev) {
+    set_err(err, "no CUDA device with index %d (the backend has %d)", device,
+            be->ndev);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  if (is_lost(be, device))
+    return lost_err(be, device, err);
+  cua_backend_stream *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  s->be = be;
+  s->device = device;
+  pthread_mutex_init(&s->lock, NULL);
+  fifo_init(&s->marks, sizeof(pending_mark));
+  fifo_init(&s->timings, sizeof(pending_timing));
+  atomic_init(&s->marked, 0);
+  atomic_init(&s->seen, 0);
+  atomic_init(&s->reached, 0);
+  atomic_init(&s->lost_reported, 0);
+
+  cudaError_t e = use_device(be, device);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags(&s->native, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    int rc = cuda_fail(be, device, err, CUA_ERR_BACKEND, e,
+                       "creating a stream on CUDA device %d",
+                       be->dev[device].ordinal);
+    stream_release(be, s);
+    return rc;
+  }
+  if (be->mode == COMPLETION_FLAGS) {
+    /* A page of its own per stream would be wasteful, but streams are few
+     * (pooled, never destroyed while the runtime lives) and a separate
+     * allocation keeps the flag's lifetime that of its stream. */
+    void *dptr = NULL;
+    e = cudaHostAlloc((void **)&s->flag, sizeof *s->flag,
+                      cudaHostAllocPortable | cudaHostAllocMapped);
+    if (e == cudaSuccess) {
+      *s->flag = 0;
+      e = cudaHostGetDevicePointer(&dptr, s->flag, 0);
+    }
+    if (e != cudaSuccess) {
+      int rc = cuda_fail(be, device, err, CUA_ERR_NOMEM, e,
+                         "allocating the completion flag of a stream on CUDA "
+                         "device %d",
+                         be->dev[device].ordinal);
+      stream_release(be, s);
+      return rc;
+    }
+    s->flag_dev = (CUdeviceptr)(uintptr_t)dptr;
+  }
+
+  pthread_mutex_lock(&be->streams_lock);
+  if (be->nstreams == be->streams_cap) {
+    size_t ncap = be->streams_cap ? be->streams_cap * 2 : 16;
+    cua_backend_stream **n = realloc(be->streams, ncap * sizeof *n);
+    if (n == NULL) {
+      pthread_mutex_unlock(&be->streams_lock);
+      stream_release(be, s);
+      set_err(err, "out of memory");
+      return CUA_ERR_NOMEM;
+    }
+    be->streams = n;
+    be->streams_cap = ncap;
+  }
+  be->streams[be->nstreams++] = s;
+  pthread_mutex_unlock(&be->streams_lock);
+  *out = s;
+  return 0;
+}
+
+static void cuda_stream_destroy(void *state, cua_backend_stream *s) {
+  backend *be = state;
+  if (s == NULL)
+    return;
+  pthread_mutex_lock(&be->streams_lock);
+  for (size_t i = 0; i < be->nstreams; i++) {
+    if (be->streams[i] == s) {
+      be->streams[i] = be->streams[--be->nstreams];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&be->streams_lock);
+  use_device(be, s->device);
+  cudaStreamSynchronize(s->native);
+  (void)cudaGetLastError();
+  stream_release(be, s);
+}
+
+static void *cuda_stream_native(void *state, cua_backend_stream *s) {
+  (void)state;
+  return s != NULL ? (void *)s->native : NULL;
+}
+
+/* ----------------------------------------------------------------- events */
+
+/* The CUDA event of @p e on device @p d, created on first use. */
+static cudaError_t event_on(backend *be, cua_backend_event *e, int d,
+                            cudaEvent_t *out) {
+  cudaEvent_t ev = __atomic_load_n(&e->per_device[d], __ATOMIC_ACQUIRE);
+  if (ev == NULL) {
+    /* Two streams of one device may record the same event at once (the
+     * core serialises per stream, not per event): the first to publish
+     * its new CUDA event wins, the other destroys its own. */
+    cudaEvent_t mine = NULL, expected = NULL;
+    cudaError_t r = use_device(be, d);
+    if (r == cudaSuccess)
+      r = cudaEventCreateWithFlags(&mine, cudaEventDisableTiming);
+    if (r != cudaSuccess)
+      return r;
+    if (__atomic_compare_exchange_n(&e->per_device[d], &expected, mine, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      ev = mine;
+    } else {
+      cudaEventDestroy(mine);
+      ev = expected;
+    }
+  }
+  *out = ev;
+  return cudaSuccess;
+}
+
+/* The CUDA event of @p e last recorded, or NULL if it never was. */
+static cudaEvent_t event_last(cua_backend_event *e) {
+  int d = atomic_load_explicit(&e->last, memory_order_acquire);
+  return __atomic_load_n(&e->per_device[d], __ATOMIC_ACQUIRE);
+}
+
+static int cuda_event_create(void *state, int device, cua_backend_event **out,
+                             cua_backend_err *err) {
+  backend *be = state;
+  *out = NULL;
+  if (device < 0 || device >= be->ndev) {
+    set_err(err, "no CUDA device with index %d (the backend has %d)", device,
+            be->ndev);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  cua_backend_event *e = calloc(1, sizeof *e);
+  if (e != NULL)
+    e->per_device = calloc((size_t)be->ndev, sizeof *e->per_device);
+  if (e == NULL || e->per_device == NULL) {
+    free(e);
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  e->be = be;
+  e->device = device;
+  atomic_init(&e->last, device);
+  cudaEvent_t ev;
+  cudaError_t r = event_on(be, e, device, &ev);
+  if (r != cudaSuccess) {
+    free(e->per_device);
+    free(e);
+    return cuda_fail(be, device, err, CUA_ERR_BACKEND, r,
+                     "creating an event on CUDA device %d",
+                     be->dev[device].ordinal);
+  }
+  *out = e;
+  return 0;
+}
+
+static void cuda_event_destroy(void *state, cua_backend_event *e) {
+  backend *be = state;
+  if (e == NULL)
+    return;
+  for (int d = 0; d < be->ndev; d++)
+    if (e->per_device[d] != NULL)
+      cudaEventDestroy(e->per_device[d]);
+  free(e->per_device);
+  free(e);
+}
+
+static int cuda_event_record(void *state, cua_backend_event *e,
+                             cua_backend_stream *s) {
+  backend *be = state;
+  cudaEvent_t ev;
+  if (is_lost(be, s->device))
+    return CUA_ERR_DEVICE_LOST;
+  cudaError_t r = event_on(be, e, s->device, &ev);
+  if (r == cudaSuccess)
+    r = use_device(be, s->device);
+  if (r == cudaSuccess)
+    r = cudaEventRecord(ev, s->native);
+  if (r != cudaSuccess) {
+    cua_backend_err err;
+    int rc = cuda_fail(be, s->device, &err, CUA_ERR_BACKEND, r,
+                       "recording an event on a stream of CUDA device %d",
+                       be->dev[s->device].ordinal);
+    be_log(be, CUA_LOG_ERROR, "%s", err.msg);
+    return rc;
+  }
+  atomic_store_explicit(&e->last, s->device, memory_order_release);
+  return 0;
+}
+
+static int cuda_stream_wait_event(void *state, cua_backend_stream *s,
+                                  cua_backend_event *e) {
+  backend *be = state;
+  cudaEvent_t ev = event_last(e);
+  if (is_lost(be, s->device))
+    return CUA_ERR_DEVICE_LOST;
+  cudaError_t r = use_device(be, s->device);
+  /* An event never recorded has nothing to wait for; CUDA treats an
+   * unrecorded event as complete, and so does this. */
+  if (r == cudaSuccess && ev != NULL)
+    r = cudaStreamWaitEvent(s->native, ev, 0);
+  if (r != cudaSuccess) {
+    cua_backend_err err;
+    int rc = cuda_fail(be, s->device, &err, CUA_ERR_BACKEND, r,
+                       "making a stream of CUDA device %d wait for an event",
+                       be->dev[s->device].ordinal);
+    be_log(be, CUA_LOG_ERROR, "%s", err.msg);
+    return rc;
+  }
+  return 0;
+}
+
+static int cuda_event_query(void *state, cua_backend_event *e) {
+  backend *be = state;
+  int d = atomic_load_explicit(&e->last, memory_order_acquire);
+  cudaEvent_t ev = event_last(e);
+  if (ev == NULL)
+    return 0;
+  cudaError_t r = cudaEventQuery(ev);
+  if (r == cudaSuccess)
+    return 0;
+  if (r == cudaErrorNotReady)
+    return CUA_ERR_AGAIN;
+  cua_backend_err err;
+  int rc = cuda_fail(be, d, &err, CUA_ERR_BACKEND, r,
+                     "querying an event of CUDA device %d", be->dev[d].ordinal);
+  be_log(be, CUA_LOG_ERROR, "%s", err.msg);
+  return rc;
+}
+
+/* ----------------------------------------------------------------- memory */
+
+static int cuda_mem_alloc(void *state, int device, cua_backend_stream *s,
+                          size_t bytes, void **ptr, cua_backend_err *err) {
+  backend *be = state;
+  *ptr = NULL;
+  if (device < 0 || device >= be->ndev) {
+    set_err(err, "no CUDA device with index %d (the backend has %d)", device,
+            be->ndev);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  if (is_lost(be, device))
+    return lost_err(be, device, err);
+  gpu *dv = &be->dev[device];
+  cudaError_t e = use_device(be, device);
+  if (e == cudaSuccess) {
+    if (dv->pool == NULL) {
+      e = cudaMalloc(ptr, bytes);
+    } else if (s != NULL) {
+      /* From device's pool even when the stream belongs to another device:
+       * the op asked for memory on @p device. */
+      e = cudaMallocFromPoolAsync(ptr, bytes, dv->pool, s->native);
+    } else {
+      /* Not stream-ordered: allocate on the internal stream and wait, so
+       * the block is usable from every stream as soon as this returns. */
+      e = cudaMallocFromPoolAsync(ptr, bytes, dv->pool, dv->internal);
+      if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(dv->internal);
+        if (e != cudaSuccess)
+          *ptr = NULL;
+      }
+    }
+  }
+  if (e != cudaSuccess) {
+    *ptr = NULL;
+    return cuda_fail(be, device, err, CUA_ERR_BACKEND, e,
+                     "allocating %zu bytes on CUDA device %d (%s)", bytes,
+                     dv->ordinal, dv->info.name);
+  }
+  return 0;
+}
+
+static void cuda_mem_free(void *state, int device, cua_backend_stream *s,
+                          void *ptr) {
+  backend *be = state;
+  if (ptr == NULL || device < 0 || device >= be->ndev)
+    return;
+  gpu *dv = &be->dev[device];
+  cudaError_t e = use_device(be, device);
+  if (e == cudaSuccess) {
+    if (dv->pool == NULL) {
+      e = cudaFree(ptr);
+    } else if (s != NULL) {
+      e = cudaFreeAsync(ptr, s->native);
+    } else {
+      e = cudaFreeAsync(ptr, dv->internal);
+      if (e == cudaSuccess)
+        e = cudaStreamSynchronize(dv->internal);
+    }
+  }
+  if (e != cudaSuccess) {
+    cua_backend_err err;
+    cuda_fail(be, device, &err, CUA_ERR_BACKEND, e,
+              "freeing %p on CUDA device %d", ptr, dv->ordinal);
+    /* After a sticky error every free fails; saying so once (set_lost())
+     * is enough. */
+    if (!is_lost(be, device))
+      be_log(be, CUA_LOG_WARN, "%s", err.msg);
+  }
+}
+
+static int cuda_host_alloc(void *state, size_t bytes, void **ptr,
+                           cua_backend_err *err) {
+  backend *be = state;
+  cudaError_t e = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    *ptr = NULL;
+    return cuda_fail(be, -1, err, CUA_ERR_NOMEM, e,
+                     "allocating %zu bytes of page-locked host memory", bytes);
+  }
+  return 0;
+}
+
+static void cuda_host_free(void *state, void *ptr) {
+  (void)state;
+  if (ptr != NULL && cudaFreeHost(ptr) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+/* ----------------------------------------------------------------- launch */
+
+static const char *op_name(cua_op_kind k) {
+  switch (k) {
+  case CUA_OP_FUNC:
+    return "FUNC";
+  case CUA_OP_FILL:
+    return "FILL";
+  case CUA_OP_COPY:
+    return "COPY";
+  case CUA_OP_AXPY:
+    return "AXPY";
+  case CUA_OP_SPIN:
+    return "SPIN";
+  case CUA_OP_MEMCPY_H2D:
+    return "MEMCPY_H2D";
+  case CUA_OP_MEMCPY_D2H:
+    return "MEMCPY_D2H";
+  case CUA_OP_MEMCPY_D2D:
+    return "MEMCPY_D2D";
+  case CUA_OP_MEMSET:
+    return "MEMSET";
+  case CUA_OP_KERNEL:
+    return "KERNEL";
+  default:
+    return "?";
+  }
+}
+
+/* True if the core's op struct (op->size bytes) contains field @p f. */
+#define OP_HAS(op, f)                                                          \
+  ((op)->size >= offsetof(cua_backend_op, f) + sizeof((op)->f))
+
+/* Enqueues the work of @p op, without timing; returns its CUDA error. For
+ * FUNC, *func_rc receives the function's own code. */
+static cudaError_t enqueue(backend *be, cua_backend_stream *s,
+                           const cua_backend_op *op, int *func_rc,
+                           cua_backend_err *err) {
+  cudaStream_t st = s->native;
+  switch (op->kind) {
+  case CUA_OP_FILL:
+    return (cudaError_t)cua__kernel_fill((float *)op->dst, op->bytes / 4,
+                                         op->value, st);
+  case CUA_OP_COPY:
+    return (cudaError_t)cua__kernel_copy(
+        (float *)op->dst, (const float *)op->src, op->bytes / 4, st);
+  case CUA_OP_AXPY:
+    return (cudaError_t)cua__kernel_axpy(
+        (float *)op->dst, (const float *)op->src, op->bytes / 4, op->value, st);
+  case CUA_OP_SPIN:
+    return (cudaError_t)cua__kernel_spin(op->spin.ns, op->spin.blocks, st);
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+    if (op->bytes == 0)
+      return cudaSuccess;
+    return cudaMemcpyAsync(op->dst, op->src, op->bytes, cudaMemcpyDefault, st);
+  case CUA_OP_MEMCPY_D2D:
+    if (op->bytes == 0)
+      return cudaSuccess;
+    if (op->dst_device != op->src_device)
+      /* Direct over NVLink/PCIe when peer access is on, staged by the
+       * driver otherwise. */
+      return cudaMemcpyPeerAsync(op->dst, be->dev[op->dst_device].ordinal,
+                                 op->src, be->dev[op->src_device].ordinal,
+                                 op->bytes, st);
+    return cudaMemcpyAsync(op->dst, op->src, op->bytes,
+                           cudaMemcpyDeviceToDevice, st);
+  case CUA_OP_MEMSET:
+    if (op->bytes == 0)
+      return cudaSuccess;
+    return cudaMemsetAsync(op->dst, op->byte_value, op->bytes, st);
+  case CUA_OP_KERNEL: {
+    dim3 grid = {op->grid[0], op->grid[1], op->grid[2]};
+    dim3 block = {op->block[0], op->block[1], op->block[2]};
+    return cudaLaunchKernel((const void *)op->kernel, grid, block,
+                            op->kernel_params, op->shared_bytes, st);
+  }
+  case CUA_OP_FUNC:
+    /* Whatever the thread's last error holds belongs to someone else; the
+     * function's own unchecked failures are looked for afterwards. */
+    (void)cudaGetLastError();
+    err->msg[0] = '\0';
+    *func_rc = op->func(op->func_ctx, (void *)st, err);
+    if (*func_rc != 0)
+      return cudaSuccess;
+    return cudaGetLastError();
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+/* Checks what CUDA cannot: that the op is one this backend runs and that
+ * its sizes and devices make sense. */
+static int validate(backend *be, const cua_backend_op *op,
+                    cua_backend_err *err) {
+  if (op == NULL || !OP_HAS(op, kind)) {
+    set_err(err, "launch: no op, or an op struct too small");
+    return CUA_ERR_INVAL;
+  }
+  switch (op->kind) {
+  case CUA_OP_FILL:
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+    if (op->bytes % 4 != 0) {
+      set_err(err, "%s: %zu bytes is not a whole number of float32 elements",
+              op_name(op->kind), op->bytes);
+      return CUA_ERR_INVAL;
+    }
+    break;
+  case CUA_OP_MEMCPY_D2D:
+    if (op->dst_device < 0 || op->dst_device >= be->ndev ||
+        op->src_device < 0 || op->src_device >= be->ndev) {
+      set_err(err, "MEMCPY_D2D: device %d -> %d, but the backend has %d",
+              op->src_device, op->dst_device, be->ndev);
+      return CUA_ERR_BAD_DEVICE;
+    }
+    break;
+  case CUA_OP_FUNC:
+    if (!OP_HAS(op, func_ctx) || op->func == NULL) {
+      set_err(err, "FUNC: no function");
+      return CUA_ERR_INVAL;
+    }
+    break;
+  case CUA_OP_KERNEL:
+    if (!OP_HAS(op, kernel_params) || op->kernel == NULL) {
+      set_err(err, "KERNEL: no kernel (use module_function())");
+      return CUA_ERR_INVAL;
+    }
+    break;
+  case CUA_OP_SPIN:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMSET:
+    break;
+  default:
+    set_err(err, "the CUDA backend does not run ops of kind %d", (int)op->kind);
+    return CUA_ERR_NOTSUP;
+  }
+  return 0;
+}
+
+static int cuda_launch(void *state, cua_backend_stream *s,
+                       const cua_backend_op *op, cua_backend_err *err) {
+  backend *be = state;
+  cua_backend_err local;
+  if (err == NULL)
+    err = &local;
+  int rc = validate(be, op, err);
+  if (rc != 0)
+    return rc;
+  if (is_lost(be, s->device))
+    return lost_err(be, s->device, err);
+  gpu *dv = &be->dev[s->device];
+  cudaError_t e = use_device(be, s->device);
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                     "%s: selecting CUDA device %d", op_name(op->kind),
+                     dv->ordinal);
+
+  uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
+  pending_timing t = {op->seq, NULL, NULL, duration};
+  if (duration != NULL) {
+    e = pool_get(be, s->device, &dv->timing_events, &t.start);
+    if (e == cudaSuccess)
+      e = pool_get(be, s->device, &dv->timing_events, &t.end);
+    if (e == cudaSuccess)
+      e = cudaEventRecord(t.start, s->native);
+    if (e != cudaSuccess) {
+      if (t.start != NULL)
+        pool_put(&dv->timing_events, t.start);
+      if (t.end != NULL)
+        pool_put(&dv->timing_events, t.end);
+      return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                       "%s: recording its start event", op_name(op->kind));
+    }
+  }
+
+  int func_rc = 0;
+  e = enqueue(be, s, op, &func_rc, err);
+  if (func_rc == 0 && e == cudaSuccess && duration != NULL)
+    e = cudaEventRecord(t.end, s->native);
+  if (func_rc != 0 || e != cudaSuccess) {
+    /* The start event may already be recorded; a recorded event that is
+     * never waited for is harmless, and re-recording it later is allowed. */
+    if (duration != NULL) {
+      pool_put(&dv->timing_events, t.start);
+      pool_put(&dv->timing_events, t.end);
+    }
+    if (func_rc != 0) {
+      if (err != NULL && err->msg[0] == '\0')
+        set_err(err, "FUNC: the stream function failed (%d)", func_rc);
+      return func_rc;
+    }
+    if (op->kind == CUA_OP_FUNC)
+      return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                       "FUNC on CUDA device %d: the stream function returned "
+                       "0 but left a CUDA error",
+                       dv->ordinal);
+    if (op->kind == CUA_OP_KERNEL)
+      return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                       "KERNEL on CUDA device %d (grid %ux%ux%u, block "
+                       "%ux%ux%u, %zu bytes shared)",
+                       dv->ordinal, op->grid[0], op->grid[1], op->grid[2],
+                       op->block[0], op->block[1], op->block[2],
+                       op->shared_bytes);
+    return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                     "%s of %zu bytes on CUDA device %d", op_name(op->kind),
+                     op->bytes, dv->ordinal);
+  }
+  if (duration != NULL) {
+    pthread_mutex_lock(&s->lock);
+    int full = fifo_push(&s->timings, &t);
+    pthread_mutex_unlock(&s->lock);
+    if (full != 0) {
+      /* The op is enqueued; only its duration is lost. */
+      pool_put(&dv->timing_events, t.start);
+      pool_put(&dv->timing_events, t.end);
+      *duration = 0;
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- completion */
+
+/* Wakes the completion thread if it sleeps with nothing outstanding. */
+static void signal_idle_waiter(backend *be) {
+  if (atomic_load(&be->idle_sleeping)) {
+    pthread_mutex_lock(&be->wait_lock);
+    pthread_cond_broadcast(&be->wait_cond);
+    pthread_mutex_unlock(&be->wait_lock);
+  }
+}
+
+static void CUDART_CB host_mark(void *arg) {
+  callback_mark *m = arg;
+  cua_backend_stream *s = m->s;
+  backend *be = s->be;
+  /* Host functions of one stream run in order, so a plain store keeps the
+   * value monotonic. No CUDA call is allowed here. */
+  atomic_store_explicit(&s->reached, m->value, memory_order_release);
+  free(m);
+  pthread_mutex_lock(&be->wait_lock);
+  pthread_cond_broadcast(&be->wait_cond);
+  pthread_mutex_unlock(&be->wait_lock);
+}
+
+static int cuda_mark(void *state, cua_backend_stream *s, uint64_t value) {
+  backend *be = state;
+  gpu *dv = &be->dev[s->device];
+  if (is_lost(be, s->device))
+    return CUA_ERR_DEVICE_LOST;
+  /* The driver call of flags mode runs in the current context, and the
+   * runtime calls want the stream's device current as well. */
+  cudaError_t e = use_device(be, s->device);
+  if (e != cudaSuccess) {
+    cua_backend_err err;
+    int rc = cuda_fail(be, s->device, &err, CUA_ERR_BACKEND, e,
+                       "mark %llu: selecting CUDA device %d",
+                       (unsigned long long)value, dv->ordinal);
+    be_log(be, CUA_LOG_ERROR, "%s", err.msg);
+    return rc;
+  }
+  switch (be->mode) {
+  case COMPLETION_FLAGS: {
+    CUresult r = be->write64((CUstream)s->native, s->flag_dev, value, 0);
+    if (r != CUDA_SUCCESS) {
+      char msg[200];
+      if (is_sticky((int)r))
+        set_lost(be, s->device, (cudaError_t)r);
+      be_log(be, CUA_LOG_ERROR, "mark %llu on CUDA device %d: %s",
+             (unsigned long long)value, dv->ordinal,
+             cu_error_text(be, r, msg, sizeof msg));
+      return is_sticky((int)r) ? CUA_ERR_DEVICE_LOST : CUA_ERR_BACKEND;
+    }
+    break;
+  }
+  case COMPLETION_EVENTS: {
+    pending_mark m = {value, NULL};
+    e = pool_get(be, s->device, &dv->mark_events, &m.ev);
+    if (e == cudaSuccess)
+      e = cudaEventRecord(m.ev, s->native);
+    if (e != cudaSuccess) {
+      if (m.ev != NULL)
+        pool_put(&dv->mark_events, m.ev);
+      break;
+    }
+    pthread_mutex_lock(&s->lock);
+    int full = fifo_push(&s->marks, &m);
+    pthread_mutex_unlock(&s->lock);
+    if (full != 0) {
+      pool_put(&dv->mark_events, m.ev);
+      return CUA_ERR_NOMEM;
+    }
+    break;
+  }
+  case COMPLETION_CALLBACK: {
+    callback_mark *m = malloc(sizeof *m);
+    if (m == NULL)
+      return CUA_ERR_NOMEM;
+    m->s = s;
+    m->value = value;
+    e = cudaLaunchHostFunc(s->native, host_mark, m);
+    if (e != cudaSuccess)
+      free(m);
+    break;
+  }
+  }
+  if (e != cudaSuccess) {
+    cua_backend_err err;
+    int rc = cuda_fail(be, s->device, &err, CUA_ERR_BACKEND, e,
+                       "mark %llu on CUDA device %d", (unsigned long long)value,
+                       dv->ordinal);
+    be_log(be, CUA_LOG_ERROR, "%s", err.msg);
+    return rc;
+  }
+  atomic_store(&s->marked, value);
+  signal_idle_waiter(be);
+  return 0;
+}
+
+/* Asks CUDA whether stream @p s hit an error. Returns 1 if its device is
+ * (now) lost. */
+static int check_sticky(backend *be, cua_backend_stream *s) {
+  cudaError_t e = cudaStreamQuery(s->native);
+  if (e == cudaSuccess || e == cudaErrorNotReady)
+    return is_lost(be, s->device);
+  (void)cudaGetLastError();
+  /* A stream reports errors of work already enqueued, that is device
+   * faults, which CUDA makes sticky. An error outside the documented list
+   * is asked about once more: a sticky one comes back, while a transient
+   * one (if a driver ever reports such a thing here) must not condemn the
+   * device. */
+  if (!is_sticky((int)e)) {
+    cudaError_t again = cudaStreamQuery(s->native);
+    if (again == cudaSuccess || again == cudaErrorNotReady) {
+      be_log(be, CUA_LOG_WARN,
+             "a stream of CUDA device %d reported %s once; ignored",
+             be->dev[s->device].ordinal, cudaGetErrorName(e));
+      return is_lost(be, s->device);
+    }
+    (void)cudaGetLastError();
+    e = again;
+  }
+  set_lost(be, s->device, e);
+  return 1;
+}
+
+/* Turns the elapsed time of a timed op into nanoseconds at *out. */
+static int finish_timing(backend *be, cua_backend_stream *s,
+                         const pending_timing *t) {
+  float ms = 0;
+  cudaError_t e = cudaEventElapsedTime(&ms, t->start, t->end);
+  if (e == cudaErrorNotReady) {
+    /* The mark after the op was seen, so the end event is complete on the
+     * device; the event's own status may trail the flag by a moment. */
+    (void)cudaGetLastError();
+    e = cudaEventSynchronize(t->end);
+    if (e == cudaSuccess)
+      e = cudaEventElapsedTime(&ms, t->start, t->end);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (is_sticky((int)e)) {
+      set_lost(be, s->device, e);
+      return -1;
+    }
+    ms = 0;
+  }
+  *t->out = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+  return 0;
+}
+
+static int cuda_progress(void *state, cua_backend_stream *s, uint64_t *value,
+                         cua_backend_err *err) {
+  backend *be = state;
+  gpu *dv = &be->dev[s->device];
+  uint64_t seen = atomic_load(&s->seen);
+  uint64_t v = seen;
+  *value = seen;
+  if (is_lost(be, s->device))
+    goto lost;
+
+  switch (be->mode) {
+  case COMPLETION_FLAGS:
+    v = __atomic_load_n(s->flag, __ATOMIC_ACQUIRE);
+    /* A fault stops the stream before its next write in practice, but
+     * that is the driver's behaviour, not a documented promise; an event
+     * query or a host function, by contrast, is documented never to report
+     * success after a fault. One stream query per advance (not per poll,
+     * and a user-mode call) makes the promise ours: a faulted op is never
+     * reported complete. */
+    if (v > seen && check_sticky(be, s))
+      goto lost;
+    break;
+  case COMPLETION_CALLBACK:
+    v = atomic_load_explicit(&s->reached, memory_order_acquire);
+    break;
+  case COMPLETION_EVENTS: {
+    pending_mark *m;
+    pthread_mutex_lock(&s->lock);
+    while ((m = fifo_front(&s->marks)) != NULL) {
+      cudaError_t e = cudaEventQuery(m->ev);
+      if (e != cudaSuccess && e != cudaErrorNotReady && !is_sticky((int)e)) {
+        /* As in check_sticky(): only an error that stays is believed. */
+        (void)cudaGetLastError();
+        e = cudaEventQuery(m->ev);
+      }
+      if (e == cudaErrorNotReady)
+        break;
+      if (e != cudaSuccess) {
+        pthread_mutex_unlock(&s->lock);
+        (void)cudaGetLastError();
+        set_lost(be, s->device, e);
+        goto lost;
+      }
+      v = m->value;
+      pool_put(&dv->mark_events, m->ev);
+      fifo_pop(&s->marks);
+    }
+    pthread_mutex_unlock(&s->lock);
+    break;
+  }
+  }
+  if (v < seen)
+    v = seen; /* never report going back */
+
+  /* A faulted stream never reaches its marks, and in flags and callback
+   * modes nothing else would say so: ask CUDA now and then. */
+  if (v < atomic_load(&s->marked)) {
+    uint64_t now = now_ns();
+    if (now - s->last_check_ns >= STICKY_CHECK_NS) {
+      s->last_check_ns = now;
+      if (check_sticky(be, s))
+        goto lost;
+    }
+  }
+
+  pending_timing *t;
+  pthread_mutex_lock(&s->lock);
+  while ((t = fifo_front(&s->timings)) != NULL && t->seq <= v) {
+    int rc = finish_timing(be, s, t);
+    pool_put(&dv->timing_events, t->start);
+    pool_put(&dv->timing_events, t->end);
+    fifo_pop(&s->timings);
+    if (rc != 0) {
+      pthread_mutex_unlock(&s->lock);
+      goto lost;
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+
+  atomic_store(&s->seen, v);
+  *value = v;
+  return 0;
+
+lost:
+  atomic_store(&s->lost_reported, 1);
+  return lost_err(be, s->device, err);
+}
+
+static int cuda_poll_error(void *state, cua_backend_stream *s, uint64_t *seq,
+                           int *code, cua_backend_err *err) {
+  /* CUDA reports a failed launch at once (launch() returns it) and a
+   * device fault as a sticky error of the whole context (progress()
+   * returns CUA_ERR_DEVICE_LOST): there is never a per-op asynchronous
+   * failure to hand out. */
+  (void)state;
+  (void)s;
+  (void)seq;
+  (void)code;
+  (void)err;
+  return 0;
+}
+
+/* What one look at the streams found. */
+enum scan_result { SCAN_IDLE, SCAN_OUTSTANDING, SCAN_CHANGED };
+
+/* Whether progress() would now report something new for @p s. */
+static int stream_changed(backend *be, cua_backend_stream *s, uint64_t seen) {
+  switch (be->mode) {
+  case COMPLETION_FLAGS:
+    return __atomic_load_n(s->flag, __ATOMIC_ACQUIRE) > seen;
+  case COMPLETION_CALLBACK:
+    return atomic_load_explicit(&s->reached, memory_order_acquire) > seen;
+  case COMPLETION_EVENTS: {
+    int changed = 0;
+    pthread_mutex_lock(&s->lock);
+    pending_mark *m = fifo_front(&s->marks);
+    /* Any answer but "not ready" is news: done, or an error for
+     * progress() to report. */
+    if (m != NULL)
+      changed = cudaEventQuery(m->ev) != cudaErrorNotReady;
+    pthread_mutex_unlock(&s->lock);
+    return changed;
+  }
+  }
+  return 0;
+}
+
+static enum scan_result scan(backend *be, int sticky) {
+  enum scan_result r = SCAN_IDLE;
+  pthread_mutex_lock(&be->streams_lock);
+  for (size_t i = 0; i < be->nstreams && r != SCAN_CHANGED; i++) {
+    cua_backend_stream *s = be->streams[i];
+    uint64_t seen = atomic_load(&s->seen);
+    if (atomic_load(&s->marked) <= seen || atomic_load(&s->lost_reported))
+      continue;
+    r = SCAN_OUTSTANDING;
+    if (stream_changed(be, s, seen) || is_lost(be, s->device) ||
+        (sticky && check_sticky(be, s)))
+      r = SCAN_CHANGED;
+  }
+  pthread_mutex_unlock(&be->streams_lock);
+  return r;
+}
+
+/* Sleeps on wait_cond until @p until (monotonic ns), a signal, or a
+ * pending wake(). Returns 1 if a wake() was consumed. Called with wait_lock
+ * held. */
+static int sleep_locked(backend *be, uint64_t until) {
+  if (be->wake_pending) {
+    be->wake_pending = 0;
+    return 1;
+  }
+  struct timespec ts = {(time_t)(until / 1000000000ull),
+                        (long)(until % 1000000000ull)};
+  pthread_cond_timedwait(&be->wait_cond, &be->wait_lock, &ts);
+  if (be->wake_pending) {
+    be->wake_pending = 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* Sleeps with nothing outstanding, until a mark, a wake() or @p deadline. */
+static void idle_sleep(backend *be, uint64_t deadline) {
+  pthread_mutex_lock(&be->wait_lock);
+  atomic_store(&be->idle_sleeping, 1);
+  /* mark() stores its value before it looks at idle_sleeping, and this
+   * looks at the values after storing idle_sleeping (both sequentially
+   * consistent), so a mark either sees the sleeper or is seen here; and it
+   * signals under wait_lock, so the signal cannot fall between this check
+   * and the wait. */
+  if (scan(be, 0) == SCAN_IDLE)
+    sleep_locked(be, deadline);
+  atomic_store(&be->idle_sleeping, 0);
+  pthread_mutex_unlock(&be->wait_lock);
+}
+
+static int take_wake(backend *be) {
+  int w;
+  pthread_mutex_lock(&be->wait_lock);
+  w = be->wake_pending;
+  be->wake_pending = 0;
+  pthread_mutex_unlock(&be->wait_lock);
+  return w;
+}
+
+static int wait_callback(backend *be, uint64_t deadline) {
+  pthread_mutex_lock(&be->wait_lock);
+  for (;;) {
+    /* Host functions store their value and then signal under wait_lock,
+     * so looking under the lock before each sleep loses no signal. */
+    enum scan_result r = scan(be, 0);
+    uint64_t now = now_ns();
+    if (r == SCAN_CHANGED || now >= deadline)
+      break;
+    if (r == SCAN_IDLE) {
+      /* A mark enqueued after the scan may miss idle_sleeping and not
+       * signal; that costs nothing here, because its host function signals
+       * when the mark is reached, which is the moment that matters. */
+      atomic_store(&be->idle_sleeping, 1);
+      int woken = sleep_locked(be, deadline);
+      atomic_store(&be->idle_sleeping, 0);
+      if (woken)
+        break;
+      continue;
+    }
+    /* Outstanding marks: wake up every STICKY_CHECK_NS to make sure the
+     * stream has not faulted, since a faulted stream runs no host
+     * function. */
+    uint64_t until = now + STICKY_CHECK_NS;
+    if (sleep_locked(be, until < deadline ? until : deadline))
+      break;
+    pthread_mutex_unlock(&be->wait_lock);
+    r = scan(be, 1);
+    pthread_mutex_lock(&be->wait_lock);
+    if (r == SCAN_CHANGED)
+      break;
+  }
+  pthread_mutex_unlock(&be->wait_lock);
+  return 0;
+}
+
+static int cuda_wait(void *state, uint64_t timeout_ns) {
+  backend *be = state;
+  uint64_t start = now_ns();
+  uint64_t deadline =
+      timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
+
+#ifdef __linux__
+  /* The sleep-poll phase sleeps 2 us at first; the default timer slack
+   * (50 us) would make that 50. wait() runs on the completion thread only,
+   * so this changes that thread alone, once. */
+  static _Thread_local int slack_set;
+  if (!slack_set) {
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    slack_set = 1;
+  }
+#endif
+
+  if (be->mode == COMPLETION_CALLBACK)
+    return wait_callback(be, deadline);
+
+  /* Spin phase: the cheapest way to see a mark that lands within a few
+   * microseconds, at the price of one busy core for spin_us. */
+  uint64_t now = start;
+  while (now - start < be->spin_ns && now < deadline) {
+    enum scan_result r = scan(be, 0);
+    if (r == SCAN_CHANGED)
+      return 0;
+    if (r == SCAN_IDLE) {
+      idle_sleep(be, deadline);
+      return 0;
+    }
+    if (take_wake(be))
+      return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    now = now_ns();
+  }
+
+  /* Sleep-poll phase, with a backoff that bounds both the latency added to
+   * a completion (at most ~200 us) and the CPU spent polling. */
+  uint64_t backoff = BACKOFF_MIN_NS;
+  uint64_t last_sticky = now;
+  for (;;) {
+    now = now_ns();
+    int sticky = now - last_sticky >= STICKY_CHECK_NS;
+    if (sticky)
+      last_sticky = now;
+    enum scan_result r = scan(be, sticky);
+    if (r == SCAN_CHANGED)
+      return 0;
+    if (r == SCAN_IDLE) {
+      idle_sleep(be, deadline);
+      return 0;
+    }
+    if (now >= deadline)
+      return 0;
+    uint64_t until = now + backoff;
+    if (until > deadline)
+      until = deadline;
+    pthread_mutex_lock(&be->wait_lock);
+    int woken = sleep_locked(be, until);
+    pthread_mutex_unlock(&be->wait_lock);
+    if (woken)
+      return 0;
+    backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
+  }
+}
+
+static void cuda_wake(void *state) {
+  backend *be = state;
+  pthread_mutex_lock(&be->wait_lock);
+  be->wake_pending = 1;
+  pthread_cond_broadcast(&be->wait_cond);
+  pthread_mutex_unlock(&be->wait_lock);
+}
+
+/* ---------------------------------------------------------------- modules */
+
+static int cuda_module_load(void *state, const void *image, size_t bytes,
+                            cua_backend_module **out, cua_backend_err *err) {
+  backend *be = state;
+  *out = NULL;
+  if (image == NULL || bytes == 0) {
+    set_err(err, "module_load: an empty image");
+    return CUA_ERR_INVAL;
+  }
+  cua_backend_module *m = calloc(1, sizeof *m);
+  /* PTX must be NUL-terminated and the caller's image need not be; one
+   * byte more does not disturb a cubin or fatbin, which carry their own
+   * sizes. The copy lives as long as the library, since with lazy loading
+   * CUDA may read the image again when a kernel is first used. */
+  if (m != NULL)
+    m->image = malloc(bytes + 1);
+  if (m == NULL || m->image == NULL) {
+    free(m);
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  memcpy(m->image, image, bytes);
+  ((char *)m->image)[bytes] = '\0';
+
+  char log[1024] = "";
+  enum cudaJitOption opts[] = {cudaJitErrorLogBuffer,
+                               cudaJitErrorLogBufferSizeBytes};
+  void *vals[] = {log, (void *)(uintptr_t)sizeof log};
+  cudaError_t e =
+      cudaLibraryLoadData(&m->lib, m->image, opts, vals, 2, NULL, NULL, 0);
+  if (e != cudaSuccess) {
+    free(m->image);
+    free(m);
+    log[sizeof log - 1] = '\0';
+    size_t n = strlen(log);
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' '))
+      log[--n] = '\0';
+    return cuda_fail(be, -1, err, CUA_ERR_BACKEND, e,
+                     "loading a CUDA module of %zu bytes%s%s%s", bytes,
+                     n ? " (JIT log: " : "", n ? log : "", n ? ")" : "");
+  }
+#if CUDART_VERSION >= 12050
+  /* With lazy loading (the default since CUDA 12.2) the image may not be
+   * looked at until a kernel is used; counting the kernels reads it now, so
+   * a bad image fails here, where the caller expects it, and not at some
+   * later launch. */
+  unsigned nkernels = 0;
+  e = cudaLibraryGetKernelCount(&nkernels, m->lib);
+  if (e != cudaSuccess) {
+    cudaLibraryUnload(m->lib);
+    free(m->image);
+    free(m);
+    return cuda_fail(be, -1, err, CUA_ERR_BACKEND, e,
+                     "reading a CUDA module of %zu bytes", bytes);
+  }
+#endif
+  *out = m;
+  return 0;
+}
+
+static void cuda_module_unload(void *state, cua_backend_module *m) {
+  (void)state;
+  if (m == NULL)
+    return;
+  if (cudaLibraryUnload(m->lib) != cudaSuccess)
+    (void)cudaGetLastError();
+  free(m->image);
+  free(m);
+}
+
+static int cuda_module_function(void *state, cua_backend_module *m,
+                                const char *name, void **kernel,
+                                cua_backend_err *err) {
+  backend *be = state;
+  cudaKernel_t k = NULL;
+  *kernel = NULL;
+  if (m == NULL || name == NULL) {
+    set_err(err, "module_function: no module or no name");
+    return CUA_ERR_INVAL;
+  }
+  cudaError_t e = cudaLibraryGetKernel(&k, m->lib, name);
+  if (e != cudaSuccess)
+    return cuda_fail(be, -1, err, CUA_ERR_BACKEND, e,
+                     "looking up kernel '%s' in a CUDA module", name);
+  /* A cudaKernel_t is context-independent: cudaLaunchKernel() accepts it
+   * in place of a function pointer on any device (CUDA 12+). */
+  *kernel = (void *)k;
+  return 0;
+}
+
+/* ------------------------------------------------------------- descriptor */
+
+CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
+    .abi_major = CUA_BACKEND_ABI_MAJOR,
+    .abi_minor = CUA_BACKEND_ABI_MINOR,
+    .size = sizeof(cua_backend_descriptor),
+    .name = "cuda",
+    .version = PACKAGE_VERSION,
+    .description = "NVIDIA GPUs through the CUDA runtime",
+    .flags = 0,
+    .params = cuda_params,
+    .nparams = PARAM_COUNT,
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .device_count = cuda_device_count,
+    .device_info = cuda_device_info,
+    .can_access = cuda_can_access,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_native = cuda_stream_native,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait_event = cuda_stream_wait_event,
+    .event_query = cuda_event_query,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .launch = cuda_launch,
+    .mark = cuda_mark,
+    .progress = cuda_progress,
+    .poll_error = cuda_poll_error,
+    .wait = cuda_wait,
+    .wake = cuda_wake,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .module_load = cuda_module_load,
+    .module_unload = cuda_module_unload,
+    .module_function = cuda_module_function,
+};
