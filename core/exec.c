@@ -276,9 +276,10 @@ static int vc_fit(uint64_t **vc, size_t *n, size_t need) {
   return 0;
 }
 
-/* Records an event at the current end of @p s. */
+/* Records an event at the current end of @p s: after the last op enqueued
+ * on the backend, which may be before ops already placed on @p s. */
 static cua__point *record_point(cua_runtime *rt, cua__stream *s) {
-  if (s->points_tail != NULL && s->points_tail->seq == s->seq)
+  if (s->points_tail != NULL && s->points_tail->seq == s->launched)
     return s->points_tail;
   cua__point *p = cua__calloc(1, sizeof *p);
   if (p == NULL)
@@ -293,9 +294,9 @@ static cua__point *record_point(cua_runtime *rt, cua__stream *s) {
     return NULL;
   }
   rt->stats.events_recorded++;
-  p->seq = s->seq;
+  p->seq = s->launched;
   if (vc_fit(&s->vc, &s->nvc, (size_t)s->gidx + 1) == 0) {
-    s->vc[s->gidx] = s->seq;
+    s->vc[s->gidx] = s->launched;
     p->vc = cua__malloc(s->nvc * sizeof *p->vc);
     if (p->vc != NULL) {
       memcpy(p->vc, s->vc, s->nvc * sizeof *p->vc);
@@ -554,7 +555,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg,
   if (rc == 0 && op->kind == CUA_OP_BARRIER)
     for (int i = 0; i < rt->nstreams && rc == 0; i++) {
       cua__stream *o = rt->streams[i];
-      uint64_t upto = o == s ? 0 : o->seq;
+      uint64_t upto = o == s ? 0 : o->launched;
       rc = wait_for(rt, s, o, upto);
     }
   if (rc) {
@@ -701,6 +702,7 @@ static void run_round(cua_runtime *rt, round *r) {
         rc = launch_node(rt, n, msg, sizeof msg);
       else
         snprintf(msg, sizeof msg, "%s", n->msg ? n->msg : "");
+      n->stream->launched = n->seq;
       if (rc != 0) {
         fail_node(rt, n, rc, msg);
       } else if (needs_event(n)) {
@@ -721,9 +723,9 @@ static void run_round(cua_runtime *rt, round *r) {
   }
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
-    if (s->marked < s->seq) {
-      if (rt->be->mark(rt->bst, s->bs, s->seq) == 0)
-        s->marked = s->seq;
+    if (s->marked < s->launched) {
+      if (rt->be->mark(rt->bst, s->bs, s->launched) == 0)
+        s->marked = s->launched;
     }
   }
   free(r->place.v);

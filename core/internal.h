@@ -16,7 +16,7 @@
 #include <cuasync/backend.h>
 #include <cuasync/policy.h>
 
-#include "config.h"
+#include "conf.h"
 #include "loader.h"
 
 #include <pthread.h>
@@ -65,7 +65,8 @@ typedef struct cua__stream {
   int device;
   int index; /* within the device */
   int gidx;  /* within the runtime (vector clock index) */
-  uint64_t seq;    /* last sequence number given */
+  uint64_t seq;      /* last sequence number given (at placement) */
+  uint64_t launched; /* last sequence number enqueued on the backend */
   uint64_t marked; /* last mark enqueued */
   uint64_t done;   /* progress observed */
   uint64_t *vc;    /* what this stream's end is ordered after */

@@ -4,8 +4,8 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 %canon_reldir%_libcuasync_core_la_SOURCES = \
 	%reldir%/internal.h \
 	%reldir%/util.c \
-	%reldir%/config.h \
-	%reldir%/config.c \
+	%reldir%/conf.h \
+	%reldir%/conf.c \
 	%reldir%/loader.h \
 	%reldir%/loader.c \
 	%reldir%/runtime.c \

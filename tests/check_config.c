@@ -9,9 +9,7 @@
  */
 #include "helpers.h"
 
-/* "../core/config.h", not "config.h": the build tree's autoconf config.h
- * comes first in the include path. */
-#include "../core/config.h"
+#include "conf.h"
 
 #include <errno.h>
 #include <stdio.h>

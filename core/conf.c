@@ -28,6 +28,8 @@
  */
 #include "config.h"
 
+#include "conf.h"
+
 #include <ini.h>
 
 #include <ctype.h>

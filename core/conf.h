@@ -1,5 +1,5 @@
 /*
- * core/config.h: the INI configuration (core/config.c), internal.
+ * core/conf.h: the INI configuration (core/conf.c), internal.
  *
  * cua__config_load() finds and parses the file (through inih), checks the
  * section names and the [runtime] and [device.N] keys, and keeps every
@@ -7,8 +7,8 @@
  * [backend.NAME] sections can be checked later against the schema of the
  * module that reads them (cua__config_params()).
  */
-#ifndef CUA_CORE_CONFIG_H
-#define CUA_CORE_CONFIG_H
+#ifndef CUA_CORE_CONF_H
+#define CUA_CORE_CONF_H
 
 #include <cuasync.h>
 #include <cuasync/module.h>
@@ -101,4 +101,4 @@ const char *cua__config_device_policy(const cua__config *cfg, int device,
 /** Writes the resolved configuration as INI text (for cuasync-info). */
 void cua__config_print(const cua__config *cfg, void *file);
 
-#endif /* CUA_CORE_CONFIG_H */
+#endif /* CUA_CORE_CONF_H */
