@@ -29,7 +29,17 @@ UNIT_TESTS = \
 	tests/check_conformance \
 	tests/check_cuda
 check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS) $(CUDA_TESTS)
+
+# The same op, ordering, property, future and conformance suites, on the
+# CUDA backend (they exit 77, skipped, where it has no device).
+CUDA_TESTS = \
+	tests/cuda/ops.sh \
+	tests/cuda/ordering.sh \
+	tests/cuda/random_dag.sh \
+	tests/cuda/futures.sh \
+	tests/cuda/conformance.sh
+EXTRA_DIST += $(CUDA_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)
@@ -80,7 +90,12 @@ check_LTLIBRARIES += \
 	tests/modules/broken-create.la \
 	tests/modules/broken-noplace.la \
 	tests/modules/broken-placement.la \
-	tests/modules/broken-undefined.la
+	tests/modules/broken-undefined.la \
+	tests/modules/random.la
+# The out-of-tree example policy, built here too so the conformance suite
+# holds it to the same rules as the standard ones.
+tests_modules_random_la_SOURCES = doc/examples/custom-policy/random-policy.c
+tests_modules_random_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_scatter_la_SOURCES = tests/modules/scatter.c
 tests_modules_scatter_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_noentry_la_SOURCES = tests/modules/broken-noentry.c
