@@ -1,0 +1,156 @@
+#!/bin/sh
+# tests/check_info.sh: cuasync-info's options, outputs and exit codes.
+#
+# Run by `make check` from the build directory, with CUASYNC_MODULE_PATH
+# pointing at the modules just built (AM_TESTS_ENVIRONMENT). Every check
+# names what it expected; the first one that fails ends the test with
+# status 1.
+
+set -u
+
+INFO=${CUASYNC_INFO:-./tools/cuasync-info}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_info.XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' EXIT HUP INT TERM
+OUT=$TMP/stdout
+ERR=$TMP/stderr
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$OUT" "$ERR"; do
+    if [ -s "$f" ]; then
+      echo "--- $(basename "$f"):" >&2
+      sed 's/^/  /' "$f" >&2
+    fi
+  done
+  exit 1
+}
+
+pass() {
+  checks=$((checks + 1))
+  echo "ok $checks - $*"
+}
+
+# run EXPECTED_STATUS ARGS...: runs the tool, output in $OUT and $ERR.
+run() {
+  want=$1
+  shift
+  status=0
+  "$INFO" "$@" >"$OUT" 2>"$ERR" || status=$?
+  [ "$status" -eq "$want" ] ||
+    fail "cuasync-info $* exited with $status, expected $want"
+}
+
+# expect FILE PATTERN WHAT: FILE must contain the (basic) regex PATTERN.
+expect() {
+  grep -q -- "$2" "$1" || fail "$3: no '$2' in $(basename "$1")"
+}
+
+[ -x "$INFO" ] || { echo "$INFO not built" >&2; exit 99; }
+# The checks open a configuration of their own on the host backend, so
+# that they behave the same with or without a GPU, and whatever this
+# machine has installed as its cuasync.ini.
+unset CUASYNC_CONFIG CUASYNC_POLICY
+HOST_CONFIG=$TMP/host.ini
+printf '[runtime]\nbackend = host\n' >"$HOST_CONFIG"
+
+# --help: usage on stdout, exit 0, every option named.
+run 0 --help
+for opt in --policies --format --config --version; do
+  expect "$OUT" "$opt" "--help"
+done
+pass "--help exits 0 and lists the options"
+
+# --version: the library's version.
+run 0 --version
+expect "$OUT" '^cuasync-info (cuasync) [0-9][0-9]*\.[0-9][0-9]*\.[0-9]' \
+  "--version"
+pass "--version prints the version"
+
+# The default table: every section, the host backend opening, exit 0.
+run 0 --config "$HOST_CONFIG"
+expect "$OUT" '^Configuration: ' "table"
+expect "$OUT" '^Runtime: backend host' "table"
+expect "$OUT" '^Backends:' "table"
+expect "$OUT" '^  host .* opens ' "table: the host backend opens"
+expect "$OUT" '^Policies:' "table"
+pass "the table shows the configuration, runtime, backends and policies"
+
+# --policies: the four standard policies, with their parameters.
+run 0 --config "$HOST_CONFIG" --policies
+for p in single-stream round-robin least-loaded affinity; do
+  expect "$OUT" "^  $p [0-9]" "--policies: policy $p"
+done
+expect "$OUT" '^    streams  *int  *4  *1\.\.1024' \
+  "--policies: round-robin's streams parameter"
+expect "$OUT" '^    within ' "--policies: affinity's within parameter"
+expect "$OUT" '^    measure  *enum  *time  *ops|time' \
+  "--policies: least-loaded's measure parameter"
+pass "--policies lists the standard policies and their parameters"
+
+# A value the configuration sets shows beside the default.
+printf '[runtime]\nbackend = host\n[policy.round-robin]\nstreams = 7\n' \
+  >"$TMP/rr7.ini"
+run 0 --config "$TMP/rr7.ini" --policies
+expect "$OUT" '^    streams  *int  *4  *1\.\.1024  *7 ' \
+  "--policies: the configured value of streams"
+pass "--policies shows the values the configuration sets"
+
+# --format json: one document that parses, with the sections expected.
+run 0 --config "$HOST_CONFIG" --format json
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for key in ("version", "config", "runtime", "backends", "policies", "failed"):
+    assert key in d, "no " + key
+assert d["runtime"]["opened"] is True, "runtime not opened"
+assert d["runtime"]["backend"] == "host", d["runtime"]["backend"]
+names = {p["name"] for p in d["policies"]}
+for p in ("single-stream", "round-robin", "least-loaded", "affinity"):
+    assert p in names, "no policy " + p
+rr = [p for p in d["policies"] if p["name"] == "round-robin"][0]
+streams = [q for q in rr["params"] if q["name"] == "streams"][0]
+assert streams["default"] == "4" and streams["max"] == 1024, streams
+' <"$OUT" 2>"$ERR" || fail "--format json: the output does not parse or lacks a field"
+else
+  expect "$OUT" '^{' "--format json"
+  expect "$OUT" '"policies": \[' "--format json"
+  expect "$OUT" '"name": "round-robin"' "--format json"
+  tail -n 1 "$OUT" | grep -q '^}$' || fail "--format json: no closing brace"
+fi
+pass "--format json parses"
+
+# JSON also when the runtime does not open, and then exit 1.
+run 1 --config "$TMP/missing.ini" --format json
+expect "$OUT" '"opened": false' "--format json with a missing file"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import json, sys; json.load(sys.stdin)' <"$OUT" ||
+    fail "--format json with a missing file: the output does not parse"
+fi
+pass "--format json still prints a document when the runtime fails"
+
+# Bad usage: exit 2, with a message.
+for args in "--no-such-option" "--format xml" "--config" "stray"; do
+  # shellcheck disable=SC2086 # the words are meant to split
+  run 2 $args
+  [ -s "$ERR" ] || fail "cuasync-info $args: no message on stderr"
+done
+pass "bad usage exits 2 with a message"
+
+# A configuration file that does not exist: exit 1, the file named on
+# stderr, and the rest of the report still printed.
+missing=$TMP/no-such-dir/cuasync.ini
+run 1 --config "$missing"
+expect "$ERR" "$missing" "--config with a missing file: stderr"
+expect "$OUT" '^Backends:' "--config with a missing file: stdout"
+pass "a missing configuration file exits 1 and names the file"
+
+# A configuration error: exit 1, file and line on stderr.
+printf '[runtime]\nbackend = host\nno_such_key = 1\n' >"$TMP/bad.ini"
+run 1 --config "$TMP/bad.ini"
+expect "$ERR" "$TMP/bad.ini:3:" "--config with an unknown key: stderr"
+pass "a configuration error exits 1 with file and line"
+
+echo "all $checks checks passed"
+exit 0
