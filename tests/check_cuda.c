@@ -731,6 +731,9 @@ static int cu_hazard_rounds(int use_event) {
       ck_assert_int_eq(D->stream_wait_event(st, b.s, ev), 0);
     }
     cu_op_copy(&b, y, x, n);
+    if (getenv("CHECK_CUDA_TRACE"))
+      fprintf(stderr, "round %d: a.seq %llu b.seq %llu\n", i,
+              (unsigned long long)a.seq, (unsigned long long)b.seq);
     cu_read_back(&b, h, y, n);
     if (use_event) {
       cu_expect_all(h, n, (float)i, "y after an event-ordered copy");

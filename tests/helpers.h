@@ -12,6 +12,8 @@
 #include <cuasync.h>
 
 #include <check.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,19 +102,44 @@ static inline cua_runtime *open_policy(const char *policy, const char *extra) {
   return rt;
 }
 
-/** Exits 77 up front (before forking tests) if the test backend is absent. */
+/** Exits 77 up front if the test backend is absent. The probe runs in a
+ * child process: a CUDA context does not survive fork(), so the parent,
+ * which forks every test, must never create one. */
 static inline void require_backend(void) {
-  cua_runtime *rt = NULL;
-  char text[256];
-  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = single-stream\n",
-           test_backend());
-  int rc = open_text(&rt, text);
-  if (rc != 0) {
-    printf("skipped: backend %s unavailable: %s (%s)\n", test_backend(),
-           cua_runtime_error(NULL), cua_err_name(rc));
+  int pfd[2];
+  if (pipe(pfd) != 0) {
+    perror("pipe");
+    exit(99);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pfd[0]);
+    cua_runtime *rt = NULL;
+    char text[256];
+    snprintf(text, sizeof text,
+             "[runtime]\nbackend = %s\npolicy = single-stream\n",
+             test_backend());
+    int rc = open_text(&rt, text);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s (%s)", cua_runtime_error(NULL),
+             cua_err_name(rc));
+    if (write(pfd[1], msg, strlen(msg)) < 0)
+      rc = -1;
+    if (rc == 0)
+      cua_runtime_destroy(rt);
+    _exit(rc == 0 ? 0 : 1);
+  }
+  close(pfd[1]);
+  char msg[1024] = "";
+  ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+  msg[n > 0 ? n : 0] = '\0';
+  close(pfd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    printf("skipped: backend %s unavailable: %s\n", test_backend(), msg);
     exit(strcmp(test_backend(), "host") == 0 ? 99 : 77);
   }
-  cua_runtime_destroy(rt);
 }
 
 /** Reads a float buffer back (submit + wait a d2h copy). */
