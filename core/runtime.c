@@ -220,8 +220,64 @@ static int check_backend_sections(const cua__config *cfg) {
   return 0;
 }
 
+/* `policy = help` (or CUASYNC_POLICY=help): the open fails, and its message
+ * lists every policy on the path with its parameters, for a quick look from
+ * any program without reaching for cuasync-info. */
+typedef struct help_buf {
+  char *text;
+  size_t len, cap;
+} help_buf;
+
+static void help_add(help_buf *h, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n >= sizeof line)
+    n = sizeof line - 1;
+  if (cua__grow(&h->text, &h->cap, h->len + (size_t)n + 1, 1) == 0) {
+    memcpy(h->text + h->len, line, (size_t)n + 1);
+    h->len += (size_t)n;
+  }
+}
+
+static void help_policy(const cua__module_report *r, void *arg) {
+  help_buf *h = arg;
+  if (r->status != 0 || r->shadowed)
+    return;
+  const cua_policy_descriptor *d = r->module->desc.policy;
+  help_add(h, "\n  %s %s: %s (%s)", d->name, d->version, d->description,
+           r->path);
+  for (size_t i = 0; i < d->nparams; i++) {
+    const cua_param_spec *p = &d->params[i];
+    help_add(h, "\n      %s = %s", p->name,
+             p->default_value ? p->default_value : "(none)");
+    if (p->type == CUA_PARAM_INT || p->type == CUA_PARAM_DOUBLE)
+      help_add(h, " [%g..%g]", p->min, p->max);
+    if (p->type == CUA_PARAM_ENUM)
+      help_add(h, " [%s]", p->choices);
+    help_add(h, "  %s", p->help ? p->help : "");
+  }
+}
+
+static int policy_help(cua_runtime *rt) {
+  help_buf h = {NULL, 0, 0};
+  help_add(&h, "policy = help: the policies found are:");
+  cua__module_scan(CUA__MODULE_POLICY, rt->cfg->policy_path,
+                   rt->cfg->npolicy_path, rt->ignore_env, help_policy, &h);
+  int rc = cua__fail(NULL, CUA_ERR_INVAL, "%s", h.text ? h.text : "");
+  fprintf(stderr, "cuasync: %s\n", h.text ? h.text : "");
+  free(h.text);
+  return rc;
+}
+
 static int open_policies(cua_runtime *rt) {
   const cua__config *cfg = rt->cfg;
+  if (strcmp(cfg->policy, "help") == 0)
+    return policy_help(rt);
   int rc = cua__polinst_open(rt, cfg->policy, &rt->policy);
   if (rc) {
     char msg[CUA__ERRLEN];

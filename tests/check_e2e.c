@@ -225,6 +225,18 @@ START_TEST(virtual_host_devices_and_device_policy) {
 }
 END_TEST
 
+START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = help\n");
+  ck_assert_int_eq(rc, CUA_ERR_INVAL);
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "round-robin") && strstr(m, "least-loaded") &&
+                    strstr(m, "affinity") && strstr(m, "single-stream") &&
+                    strstr(m, "streams = 4"),
+                "%s", m);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("e2e");
   TCase *tc = tcase_create("core");
@@ -241,6 +253,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, unknown_backend_section);
   tcase_add_test(tc, auto_backend_falls_back_to_host_without_gpu);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
+  tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
   suite_add_tcase(s, tc);
   return s;
 }
