@@ -7,3 +7,39 @@ bin_PROGRAMS += %reldir%/cuasync-info
 # built (AM_TESTS_ENVIRONMENT in tests/local.mk).
 TESTS += tests/check_info.sh
 EXTRA_DIST += tests/check_info.sh
+
+# cuasync-bench: cuasync under each policy against the hand-written
+# equivalents run in the same process: raw CUDA (one stream, streams with
+# events, a CUDA graph) built from tools/bench/raw.cu when CUDA is
+# configured, plain threads always. It uses the public API only.
+bin_PROGRAMS += %reldir%/cuasync-bench
+%canon_reldir%_cuasync_bench_SOURCES = \
+	%reldir%/bench/bench.h \
+	%reldir%/bench/cuasync_run.h \
+	%reldir%/bench/report.h \
+	%reldir%/bench/main.c \
+	%reldir%/bench/workloads.c \
+	%reldir%/bench/cuasync_run.c \
+	%reldir%/bench/dispatch.c \
+	%reldir%/bench/rr-static.c \
+	%reldir%/bench/threads.c \
+	%reldir%/bench/output.c
+%canon_reldir%_cuasync_bench_LDADD = libcuasync.la -lm
+if HAVE_CUDA
+noinst_LTLIBRARIES += %reldir%/bench/libbench-raw.la
+%canon_reldir%_bench_libbench_raw_la_SOURCES = %reldir%/bench/raw.cu
+# nvcc compiles .cu as C++ (see kernels/local.mk): the C++ runtime comes
+# along for the C link of the program.
+%canon_reldir%_bench_libbench_raw_la_LIBADD = \
+	kernels/libcuasync-kernels.la $(CUDA_LIBS) -lstdc++
+%canon_reldir%_cuasync_bench_LDADD += %reldir%/bench/libbench-raw.la
+else
+%canon_reldir%_cuasync_bench_SOURCES += %reldir%/bench/raw-none.c
+endif
+EXTRA_DIST += %reldir%/bench/raw.cu %reldir%/bench/raw-none.c
+dist_man_MANS += doc/man/cuasync-bench.1
+EXTRA_DIST += conf/bench-streams8.ini conf/bench-affinity.ini
+
+# cuasync-bench's options, formats and exit codes, on the host backend.
+TESTS += tests/check_bench.sh
+EXTRA_DIST += tests/check_bench.sh

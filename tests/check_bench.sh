@@ -1,0 +1,196 @@
+#!/bin/sh
+# tests/check_bench.sh: cuasync-bench's workloads, formats and exit codes,
+# on the host backend (no GPU needed).
+#
+# Run by `make check` from the build directory, with CUASYNC_MODULE_PATH
+# pointing at the modules just built (AM_TESTS_ENVIRONMENT). Every check
+# names what it expected; the first one that fails ends the test with
+# status 1. The whole test takes a few seconds (two --quick runs).
+
+set -u
+
+BENCH=${CUASYNC_BENCH:-./tools/cuasync-bench}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_bench.XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' EXIT HUP INT TERM
+OUT=$TMP/stdout
+ERR=$TMP/stderr
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$OUT" "$ERR"; do
+    if [ -s "$f" ]; then
+      echo "--- $(basename "$f"):" >&2
+      sed 's/^/  /' "$f" | head -n 80 >&2
+    fi
+  done
+  exit 1
+}
+
+pass() {
+  checks=$((checks + 1))
+  echo "ok $checks - $*"
+}
+
+# run EXPECTED_STATUS ARGS...: runs the tool, output in $OUT and $ERR.
+run() {
+  want=$1
+  shift
+  status=0
+  "$BENCH" "$@" >"$OUT" 2>"$ERR" || status=$?
+  [ "$status" -eq "$want" ] ||
+    fail "cuasync-bench $* exited with $status, expected $want"
+}
+
+# expect FILE PATTERN WHAT: FILE must contain the (basic) regex PATTERN.
+expect() {
+  grep -q -- "$2" "$1" || fail "$3: no '$2' in $(basename "$1")"
+}
+
+[ -x "$BENCH" ] || { echo "$BENCH not built" >&2; exit 99; }
+unset CUASYNC_CONFIG CUASYNC_POLICY GNUPLOT
+
+POLICIES="single-stream round-robin least-loaded affinity"
+PATTERNS="trivial chain stencil tree random pipeline multigpu"
+MICROS="micro-chain micro-indep micro-random"
+
+# --help: usage on stdout, exit 0, the options named.
+run 0 --help
+for opt in --config --policy --backend --workload --tasks --width \
+  --duration --blocks --seed --repeat --metg --format --output --plot \
+  --quick --version; do
+  expect "$OUT" "$opt" "--help"
+done
+pass "--help exits 0 and lists the options"
+
+run 0 --version
+expect "$OUT" '^cuasync-bench (cuasync) [0-9][0-9]*\.[0-9]' "--version"
+pass "--version prints the version"
+
+# The default run, quick, on the host backend, as CSV: every workload
+# under every standard policy, and the threads baseline beside them.
+start=$(date +%s)
+run 0 --quick --backend host --format csv
+end=$(date +%s)
+[ -s "$ERR" ] && fail "a run piped to files wrote to stderr (progress?)"
+expect "$OUT" '^# cuasync-bench [0-9]' "CSV metadata"
+expect "$OUT" '^# cpu: ' "CSV metadata: the machine"
+expect "$OUT" '^workload,contender,kind,backend,tasks,' "CSV header"
+for w in $PATTERNS $MICROS; do
+  expect "$OUT" "^$w,threads,baseline,host," "CSV: $w threads baseline"
+  for p in $POLICIES; do
+    expect "$OUT" "^$w,$p,cuasync,host," "CSV: $w under $p"
+  done
+done
+expect "$OUT" '^latency,threads-task,baseline,host,' "CSV: latency baseline"
+for p in $POLICIES; do
+  expect "$OUT" "^latency,$p,cuasync,host," "CSV: latency under $p"
+done
+expect "$OUT" '^dispatch,static round-robin.c,baseline,' "CSV: dispatch"
+expect "$OUT" '^dispatch,module round-robin.so,cuasync,' "CSV: dispatch"
+pass "--quick --backend host --format csv has every workload x policy and the baselines"
+
+# Every CSV row has the header's number of fields, and no row failed or
+# ran faster than its critical path.
+grep -v '^#' "$OUT" >"$TMP/rows.csv"
+awk -F, 'NR == 1 { n = NF; next }
+  NF != n { print "row " NR " has " NF " fields, header " n; bad = 1 }
+  $(NF - 1) != 1 { print "row " NR " is not valid: " $0; bad = 1 }
+  $NF != "" { print "row " NR " failed: " $0; bad = 1 }
+  END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
+  fail "CSV rows: wrong field count, invalid or failed rows"
+# The makespan column of workload rows holds a positive number.
+awk -F, 'NR > 1 && $1 != "latency" && !($13 > 0) { print; bad = 1 }
+  END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
+  fail "CSV rows: a workload row without a makespan"
+pass "CSV rows are well formed, valid and complete"
+
+elapsed=$((end - start))
+[ "$elapsed" -le 45 ] ||
+  fail "the quick host run took ${elapsed}s (budget 45s on 2 cores)"
+pass "the quick host run took ${elapsed}s"
+
+# JSON: one document that parses, with the system facts and every policy.
+run 0 --quick --backend host --workload trivial,stencil,latency \
+  --format json --output "$TMP/out.json"
+[ -s "$OUT" ] && fail "--output: something still went to stdout"
+cp "$TMP/out.json" "$OUT"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for key in ("tool", "version", "system", "parameters", "results"):
+    assert key in d, "no " + key
+assert d["system"]["cpus"] >= 1
+rows = d["results"]
+for w in ("trivial", "stencil"):
+    who = {r["contender"] for r in rows if r["workload"] == w}
+    for p in ("threads", "single-stream", "round-robin", "least-loaded",
+              "affinity"):
+        assert p in who, "%s: no %s" % (w, p)
+    for r in rows:
+        if r["workload"] == w:
+            assert r["makespan_ns"] > 0 and r["error"] is None, r
+            assert r["efficiency"] > 0, r
+lat = [r for r in rows if r["workload"] == "latency"]
+assert len(lat) == 5 and all(r["lat_p99_ns"] >= r["lat_p50_ns"] > 0
+                             for r in lat), lat
+' <"$OUT" 2>"$ERR" || fail "--format json: the output does not parse or lacks a field"
+elif command -v jq >/dev/null 2>&1; then
+  jq -e '.results | length > 0' <"$OUT" >/dev/null 2>"$ERR" ||
+    fail "--format json: jq cannot parse it"
+else
+  expect "$OUT" '^{' "--format json"
+  expect "$OUT" '"results": \[' "--format json"
+  tail -n 1 "$OUT" | grep -q '^}$' || fail "--format json: no closing brace"
+fi
+pass "--format json --output writes a document that parses"
+
+# The table, and a METG sweep on one small workload.
+run 0 --quick --backend host --workload chain --tasks 16 --metg \
+  --repeat 1 --policy round-robin
+expect "$OUT" '^workload  *contender' "table header"
+expect "$OUT" '^chain  *round-robin  *host ' "table: the contender row"
+expect "$OUT" '^chain  *threads  *host ' "table: the baseline row"
+awk '$1 == "chain" && $NF == "-" { bad = 1 } END { exit bad }' "$OUT" ||
+  fail "--metg: a row without METG"
+pass "the table and --metg"
+
+# Bad usage: exit 2, with a message.
+for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
+  "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray"; do
+  # shellcheck disable=SC2086 # the words are meant to split
+  run 2 $args
+  [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"
+done
+pass "bad usage exits 2 with a message"
+
+# A policy that does not exist: exit 1, named on stderr.
+run 1 --quick --backend host --policy no-such-policy
+expect "$ERR" "no-such-policy" "an unknown policy: stderr"
+pass "an unknown policy exits 1 with a message"
+
+# A configuration that does not exist: exit 1, the file named.
+run 1 --quick --config "$TMP/missing.ini"
+expect "$ERR" "$TMP/missing.ini" "a missing configuration: stderr"
+pass "a missing configuration exits 1 with a message"
+
+# --plot without gnuplot: exit 3, before running anything.
+GNUPLOT=$TMP/no-gnuplot
+export GNUPLOT
+run 3 --quick --backend host --plot "$TMP/p.svg"
+unset GNUPLOT
+expect "$ERR" "gnuplot" "--plot without gnuplot: stderr"
+[ -s "$OUT" ] && fail "--plot without gnuplot still ran the benchmark"
+pass "--plot without gnuplot exits 3"
+
+# --plot with gnuplot, where it is installed.
+if command -v gnuplot >/dev/null 2>&1; then
+  run 0 --quick --backend host --workload trivial --repeat 1 \
+    --plot "$TMP/p.svg"
+  expect "$TMP/p.svg" '<svg' "--plot: the SVG"
+  pass "--plot writes an SVG through gnuplot"
+fi
+
+echo "all $checks checks passed"
+exit 0

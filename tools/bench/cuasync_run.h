@@ -1,0 +1,36 @@
+/*
+ * tools/bench/cuasync_run.h: running workload DAGs through cuasync, and the
+ * other parts of the bench that need the public API.
+ */
+#ifndef CUA_BENCH_CUASYNC_RUN_H
+#define CUA_BENCH_CUASYNC_RUN_H
+
+#include "bench.h"
+
+#include <cuasync.h>
+
+/** A workload DAG built as cuasync ops on one runtime. */
+typedef struct bench_cua bench_cua;
+
+/** Creates the DAG's buffers (untimed) and ops (timed into *build_ns). */
+int bench_cua_open(bench_cua **g, cua_runtime *rt, const bench_dag *dag,
+                   uint64_t *build_ns, char *err, size_t len);
+/** One run: *ns from cua_submit() to the return of cua_future_wait() on an
+ * idle runtime; *delta the runtime's counters over the run. */
+int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
+                  size_t len);
+/** Waits for the runtime, then frees the ops, buffers and host chunks. */
+void bench_cua_close(bench_cua *g);
+/** Future completion latency: @p warmup + @p iters times, submit a spin op
+ * of 0 ns and wait; samples[i] is submit-to-wait-return. */
+int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
+                      uint64_t *samples, char *err, size_t len);
+
+/** Policy dispatch: @p calls place() calls through round-robin's module
+ * (dlopen()ed from $CUASYNC_MODULE_PATH or the installed policies) and
+ * through a static copy of the same function, both through function
+ * pointers. *path is where the module was found. */
+int bench_dispatch(size_t calls, double *module_ns, double *static_ns,
+                   char *path, size_t pathlen, char *err, size_t len);
+
+#endif /* CUA_BENCH_CUASYNC_RUN_H */

@@ -1,0 +1,1185 @@
+/*
+ * tools/bench/main.c: cuasync-bench, cuasync against hand-written
+ * equivalents, workload by workload, in one process and one run.
+ *
+ * Contenders are cuasync runtimes, one per --policy or --config (default:
+ * the four standard policies). For each workload the DAG is generated once
+ * per backend in use; then every baseline of that backend (raw CUDA:
+ * serial, streams, graph; host: plain threads) and every contender of that
+ * backend runs it: one warm-up run, then --repeat timed runs, of which the
+ * median is reported. Derived metrics compare each row with the fastest
+ * baseline of its backend. See cuasync-bench(1) for every definition.
+ */
+#include "config.h"
+
+#include "cuasync_run.h"
+#include "report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "cuasync-bench"
+#define ERRLEN 320
+
+enum { EXIT_RUN = 1, EXIT_USAGE = 2, EXIT_PLOT = 3 };
+
+static const char *const standard_policies[] = {"single-stream", "round-robin",
+                                                "least-loaded", "affinity"};
+
+/* The micro-benchmarks, after the patterns in `--workload all`. */
+static const char *const micro_workloads[] = {
+    "micro-chain", "micro-indep", "micro-random", "latency", "dispatch", NULL};
+
+typedef struct contender {
+  const char *spec; /* policy name or config path, as given */
+  int is_config;
+  char label[160];
+  cua_runtime *rt_all; /* every device */
+  cua_runtime *rt_one; /* device 0 only (== rt_all with one device) */
+  char backend[8];
+  int ndev;
+} contender;
+
+typedef struct options {
+  const char *backend;
+  const char **workloads;
+  size_t nworkloads;
+  size_t tasks, bytes;
+  int width, repeat, streams, blocks, axpy, metg, quick, format;
+  uint64_t duration, seed;
+  const char *output, *plot;
+  int set_tasks, set_width, set_repeat, set_bytes;
+} options;
+
+/* A backend in use: what its DAGs and baselines need. */
+typedef struct group {
+  const char *backend;
+  int ndev;       /* devices for the multigpu pattern */
+  double axpy_ns; /* nominal AXPY duration, when --kernel axpy */
+  int raw_ok;     /* cuda: raw baselines can run */
+  char raw_why[256];
+} group;
+
+static int progress_on;
+static size_t progress_step;
+
+static void progress(const char *fmt, ...) {
+  va_list ap;
+  if (!progress_on)
+    return;
+  va_start(ap, fmt);
+  fprintf(stderr, "\r\033[K[%zu] ", ++progress_step);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+}
+
+static void progress_end(void) {
+  if (progress_on)
+    fputs("\r\033[K", stderr);
+}
+
+/* ------------------------------------------------------------ usage */
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: " PROG " [OPTION]...\n"
+          "Benchmarks cuasync under scheduling policies against hand-written\n"
+          "raw CUDA (one stream, streams with events, a CUDA graph) or plain\n"
+          "threads (host backend), on Task Bench dependency patterns.\n"
+          "\n"
+          "Contenders (each one is a row per workload; default: the four\n"
+          "standard policies single-stream, round-robin, least-loaded and\n"
+          "affinity with the built-in configuration):\n"
+          "  -c, --config FILE     a runtime opened from an INI file\n"
+          "  -p, --policy NAME     a runtime with [runtime] policy = NAME\n"
+          "  -b, --backend B       auto|cuda|host for --policy contenders "
+          "(auto)\n"
+          "\n"
+          "Workloads:\n"
+          "  -w, --workload NAME   all (default), or a comma-separated list "
+          "of\n"
+          "                        trivial chain stencil tree random pipeline\n"
+          "                        multigpu micro-chain micro-indep "
+          "micro-random\n"
+          "                        latency dispatch\n"
+          "  -n, --tasks N         tasks per pattern (1024; --quick 64)\n"
+          "  -W, --width W         chains / stencil and random width (8; "
+          "quick 4)\n"
+          "  -d, --duration T      task duration: ns, or with us|ms|s "
+          "(50us)\n"
+          "  -B, --blocks B        blocks of each spin kernel (1)\n"
+          "  -k, --kernel K        spin (default) or axpy tasks\n"
+          "      --bytes N         axpy buffer / pipeline chunk, K|M|G "
+          "(256K)\n"
+          "  -S, --streams N       streams of the baselines and of the ideal "
+          "(4)\n"
+          "  -s, --seed S          random pattern seed (1)\n"
+          "  -r, --repeat R        timed runs after one warm-up; median (5; "
+          "quick 3)\n"
+          "  -m, --metg            sweep the task duration 1us..10ms, report "
+          "METG(50%%)\n"
+          "  -q, --quick           small sizes: the default run in seconds\n"
+          "\n"
+          "Output:\n"
+          "  -f, --format F        table (default), csv or json\n"
+          "  -o, --output FILE     write there instead of standard output\n"
+          "  -P, --plot FILE.svg   also plot through gnuplot\n"
+          "  -h, --help            this help\n"
+          "  -V, --version         version\n"
+          "\n"
+          "Exit status: 0 ok, 1 a contender failed to open or a run failed,\n"
+          "2 bad usage, 3 --plot without gnuplot. See cuasync-bench(1).\n");
+}
+
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs(PROG ": ", stderr);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("\nTry '" PROG " --help'.\n", stderr);
+  return EXIT_USAGE;
+}
+
+/* An unsigned number with an optional unit suffix from @p units (name,
+ * factor pairs, NULL-terminated). */
+typedef struct unit {
+  const char *name;
+  uint64_t factor;
+} unit;
+
+static int parse_num(const char *s, const unit *units, uint64_t lo, uint64_t hi,
+                     uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (s[0] == '-' || s[0] == '\0')
+    return -1;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0)
+    return -1;
+  uint64_t f = 1;
+  if (*end) {
+    int found = 0;
+    for (const unit *u = units; u != NULL && u->name != NULL; u++)
+      if (strcmp(end, u->name) == 0) {
+        f = u->factor;
+        found = 1;
+      }
+    if (!found)
+      return -1;
+  }
+  double r = v * (double)f;
+  if (r < (double)lo || r > (double)hi || r != floor(r))
+    return -1;
+  *out = (uint64_t)r;
+  return 0;
+}
+
+static const unit time_units[] = {
+    {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {NULL, 0}};
+static const unit size_units[] = {
+    {"K", 1024},       {"KiB", 1024},       {"M", 1048576}, {"MiB", 1048576},
+    {"G", 1073741824}, {"GiB", 1073741824}, {NULL, 0}};
+
+static int known_workload(const char *w) {
+  for (int i = 0; bench_patterns[i]; i++)
+    if (strcmp(w, bench_patterns[i]) == 0)
+      return 1;
+  for (int i = 0; micro_workloads[i]; i++)
+    if (strcmp(w, micro_workloads[i]) == 0)
+      return 1;
+  return 0;
+}
+
+static int is_pattern(const char *w) {
+  for (int i = 0; bench_patterns[i]; i++)
+    if (strcmp(w, bench_patterns[i]) == 0)
+      return 1;
+  return 0;
+}
+
+static int add_workloads(options *o, const char *list) {
+  char *copy = strdup(list), *save = NULL;
+  if (copy == NULL)
+    return -1;
+  for (char *w = strtok_r(copy, ",", &save); w;
+       w = strtok_r(NULL, ",", &save)) {
+    const char **v;
+    if (strcmp(w, "all") == 0) {
+      for (int i = 0; bench_patterns[i]; i++)
+        if (add_workloads(o, bench_patterns[i]))
+          return -1;
+      for (int i = 0; micro_workloads[i]; i++)
+        if (add_workloads(o, micro_workloads[i]))
+          return -1;
+      continue;
+    }
+    if (!known_workload(w)) {
+      usage_error("unknown workload '%s'", w);
+      free(copy);
+      return -2;
+    }
+    for (size_t i = 0; i < o->nworkloads; i++)
+      if (strcmp(o->workloads[i], w) == 0)
+        goto next;
+    v = realloc(o->workloads, (o->nworkloads + 1) * sizeof *v);
+    if (v == NULL)
+      return -1;
+    o->workloads = v;
+    for (int i = 0; bench_patterns[i]; i++)
+      if (strcmp(w, bench_patterns[i]) == 0)
+        o->workloads[o->nworkloads++] = bench_patterns[i];
+    for (int i = 0; micro_workloads[i]; i++)
+      if (strcmp(w, micro_workloads[i]) == 0)
+        o->workloads[o->nworkloads++] = micro_workloads[i];
+  next:;
+  }
+  free(copy);
+  return 0;
+}
+
+/* ---------------------------------------------------------- statistics */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_u64);
+  if (n == 0)
+    return NAN;
+  return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Nearest-rank percentile of sorted @p v. */
+static double percentile(const uint64_t *v, size_t n, double p) {
+  if (n == 0)
+    return NAN;
+  size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+  if (rank < 1)
+    rank = 1;
+  return (double)v[rank - 1];
+}
+
+/* ---------------------------------------------------------- rows */
+
+typedef struct rows {
+  bench_row *v;
+  size_t n, cap;
+  int failed;
+} rows;
+
+static bench_row *row_new(rows *r, const char *workload, const char *who,
+                          const char *kind, const char *backend) {
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 64;
+    bench_row *v = realloc(r->v, cap * sizeof *v);
+    if (v == NULL) {
+      fprintf(stderr, PROG ": out of memory\n");
+      exit(EXIT_RUN);
+    }
+    r->v = v;
+    r->cap = cap;
+  }
+  bench_row *row = &r->v[r->n++];
+  memset(row, 0, sizeof *row);
+  snprintf(row->workload, sizeof row->workload, "%s", workload);
+  snprintf(row->contender, sizeof row->contender, "%s", who);
+  row->kind = kind;
+  snprintf(row->backend, sizeof row->backend, "%s", backend);
+  row->valid = 1;
+  double *nans[] = {
+      &row->task_ns,       &row->makespan_ns, &row->per_task_ns,
+      &row->throughput,    &row->overhead_ns, &row->ideal_ns,
+      &row->efficiency,    &row->concurrency, &row->events_per_kop,
+      &row->waits_per_kop, &row->ratio,       &row->build_ns_per_op,
+      &row->lat_p50_ns,    &row->lat_p99_ns,  &row->metg_ns};
+  for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
+    *nans[i] = NAN;
+  return row;
+}
+
+static void row_fail(rows *r, bench_row *row, const char *msg) {
+  snprintf(row->error, sizeof row->error, "%s", msg);
+  row->makespan_ns = NAN;
+  r->failed = 1;
+  progress_end();
+  fprintf(stderr, PROG ": %s / %s: %s\n", row->workload, row->contender, msg);
+}
+
+/* ---------------------------------------------------------- series */
+
+/* Something that runs a DAG: a baseline or a contender, opened for one
+ * DAG. */
+typedef enum series_kind {
+  S_RAW_SERIAL,
+  S_RAW_STREAMS,
+  S_RAW_GRAPH,
+  S_THREADS,
+  S_CUASYNC
+} series_kind;
+
+typedef struct series {
+  series_kind kind;
+  const char *name;
+  cua_runtime *rt;
+  int streams;
+  const bench_plan *plan;
+} series;
+
+typedef struct measure {
+  double makespan_ns;
+  double events_per_kop, waits_per_kop, build_ns_per_op;
+} measure;
+
+/* Opens, warms up, runs @p repeat times, closes. */
+static int run_series(const series *s, const bench_dag *dag, int repeat,
+                      measure *m, char *err, size_t len) {
+  bench_raw *raw = NULL;
+  bench_threads *th = NULL;
+  bench_cua *g = NULL;
+  uint64_t *t = calloc((size_t)repeat + 1, sizeof *t);
+  uint64_t build = 0, events = 0, waits = 0;
+  int rc = -1;
+
+  m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
+  m->build_ns_per_op = NAN;
+  if (t == NULL) {
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  switch (s->kind) {
+  case S_RAW_SERIAL:
+  case S_RAW_STREAMS:
+  case S_RAW_GRAPH:
+    rc = bench_raw_open(&raw, dag, s->plan,
+                        s->kind == S_RAW_SERIAL    ? BENCH_RAW_SERIAL
+                        : s->kind == S_RAW_STREAMS ? BENCH_RAW_STREAMS
+                                                   : BENCH_RAW_GRAPH,
+                        err, len);
+    break;
+  case S_THREADS:
+    /* As many workers as the ideal has queues: streams on every device. */
+    rc = bench_threads_open(&th, dag, s->streams * dag->ndevices, err, len);
+    break;
+  case S_CUASYNC:
+    rc = bench_cua_open(&g, s->rt, dag, &build, err, len);
+    break;
+  }
+  for (int i = 0; rc == 0 && i <= repeat; i++) {
+    cua_stats delta;
+    switch (s->kind) {
+    case S_THREADS:
+      rc = bench_threads_run(th, &t[i], err, len);
+      break;
+    case S_CUASYNC:
+      rc = bench_cua_run(g, &t[i], &delta, err, len);
+      if (rc == 0 && i > 0) {
+        events += delta.events_recorded;
+        waits += delta.event_waits;
+      }
+      break;
+    default:
+      rc = bench_raw_run(raw, &t[i], err, len);
+      break;
+    }
+  }
+  if (rc == 0) {
+    /* t[0] is the warm-up. */
+    m->makespan_ns = median(t + 1, (size_t)repeat);
+    double ops = (double)dag->n * repeat;
+    if (s->kind == S_CUASYNC) {
+      m->events_per_kop = 1000.0 * (double)events / ops;
+      m->waits_per_kop = 1000.0 * (double)waits / ops;
+      m->build_ns_per_op = (double)build / (double)dag->n;
+    } else if (s->kind == S_RAW_SERIAL) {
+      m->events_per_kop = m->waits_per_kop = 0;
+    } else if (s->kind != S_THREADS) {
+      m->events_per_kop = 1000.0 * (double)s->plan->nrecords / dag->n;
+      m->waits_per_kop = 1000.0 * (double)s->plan->nwaits / dag->n;
+    }
+  }
+  bench_raw_close(raw);
+  bench_threads_close(th);
+  bench_cua_close(g);
+  free(t);
+  return rc;
+}
+
+/* ------------------------------------------------------ the workloads */
+
+typedef struct bench {
+  options *o;
+  contender *cont;
+  size_t ncont;
+  group groups[2];
+  size_t ngroups;
+  rows rows;
+} bench;
+
+/* The shape of workload @p w for group @p gr. */
+static void shape_for(const bench *b, const char *w, const group *gr,
+                      bench_shape *sh, const char **pattern) {
+  const options *o = b->o;
+  memset(sh, 0, sizeof *sh);
+  sh->tasks = o->tasks;
+  sh->width = o->width;
+  sh->ns = o->duration;
+  sh->blocks = (uint32_t)o->blocks;
+  sh->axpy = o->axpy;
+  sh->bytes = o->bytes;
+  sh->seed = o->seed;
+  sh->ndevices = gr->ndev;
+  *pattern = w;
+  if (strcmp(w, "micro-chain") == 0) {
+    *pattern = "chain";
+    sh->tasks = o->quick ? 1000 : 10000;
+    sh->width = 1;
+    sh->ns = 0;
+  } else if (strcmp(w, "micro-indep") == 0) {
+    *pattern = "trivial";
+    sh->tasks = o->quick ? 256 : 2000;
+    sh->ns = 10000;
+  } else if (strcmp(w, "micro-random") == 0) {
+    *pattern = "random";
+    sh->tasks = o->quick ? 256 : 2000;
+    sh->width = o->quick ? 8 : 16;
+    sh->ns = 1000;
+  }
+  if (strncmp(w, "micro-", 6) == 0) {
+    sh->blocks = 1;
+    sh->axpy = 0;
+  }
+}
+
+static int has_axpy(const bench_dag *d) {
+  for (size_t k = 0; k < d->n; k++)
+    if (d->task[k].kind == BENCH_AXPY)
+      return 1;
+  return 0;
+}
+
+static double task_ns_of(const bench_dag *d, const group *gr) {
+  return has_axpy(d) ? gr->axpy_ns : (double)d->ns;
+}
+
+/* Fills a row's metrics from a measurement. */
+static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
+                     const options *o, const measure *m) {
+  row->tasks = d->n;
+  row->width = d->width;
+  row->streams = o->streams;
+  row->devices = d->ndevices;
+  row->repeat = o->repeat;
+  row->duration_ns = d->ns;
+  row->blocks = d->blocks;
+  row->task_ns = task_ns_of(d, gr);
+  row->makespan_ns = m->makespan_ns;
+  row->per_task_ns = m->makespan_ns / (double)d->n;
+  row->throughput = (double)d->n * 1e9 / m->makespan_ns;
+  row->ideal_ns = bench_dag_ideal(d, row->task_ns, o->streams * d->ndevices);
+  if (row->ideal_ns > 0) {
+    row->efficiency = row->ideal_ns / m->makespan_ns;
+    row->concurrency = (double)d->ncompute * row->task_ns / m->makespan_ns;
+  }
+  row->events_per_kop = m->events_per_kop;
+  row->waits_per_kop = m->waits_per_kop;
+  row->build_ns_per_op = m->build_ns_per_op;
+  /* A run faster than its critical path skipped a dependency. The GPU's
+   * global timer may tick as coarsely as 1 us, so each spin on the path may
+   * end up to 1 us early. */
+  double path = row->task_ns * (double)d->cp_compute;
+  double slack = strcmp(gr->backend, "cuda") == 0 ? 1000.0 * d->cp_compute : 0;
+  if (!has_axpy(d) && d->ns > 0 && m->makespan_ns + slack < 0.98 * path) {
+    row->valid = 0;
+    progress_end();
+    fprintf(stderr,
+            PROG ": warning: %s / %s: makespan %.0f ns is below the critical "
+                 "path, %.0f ns: a dependency was not honoured\n",
+            row->workload, row->contender, m->makespan_ns, path);
+  }
+}
+
+/* The series of a group: its baselines, then its contenders. */
+static size_t series_of(const bench *b, const group *gr, const char *w,
+                        const bench_plan *plan, series *out) {
+  size_t n = 0;
+  if (strcmp(gr->backend, "cuda") == 0) {
+    out[n++] = (series){S_RAW_SERIAL, "raw-serial", NULL, 1, plan};
+    out[n++] =
+        (series){S_RAW_STREAMS, "raw-streams", NULL, b->o->streams, plan};
+    out[n++] = (series){S_RAW_GRAPH, "raw-graph", NULL, b->o->streams, plan};
+  } else {
+    out[n++] = (series){S_THREADS, "threads", NULL, b->o->streams, plan};
+  }
+  for (size_t i = 0; i < b->ncont; i++) {
+    const contender *c = &b->cont[i];
+    if (strcmp(c->backend, gr->backend) != 0)
+      continue;
+    out[n++] = (series){S_CUASYNC, c->label,
+                        strcmp(w, "multigpu") == 0 ? c->rt_all : c->rt_one,
+                        b->o->streams, plan};
+  }
+  return n;
+}
+
+static int is_baseline(series_kind k) {
+  return k != S_CUASYNC;
+}
+
+/* METG(50%) of one series: sweep the spin duration upwards over the grid
+ * below, each point a full measurement (warm-up and --repeat runs), and
+ * stop at the first point at or above 50% efficiency. The sweep also stops,
+ * with METG not reached, when more duration will not get there: two grid
+ * steps gained less than 5%, or the makespan grows with the duration so
+ * steeply that even infinitely long tasks would stay below 40% (makespan
+ * taken as overhead + slope * duration, the slope from the last two
+ * points, trusted once efficiency is at least 10%); or when the next point
+ * would take more than the time budget. */
+static const double metg_grid_us[] = {1,   2,   5,    10,   20,   50,   100,
+                                      200, 500, 1000, 2000, 5000, 10000};
+
+static void sweep_metg(bench *b, const series *s, const bench_dag *base,
+                       bench_row *row) {
+  const options *o = b->o;
+  int p = o->streams * base->ndevices;
+  double budget = o->quick ? 2e9 : 10e9, prev_d = 0, prev_e = 0, prev_m = 0;
+  size_t npts = sizeof metg_grid_us / sizeof *metg_grid_us;
+  char err[ERRLEN];
+
+  row->metg_state = BENCH_METG_NOT_REACHED;
+  for (size_t i = 0; i < npts; i++) {
+    bench_dag d = *base; /* shares the tasks; only the duration differs */
+    measure m;
+    d.ns = (uint64_t)(metg_grid_us[i] * 1000);
+    double ideal = bench_dag_ideal(&d, (double)d.ns, p);
+    if (ideal * (o->repeat + 1) > budget)
+      break;
+    progress("%s: METG %s at %gus", row->workload, s->name, metg_grid_us[i]);
+    if (run_series(s, &d, o->repeat, &m, err, sizeof err) != 0) {
+      row_fail(&b->rows, row, err);
+      row->metg_state = BENCH_METG_NONE;
+      return;
+    }
+    double e = ideal / m.makespan_ns;
+    if (row->metg_points < BENCH_METG_POINTS) {
+      row->metg_d[row->metg_points] = (double)d.ns;
+      row->metg_eff[row->metg_points++] = e;
+    }
+    if (e >= 0.5) {
+      if (i == 0) {
+        row->metg_state = BENCH_METG_BELOW;
+        row->metg_ns = (double)d.ns;
+      } else {
+        /* Interpolated in log(duration) between the two grid points. */
+        double f = (0.5 - prev_e) / (e - prev_e);
+        row->metg_state = BENCH_METG_FOUND;
+        row->metg_ns = exp(log(prev_d) + f * (log((double)d.ns) - log(prev_d)));
+      }
+      return;
+    }
+    if (row->metg_points >= 3 && e < 1.05 * row->metg_eff[row->metg_points - 3])
+      return;
+    if (i > 0 && e >= 0.1 && m.makespan_ns > prev_m) {
+      double slope = (m.makespan_ns - prev_m) / ((double)d.ns - prev_d);
+      if (ideal / (double)d.ns / slope < 0.4)
+        return;
+    }
+    prev_d = (double)d.ns;
+    prev_e = e;
+    prev_m = m.makespan_ns;
+  }
+}
+
+static void run_dag_workload(bench *b, const char *w, const group *gr) {
+  bench_shape sh;
+  bench_dag dag;
+  bench_plan plan;
+  const char *pattern;
+  char err[ERRLEN];
+  series *ser = calloc(b->ncont + 4, sizeof *ser);
+  size_t first = b->rows.n;
+
+  if (ser == NULL) {
+    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend),
+             "out of memory");
+    return;
+  }
+  shape_for(b, w, gr, &sh, &pattern);
+  if (bench_dag_make(&dag, pattern, &sh, err, sizeof err) != 0) {
+    free(ser);
+    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend), err);
+    return;
+  }
+  snprintf(dag.name, sizeof dag.name, "%s", w);
+  if (bench_plan_make(&plan, &dag, b->o->streams, err, sizeof err) != 0) {
+    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend), err);
+    bench_dag_free(&dag);
+    free(ser);
+    return;
+  }
+  size_t ns = series_of(b, gr, w, &plan, ser);
+  for (size_t i = 0; i < ns; i++) {
+    const series *s = &ser[i];
+    bench_row *row =
+        row_new(&b->rows, w, s->name,
+                is_baseline(s->kind) ? "baseline" : "cuasync", gr->backend);
+    measure m;
+    if (strcmp(gr->backend, "cuda") == 0 && is_baseline(s->kind) &&
+        !gr->raw_ok) {
+      row_fail(&b->rows, row, gr->raw_why);
+      continue;
+    }
+    if (sh.axpy && isnan(gr->axpy_ns)) {
+      row_fail(&b->rows, row, "the AXPY duration could not be measured");
+      continue;
+    }
+    progress("%s: %s", w, s->name);
+    if (run_series(s, &dag, b->o->repeat, &m, err, sizeof err) != 0) {
+      row_fail(&b->rows, row, err);
+      continue;
+    }
+    fill_row(row, &dag, gr, b->o, &m);
+    if (b->o->metg && is_pattern(w) && !sh.axpy)
+      sweep_metg(b, s, &dag, &b->rows.v[b->rows.n - 1]);
+  }
+  /* Compare with the fastest baseline of this backend. */
+  const bench_row *best = NULL;
+  for (size_t i = first; i < b->rows.n; i++) {
+    const bench_row *r = &b->rows.v[i];
+    if (strcmp(r->kind, "baseline") == 0 && !isnan(r->makespan_ns) &&
+        (best == NULL || r->makespan_ns < best->makespan_ns))
+      best = r;
+  }
+  for (size_t i = first; best != NULL && i < b->rows.n; i++) {
+    bench_row *r = &b->rows.v[i];
+    if (isnan(r->makespan_ns))
+      continue;
+    r->ratio = r->makespan_ns / best->makespan_ns;
+    r->overhead_ns = (r->makespan_ns - best->makespan_ns) / (double)r->tasks;
+    snprintf(r->best_raw, sizeof r->best_raw, "%s", best->contender);
+  }
+  bench_plan_free(&plan);
+  bench_dag_free(&dag);
+  free(ser);
+}
+
+static void latency_row(bench *b, bench_row *row, uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_u64);
+  row->tasks = n;
+  row->repeat = b->o->repeat;
+  row->streams = 1;
+  row->devices = 1;
+  row->lat_p50_ns = percentile(v, n, 50);
+  row->lat_p99_ns = percentile(v, n, 99);
+}
+
+static void run_latency(bench *b, const group *gr) {
+  size_t iters = b->o->quick ? 100 : 1000;
+  uint64_t *v = calloc(iters, sizeof *v);
+  char err[ERRLEN];
+  size_t first = b->rows.n;
+  if (v == NULL)
+    return;
+  int cuda = strcmp(gr->backend, "cuda") == 0;
+  bench_row *row =
+      row_new(&b->rows, "latency", cuda ? "raw-callback" : "threads-task",
+              "baseline", gr->backend);
+  progress("latency: %s", row->contender);
+  if (cuda && !gr->raw_ok)
+    row_fail(&b->rows, row, gr->raw_why);
+  else if ((cuda ? bench_raw_callback_latency(iters, v, err, sizeof err)
+                 : bench_threads_latency(iters, v, err, sizeof err)) != 0)
+    row_fail(&b->rows, row, err);
+  else
+    latency_row(b, row, v, iters);
+  for (size_t i = 0; i < b->ncont; i++) {
+    const contender *c = &b->cont[i];
+    if (strcmp(c->backend, gr->backend) != 0)
+      continue;
+    row = row_new(&b->rows, "latency", c->label, "cuasync", gr->backend);
+    progress("latency: %s", c->label);
+    if (bench_cua_latency(c->rt_one, iters, 10, v, err, sizeof err) != 0)
+      row_fail(&b->rows, row, err);
+    else
+      latency_row(b, row, v, iters);
+  }
+  const bench_row *base = &b->rows.v[first];
+  for (size_t i = first; i < b->rows.n; i++) {
+    bench_row *r = &b->rows.v[i];
+    if (!isnan(base->lat_p50_ns) && !isnan(r->lat_p50_ns)) {
+      r->ratio = r->lat_p50_ns / base->lat_p50_ns;
+      snprintf(r->best_raw, sizeof r->best_raw, "%s", base->contender);
+    }
+  }
+  free(v);
+}
+
+static void run_dispatch(bench *b) {
+  size_t calls = b->o->quick ? 1000000 : 10000000;
+  double mod = 0, sta = 0;
+  char path[1024], err[ERRLEN];
+  progress("dispatch");
+  row_new(&b->rows, "dispatch", "static round-robin.c", "baseline", "-");
+  bench_row *rm =
+      row_new(&b->rows, "dispatch", "module round-robin.so", "cuasync", "-");
+  bench_row *rs = rm - 1; /* the second row_new() may have moved the first */
+  if (bench_dispatch(calls, &mod, &sta, path, sizeof path, err, sizeof err)) {
+    row_fail(&b->rows, rs, err);
+    row_fail(&b->rows, rm, err);
+    return;
+  }
+  bench_row *pair[2] = {rs, rm};
+  double per[2] = {sta, mod};
+  for (int i = 0; i < 2; i++) {
+    bench_row *r = pair[i];
+    r->tasks = calls / 5;
+    r->repeat = 5;
+    r->streams = 4;
+    r->devices = 1;
+    r->per_task_ns = per[i];
+    r->makespan_ns = per[i] * (double)r->tasks;
+    r->throughput = 1e9 / per[i];
+    r->ratio = per[i] / sta;
+    r->overhead_ns = per[i] - sta;
+    snprintf(r->best_raw, sizeof r->best_raw, "static");
+  }
+}
+
+/* ------------------------------------------------------ contenders */
+
+static int open_runtime(cua_runtime **rt, const contender *c,
+                        const char *backend, int one_device) {
+  cua_runtime_options ro;
+  char text[512];
+  memset(&ro, 0, sizeof ro);
+  ro.size = sizeof ro;
+  if (c->is_config) {
+    ro.config_path = c->spec;
+  } else {
+    snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s",
+             backend, c->spec, one_device ? "devices = 0\n" : "");
+    ro.config_text = text;
+    ro.flags = CUA_RUNTIME_NO_SYSTEM_CONFIG;
+  }
+  return cua_runtime_create_ex(rt, &ro);
+}
+
+static int open_contender(contender *c, const char *backend) {
+  int rc = open_runtime(&c->rt_all, c, backend, 0);
+  if (rc) {
+    fprintf(stderr, PROG ": cannot open %s '%s': %s: %s\n",
+            c->is_config ? "configuration" : "policy", c->spec,
+            cua_err_name(rc), cua_runtime_error(NULL));
+    return -1;
+  }
+  c->ndev = cua_device_count(c->rt_all);
+  snprintf(c->backend, sizeof c->backend, "%s", cua_runtime_backend(c->rt_all));
+  c->rt_one = c->rt_all;
+  if (c->ndev > 1 && !c->is_config) {
+    rc = open_runtime(&c->rt_one, c, backend, 1);
+    if (rc) {
+      fprintf(stderr, PROG ": cannot open policy '%s' on device 0: %s: %s\n",
+              c->spec, cua_err_name(rc), cua_runtime_error(NULL));
+      c->rt_one = NULL;
+      return -1;
+    }
+  }
+  if (c->is_config) {
+    const char *base = strrchr(c->spec, '/');
+    snprintf(c->label, sizeof c->label, "%s:%s", base ? base + 1 : c->spec,
+             cua_runtime_policy(c->rt_all));
+  } else {
+    snprintf(c->label, sizeof c->label, "%s", cua_runtime_policy(c->rt_all));
+  }
+  return 0;
+}
+
+static void close_contender(contender *c) {
+  if (c->rt_one != c->rt_all)
+    cua_runtime_destroy(c->rt_one);
+  cua_runtime_destroy(c->rt_all);
+  c->rt_one = c->rt_all = NULL;
+}
+
+/* Makes contender labels unique (the same policy given twice). */
+static void unique_labels(contender *c, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(c[i].label, c[j].label) == 0) {
+        size_t l = strlen(c[i].label);
+        snprintf(c[i].label + l, sizeof c[i].label - l, " (%zu)", i + 1);
+        break;
+      }
+}
+
+/* ------------------------------------------------------ metadata */
+
+static void fill_meta(bench_meta *m, const bench *b) {
+  const options *o = b->o;
+  memset(m, 0, sizeof *m);
+  m->version = cua_version_string();
+  static char backends[32];
+  backends[0] = '\0';
+  for (size_t i = 0; i < b->ngroups; i++) {
+    if (i)
+      strcat(backends, ",");
+    strcat(backends, b->groups[i].backend);
+  }
+  m->backends = backends;
+  m->have_cuda_info = bench_raw_sysinfo(&m->cuda) == 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[256];
+  while (f != NULL && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *v = strchr(line, ':');
+      if (v != NULL) {
+        v += strspn(v + 1, " \t") + 1;
+        v[strcspn(v, "\n")] = '\0';
+        snprintf(m->cpu, sizeof m->cpu, "%s", v);
+      }
+      break;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  if (m->cpu[0] == '\0') {
+    struct utsname u;
+    if (uname(&u) == 0)
+      snprintf(m->cpu, sizeof m->cpu, "%s", u.machine);
+  }
+  m->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (gethostname(m->hostname, sizeof m->hostname) != 0)
+    m->hostname[0] = '\0';
+  m->hostname[sizeof m->hostname - 1] = '\0';
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  m->tasks = o->tasks;
+  m->width = o->width;
+  m->streams = o->streams;
+  m->repeat = o->repeat;
+  m->quick = o->quick;
+  m->metg = o->metg;
+  m->axpy = o->axpy;
+  m->duration_ns = o->duration;
+  m->seed = o->seed;
+  m->blocks = (uint32_t)o->blocks;
+  m->bytes = o->bytes;
+}
+
+/* ------------------------------------------------------------ main */
+
+typedef struct spec {
+  const char *value;
+  int is_config;
+} spec;
+
+int main(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"config", required_argument, NULL, 'c'},
+      {"policy", required_argument, NULL, 'p'},
+      {"backend", required_argument, NULL, 'b'},
+      {"workload", required_argument, NULL, 'w'},
+      {"tasks", required_argument, NULL, 'n'},
+      {"width", required_argument, NULL, 'W'},
+      {"duration", required_argument, NULL, 'd'},
+      {"blocks", required_argument, NULL, 'B'},
+      {"kernel", required_argument, NULL, 'k'},
+      {"bytes", required_argument, NULL, 'x'},
+      {"streams", required_argument, NULL, 'S'},
+      {"seed", required_argument, NULL, 's'},
+      {"repeat", required_argument, NULL, 'r'},
+      {"metg", no_argument, NULL, 'm'},
+      {"quick", no_argument, NULL, 'q'},
+      {"format", required_argument, NULL, 'f'},
+      {"output", required_argument, NULL, 'o'},
+      {"plot", required_argument, NULL, 'P'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  options o;
+  spec *specs = calloc((size_t)argc + 4, sizeof *specs);
+  size_t nspecs = 0;
+  uint64_t v;
+  int c;
+
+  memset(&o, 0, sizeof o);
+  o.backend = "auto";
+  o.tasks = 1024;
+  o.width = 8;
+  o.duration = 50000;
+  o.blocks = 1;
+  o.streams = 4;
+  o.seed = 1;
+  o.repeat = 5;
+  o.bytes = 256 * 1024;
+  o.format = BENCH_FMT_TABLE;
+  if (specs == NULL)
+    return EXIT_RUN;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":c:p:b:w:n:W:d:B:k:S:s:r:mqf:o:P:hV",
+                          longopts, NULL)) != -1) {
+    switch (c) {
+    case 'c':
+    case 'p':
+      specs[nspecs].value = optarg;
+      specs[nspecs++].is_config = c == 'c';
+      break;
+    case 'b':
+      if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") &&
+          strcmp(optarg, "host"))
+        return usage_error("--backend must be auto, cuda or host, not '%s'",
+                           optarg);
+      o.backend = optarg;
+      break;
+    case 'w': {
+      int rc = add_workloads(&o, optarg);
+      if (rc == -2)
+        return EXIT_USAGE;
+      if (rc)
+        return EXIT_RUN;
+      break;
+    }
+    case 'n':
+      if (parse_num(optarg, NULL, 1, 10000000, &v))
+        return usage_error("--tasks wants 1..10000000, not '%s'", optarg);
+      o.tasks = (size_t)v;
+      o.set_tasks = 1;
+      break;
+    case 'W':
+      if (parse_num(optarg, NULL, 1, 65536, &v))
+        return usage_error("--width wants 1..65536, not '%s'", optarg);
+      o.width = (int)v;
+      o.set_width = 1;
+      break;
+    case 'd':
+      if (parse_num(optarg, time_units, 0, 10000000000ull, &v))
+        return usage_error("--duration wants 0..10s (ns, or a us|ms|s "
+                           "suffix), not '%s'",
+                           optarg);
+      o.duration = v;
+      break;
+    case 'B':
+      if (parse_num(optarg, NULL, 1, 65535, &v))
+        return usage_error("--blocks wants 1..65535, not '%s'", optarg);
+      o.blocks = (int)v;
+      break;
+    case 'k':
+      if (strcmp(optarg, "spin") && strcmp(optarg, "axpy"))
+        return usage_error("--kernel must be spin or axpy, not '%s'", optarg);
+      o.axpy = strcmp(optarg, "axpy") == 0;
+      break;
+    case 'x':
+      if (parse_num(optarg, size_units, 4, 1ull << 34, &v))
+        return usage_error("--bytes wants 4..16G (K|M|G suffixes), not '%s'",
+                           optarg);
+      o.bytes = (size_t)v;
+      o.set_bytes = 1;
+      break;
+    case 'S':
+      if (parse_num(optarg, NULL, 1, 1024, &v))
+        return usage_error("--streams wants 1..1024, not '%s'", optarg);
+      o.streams = (int)v;
+      break;
+    case 's': {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(optarg, &end, 0);
+      if (errno || *end || end == optarg || optarg[0] == '-')
+        return usage_error("--seed wants an unsigned number, not '%s'", optarg);
+      o.seed = s;
+      break;
+    }
+    case 'r':
+      if (parse_num(optarg, NULL, 1, 10000, &v))
+        return usage_error("--repeat wants 1..10000, not '%s'", optarg);
+      o.repeat = (int)v;
+      o.set_repeat = 1;
+      break;
+    case 'm':
+      o.metg = 1;
+      break;
+    case 'q':
+      o.quick = 1;
+      break;
+    case 'f':
+      if (strcmp(optarg, "table") == 0)
+        o.format = BENCH_FMT_TABLE;
+      else if (strcmp(optarg, "csv") == 0)
+        o.format = BENCH_FMT_CSV;
+      else if (strcmp(optarg, "json") == 0)
+        o.format = BENCH_FMT_JSON;
+      else
+        return usage_error("--format must be table, csv or json, not '%s'",
+                           optarg);
+      break;
+    case 'o':
+      o.output = optarg;
+      break;
+    case 'P':
+      o.plot = optarg;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    case 'V':
+      printf(PROG " (cuasync) %s\n", cua_version_string());
+      return 0;
+    case ':':
+      return usage_error("option '%s' needs an argument", argv[optind - 1]);
+    default:
+      if (optopt)
+        return usage_error("unknown option '-%c'", optopt);
+      return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return usage_error("unexpected argument '%s'", argv[optind]);
+  if (o.quick) {
+    if (!o.set_tasks)
+      o.tasks = 64;
+    if (!o.set_width)
+      o.width = 4;
+    if (!o.set_repeat)
+      o.repeat = 3;
+    if (!o.set_bytes)
+      o.bytes = 64 * 1024;
+  }
+  if (o.nworkloads == 0)
+    add_workloads(&o, "all");
+  if (o.plot != NULL && !bench_have_gnuplot()) {
+    fprintf(stderr,
+            PROG ": --plot needs gnuplot: %s not found (set $GNUPLOT or "
+                 "install gnuplot)\n",
+            getenv("GNUPLOT") && *getenv("GNUPLOT") ? getenv("GNUPLOT")
+                                                    : "gnuplot in $PATH");
+    return EXIT_PLOT;
+  }
+  FILE *out = stdout;
+  if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
+    fprintf(stderr, PROG ": cannot write %s: %s\n", o.output, strerror(errno));
+    return EXIT_RUN;
+  }
+  progress_on = isatty(STDERR_FILENO);
+
+  /* Each contender names its own policy: an override from the
+   * environment would make every contender the same. */
+  if (getenv("CUASYNC_POLICY") != NULL) {
+    fprintf(stderr, PROG ": note: ignoring $CUASYNC_POLICY=%s\n",
+            getenv("CUASYNC_POLICY"));
+    unsetenv("CUASYNC_POLICY");
+  }
+  if (nspecs == 0)
+    for (size_t i = 0; i < 4; i++)
+      specs[nspecs++] = (spec){standard_policies[i], 0};
+
+  bench b;
+  memset(&b, 0, sizeof b);
+  b.o = &o;
+  b.cont = calloc(nspecs, sizeof *b.cont);
+  if (b.cont == NULL)
+    return EXIT_RUN;
+  for (size_t i = 0; i < nspecs; i++) {
+    contender *ct = &b.cont[b.ncont];
+    ct->spec = specs[i].value;
+    ct->is_config = specs[i].is_config;
+    progress("opening %s", ct->spec);
+    if (open_contender(ct, o.backend) != 0) {
+      progress_end();
+      close_contender(ct);
+      for (size_t j = 0; j < b.ncont; j++)
+        close_contender(&b.cont[j]);
+      return EXIT_RUN;
+    }
+    b.ncont++;
+  }
+  unique_labels(b.cont, b.ncont);
+
+  /* The backends in use, each with what its baselines need. */
+  for (size_t i = 0; i < b.ncont; i++) {
+    size_t g;
+    for (g = 0; g < b.ngroups; g++)
+      if (strcmp(b.groups[g].backend, b.cont[i].backend) == 0)
+        break;
+    if (g < b.ngroups) {
+      /* The multigpu pattern spreads over the most devices any contender
+       * of the backend has. */
+      if (b.cont[i].ndev > b.groups[g].ndev)
+        b.groups[g].ndev = b.cont[i].ndev;
+      continue;
+    }
+    if (b.ngroups == 2)
+      continue;
+    group *gr = &b.groups[b.ngroups++];
+    gr->backend = strcmp(b.cont[i].backend, "cuda") == 0 ? "cuda" : "host";
+    gr->ndev = b.cont[i].ndev > 0 ? b.cont[i].ndev : 1;
+    gr->axpy_ns = NAN;
+    if (strcmp(gr->backend, "cuda") == 0) {
+      gr->raw_ok = bench_raw_available(gr->raw_why, sizeof gr->raw_why);
+      if (o.axpy && gr->raw_ok) {
+        uint64_t ns = 0;
+        char err[ERRLEN];
+        if (bench_raw_axpy_ns(o.bytes, &ns, err, sizeof err) == 0)
+          gr->axpy_ns = (double)ns;
+        else
+          fprintf(stderr, PROG ": %s\n", err);
+      }
+    } else {
+      gr->raw_ok = 1;
+      if (o.axpy)
+        gr->axpy_ns = (double)bench_threads_axpy_ns(o.bytes);
+    }
+  }
+
+  for (size_t wi = 0; wi < o.nworkloads; wi++) {
+    const char *w = o.workloads[wi];
+    if (strcmp(w, "dispatch") == 0) {
+      run_dispatch(&b);
+      continue;
+    }
+    for (size_t g = 0; g < b.ngroups; g++) {
+      if (strcmp(w, "latency") == 0)
+        run_latency(&b, &b.groups[g]);
+      else
+        run_dag_workload(&b, w, &b.groups[g]);
+    }
+  }
+  progress_end();
+  for (size_t i = 0; i < b.ncont; i++)
+    close_contender(&b.cont[i]);
+
+  bench_meta meta;
+  fill_meta(&meta, &b);
+  bench_write(out, o.format, &meta, b.rows.v, b.rows.n);
+  int status = b.rows.failed ? EXIT_RUN : 0;
+  if (out != stdout && fclose(out) != 0) {
+    fprintf(stderr, PROG ": writing %s: %s\n", o.output, strerror(errno));
+    status = EXIT_RUN;
+  } else if (out == stdout && fflush(stdout) != 0) {
+    status = EXIT_RUN;
+  }
+  if (o.plot != NULL) {
+    char err[ERRLEN];
+    if (bench_plot(o.plot, &meta, b.rows.v, b.rows.n, err, sizeof err) != 0) {
+      fprintf(stderr, PROG ": %s\n", err);
+      status = EXIT_RUN;
+    }
+  }
+  free(b.rows.v);
+  free(b.cont);
+  free(specs);
+  free(o.workloads);
+  return status;
+}

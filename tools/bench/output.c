@@ -1,0 +1,543 @@
+/*
+ * tools/bench/output.c: the table, CSV, JSON and SVG of cuasync-bench.
+ *
+ * Every format carries the same rows and the same header facts (versions,
+ * machine, parameters). Quantities that do not apply to a row are NAN in
+ * memory and written as "-" (table), an empty field (CSV) or null (JSON).
+ */
+#include "config.h"
+
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *const csv_columns =
+    "workload,contender,kind,backend,tasks,width,streams,devices,repeat,"
+    "duration_ns,blocks,task_ns,makespan_ns,per_task_ns,throughput_per_s,"
+    "overhead_ns_per_op,ideal_ns,efficiency,concurrency,events_per_kop,"
+    "waits_per_kop,ratio_vs_best_raw,best_raw,build_ns_per_op,lat_p50_ns,"
+    "lat_p99_ns,metg_ns,metg_state,valid,error";
+
+static const char *metg_state_name(int s) {
+  switch (s) {
+  case BENCH_METG_FOUND:
+    return "found";
+  case BENCH_METG_BELOW:
+    return "below-range";
+  case BENCH_METG_NOT_REACHED:
+    return "not-reached";
+  default:
+    return "";
+  }
+}
+
+static char *fmt_time(char *buf, size_t len, double ns) {
+  double a = fabs(ns);
+  if (isnan(ns))
+    snprintf(buf, len, "-");
+  else if (a < 1e3)
+    snprintf(buf, len, "%.0fns", ns);
+  else if (a < 1e6)
+    snprintf(buf, len, "%.1fus", ns / 1e3);
+  else if (a < 1e9)
+    snprintf(buf, len, "%.2fms", ns / 1e6);
+  else
+    snprintf(buf, len, "%.2fs", ns / 1e9);
+  return buf;
+}
+
+static char *fmt_rate(char *buf, size_t len, double v) {
+  if (isnan(v))
+    snprintf(buf, len, "-");
+  else if (v >= 1e6)
+    snprintf(buf, len, "%.2fM", v / 1e6);
+  else if (v >= 1e3)
+    snprintf(buf, len, "%.1fk", v / 1e3);
+  else
+    snprintf(buf, len, "%.0f", v);
+  return buf;
+}
+
+static char *fmt_fixed(char *buf, size_t len, double v, int prec) {
+  if (isnan(v))
+    snprintf(buf, len, "-");
+  else
+    snprintf(buf, len, "%.*f", prec, v);
+  return buf;
+}
+
+static char *fmt_metg(char *buf, size_t len, const bench_row *r) {
+  char t[32];
+  switch (r->metg_state) {
+  case BENCH_METG_FOUND:
+    snprintf(buf, len, "%s", fmt_time(t, sizeof t, r->metg_ns));
+    break;
+  case BENCH_METG_BELOW:
+    snprintf(buf, len, "<=%s", fmt_time(t, sizeof t, r->metg_ns));
+    break;
+  case BENCH_METG_NOT_REACHED:
+    snprintf(buf, len, "none");
+    break;
+  default:
+    snprintf(buf, len, "-");
+  }
+  return buf;
+}
+
+static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
+  fprintf(out, "%scuasync-bench %s, %s, host %s, backends %s\n", prefix,
+          m->version, m->date, m->hostname, m->backends);
+  fprintf(out, "%scpu: %s (%ld online)\n", prefix, m->cpu, m->cpus);
+  if (m->have_cuda_info)
+    fprintf(out,
+            "%sgpu: %s (compute %d.%d), %d device(s), driver %d.%d, "
+            "runtime %d.%d\n",
+            prefix, m->cuda.gpu, m->cuda.cc_major, m->cuda.cc_minor,
+            m->cuda.gpus, m->cuda.driver_version / 1000,
+            m->cuda.driver_version % 1000 / 10, m->cuda.runtime_version / 1000,
+            m->cuda.runtime_version % 1000 / 10);
+  else
+    fprintf(out, "%sgpu: none\n", prefix);
+  char d[32], task[96];
+  if (m->axpy)
+    snprintf(task, sizeof task, "axpy over %zu bytes", m->bytes);
+  else
+    snprintf(task, sizeof task, "spin %s x %u block(s)",
+             fmt_time(d, sizeof d, (double)m->duration_ns), m->blocks);
+  fprintf(out,
+          "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
+          "for baselines and ideal, seed %llu, median of %d run(s) after 1 "
+          "warm-up%s%s\n",
+          prefix, m->tasks, m->width, task, m->streams,
+          (unsigned long long)m->seed, m->repeat, m->quick ? ", quick" : "",
+          m->metg ? ", METG sweep" : "");
+}
+
+static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
+                        size_t n) {
+  int cw = 10; /* the contender column fits the longest label */
+  for (size_t i = 0; i < n; i++) {
+    int l = (int)strlen(rows[i].contender) + !rows[i].valid;
+    cw = l > cw ? l : cw;
+  }
+  header_lines(out, "# ", m);
+  fprintf(out,
+          "%-13s %-*s %-4s %7s %9s %9s %8s %9s %5s %5s %7s %7s %8s %8s "
+          "%8s\n",
+          "workload", cw, "contender", "be", "tasks", "makespan", "per-task",
+          "tasks/s", "ovh/op", "eff", "conc", "ev/kop", "vs-raw", "p50", "p99",
+          "METG");
+  for (size_t i = 0; i < n; i++) {
+    const bench_row *r = &rows[i];
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32],
+        mm[32];
+    char who[sizeof r->contender + 2];
+    snprintf(who, sizeof who, "%s%s", r->contender, r->valid ? "" : "!");
+    if (r->error[0]) {
+      fprintf(out, "%-13s %-*s %-4s FAILED: %s\n", r->workload, cw, who,
+              r->backend, r->error);
+      continue;
+    }
+    fprintf(out,
+            "%-13s %-*s %-4s %7zu %9s %9s %8s %9s %5s %5s %7s %7s %8s %8s "
+            "%8s\n",
+            r->workload, cw, who, r->backend, r->tasks,
+            fmt_time(a, sizeof a, r->makespan_ns),
+            fmt_time(b, sizeof b, r->per_task_ns),
+            fmt_rate(c, sizeof c, r->throughput),
+            fmt_time(d, sizeof d, r->overhead_ns),
+            fmt_fixed(e, sizeof e, r->efficiency, 2),
+            fmt_fixed(f, sizeof f, r->concurrency, 2),
+            fmt_fixed(g, sizeof g, r->events_per_kop, 0),
+            fmt_fixed(h, sizeof h, r->ratio, 2),
+            fmt_time(k, sizeof k, r->lat_p50_ns),
+            fmt_time(l, sizeof l, r->lat_p99_ns), fmt_metg(mm, sizeof mm, r));
+  }
+  fprintf(out, "# vs-raw: makespan (latency: p50; dispatch: ns per call) "
+               "divided by the best baseline's; ! marks a run faster than "
+               "its critical path\n");
+}
+
+/* ------------------------------------------------------------ CSV */
+
+static void csv_str(FILE *out, const char *s) {
+  if (strpbrk(s, ",\"\n\r") == NULL) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', out);
+    fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void csv_num(FILE *out, double v) {
+  if (!isnan(v))
+    fprintf(out, "%.6g", v);
+}
+
+static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
+                      size_t n) {
+  header_lines(out, "# ", m);
+  fprintf(out, "%s\n", csv_columns);
+  for (size_t i = 0; i < n; i++) {
+    const bench_row *r = &rows[i];
+    csv_str(out, r->workload);
+    fputc(',', out);
+    csv_str(out, r->contender);
+    fprintf(out, ",%s,%s,%zu,%d,%d,%d,%d,%llu,%u,", r->kind, r->backend,
+            r->tasks, r->width, r->streams, r->devices, r->repeat,
+            (unsigned long long)r->duration_ns, r->blocks);
+    const double v[] = {r->task_ns,       r->makespan_ns, r->per_task_ns,
+                        r->throughput,    r->overhead_ns, r->ideal_ns,
+                        r->efficiency,    r->concurrency, r->events_per_kop,
+                        r->waits_per_kop, r->ratio};
+    for (size_t j = 0; j < sizeof v / sizeof *v; j++) {
+      csv_num(out, v[j]);
+      fputc(',', out);
+    }
+    csv_str(out, r->best_raw);
+    fputc(',', out);
+    csv_num(out, r->build_ns_per_op);
+    fputc(',', out);
+    csv_num(out, r->lat_p50_ns);
+    fputc(',', out);
+    csv_num(out, r->lat_p99_ns);
+    fputc(',', out);
+    csv_num(out, r->metg_ns);
+    fprintf(out, ",%s,%d,", metg_state_name(r->metg_state), r->valid);
+    csv_str(out, r->error);
+    fputc('\n', out);
+  }
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static void json_str(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(out, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(out, "\\u%04x", ch);
+    else
+      fputc(ch, out);
+  }
+  fputc('"', out);
+}
+
+static void json_num(FILE *out, const char *key, double v, int comma) {
+  fprintf(out, "\"%s\": ", key);
+  if (isnan(v) || isinf(v))
+    fputs("null", out);
+  else
+    fprintf(out, "%.9g", v);
+  if (comma)
+    fputs(", ", out);
+}
+
+static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
+                       size_t n) {
+  fputs("{\n  \"tool\": \"cuasync-bench\",\n  \"version\": ", out);
+  json_str(out, m->version);
+  fputs(",\n  \"date\": ", out);
+  json_str(out, m->date);
+  fputs(",\n  \"system\": {\"hostname\": ", out);
+  json_str(out, m->hostname);
+  fputs(", \"cpu\": ", out);
+  json_str(out, m->cpu);
+  fprintf(out, ", \"cpus\": %ld, \"backends\": ", m->cpus);
+  json_str(out, m->backends);
+  fputs(", \"cuda\": ", out);
+  if (m->have_cuda_info) {
+    fputs("{\"gpu\": ", out);
+    json_str(out, m->cuda.gpu);
+    fprintf(out,
+            ", \"devices\": %d, \"compute_capability\": \"%d.%d\", "
+            "\"driver_version\": %d, \"runtime_version\": %d}",
+            m->cuda.gpus, m->cuda.cc_major, m->cuda.cc_minor,
+            m->cuda.driver_version, m->cuda.runtime_version);
+  } else {
+    fputs("null", out);
+  }
+  fprintf(out,
+          "},\n  \"parameters\": {\"tasks\": %zu, \"width\": %d, "
+          "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
+          "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"repeat\": %d, "
+          "\"quick\": %s, \"metg\": %s},\n  \"results\": [",
+          m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
+          m->axpy ? "axpy" : "spin", m->bytes, m->streams,
+          (unsigned long long)m->seed, m->repeat, m->quick ? "true" : "false",
+          m->metg ? "true" : "false");
+  for (size_t i = 0; i < n; i++) {
+    const bench_row *r = &rows[i];
+    fputs(i ? ",\n    {" : "\n    {", out);
+    fputs("\"workload\": ", out);
+    json_str(out, r->workload);
+    fputs(", \"contender\": ", out);
+    json_str(out, r->contender);
+    fprintf(out,
+            ", \"kind\": \"%s\", \"backend\": \"%s\", \"tasks\": %zu, "
+            "\"width\": %d, \"streams\": %d, \"devices\": %d, \"repeat\": %d, "
+            "\"duration_ns\": %llu, \"blocks\": %u, ",
+            r->kind, r->backend, r->tasks, r->width, r->streams, r->devices,
+            r->repeat, (unsigned long long)r->duration_ns, r->blocks);
+    json_num(out, "task_ns", r->task_ns, 1);
+    json_num(out, "makespan_ns", r->makespan_ns, 1);
+    json_num(out, "per_task_ns", r->per_task_ns, 1);
+    json_num(out, "throughput_per_s", r->throughput, 1);
+    json_num(out, "overhead_ns_per_op", r->overhead_ns, 1);
+    json_num(out, "ideal_ns", r->ideal_ns, 1);
+    json_num(out, "efficiency", r->efficiency, 1);
+    json_num(out, "concurrency", r->concurrency, 1);
+    json_num(out, "events_per_kop", r->events_per_kop, 1);
+    json_num(out, "waits_per_kop", r->waits_per_kop, 1);
+    json_num(out, "ratio_vs_best_raw", r->ratio, 1);
+    fputs("\"best_raw\": ", out);
+    if (r->best_raw[0])
+      json_str(out, r->best_raw);
+    else
+      fputs("null", out);
+    fputs(", ", out);
+    json_num(out, "build_ns_per_op", r->build_ns_per_op, 1);
+    json_num(out, "lat_p50_ns", r->lat_p50_ns, 1);
+    json_num(out, "lat_p99_ns", r->lat_p99_ns, 1);
+    json_num(out, "metg_ns", r->metg_ns, 1);
+    fputs("\"metg_state\": ", out);
+    if (r->metg_state != BENCH_METG_NONE)
+      json_str(out, metg_state_name(r->metg_state));
+    else
+      fputs("null", out);
+    fputs(", \"metg_curve\": [", out);
+    for (size_t j = 0; j < r->metg_points; j++)
+      fprintf(out, "%s[%.0f, %.6g]", j ? ", " : "", r->metg_d[j],
+              r->metg_eff[j]);
+    fprintf(out, "], \"valid\": %s, \"error\": ", r->valid ? "true" : "false");
+    if (r->error[0])
+      json_str(out, r->error);
+    else
+      fputs("null", out);
+    fputc('}', out);
+  }
+  fputs("\n  ]\n}\n", out);
+}
+
+void bench_write(FILE *out, int format, const bench_meta *meta,
+                 const bench_row *rows, size_t n) {
+  switch (format) {
+  case BENCH_FMT_CSV:
+    write_csv(out, meta, rows, n);
+    break;
+  case BENCH_FMT_JSON:
+    write_json(out, meta, rows, n);
+    break;
+  default:
+    write_table(out, meta, rows, n);
+  }
+}
+
+/* ------------------------------------------------------------ plot */
+
+/* The gnuplot to run: $GNUPLOT if set, else "gnuplot". */
+static const char *gnuplot_name(void) {
+  const char *g = getenv("GNUPLOT");
+  return g != NULL && g[0] != '\0' ? g : "gnuplot";
+}
+
+int bench_have_gnuplot(void) {
+  const char *name = gnuplot_name();
+  const char *path = getenv("PATH");
+  char buf[4096];
+  if (strchr(name, '/') != NULL)
+    return access(name, X_OK) == 0;
+  if (path == NULL)
+    return 0;
+  while (*path) {
+    size_t n = strcspn(path, ":");
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)(n ? n : 1), n ? path : ".",
+             name);
+    if (access(buf, X_OK) == 0)
+      return 1;
+    path += n;
+    if (*path == ':')
+      path++;
+  }
+  return 0;
+}
+
+/* A gnuplot string literal: single quotes, '' for a quote. */
+static void gp_str(FILE *gp, const char *s) {
+  fputc('\'', gp);
+  for (; *s; s++) {
+    if (*s == '\'')
+      fputc('\'', gp);
+    fputc(*s, gp);
+  }
+  fputc('\'', gp);
+}
+
+/* A data-block word: double quotes, no quote or newline inside. */
+static void gp_word(FILE *gp, const char *s) {
+  fputc('"', gp);
+  for (; *s; s++)
+    fputc(*s == '"' || *s == '\n' ? '\'' : *s, gp);
+  fputc('"', gp);
+}
+
+static int has_makespan_ratio(const bench_row *r) {
+  return !isnan(r->ratio) && strcmp(r->workload, "latency") != 0 &&
+         strcmp(r->workload, "dispatch") != 0;
+}
+
+/* Bars: makespan / best baseline, workloads clustered, one bar per
+ * contender or baseline. */
+static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
+  const char *who[64];
+  const char *wl[64];
+  size_t nwho = 0, nwl = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!has_makespan_ratio(&rows[i]))
+      continue;
+    size_t j;
+    for (j = 0; j < nwho && strcmp(who[j], rows[i].contender); j++)
+      ;
+    if (j == nwho && nwho < 64)
+      who[nwho++] = rows[i].contender;
+    for (j = 0; j < nwl && strcmp(wl[j], rows[i].workload); j++)
+      ;
+    if (j == nwl && nwl < 64)
+      wl[nwl++] = rows[i].workload;
+  }
+  fputs("$D << EOD\nworkload", gp);
+  for (size_t j = 0; j < nwho; j++) {
+    fputc(' ', gp);
+    gp_word(gp, who[j]);
+  }
+  fputc('\n', gp);
+  for (size_t w = 0; w < nwl; w++) {
+    gp_word(gp, wl[w]);
+    for (size_t j = 0; j < nwho; j++) {
+      double v = NAN;
+      for (size_t i = 0; i < n; i++)
+        if (has_makespan_ratio(&rows[i]) &&
+            strcmp(rows[i].workload, wl[w]) == 0 &&
+            strcmp(rows[i].contender, who[j]) == 0)
+          v = rows[i].ratio;
+      if (isnan(v))
+        fputs(" ?", gp);
+      else
+        fprintf(gp, " %.6g", v);
+    }
+    fputc('\n', gp);
+  }
+  fputs("EOD\n"
+        "set datafile missing '?'\n"
+        "set style data histograms\n"
+        "set style histogram clustered gap 1\n"
+        "set style fill solid 0.85 border -1\n"
+        "set ylabel 'makespan / best hand-written baseline'\n"
+        "set yrange [0:*]\n"
+        "set xtics rotate by -35 left nomirror\n"
+        "set bmargin 7\n"
+        "set key outside right top\n"
+        "set grid ytics\n"
+        "set arrow from graph 0, first 1 to graph 1, first 1 nohead "
+        "dashtype 2 lc rgb 'black'\n",
+        gp);
+  fprintf(gp, "plot for [i=2:%zu] $D using i:xtic(1) title columnheader(i)\n",
+          nwho + 1);
+}
+
+/* Lines: efficiency against task duration, one per swept series. */
+static void plot_metg(FILE *gp, const bench_row *rows, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (rows[i].metg_points == 0)
+      continue;
+    fprintf(gp, "$C%zu << EOD\n", i);
+    for (size_t j = 0; j < rows[i].metg_points; j++)
+      fprintf(gp, "%.6g %.6g\n", rows[i].metg_d[j] / 1e3, rows[i].metg_eff[j]);
+    fputs("EOD\n", gp);
+  }
+  fputs("set logscale x 10\n"
+        "set xlabel 'task duration (us)'\n"
+        "set ylabel 'efficiency (ideal / makespan)'\n"
+        "set yrange [0:*]\n"
+        "set key outside right top\n"
+        "set grid\n"
+        "set arrow from graph 0, first 0.5 to graph 1, first 0.5 nohead "
+        "dashtype 2 lc rgb 'black'\n"
+        "set label 'METG: 50%' at graph 0.01, first 0.52\n"
+        "plot",
+        gp);
+  for (size_t i = 0; i < n; i++) {
+    char title[256];
+    if (rows[i].metg_points == 0)
+      continue;
+    snprintf(title, sizeof title, "%s %s", rows[i].workload, rows[i].contender);
+    fprintf(gp, "%s $C%zu with linespoints title ", k ? "," : "", i);
+    gp_str(gp, title);
+    k++;
+  }
+  fputc('\n', gp);
+}
+
+int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
+               size_t n, char *err, size_t len) {
+  int metg = 0;
+  for (size_t i = 0; i < n; i++)
+    metg |= rows[i].metg_points > 0;
+  /* The shell sees the name single-quoted, as one word. */
+  char cmd[4200];
+  size_t at = 0;
+  cmd[at++] = '\'';
+  for (const char *c = gnuplot_name(); *c && at < sizeof cmd - 8; c++) {
+    if (*c == '\'') {
+      memcpy(cmd + at, "'\\''", 4);
+      at += 4;
+    } else {
+      cmd[at++] = *c;
+    }
+  }
+  cmd[at++] = '\'';
+  cmd[at] = '\0';
+  FILE *gp = popen(cmd, "w");
+  if (gp == NULL) {
+    snprintf(err, len, "cannot run %s", gnuplot_name());
+    return -1;
+  }
+  fputs("set terminal svg size 1200,700 dynamic enhanced font 'sans,11' "
+        "background rgb 'white'\nset output ",
+        gp);
+  gp_str(gp, path);
+  fputs("\nset encoding utf8\nset title ", gp);
+  char title[512];
+  snprintf(title, sizeof title, "cuasync-bench %s on %s%s%s", meta->version,
+           meta->have_cuda_info ? meta->cuda.gpu : "host ",
+           meta->have_cuda_info ? "" : meta->cpu,
+           metg ? ": efficiency against task duration" : "");
+  gp_str(gp, title);
+  fputs(" noenhanced\nset key noenhanced\n", gp);
+  if (metg)
+    plot_metg(gp, rows, n);
+  else
+    plot_bars(gp, rows, n);
+  int st = pclose(gp);
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    snprintf(err, len, "gnuplot failed writing %s (status %d)", path,
+             st == -1        ? -1
+             : WIFEXITED(st) ? WEXITSTATUS(st)
+                             : 128);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * tools/bench/report.h: the result rows of cuasync-bench and how they are
+ * written (table, CSV, JSON, SVG through gnuplot).
+ */
+#ifndef CUA_BENCH_REPORT_H
+#define CUA_BENCH_REPORT_H
+
+#include "bench.h"
+
+#include <stdio.h>
+
+/** Points of a METG sweep kept for the report and the plot. */
+#define BENCH_METG_POINTS 16
+
+/** How a METG sweep ended. */
+enum bench_metg_state {
+  BENCH_METG_NONE = 0,       /**< not swept */
+  BENCH_METG_FOUND = 1,      /**< crossed 50% at metg_ns */
+  BENCH_METG_BELOW = 2,      /**< already >= 50% at the smallest duration */
+  BENCH_METG_NOT_REACHED = 3 /**< never 50%: plateau, budget or range end */
+};
+
+/** One row: a workload under one contender or baseline. Doubles that do
+ * not apply are NAN (written "-", empty, or null). */
+typedef struct bench_row {
+  char workload[32];
+  char contender[160]; /**< policy label, or the baseline's name */
+  const char *kind;    /**< "cuasync" or "baseline" */
+  char backend[8];     /**< "cuda" or "host" */
+  size_t tasks;
+  int width, streams, devices, repeat;
+  uint64_t duration_ns; /**< SPIN duration (nominal) */
+  uint32_t blocks;
+  double task_ns;     /**< nominal compute task duration used for ideal */
+  double makespan_ns; /**< median of the runs */
+  double per_task_ns; /**< makespan / tasks (dispatch: ns per call) */
+  double throughput;  /**< tasks per second */
+  double overhead_ns; /**< (makespan - best raw makespan) / tasks */
+  double ideal_ns;
+  double efficiency;  /**< ideal / makespan */
+  double concurrency; /**< compute tasks * task_ns / makespan */
+  double events_per_kop, waits_per_kop;
+  double ratio;       /**< makespan (or p50) / best raw baseline's */
+  char best_raw[160]; /**< which baseline that was */
+  double build_ns_per_op;
+  double lat_p50_ns, lat_p99_ns;
+  int metg_state;
+  double metg_ns;
+  size_t metg_points;
+  double metg_d[BENCH_METG_POINTS], metg_eff[BENCH_METG_POINTS];
+  int valid; /**< makespan not below the critical path */
+  char error[320];
+} bench_row;
+
+/** What the header of every format says. */
+typedef struct bench_meta {
+  const char *version;
+  const char *backends; /**< e.g. "cuda" or "host" or "cuda,host" */
+  bench_sysinfo cuda;
+  int have_cuda_info;
+  char cpu[128];
+  long cpus;
+  char hostname[64];
+  char date[32];
+  size_t tasks;
+  int width, streams, repeat, quick, metg, axpy;
+  uint64_t duration_ns, seed;
+  uint32_t blocks;
+  size_t bytes;
+} bench_meta;
+
+enum { BENCH_FMT_TABLE = 0, BENCH_FMT_CSV = 1, BENCH_FMT_JSON = 2 };
+
+void bench_write(FILE *out, int format, const bench_meta *meta,
+                 const bench_row *rows, size_t n);
+/** Writes an SVG through gnuplot; 0, or -1 with @p err set. */
+int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
+               size_t n, char *err, size_t len);
+/** Whether an executable gnuplot is in $PATH. */
+int bench_have_gnuplot(void);
+
+#endif /* CUA_BENCH_REPORT_H */
