@@ -1,5 +1,5 @@
 /*
- * core/config.c: the INI configuration, parsed with inih.
+ * core/conf.c: the INI configuration, parsed with inih.
  *
  * The whole input (a file or the caller's text) is read into memory first
  * and handed to inih line by line through our own reader. The reader is
@@ -616,9 +616,9 @@ static void syntax_error(parser *p, int line) {
   }
   while (s < end && (*s == ' ' || *s == '\t'))
     s++;
-  nl = memchr(s, '\n', (size_t)(end - s));
-  if (nl == NULL)
-    nl = end;
+  nl = s;
+  while (nl < end && *nl != '\n')
+    nl++;
   while (nl > s && is_blank(nl[-1]))
     nl--;
   p->code = 0; /* this error is earlier than any recorded one */

@@ -122,6 +122,10 @@ static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
 static int add_device_dep(cua__node *n, cua__node *p, unsigned flags) {
   if (p->cls != CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE)
     return add_dep(n, p, flags);
+  /* then(first, next) ends with next, which is already ordered after first:
+   * standing for next alone keeps long chains linear. */
+  if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2)
+    return add_device_dep(n, p->deps[1].node, flags);
   for (size_t i = 0; i < p->ndeps; i++) {
     int rc = add_device_dep(n, p->deps[i].node, flags);
     if (rc)
@@ -1103,6 +1107,20 @@ static int sub_add(cua__sub *s, cua__node *n, size_t *cap) {
   return 0;
 }
 
+/* The device op a "then" continues: the one that ends @p n's part of the
+ * DAG (the last part of a then, the last input of a zip), or NULL. */
+static cua__node *then_source(cua__node *n) {
+  for (int depth = 0; n != NULL && depth < 10000; depth++) {
+    if (n->cls == CUA__CLASS_DEVICE)
+      return n;
+    if (n->cls != CUA__CLASS_VIRTUAL || n->state == CUA__NODE_DONE ||
+        n->ndeps == 0)
+      return NULL;
+    n = n->deps[n->ndeps - 1].node;
+  }
+  return NULL;
+}
+
 /* "then": every real node that starts @p next's part of the DAG runs after
  * @p first. */
 static int add_after(build *b, cua__node *next, cua__node *first,
@@ -1112,8 +1130,8 @@ static int add_after(build *b, cua__node *next, cua__node *first,
   if (next->cls != CUA__CLASS_VIRTUAL) {
     if (hget(b, next->op) != next)
       return 0; /* a shared node from an earlier submission */
-    if (first->cls == CUA__CLASS_DEVICE && next->then_src == NULL)
-      next->then_src = first;
+    if (next->then_src == NULL)
+      next->then_src = then_source(first);
     return next->cls == CUA__CLASS_DEVICE
                ? add_device_dep(next, first, CUA__DEP_DATA)
                : add_dep(next, first, CUA__DEP_DATA | CUA__DEP_COMPLETE);

@@ -88,10 +88,13 @@ static int choose_backend(cua_runtime *rt) {
     int rc = open_backend(rt, want, err, sizeof err);
     return rc ? cua__fail(NULL, rc, "%s", err) : 0;
   }
-  /* auto: the CUDA backend when it has a device, else host, saying why. */
+  /* auto: the CUDA backend when it has a device, else host, saying why.
+   * A bad [backend.cuda] section is an error, not a reason to fall back. */
   int rc = open_backend(rt, "cuda", err, sizeof err);
   if (rc == 0)
     return 0;
+  if (rc <= CUA_ERR_CONFIG_NOT_FOUND && rc >= CUA_ERR_CONFIG_DUPLICATE_KEY)
+    return cua__fail(NULL, rc, "%s", err);
   if (getenv("CUASYNC_DEBUG") != NULL)
     fprintf(stderr, "cuasync: backend auto: no CUDA (%s); using host\n", err);
   rc = open_backend(rt, "host", err, sizeof err);

@@ -61,7 +61,7 @@ typedef struct fake {
   /* Nested policies: the configuration of nested_cfg_name, if any. */
   const char *nested_cfg_name;
   const char *nested_kv[MAXKV];
-  char nested_name[64]; /* last name nested_open() was asked for */
+  char nested_name[4096]; /* last name nested_open() was asked for */
   int nested_opens, nested_closes, nested_places, nested_submits,
       nested_completes;
   int nested_restrict; /* restrict_device of the last nested_place() op */

@@ -165,13 +165,15 @@ typedef struct cua_policy_descriptor {
   /**
    * Required. Chooses where @p op runs: a device (honouring
    * op->restrict_device) and a stream index obtained with ensure_streams().
-   * Return 0, or a negative code to fail the op (with a log line saying
-   * why). An invalid placement fails the op with CUA_ERR_BAD_PLACEMENT
-   * naming the policy.
+   * Return 0, or a negative code to fail the op with CUA_ERR_POLICY (the
+   * code and the policy's log lines are in the message). An invalid
+   * placement fails the op with CUA_ERR_BAD_PLACEMENT naming the policy.
    */
   int (*place)(void *state, const cua_op_info *op, cua_placement *out);
-  /** Optional (default: nothing). Called after the op was enqueued where
-   * place() said. */
+  /** Optional (default: nothing). Called right after place() succeeded (and
+   * the core accepted the placement), before the op is launched; when a
+   * [device.N] policy re-placed the op within its device, that policy is
+   * the one told, here and in completed(). */
   void (*submitted)(void *state, const cua_op_info *op, cua_placement where);
   /**
    * Optional (default: nothing). Called once the core knows the op is
@@ -194,7 +196,8 @@ typedef struct cua_policy_descriptor {
 
 /**
  * Defines the entry symbol of a policy module in one line. @p params_ is an
- * array of #cua_param_spec (or NULL for none; then use CUA_POLICY_DEFINE_NOPARAMS).
+ * array of #cua_param_spec (its size is taken with sizeof); a policy with no
+ * parameters uses CUA_POLICY_DEFINE_NOPARAMS.
  */
 #define CUA_POLICY_DEFINE(name_, version_, description_, flags_, params_,      \
                           create_, destroy_, place_, submitted_, completed_,   \
