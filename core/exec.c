@@ -1108,13 +1108,14 @@ static int sub_add(cua__sub *s, cua__node *n, size_t *cap) {
 }
 
 /* The device op a "then" continues: the one that ends @p n's part of the
- * DAG (the last part of a then, the last input of a zip), or NULL. */
+ * DAG, through thens, shared ops and unzips. A zip joins ops that ran
+ * concurrently and has no one stream to continue: NULL. */
 static cua__node *then_source(cua__node *n) {
   for (int depth = 0; n != NULL && depth < 10000; depth++) {
     if (n->cls == CUA__CLASS_DEVICE)
       return n;
     if (n->cls != CUA__CLASS_VIRTUAL || n->state == CUA__NODE_DONE ||
-        n->ndeps == 0)
+        n->ndeps == 0 || n->op == NULL || n->op->kind == CUA_OP_ZIP)
       return NULL;
     n = n->deps[n->ndeps - 1].node;
   }

@@ -30,8 +30,9 @@
  *
  * Choice: the least loaded stream of the pool; ties go to the lowest
  * (device, stream), except that the stream of the op this one continues
- * (then_of) wins a tie, which keeps chains on one stream when nothing is
- * gained by moving them. restrict_device limits the candidates to that
+ * (then_of) is kept unless another is lighter by more than one op's worth
+ * (the predecessor's own load there is no reason to move), which keeps
+ * chains on one stream when nothing is gained by moving them. restrict_device limits the candidates to that
  * device.
  */
 #include <cuasync/errors.h>
@@ -417,11 +418,18 @@ static int ll_place(void *state, const cua_op_info *op, cua_placement *out) {
     ll->refused++;
     return rc;
   }
-  /* The chain's stream wins a tie: moving would cost an event for nothing.
-   * It exists (the op it continues ran there), so no ensure is needed. */
+  /* The chain's stream is kept unless another is lighter by more than one
+   * op's worth: a continuation cannot start before the op it continues
+   * ends, so the load that op puts on its own stream is no reason to move
+   * (moving would only add an event). The op's own estimate stands for its
+   * predecessor's. The stream exists (the op it continues ran there), so no
+   * ensure is needed. */
+  int32_t stat;
+  uint64_t slack = ll->measure == LL_TIME ? ll_estimate(ll, op, &stat) : 1;
   if (t->device >= lo && t->device < hi && t->stream >= 0 &&
       t->stream < h->stream_count(h->core, t->device) &&
-      ll_load(ll, t->device, t->stream, &load) == 0 && load <= best) {
+      ll_load(ll, t->device, t->stream, &load) == 0 &&
+      load <= best + slack) {
     *out = *t;
     ll->kept_then++;
   } else {
