@@ -43,6 +43,7 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
     return NULL;
   atomic_init(&n->refs, 1);
   n->op = cua_op_retain(op);
+  n->kind = op->kind;
   n->cls = op->kind == CUA_OP_ZIP || op->kind == CUA_OP_UNZIP ||
                    op->kind == CUA_OP_THEN || op->kind == CUA_OP_SHARED
                ? CUA__CLASS_VIRTUAL
@@ -89,7 +90,9 @@ void cua__node_release(cua__node *n) {
 }
 
 static int add_dep(cua__node *n, cua__node *p, unsigned flags) {
-  for (size_t i = 0; i < n->ndeps; i++)
+  /* Duplicates are harmless (each edge is counted and resolved once), so
+   * only the last few are merged: a wide zip stays linear to build. */
+  for (size_t i = n->ndeps > 4 ? n->ndeps - 4 : 0; i < n->ndeps; i++)
     if (n->deps[i].node == p) {
       n->deps[i].flags |= flags;
       return 0;
@@ -135,16 +138,16 @@ static int add_device_dep(cua__node *n, cua__node *p, unsigned flags) {
 }
 
 static const char *node_name(const cua__node *n) {
-  if (n->op == NULL)
-    return n->name ? n->name : "?";
-  if (n->op->hints.name)
+  if (n->op != NULL && n->op->hints.name)
     return n->op->hints.name;
+  if (n->op == NULL && n->name != NULL)
+    return n->name;
   static const char *const names[] = {
       "?",          "func",       "fill",   "copy",    "axpy",
       "spin",       "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset",
       "alloc",      "free",       "host",   "barrier", "zip",
       "unzip",      "map",        "then",   "shared",  "kernel"};
-  return n->op->kind < CUA_OP_KIND_COUNT_ ? names[n->op->kind] : "?";
+  return n->kind < CUA_OP_KIND_COUNT_ ? names[n->kind] : "?";
 }
 
 /* Fails @p n and, through data edges, everything that consumes it. */
@@ -852,7 +855,8 @@ static void finish_node(cua_runtime *rt, cua__node *n, round *r) {
   /* Buffer states keep done nodes (the last writer, or a failure that
    * poisons the buffer), and the op holds the buffers: dropping the op
    * here breaks that cycle, so buffers are freed once their handles are. */
-  n->name = cua__strdup(node_name(n));
+  if (n->op->hints.name != NULL)
+    n->name = cua__strdup(n->op->hints.name);
   cua_op *op = n->op;
   n->op = NULL;
   cua_op_destroy(op);

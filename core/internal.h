@@ -203,7 +203,8 @@ typedef struct cua__sub cua__sub;
 struct cua__node {
   atomic_int refs;
   cua_op *op;   /* dropped once done: see finish_node() */
-  char *name;   /* the op's name, kept for messages once op is dropped */
+  char *name;   /* the op's hinted name, kept once op is dropped */
+  cua_op_kind kind;
   int cls;
   int state;
   uint64_t op_id;
@@ -260,7 +261,7 @@ struct cua__sub {
   /* Completion state, guarded by mu (outlives the runtime). */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int done;
+  atomic_int done;
   int status;
   char *msg;
   cua_future_cb cb;
