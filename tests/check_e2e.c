@@ -237,6 +237,64 @@ START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
 }
 END_TEST
 
+/* Every policy's INI section is checked against its schema, with the line
+ * of the offending key. */
+static const struct bad_param {
+  const char *policy, *line, *needle;
+  int code;
+} bad_params[] = {
+    {"single-stream", "device = -2", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"single-stream", "device = zero", "device", CUA_ERR_CONFIG_BAD_VALUE},
+    {"single-stream", "streams = 2", "streams", CUA_ERR_CONFIG_UNKNOWN_KEY},
+    {"round-robin", "streams = 0", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"round-robin", "streams = 4096", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"round-robin", "by_level = perhaps", "by_level", CUA_ERR_CONFIG_BAD_VALUE},
+    {"round-robin", "devices = some", "all", CUA_ERR_CONFIG_BAD_VALUE},
+    {"least-loaded", "measure = bytes", "ops", CUA_ERR_CONFIG_BAD_VALUE},
+    {"least-loaded", "alpha = 1.5", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"least-loaded", "default_cost_ns = -1", "range",
+     CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"least-loaded", "streams = four", "streams", CUA_ERR_CONFIG_BAD_VALUE},
+    {"affinity", "fallback = never", "spread", CUA_ERR_CONFIG_BAD_VALUE},
+    {"affinity", "within = round-robin\nwithin = single-stream", "within",
+     CUA_ERR_CONFIG_DUPLICATE_KEY},
+    {"affinity", "rules = tag:a -> 0", "rules", CUA_ERR_CONFIG_UNKNOWN_KEY},
+};
+
+START_TEST(policy_parameters_are_validated_with_their_line) {
+  const struct bad_param *b = &bad_params[_i];
+  char text[512];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = %s\n\n[policy.%s]\n%s\n",
+           b->policy, b->policy, b->line);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == b->code, "%s: '%s' gave %s: %s", b->policy, b->line,
+                cua_err_name(rc), cua_runtime_error(NULL));
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "<text>:6:") != NULL ||
+                    (b->code == CUA_ERR_CONFIG_DUPLICATE_KEY &&
+                     strstr(m, "<text>:7:") != NULL),
+                "%s", m);
+  ck_assert_msg(strstr(m, b->needle) != NULL, "'%s' lacks '%s'", m, b->needle);
+}
+END_TEST
+
+START_TEST(affinity_rule_errors_fail_create_quoting_the_rule) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = affinity\n"
+                          "[policy.affinity]\nrule = tag prefill to 0\n");
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_CREATE);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "tag prefill to 0") != NULL,
+                "%s", cua_runtime_error(NULL));
+  rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = affinity\n"
+                      "[policy.affinity]\nrule = tag:a -> 5\n");
+  ck_assert_int_eq(rc, CUA_ERR_MODULE_CREATE);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), "tag:a -> 5") != NULL, "%s",
+                cua_runtime_error(NULL));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("e2e");
   TCase *tc = tcase_create("core");
@@ -254,6 +312,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, auto_backend_falls_back_to_host_without_gpu);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
+  tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
+                      sizeof bad_params / sizeof *bad_params);
+  tcase_add_test(tc, affinity_rule_errors_fail_create_quoting_the_rule);
   suite_add_tcase(s, tc);
   return s;
 }
