@@ -295,12 +295,44 @@ static void cu_read_back(tstream *t, float *host, const void *dev, size_t n) {
   cu_sync_stream(t);
 }
 
+/*
+ * Element-wise checks of large buffers compare plainly and call Check only
+ * on the first mismatch. Every ck_assert*() that PASSES costs a write(2):
+ * Check (0.15) records it as the test's last location (_mark_point() ->
+ * ppack() -> fwrite() + fflush() to the runner's temporary file), about
+ * 1 to 1.5 us. One assertion per element of a 1M-float buffer is therefore
+ * more than a second per buffer and ~40 MB of temporary file; a loop that
+ * checks such a buffer 200 times (the hazard test) ran into the test case's
+ * timeout after ~79 rounds, which looked exactly like a hang in the backend.
+ */
+
 /* Asserts host[0..n) == v, naming the first element that differs. */
 static void cu_expect_all(const float *host, size_t n, float v,
                           const char *what) {
   for (size_t i = 0; i < n; i++)
-    ck_assert_msg(host[i] == v, "%s: element %zu of %zu is %g, expected %g",
-                  what, i, n, (double)host[i], (double)v);
+    if (host[i] != v)
+      ck_abort_msg("%s: element %zu of %zu is %g, expected %g", what, i, n,
+                   (double)host[i], (double)v);
+}
+
+/* Asserts host[0..n) == (float)(base + step * i). */
+static void cu_expect_ramp(const float *host, size_t n, double base,
+                           double step, const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    float want = (float)(base + step * (double)i);
+    if (host[i] != want)
+      ck_abort_msg("%s: element %zu of %zu is %g, expected %g", what, i, n,
+                   (double)host[i], (double)want);
+  }
+}
+
+/* Asserts that every byte of host[0..n) is @p v. */
+static void cu_expect_bytes(const unsigned char *host, size_t n, int v,
+                            const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (host[i] != (unsigned char)v)
+      ck_abort_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i,
+                   n, host[i], (unsigned)(unsigned char)v);
 }
 
 static char *cu_read_file(const char *path, size_t *len) {
@@ -442,9 +474,7 @@ START_TEST(test_fill_copy_axpy_memset_results) {
   o.byte_value = 0x3f;
   cu_launch(&t, &o);
   cu_read_back(&t, h, w, n);
-  const unsigned char *b = (const unsigned char *)h;
-  for (size_t i = 0; i < n * 4; i++)
-    ck_assert_msg(b[i] == 0x3f, "MEMSET: byte %zu is 0x%02x", i, b[i]);
+  cu_expect_bytes((const unsigned char *)h, n * 4, 0x3f, "MEMSET");
 
   /* A partial FILL leaves the rest alone. */
   cu_op_fill(&t, x, 100, -1.0f);
@@ -495,9 +525,7 @@ START_TEST(test_memcpy_h2d_d2h_d2d) {
   cu_op_memcpy(&t, CUA_OP_MEMCPY_D2D, c, a, n * 4);
   memset(pinned, 0, n * 4);
   cu_read_back(&t, pinned, c, n);
-  for (size_t i = 0; i < n; i++)
-    ck_assert_msg(pinned[i] == (float)i, "H2D(pinned)+D2D: element %zu is %g",
-                  i, (double)pinned[i]);
+  cu_expect_ramp(pinned, n, 0.0, 1.0, "H2D(pinned)+D2D");
 
   cu_op_memcpy(&t, CUA_OP_MEMCPY_H2D, a, pageable, n * 4);
   float *back = malloc(n * 4);
@@ -707,46 +735,67 @@ END_TEST
 /* ---------------------------------------------------------------- hazards */
 
 /*
- * Stream A writes x (after a 200 us spin, so it is slow), stream B copies
- * x into y. With B waiting for an event recorded on A, y must hold the
- * value of this round every time; without the wait, B would usually read
- * the previous round's x.
+ * Stream A writes x (after a spin, so it is slow), stream B copies x into
+ * y. With B waiting for an event recorded on A, y must hold the value of
+ * this round every time; without the wait, B would usually read the
+ * previous round's x. The same event is re-recorded every round. Returns
+ * the number of rounds that read stale data (0 with the event, or the test
+ * fails). CHECK_CUDA_TRACE=1 logs each round and what it cost.
  */
-static int cu_hazard_rounds(int use_event) {
+static int cu_hazard_rounds(int use_event, int rounds, size_t n,
+                            uint64_t spin_ns, const char *label) {
   tstream a = cu_new_stream(0), b = cu_new_stream(0);
-  const size_t n = 1u << 20;
   float *x = cu_dev_alloc(0, n * 4), *y = cu_dev_alloc(0, n * 4);
   float *h = cu_pinned_alloc(n * 4);
   cua_backend_event *ev = NULL;
   cua_backend_err err = {""};
+  const int trace = getenv("CHECK_CUDA_TRACE") != NULL;
   ck_assert_int_eq(D->event_create(st, 0, &ev, &err), 0);
   cu_op_fill(&a, x, n, -1.0f);
   cu_sync_stream(&a);
   int raced = 0;
-  for (int i = 0; i < 200; i++) {
-    cu_op_spin(&a, 200000, 1, NULL);
-    cu_op_fill(&a, x, n, (float)i);
+  double worst_ms = 0, check_ms = 0;
+  uint64_t t_start = cu_now_ns();
+  for (int i = 0; i < rounds; i++) {
+    uint64_t t0 = cu_now_ns();
+    /* Values stay exact in a float (rounds < 2^24). */
+    float want = (float)i;
+    cu_op_spin(&a, spin_ns, 1, NULL);
+    cu_op_fill(&a, x, n, want);
     if (use_event) {
       ck_assert_int_eq(D->event_record(st, ev, a.s), 0);
       ck_assert_int_eq(D->stream_wait_event(st, b.s, ev), 0);
     }
     cu_op_copy(&b, y, x, n);
-    if (getenv("CHECK_CUDA_TRACE"))
-      fprintf(stderr, "round %d: a.seq %llu b.seq %llu\n", i,
+    if (trace)
+      fprintf(stderr, "%s: round %d: a.seq %llu b.seq %llu\n", label, i,
               (unsigned long long)a.seq, (unsigned long long)b.seq);
     cu_read_back(&b, h, y, n);
+    uint64_t t1 = cu_now_ns();
     if (use_event) {
-      cu_expect_all(h, n, (float)i, "y after an event-ordered copy");
+      cu_expect_all(h, n, want, "y after an event-ordered copy");
     } else {
       for (size_t k = 0; k < n; k++) {
-        if (h[k] != (float)i) {
+        if (h[k] != want) {
           raced++;
           break;
         }
       }
     }
+    uint64_t t2 = cu_now_ns();
     cu_sync_stream(&a);
+    double ms = (double)(cu_now_ns() - t0) / 1e6;
+    check_ms += (double)(t2 - t1) / 1e6;
+    if (ms > worst_ms)
+      worst_ms = ms;
+    if (trace)
+      fprintf(stderr, "%s: round %d: done in %.3f ms (checking y: %.3f ms)\n",
+              label, i, ms, (double)(t2 - t1) / 1e6);
   }
+  printf("check_cuda: %s: %d rounds of %zu floats in %.1f ms (worst round "
+         "%.3f ms, checking %.1f ms in all)\n",
+         label, rounds, n, (double)(cu_now_ns() - t_start) / 1e6, worst_ms,
+         check_ms);
   D->event_destroy(st, ev);
   D->host_free(st, h);
   D->mem_free(st, 0, NULL, x);
@@ -756,7 +805,7 @@ static int cu_hazard_rounds(int use_event) {
 
 START_TEST(test_cross_stream_event_orders_real_kernels) {
   cu_open_backend(NULL);
-  ck_assert_int_eq(cu_hazard_rounds(1), 0);
+  ck_assert_int_eq(cu_hazard_rounds(1, 200, 1u << 20, 200000, "event"), 0);
   printf("check_cuda: cross-stream copy ordered by an event: 200/200 rounds "
          "correct\n");
   cu_close_backend();
@@ -767,11 +816,63 @@ START_TEST(test_cross_stream_without_event_control) {
   /* The negative control: it shows the hazard test above can fail. It
    * asserts nothing, since a race is likely but never certain. */
   cu_open_backend(NULL);
-  int raced = cu_hazard_rounds(0);
+  int raced = cu_hazard_rounds(0, 200, 1u << 20, 200000, "no event");
   printf("check_cuda: negative control (no event): %s (%d of 200 rounds read "
          "stale data)\n",
          raced ? "race observed" : "no race observed", raced);
   cu_close_backend();
+}
+END_TEST
+
+/* The event-ordered hazard loop for far more rounds than the 200 above, in
+ * each completion mode: one event re-recorded thousands of times, thousands
+ * of cross-stream waits and of marks per stream. Anything of fixed size in
+ * the backend or the driver that event_record(), stream_wait_event() or
+ * mark() could fill (and block on) shows up here as a failure or a
+ * timeout, with CHECK_CUDA_TRACE=1 naming the round. */
+START_TEST(test_cross_stream_event_many_rounds) {
+  const char *mode = cu_modes[_i];
+  char label[64];
+  snprintf(label, sizeof label, "[%s] event, many rounds", mode);
+  cu_open_backend(mode);
+  ck_assert_int_eq(cu_hazard_rounds(1, 5000, 1u << 16, 20000, label), 0);
+  cu_close_backend();
+}
+END_TEST
+
+/*
+ * The cause of a "hang" seen on an H200: cu_expect_all() asserted once per
+ * element, and Check makes every passing assertion a write(2), so the
+ * 200-round hazard test spent over a second per round checking 1M floats
+ * and hit the test case's timeout after ~79 rounds. The helpers must stay
+ * plain loops: this checks 48M elements, tens of milliseconds as plain
+ * loops and about a minute with an assertion per element.
+ */
+START_TEST(test_large_buffer_checks_are_cheap) {
+  const size_t n = 8u << 20;
+  float *f = malloc(n * sizeof *f), *r = malloc(n * sizeof *r);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_ptr_nonnull(r);
+  for (size_t i = 0; i < n; i++) {
+    f[i] = 1.5f;
+    r[i] = (float)i;
+  }
+  uint64_t t0 = cu_now_ns();
+  cu_expect_all(f, n, 1.5f, "cu_expect_all");
+  cu_expect_ramp(r, n, 0.0, 1.0, "cu_expect_ramp");
+  memset(f, 0x3f, n * sizeof *f);
+  cu_expect_bytes((const unsigned char *)f, n * sizeof *f, 0x3f,
+                  "cu_expect_bytes");
+  double ms = (double)(cu_now_ns() - t0) / 1e6;
+  free(f);
+  free(r);
+  printf("check_cuda: checking 2 x 8M floats and 32 MiB of bytes took %.1f "
+         "ms\n",
+         ms);
+  ck_assert_msg(ms < 2000,
+                "checking 2 x 8M floats and 32 MiB took %.1f ms: do the check "
+                "helpers call Check once per element again?",
+                ms);
 }
 END_TEST
 
@@ -1046,8 +1147,7 @@ START_TEST(test_func_runs_on_the_stream) {
   cu_launch(&t, &o);
   cu_op_memcpy(&t, CUA_OP_MEMCPY_D2H, h, c.dst, c.bytes);
   cu_sync_stream(&t);
-  for (size_t i = 0; i < c.bytes; i++)
-    ck_assert_msg(h[i] == 0x11, "FUNC memset: byte %zu is 0x%02x", i, h[i]);
+  cu_expect_bytes(h, c.bytes, 0x11, "FUNC memset");
 
   c.fail = 1;
   cua_backend_err err = {""};
@@ -1138,6 +1238,7 @@ static Suite *cuda_suite(void) {
 
   tc = tcase_create("descriptor");
   tcase_add_test(tc, test_descriptor_schema);
+  tcase_add_test(tc, test_large_buffer_checks_are_cheap);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("devices");
@@ -1168,6 +1269,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_event_record_query_wait);
   tcase_add_test(tc, test_cross_stream_event_orders_real_kernels);
   tcase_add_test(tc, test_cross_stream_without_event_control);
+  tcase_add_loop_test(tc, test_cross_stream_event_many_rounds, 0, 3);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("multi-gpu");
