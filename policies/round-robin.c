@@ -183,7 +183,8 @@ static rr_sub *rr_sub_for(rr_state *rr, uint64_t id) {
     if (s->used < victim->used)
       victim = s;
   }
-  memset(victim->width, 0, victim->nlevels * sizeof *victim->width);
+  if (victim->nlevels > 0)
+    memset(victim->width, 0, victim->nlevels * sizeof *victim->width);
   victim->id = id;
   victim->base = rr->next_base;
   victim->used = rr->tick;

@@ -886,7 +886,8 @@ typedef struct spec {
   int is_config;
 } spec;
 
-int main(int argc, char **argv) {
+/* main() owns the contender list, so that every return frees it. */
+static int bench_main(int argc, char **argv, spec *specs) {
   static const struct option longopts[] = {
       {"config", required_argument, NULL, 'c'},
       {"policy", required_argument, NULL, 'p'},
@@ -910,7 +911,6 @@ int main(int argc, char **argv) {
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   options o;
-  spec *specs = calloc((size_t)argc + 4, sizeof *specs);
   size_t nspecs = 0;
   uint64_t v;
   int c;
@@ -1179,7 +1179,13 @@ int main(int argc, char **argv) {
   }
   free(b.rows.v);
   free(b.cont);
-  free(specs);
   free(o.workloads);
   return status;
+}
+
+int main(int argc, char **argv) {
+  spec *specs = calloc((size_t)argc + 4, sizeof *specs);
+  int rc = bench_main(argc, argv, specs);
+  free(specs);
+  return rc;
 }
