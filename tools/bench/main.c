@@ -940,7 +940,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
     case 'b':
       if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") &&
           strcmp(optarg, "host"))
-        return usage_error("--backend must be auto, cuda or host, not '%s'",
+        return free(o.workloads), usage_error("--backend must be auto, cuda or host, not '%s'",
                            optarg);
       o.backend = optarg;
       break;
@@ -954,43 +954,43 @@ static int bench_main(int argc, char **argv, spec *specs) {
     }
     case 'n':
       if (parse_num(optarg, NULL, 1, 10000000, &v))
-        return usage_error("--tasks wants 1..10000000, not '%s'", optarg);
+        return free(o.workloads), usage_error("--tasks wants 1..10000000, not '%s'", optarg);
       o.tasks = (size_t)v;
       o.set_tasks = 1;
       break;
     case 'W':
       if (parse_num(optarg, NULL, 1, 65536, &v))
-        return usage_error("--width wants 1..65536, not '%s'", optarg);
+        return free(o.workloads), usage_error("--width wants 1..65536, not '%s'", optarg);
       o.width = (int)v;
       o.set_width = 1;
       break;
     case 'd':
       if (parse_num(optarg, time_units, 0, 10000000000ull, &v))
-        return usage_error("--duration wants 0..10s (ns, or a us|ms|s "
+        return free(o.workloads), usage_error("--duration wants 0..10s (ns, or a us|ms|s "
                            "suffix), not '%s'",
                            optarg);
       o.duration = v;
       break;
     case 'B':
       if (parse_num(optarg, NULL, 1, 65535, &v))
-        return usage_error("--blocks wants 1..65535, not '%s'", optarg);
+        return free(o.workloads), usage_error("--blocks wants 1..65535, not '%s'", optarg);
       o.blocks = (int)v;
       break;
     case 'k':
       if (strcmp(optarg, "spin") && strcmp(optarg, "axpy"))
-        return usage_error("--kernel must be spin or axpy, not '%s'", optarg);
+        return free(o.workloads), usage_error("--kernel must be spin or axpy, not '%s'", optarg);
       o.axpy = strcmp(optarg, "axpy") == 0;
       break;
     case 'x':
       if (parse_num(optarg, size_units, 4, 1ull << 34, &v))
-        return usage_error("--bytes wants 4..16G (K|M|G suffixes), not '%s'",
+        return free(o.workloads), usage_error("--bytes wants 4..16G (K|M|G suffixes), not '%s'",
                            optarg);
       o.bytes = (size_t)v;
       o.set_bytes = 1;
       break;
     case 'S':
       if (parse_num(optarg, NULL, 1, 1024, &v))
-        return usage_error("--streams wants 1..1024, not '%s'", optarg);
+        return free(o.workloads), usage_error("--streams wants 1..1024, not '%s'", optarg);
       o.streams = (int)v;
       break;
     case 's': {
@@ -998,13 +998,13 @@ static int bench_main(int argc, char **argv, spec *specs) {
       errno = 0;
       unsigned long long s = strtoull(optarg, &end, 0);
       if (errno || *end || end == optarg || optarg[0] == '-')
-        return usage_error("--seed wants an unsigned number, not '%s'", optarg);
+        return free(o.workloads), usage_error("--seed wants an unsigned number, not '%s'", optarg);
       o.seed = s;
       break;
     }
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
-        return usage_error("--repeat wants 1..10000, not '%s'", optarg);
+        return free(o.workloads), usage_error("--repeat wants 1..10000, not '%s'", optarg);
       o.repeat = (int)v;
       o.set_repeat = 1;
       break;
@@ -1022,7 +1022,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       else if (strcmp(optarg, "json") == 0)
         o.format = BENCH_FMT_JSON;
       else
-        return usage_error("--format must be table, csv or json, not '%s'",
+        return free(o.workloads), usage_error("--format must be table, csv or json, not '%s'",
                            optarg);
       break;
     case 'o':
@@ -1038,15 +1038,15 @@ static int bench_main(int argc, char **argv, spec *specs) {
       printf(PROG " (cuasync) %s\n", cua_version_string());
       return 0;
     case ':':
-      return usage_error("option '%s' needs an argument", argv[optind - 1]);
+      return free(o.workloads), usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
       if (optopt)
-        return usage_error("unknown option '-%c'", optopt);
-      return usage_error("unknown option '%s'", argv[optind - 1]);
+        return free(o.workloads), usage_error("unknown option '-%c'", optopt);
+      return free(o.workloads), usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind < argc)
-    return usage_error("unexpected argument '%s'", argv[optind]);
+    return free(o.workloads), usage_error("unexpected argument '%s'", argv[optind]);
   if (o.quick) {
     if (!o.set_tasks)
       o.tasks = 64;
@@ -1065,11 +1065,13 @@ static int bench_main(int argc, char **argv, spec *specs) {
                  "install gnuplot)\n",
             getenv("GNUPLOT") && *getenv("GNUPLOT") ? getenv("GNUPLOT")
                                                     : "gnuplot in $PATH");
+    free(o.workloads);
     return EXIT_PLOT;
   }
   FILE *out = stdout;
   if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
     fprintf(stderr, PROG ": cannot write %s: %s\n", o.output, strerror(errno));
+    free(o.workloads);
     return EXIT_RUN;
   }
   progress_on = isatty(STDERR_FILENO);
@@ -1089,8 +1091,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
   memset(&b, 0, sizeof b);
   b.o = &o;
   b.cont = calloc(nspecs, sizeof *b.cont);
-  if (b.cont == NULL)
+  if (b.cont == NULL) {
+    free(o.workloads);
     return EXIT_RUN;
+  }
   for (size_t i = 0; i < nspecs; i++) {
     contender *ct = &b.cont[b.ncont];
     ct->spec = specs[i].value;
@@ -1101,6 +1105,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
       close_contender(ct);
       for (size_t j = 0; j < b.ncont; j++)
         close_contender(&b.cont[j]);
+      free(b.cont);
+      free(o.workloads);
+      if (out != stdout)
+        fclose(out);
       return EXIT_RUN;
     }
     b.ncont++;
