@@ -28,12 +28,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A dependent, as its producer sees it. */
-typedef struct dependent {
-  cua__node *node; /* strong */
-  unsigned flags;
-  int resolved;
-} dependent;
+typedef cua__dependent dependent;
+
+/* Grows an array that starts in the node's inline storage @p inl. */
+static int grow_inl(void *arr, size_t *cap, size_t need, size_t size,
+                    void *inl) {
+  void **p = arr;
+  if (need <= *cap)
+    return 0;
+  size_t n = *cap * 2;
+  while (n < need)
+    n *= 2;
+  void *q;
+  if (*p == inl) {
+    q = malloc(n * size);
+    if (q != NULL)
+      memcpy(q, inl, *cap * size);
+  } else {
+    q = realloc(*p, n * size);
+  }
+  if (q == NULL)
+    return CUA_ERR_NOMEM;
+  *p = q;
+  *cap = n;
+  return 0;
+}
 
 /* ------------------------------------------------------------ node basics */
 
@@ -52,24 +71,34 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   n->op_id = ++rt->next_op;
   n->then_of.device = n->then_of.stream = -1;
   n->pl.device = n->pl.stream = -1;
+  n->deps = n->deps_inl;
+  n->capdeps = CUA__INLINE_EDGES;
+  n->dependents = n->dependents_inl;
+  n->capdependents = CUA__INLINE_EDGES;
+  n->watchers = n->watchers_inl;
+  n->capwatchers = 2;
   return n;
 }
 
 static void release_deps(cua__node *n) {
   for (size_t i = 0; i < n->ndeps; i++)
     cua__node_release(n->deps[i].node);
-  free(n->deps);
-  n->deps = NULL;
-  n->ndeps = n->capdeps = 0;
+  if (n->deps != n->deps_inl)
+    free(n->deps);
+  n->deps = n->deps_inl;
+  n->capdeps = CUA__INLINE_EDGES;
+  n->ndeps = 0;
 }
 
 static void release_dependents(cua__node *n) {
-  dependent *d = (dependent *)n->dependents;
+  dependent *d = n->dependents;
   for (size_t i = 0; i < n->ndependents; i++)
     cua__node_release(d[i].node);
-  free(n->dependents);
-  n->dependents = NULL;
-  n->ndependents = n->capdependents = 0;
+  if (n->dependents != n->dependents_inl)
+    free(n->dependents);
+  n->dependents = n->dependents_inl;
+  n->capdependents = CUA__INLINE_EDGES;
+  n->ndependents = 0;
 }
 
 void cua__node_release(cua__node *n) {
@@ -77,7 +106,8 @@ void cua__node_release(cua__node *n) {
     return;
   release_deps(n);
   release_dependents(n);
-  free(n->watchers);
+  if (n->watchers != n->watchers_inl)
+    free(n->watchers);
   free(n->msg);
   free(n->name);
   free(n->results);
@@ -97,7 +127,8 @@ static int add_dep(cua__node *n, cua__node *p, unsigned flags) {
       n->deps[i].flags |= flags;
       return 0;
     }
-  if (cua__grow(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps))
+  if (grow_inl(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps,
+               n->deps_inl))
     return CUA_ERR_NOMEM;
   n->deps[n->ndeps].node = p;
   n->deps[n->ndeps].flags = flags;
@@ -107,10 +138,10 @@ static int add_dep(cua__node *n, cua__node *p, unsigned flags) {
 }
 
 static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
-  if (cua__grow(&p->dependents, &p->capdependents, p->ndependents + 1,
-                sizeof(dependent)))
+  if (grow_inl(&p->dependents, &p->capdependents, p->ndependents + 1,
+               sizeof(dependent), p->dependents_inl))
     return CUA_ERR_NOMEM;
-  dependent *d = (dependent *)p->dependents;
+  dependent *d = p->dependents;
   d[p->ndependents].node = n;
   d[p->ndependents].flags = flags;
   d[p->ndependents].resolved = 0;
@@ -166,7 +197,7 @@ static void fail_node(cua_runtime *rt, cua__node *n, int code,
   stack[len++] = n;
   while (len > 0) {
     cua__node *p = stack[--len];
-    dependent *d = (dependent *)p->dependents;
+    dependent *d = p->dependents;
     for (size_t i = 0; i < p->ndependents; i++) {
       cua__node *m = d[i].node;
       if (!(d[i].flags & CUA__DEP_DATA) || m->state == CUA__NODE_DONE ||
@@ -258,7 +289,7 @@ static void ready(cua_runtime *rt, cua__node *n, round *r) {
 /* Resolves the dependents of @p p that waited for it to be placed
  * (@p complete 0) or to complete (@p complete 1). */
 static void resolve(cua_runtime *rt, cua__node *p, int complete, round *r) {
-  dependent *d = (dependent *)p->dependents;
+  dependent *d = p->dependents;
   for (size_t i = 0; i < p->ndependents; i++) {
     if (d[i].resolved || (!complete && (d[i].flags & CUA__DEP_COMPLETE)))
       continue;
@@ -673,7 +704,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg,
 /* Whether a consumer already placed on another stream needs an event after
  * @p n (those placed later fall back to recording when they need one). */
 static int needs_event(const cua__node *n) {
-  const dependent *d = (const dependent *)n->dependents;
+  const dependent *d = n->dependents;
   for (size_t i = 0; i < n->ndependents; i++) {
     const cua__node *m = d[i].node;
     if (m->cls == CUA__CLASS_DEVICE && m->stream != NULL &&
@@ -1094,8 +1125,8 @@ static int hput(build *b, cua_op *op, cua__node *n) {
 }
 
 static int watch(cua__sub *s, cua__node *n) {
-  if (cua__grow(&n->watchers, &n->capwatchers, n->nwatchers + 1,
-                sizeof *n->watchers))
+  if (grow_inl(&n->watchers, &n->capwatchers, n->nwatchers + 1,
+               sizeof *n->watchers, n->watchers_inl))
     return CUA_ERR_NOMEM;
   n->watchers[n->nwatchers++] = s;
   s->pending++;
@@ -1179,7 +1210,8 @@ static int build_graph(build *b, cua_op *root, size_t *subcap) {
       rc = hput(b, op, n);
       if (rc == 0)
         rc = sub_add(b->sub, n, subcap);
-      if (rc == 0 && n->state != CUA__NODE_DONE)
+      if (rc == 0 && n->state != CUA__NODE_DONE &&
+          (n->cls != CUA__CLASS_VIRTUAL || op == root))
         rc = watch(b->sub, n);
       cua__node_release(n);
       len--;
@@ -1208,7 +1240,10 @@ static int build_graph(build *b, cua_op *root, size_t *subcap) {
       break;
     }
     cua__op_freeze(op);
-    if ((rc = hput(b, op, n)) == 0 && (rc = sub_add(b->sub, n, subcap)) == 0)
+    /* The submission waits for every op that does work, and for the root;
+     * a zip or then inside the DAG completes with its parts anyway. */
+    if ((rc = hput(b, op, n)) == 0 && (rc = sub_add(b->sub, n, subcap)) == 0 &&
+        (n->cls != CUA__CLASS_VIRTUAL || op == root))
       rc = watch(b->sub, n);
     if (rc == 0 &&
         cua__grow(&b->order, &b->cap, b->n + 1, sizeof *b->order) != 0)

@@ -198,6 +198,17 @@ typedef struct cua__dep {
   unsigned flags;
 } cua__dep;
 
+/* A consumer, as its producer sees it. */
+typedef struct cua__dependent {
+  cua__node *node; /* strong until the producer is done */
+  unsigned flags;
+  int resolved;
+} cua__dependent;
+
+/* Most nodes have a few edges: the first ones live in the node itself, so
+ * the common case allocates nothing more than the node. */
+#define CUA__INLINE_EDGES 4
+
 typedef struct cua__sub cua__sub;
 
 struct cua__node {
@@ -208,13 +219,16 @@ struct cua__node {
   int cls;
   int state;
   uint64_t op_id;
-  cua__dep *deps;
+  cua__dep *deps; /* deps_inl, or an allocation once it outgrows it */
   size_t ndeps, capdeps;
   size_t unresolved;
-  cua__node **dependents; /* weak: they hold a ref on us, not we on them */
+  cua__dependent *dependents;
   size_t ndependents, capdependents;
   cua__sub **watchers; /* submissions waiting for this node */
   size_t nwatchers, capwatchers;
+  cua__dep deps_inl[CUA__INLINE_EDGES];
+  cua__dependent dependents_inl[CUA__INLINE_EDGES];
+  cua__sub *watchers_inl[2];
   uint32_t level;
   cua_placement then_of;
   cua__node *then_src; /* weak: also a dependency */
