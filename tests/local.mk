@@ -118,3 +118,8 @@ tests_modules_broken_placement_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
 tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
 tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
+
+# The CUDA suites share the GPU with check_cuda, which runs the device out of
+# memory on purpose: under make -j they start only once it has finished.
+tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
+tests/cuda/futures.sh.log tests/cuda/conformance.sh.log: tests/check_cuda.log
