@@ -277,11 +277,12 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   if (other != NULL)
     *other = 0;
   (void)dlerror(); /* clears an older message */
-  /* Backends are never unmapped: the CUDA runtime they link registers exit
-   * handlers and threads that must not outlive its code. A backend loaded
-   * once stays for the life of the process (a later dlopen returns it). */
-  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL |
-                        (kind == CUA__MODULE_BACKEND ? RTLD_NODELETE : 0));
+  /* Modules are never unmapped: the CUDA runtime that the cuda backend
+   * links registers exit handlers and threads that must not outlive its
+   * code, and any file may be that one (a scan for policies opens backends
+   * too). A module loaded once stays mapped for the life of the process;
+   * dlclose() still drops the reference. */
+  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (dl == NULL) {
     const char *why = dlerror();
     put_err(err, errlen, "%s: dlopen failed: %s", path,
