@@ -27,8 +27,8 @@ int cua_buffer_create(cua_buffer **out, cua_runtime *rt, int device,
   if (bytes == 0)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_create: 0 bytes");
   if (flags & ~CUA_BUFFER_LAZY)
-    return cua__fail(rt, CUA_ERR_INVAL,
-                     "cua_buffer_create: unknown flags 0x%x", flags);
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_create: unknown flags 0x%x",
+                     flags);
   cua_buffer *b = cua__calloc(1, sizeof *b);
   if (b == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -42,9 +42,8 @@ int cua_buffer_create(cua_buffer **out, cua_runtime *rt, int device,
     int rc = rt->be->mem_alloc(rt->bst, device, NULL, bytes, &b->ptr, &err);
     if (rc) {
       free(b);
-      return cua__fail(rt, rc,
-                       "cua_buffer_create: %zu bytes on device %d: %s", bytes,
-                       device, err.msg[0] ? err.msg : cua_strerror(rc));
+      return cua__fail(rt, rc, "cua_buffer_create: %zu bytes on device %d: %s",
+                       bytes, device, err.msg[0] ? err.msg : cua_strerror(rc));
     }
   }
   pthread_mutex_lock(&rt->reg_lock);
@@ -63,9 +62,13 @@ cua_buffer *cua_buffer_retain(cua_buffer *b) {
   return b;
 }
 
-size_t cua_buffer_size(const cua_buffer *b) { return b ? b->bytes : 0; }
+size_t cua_buffer_size(const cua_buffer *b) {
+  return b ? b->bytes : 0;
+}
 
-int cua_buffer_device(const cua_buffer *b) { return b ? b->device : -1; }
+int cua_buffer_device(const cua_buffer *b) {
+  return b ? b->device : -1;
+}
 
 cua_buffer *cua__buffer_root(cua_buffer *b) {
   return b->parent ? b->parent : b;
@@ -94,8 +97,7 @@ int cua__buffer_check(cua_buffer *b, cua_access_mode mode, char *msg,
   }
   if (b->parent != NULL &&
       (!b->parent->partitioned || b->gen != b->parent->partition_gen)) {
-    snprintf(msg, len,
-             "the tile is stale: its buffer was unpartitioned since");
+    snprintf(msg, len, "the tile is stale: its buffer was unpartitioned since");
     return CUA_ERR_STALE;
   }
   if (b->parent == NULL && b->partitioned) {

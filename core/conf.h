@@ -40,15 +40,15 @@ typedef struct cua__config {
   cua__section *sections;
   size_t nsections;
   /* [runtime], resolved (defaults filled in, $CUASYNC_POLICY applied). */
-  char *backend;          /* "auto" (default), "cuda" or "host" */
-  int *devices;           /* NULL for all */
-  size_t ndevices;        /* entries of devices */
-  char *policy;           /* default "round-robin" */
-  int policy_from_env;    /* 1 if $CUASYNC_POLICY overrode it */
-  char **policy_path;     /* directories from policy_path (':'-separated), */
-  size_t npolicy_path;    /* relative ones resolved against the file's dir */
-  int on_policy_error;    /* CUA__ON_POLICY_ERROR_* */
-  int policy_line;        /* line of `policy =`, 0 if defaulted */
+  char *backend;       /* "auto" (default), "cuda" or "host" */
+  int *devices;        /* NULL for all */
+  size_t ndevices;     /* entries of devices */
+  char *policy;        /* default "round-robin" */
+  int policy_from_env; /* 1 if $CUASYNC_POLICY overrode it */
+  char **policy_path;  /* directories from policy_path (':'-separated), */
+  size_t npolicy_path; /* relative ones resolved against the file's dir */
+  int on_policy_error; /* CUA__ON_POLICY_ERROR_* */
+  int policy_line;     /* line of `policy =`, 0 if defaulted */
 } cua__config;
 
 /**

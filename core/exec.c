@@ -174,10 +174,10 @@ static const char *node_name(const cua__node *n) {
   if (n->op == NULL && n->name != NULL)
     return n->name;
   static const char *const names[] = {
-      "?",          "func",       "fill",   "copy",    "axpy",
-      "spin",       "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset",
-      "alloc",      "free",       "host",   "barrier", "zip",
-      "unzip",      "map",        "then",   "shared",  "kernel"};
+      "?",     "func",       "fill",       "copy",       "axpy",
+      "spin",  "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset",
+      "alloc", "free",       "host",       "barrier",    "zip",
+      "unzip", "map",        "then",       "shared",     "kernel"};
   return n->kind < CUA_OP_KIND_COUNT_ ? names[n->kind] : "?";
 }
 
@@ -253,9 +253,9 @@ static cua__node *q_pop(queue *q) {
  * made ready). */
 typedef struct round {
   cua_runtime *rt;
-  queue place;   /* device nodes ready to be placed */
-  queue launch;  /* placed, in order */
-  queue settle;  /* failed or virtual nodes ready to finish */
+  queue place;  /* device nodes ready to be placed */
+  queue launch; /* placed, in order */
+  queue settle; /* failed or virtual nodes ready to finish */
 } round;
 
 static void finish_node(cua_runtime *rt, cua__node *n, round *r);
@@ -366,9 +366,9 @@ static int wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s,
   if (rc)
     return rc;
   rt->stats.event_waits++;
-  if (vc_fit(&t->vc, &t->nvc, p->nvc > (size_t)s->gidx + 1
-                                  ? p->nvc
-                                  : (size_t)s->gidx + 1) == 0) {
+  if (vc_fit(&t->vc, &t->nvc,
+             p->nvc > (size_t)s->gidx + 1 ? p->nvc : (size_t)s->gidx + 1) ==
+      0) {
     for (size_t i = 0; i < p->nvc; i++)
       if (p->vc[i] > t->vc[i])
         t->vc[i] = p->vc[i];
@@ -441,14 +441,13 @@ static int valid_placement(cua_runtime *rt, const cua_op_info *in,
   return 1;
 }
 
-static int policy_place(cua_runtime *rt, cua__polinst *p,
-                        const cua_op_info *in, cua_placement *pl,
-                        char *msg, size_t len) {
+static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
+                        cua_placement *pl, char *msg, size_t len) {
   p->log[0] = '\0';
   int rc = p->d->place(p->state, in, pl);
   if (rc != 0) {
-    snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s",
-             p->name, in->name ? in->name : "(unnamed)", cua_err_name(rc),
+    snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s", p->name,
+             in->name ? in->name : "(unnamed)", cua_err_name(rc),
              p->log[0] ? ": " : "", p->log);
     return CUA_ERR_POLICY;
   }
@@ -460,8 +459,8 @@ static int policy_place(cua_runtime *rt, cua__polinst *p,
              "policy '%s' placed op '%s' on device %d stream %d, which does "
              "not exist (the runtime has %d devices; that device has %d "
              "streams%s)",
-             p->name, in->name ? in->name : "(unnamed)", pl->device,
-             pl->stream, rt->ndev, nst,
+             p->name, in->name ? in->name : "(unnamed)", pl->device, pl->stream,
+             rt->ndev, nst,
              in->restrict_device >= 0 ? "; the op must run on device " : "");
     if (in->restrict_device >= 0 && pl->device >= 0 && pl->device < rt->ndev &&
         pl->stream >= 0 && pl->stream < nst)
@@ -477,8 +476,8 @@ static int policy_place(cua_runtime *rt, cua__polinst *p,
 
 /* Asks the submission's (or runtime's) policy, then the device's own
  * policy if that device has one. */
-static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
-                      char *msg, size_t len) {
+static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
+                      size_t len) {
   cua_placement inputs[8];
   size_t ninputs;
   fill_info(rt, n, sub, inputs, &ninputs);
@@ -571,16 +570,15 @@ static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
     return 0;
   cua_backend_err err = {{0}};
   cua_backend_stream *bs = s->device == root->device ? s->bs : NULL;
-  int rc = rt->be->mem_alloc(rt->bst, root->device, bs, root->bytes,
-                             &root->ptr, &err);
+  int rc = rt->be->mem_alloc(rt->bst, root->device, bs, root->bytes, &root->ptr,
+                             &err);
   if (rc)
     snprintf(msg, len, "allocating %zu bytes on device %d: %s", root->bytes,
              root->device, err.msg[0] ? err.msg : cua_strerror(rc));
   return rc;
 }
 
-static int launch_node(cua_runtime *rt, cua__node *n, char *msg,
-                       size_t len) {
+static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   cua_op *op = n->op;
   cua__stream *s = n->stream;
   int rc = 0;
@@ -1159,8 +1157,7 @@ static cua__node *then_source(cua__node *n) {
 
 /* "then": every real node that starts @p next's part of the DAG runs after
  * @p first. */
-static int add_after(build *b, cua__node *next, cua__node *first,
-                     int depth) {
+static int add_after(build *b, cua__node *next, cua__node *first, int depth) {
   if (next->state == CUA__NODE_DONE || depth > 10000)
     return 0;
   if (next->cls != CUA__CLASS_VIRTUAL) {
@@ -1328,8 +1325,7 @@ static int add_hazards(cua__node *n) {
       mode |= CUA_WRITE;
     cua__bstate *st = cua__buffer_state(buf);
     for (size_t i = 0; i < st->nwriters && rc == 0; i++)
-      rc = add_dep(n, st->writers[i],
-                   (mode & CUA_READ) ? CUA__DEP_DATA : 0);
+      rc = add_dep(n, st->writers[i], (mode & CUA_READ) ? CUA__DEP_DATA : 0);
     if (mode & CUA_WRITE) {
       for (size_t i = 0; i < st->nreaders && rc == 0; i++)
         if (st->readers[i] != n)
@@ -1437,8 +1433,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     if (rc) {
       pthread_mutex_unlock(&rt->lock);
       cua__sub_release(sub);
-      return cua__fail(rt, rc, "cua_submit: creating stream %d: %s",
-                       pl.stream, cua_runtime_error(rt));
+      return cua__fail(rt, rc, "cua_submit: creating stream %d: %s", pl.stream,
+                       cua_runtime_error(rt));
     }
     sub->on_stream = 1;
     sub->placement = pl;
@@ -1534,8 +1530,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
 int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                const cua_submit_options *opts) {
   cua__polinst *pol = NULL;
-  if (opts != NULL && opts->size >= offsetof(cua_submit_options, policy) +
-                                         sizeof(opts->policy))
+  if (opts != NULL &&
+      opts->size >= offsetof(cua_submit_options, policy) + sizeof(opts->policy))
     pol = (cua__polinst *)opts->policy;
   return do_submit(fut, rt, op, pol, opts);
 }
@@ -1551,8 +1547,8 @@ int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op, int device,
   return do_submit(fut, rt, op, NULL, &o);
 }
 
-int cua_submit_wait(cua_runtime *rt, cua_op *op,
-                    const cua_submit_options *opts, void **result) {
+int cua_submit_wait(cua_runtime *rt, cua_op *op, const cua_submit_options *opts,
+                    void **result) {
   cua_future *f;
   int rc = cua_submit(&f, rt, op, opts);
   if (rc)
@@ -1568,7 +1564,9 @@ int cua_submit_wait(cua_runtime *rt, cua_op *op,
 
 /* ------------------------------------------------------ stream functions */
 
-void *cua_ctx_stream(const cua_stream_ctx *ctx) { return ctx->native; }
+void *cua_ctx_stream(const cua_stream_ctx *ctx) {
+  return ctx->native;
+}
 
 cua_placement cua_ctx_placement(const cua_stream_ctx *ctx) {
   return ctx->node->pl;

@@ -9,9 +9,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 cua__sub *cua__sub_new(cua_runtime *rt) {
   cua__sub *s = cua__calloc(1, sizeof *s);

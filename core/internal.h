@@ -63,15 +63,15 @@ typedef struct cua__node cua__node;
 typedef struct cua__stream {
   cua_backend_stream *bs;
   int device;
-  int index; /* within the device */
-  int gidx;  /* within the runtime (vector clock index) */
+  int index;         /* within the device */
+  int gidx;          /* within the runtime (vector clock index) */
   uint64_t seq;      /* last sequence number given (at placement) */
   uint64_t launched; /* last sequence number enqueued on the backend */
-  uint64_t marked; /* last mark enqueued */
-  uint64_t done;   /* progress observed */
-  uint64_t *vc;    /* what this stream's end is ordered after */
+  uint64_t marked;   /* last mark enqueued */
+  uint64_t done;     /* progress observed */
+  uint64_t *vc;      /* what this stream's end is ordered after */
   size_t nvc;
-  cua__point *points_head, *points_tail; /* increasing seq */
+  cua__point *points_head, *points_tail;    /* increasing seq */
   cua__node *inflight_head, *inflight_tail; /* enqueued, increasing seq */
   cua_stream_load load;
 } cua__stream;
@@ -89,8 +89,8 @@ typedef struct cua__polinst {
   char *name;
   int refs; /* handle/runtime + nodes placed and not completed */
   int closed;
-  int nested; /* opened by another policy, which closes it */
-  char log[1024]; /* recent log lines, for create() failures */
+  int nested;                /* opened by another policy, which closes it */
+  char log[1024];            /* recent log lines, for create() failures */
   struct cua__polinst *next; /* the runtime's list of instances */
 } cua__polinst;
 
@@ -117,7 +117,7 @@ struct cua_op {
   cua_host_fn host_fn;
   cua_map_fn map_fn;
   void *arg;
-  void *hptr;       /* host pointer of memcpy h2d/d2h */
+  void *hptr; /* host pointer of memcpy h2d/d2h */
   size_t dst_off, src_off, bytes;
   float value;
   int byte_value;
@@ -128,9 +128,9 @@ struct cua_op {
   void *kernel;
   unsigned grid[3], block[3];
   size_t shared_bytes;
-  unsigned char *argdata;   /* packed argument values */
-  size_t *argoff;           /* offsets into argdata, per argument */
-  int *argbuf;              /* index into acc, or -1 */
+  unsigned char *argdata; /* packed argument values */
+  size_t *argoff;         /* offsets into argdata, per argument */
+  int *argbuf;            /* index into acc, or -1 */
   size_t nargs;
   /* SHARED: the node of its one run, once submitted. */
   cua__node *shared_node;
@@ -213,8 +213,8 @@ typedef struct cua__sub cua__sub;
 
 struct cua__node {
   atomic_int refs;
-  cua_op *op;   /* dropped once done: see finish_node() */
-  char *name;   /* the op's hinted name, kept once op is dropped */
+  cua_op *op; /* dropped once done: see finish_node() */
+  char *name; /* the op's hinted name, kept once op is dropped */
   cua_op_kind kind;
   int cls;
   int state;
@@ -345,16 +345,14 @@ struct cua_runtime {
 };
 
 /* runtime.c */
-int cua__stream_get(cua_runtime *rt, int device, int index,
-                    cua__stream **out);
+int cua__stream_get(cua_runtime *rt, int device, int index, cua__stream **out);
 int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);
 void cua__kick(cua_runtime *rt);
 
 /* policyhost.c */
-int cua__polinst_open(cua_runtime *rt, const char *name,
-                      cua__polinst **out);
+int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out);
 void cua__polinst_release(cua__polinst *p);
 void cua__polinst_close_all(cua_runtime *rt);
 

@@ -56,25 +56,25 @@ void cua__strv_free(char **v, size_t n);
  * (CUA_ERR_MODULE_INCOMPLETE, naming the missing one).
  * Does not call create(): the caller does.
  */
-int cua__module_load(cua__module **out, cua__module_kind kind,
-                     const char *name, char *const *extra, size_t nextra,
-                     int ignore_env, char *err, size_t errlen);
+int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
+                     char *const *extra, size_t nextra, int ignore_env,
+                     char *err, size_t errlen);
 void cua__module_unload(cua__module *mod);
 
 /** What cua__module_scan() reports for each *.so file of the search path. */
 typedef struct cua__module_report {
   const char *path;
-  const char *name; /* file name without ".so" */
-  int status;       /* 0 loaded and checked, else the error code */
-  const char *message; /* why it was refused (status != 0) */
+  const char *name;          /* file name without ".so" */
+  int status;                /* 0 loaded and checked, else the error code */
+  const char *message;       /* why it was refused (status != 0) */
   const cua__module *module; /* when status == 0; valid during callback */
-  int shadowed;     /* 1 if an earlier directory has the same name */
+  int shadowed;              /* 1 if an earlier directory has the same name */
 } cua__module_report;
 
 /** Tries every *.so in every directory of the search path (sorted by name
  * within a directory) and calls @p cb for each. */
-void cua__module_scan(cua__module_kind kind, char *const *extra,
-                      size_t nextra, int ignore_env,
+void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
+                      int ignore_env,
                       void (*cb)(const cua__module_report *r, void *arg),
                       void *arg);
 

@@ -82,8 +82,7 @@ int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
                        i, (int)access[i].mode);
     if (cua__buffer_root(access[i].buffer)->rt != rt)
       return cua__fail(rt, CUA_ERR_INVAL,
-                       "cua_op_func: access %zu: buffer of another runtime",
-                       i);
+                       "cua_op_func: access %zu: buffer of another runtime", i);
   }
   cua_op *op;
   int rc = new_op(&op, rt, CUA_OP_FUNC);
@@ -183,8 +182,8 @@ int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   return finish(out, op, add_access(op, dst, CUA_WRITE));
 }
 
-int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src,
-                      size_t src_off, size_t bytes) {
+int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
+                      size_t bytes) {
   cua_runtime *rt;
   int rc = buf_rt(src, &rt);
   if (rc)
@@ -215,8 +214,7 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
     return cua__fail(rt, CUA_ERR_INVAL, "buffers of different runtimes");
   if ((rc = check_range(rt, "cua_op_memcpy_d2d (destination)", dst, dst_off,
                         bytes)) ||
-      (rc = check_range(rt, "cua_op_memcpy_d2d (source)", src, src_off,
-                        bytes)))
+      (rc = check_range(rt, "cua_op_memcpy_d2d (source)", src, src_off, bytes)))
     return rc;
   if (dst == src)
     return cua__fail(rt, CUA_ERR_INVAL,
@@ -320,10 +318,10 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
   void *kernel = NULL;
   cua_backend_err err = {{0}};
   pthread_mutex_lock(&rt->lock);
-  int rc = rt->be->module_function
-               ? rt->be->module_function(rt->bst, mod->bm, function, &kernel,
-                                         &err)
-               : CUA_ERR_NOTSUP;
+  int rc =
+      rt->be->module_function
+          ? rt->be->module_function(rt->bst, mod->bm, function, &kernel, &err)
+          : CUA_ERR_NOTSUP;
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     return cua__fail(rt, rc, "cua_op_kernel: function '%s': %s", function,
@@ -433,7 +431,8 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
     sh = zip->unzip_shared;
     /* A wrapper whose last reference is going is not reused. */
     int refs = sh ? atomic_load(&sh->refs) : 0;
-    while (refs > 0 && !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
+    while (refs > 0 &&
+           !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
       ;
     if (refs <= 0) {
       rc = cua_op_shared(&sh, zip);
@@ -498,7 +497,9 @@ int cua_op_set_hints(cua_op *op, const cua_hints *h) {
   return 0;
 }
 
-cua_op_kind cua_op_get_kind(const cua_op *op) { return op->kind; }
+cua_op_kind cua_op_get_kind(const cua_op *op) {
+  return op->kind;
+}
 
 cua_op *cua_op_retain(cua_op *op) {
   if (op != NULL)
@@ -506,7 +507,9 @@ cua_op *cua_op_retain(cua_op *op) {
   return op;
 }
 
-void cua__op_freeze(cua_op *op) { op->frozen = 1; }
+void cua__op_freeze(cua_op *op) {
+  op->frozen = 1;
+}
 
 int cua__op_is_host(const cua_op *op) {
   return op->kind == CUA_OP_HOST || op->kind == CUA_OP_MAP;

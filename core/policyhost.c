@@ -146,9 +146,9 @@ void cua__polinst_release(cua__polinst *p) {
 int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
   char err[CUA__ERRLEN];
   cua__module *mod = NULL;
-  int rc = cua__module_load(&mod, CUA__MODULE_POLICY, name,
-                            rt->cfg->policy_path, rt->cfg->npolicy_path,
-                            rt->ignore_env, err, sizeof err);
+  int rc =
+      cua__module_load(&mod, CUA__MODULE_POLICY, name, rt->cfg->policy_path,
+                       rt->cfg->npolicy_path, rt->ignore_env, err, sizeof err);
   if (rc)
     return cua__fail(rt, rc, "%s", err);
   cua__polinst *p = cua__calloc(1, sizeof *p);

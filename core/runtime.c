@@ -42,8 +42,8 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   char section[128];
   snprintf(section, sizeof section, "backend.%s", name);
   cua_param_value *params = NULL;
-  rc = cua__config_params(rt->cfg, section, d->params, d->nparams, &params,
-                          err, errlen);
+  rc = cua__config_params(rt->cfg, section, d->params, d->nparams, &params, err,
+                          errlen);
   if (rc) {
     cua__module_unload(mod);
     return rc;
@@ -56,8 +56,8 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rt->bhost.now_ns = b_now;
   cua_backend_err berr = {{0}};
   void *st = NULL;
-  rc = d->create(&rt->bhost, params, rt->cfg->devices,
-                 (int)rt->cfg->ndevices, &st, &berr);
+  rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,
+                 &st, &berr);
   if (rc) {
     snprintf(err, errlen, "backend '%s' (%s): %s", name, mod->path,
              berr.msg[0] ? berr.msg : cua_strerror(rc));
@@ -185,9 +185,9 @@ static int check_policy_sections(cua_runtime *rt) {
       continue;
     char err[CUA__ERRLEN];
     cua__module *mod = NULL;
-    int rc = cua__module_load(&mod, CUA__MODULE_POLICY, name,
-                              cfg->policy_path, cfg->npolicy_path,
-                              rt->ignore_env, err, sizeof err);
+    int rc =
+        cua__module_load(&mod, CUA__MODULE_POLICY, name, cfg->policy_path,
+                         cfg->npolicy_path, rt->ignore_env, err, sizeof err);
     if (rc == CUA_ERR_MODULE_NOT_FOUND)
       return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
                        "%s:%d: [%s]: no policy named '%s' is installed or "
@@ -365,8 +365,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   rt->all_peers = 1;
   for (int a = 0; a < rt->ndev; a++)
     for (int b = 0; b < rt->ndev; b++)
-      if (a != b && (rt->be->can_access == NULL ||
-                     !rt->be->can_access(rt->bst, a, b)))
+      if (a != b &&
+          (rt->be->can_access == NULL || !rt->be->can_access(rt->bst, a, b)))
         rt->all_peers = 0;
   pthread_mutex_lock(&rt->lock);
   rc = open_policies(rt);
@@ -374,8 +374,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   if (rc)
     goto fail;
   if (pthread_create(&rt->thread, NULL, cua__completion_thread, rt) != 0) {
-    rc = cua__fail(NULL, CUA_ERR_INTERNAL,
-                   "cannot start the completion thread");
+    rc =
+        cua__fail(NULL, CUA_ERR_INTERNAL, "cannot start the completion thread");
     goto fail;
   }
   rt->thread_started = 1;
@@ -473,7 +473,9 @@ const char *cua_runtime_config_path(const cua_runtime *rt) {
   return rt ? rt->cfg->path : NULL;
 }
 
-int cua_device_count(const cua_runtime *rt) { return rt ? rt->ndev : 0; }
+int cua_device_count(const cua_runtime *rt) {
+  return rt ? rt->ndev : 0;
+}
 
 int cua_device_get_info(const cua_runtime *rt, int device,
                         cua_device_info *info) {

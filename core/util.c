@@ -9,9 +9,13 @@
 #include <string.h>
 #include <time.h>
 
-unsigned cua_version(void) { return CUA_VERSION_HEX; }
+unsigned cua_version(void) {
+  return CUA_VERSION_HEX;
+}
 
-const char *cua_version_string(void) { return CUA_VERSION_STRING; }
+const char *cua_version_string(void) {
+  return CUA_VERSION_STRING;
+}
 
 const char *cua_strerror(int err) {
   switch (err) {
@@ -41,13 +45,17 @@ const char *cua_err_name(int err) {
   }
 }
 
-void *cua__malloc(size_t n) { return malloc(n ? n : 1); }
+void *cua__malloc(size_t n) {
+  return malloc(n ? n : 1);
+}
 
 void *cua__calloc(size_t n, size_t size) {
   return calloc(n ? n : 1, size ? size : 1);
 }
 
-void *cua__realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+void *cua__realloc(void *p, size_t n) {
+  return realloc(p, n ? n : 1);
+}
 
 char *cua__strdup(const char *s) {
   if (s == NULL)
@@ -84,8 +92,7 @@ int cua__grow(void *arr, size_t *cap, size_t need, size_t size) {
  * is no runtime to keep it in. */
 static _Thread_local char create_err[CUA__ERRLEN];
 
-int cua__vfail(const cua_runtime *rt, int code, const char *fmt,
-               va_list ap) {
+int cua__vfail(const cua_runtime *rt, int code, const char *fmt, va_list ap) {
   if (rt == NULL) {
     vsnprintf(create_err, sizeof create_err, fmt, ap);
     return code;

@@ -191,8 +191,8 @@ CUA_EXTERN int cua_runtime_dump_policy(cua_runtime *rt, void *file);
  * hold their own until they complete, and the memory is freed stream-ordered
  * after the last one.
  */
-CUA_EXTERN int cua_buffer_create(cua_buffer **buf, cua_runtime *rt,
-                                 int device, size_t bytes, unsigned flags);
+CUA_EXTERN int cua_buffer_create(cua_buffer **buf, cua_runtime *rt, int device,
+                                 size_t bytes, unsigned flags);
 /** Releases the caller's reference (the memory outlives work in flight). */
 CUA_EXTERN void cua_buffer_destroy(cua_buffer *buf);
 /** Takes another reference; returns @p buf. */
@@ -287,8 +287,7 @@ CUA_EXTERN int cua_op_fill(cua_op **op, cua_buffer *dst, float value);
 /** Built-in kernel: dst[i] = src[i] for float32 elements (sizes equal). */
 CUA_EXTERN int cua_op_copy(cua_op **op, cua_buffer *dst, cua_buffer *src);
 /** Built-in kernel: y[i] = a * x[i] + y[i] for float32 (sizes equal). */
-CUA_EXTERN int cua_op_axpy(cua_op **op, cua_buffer *y, float a,
-                           cua_buffer *x);
+CUA_EXTERN int cua_op_axpy(cua_op **op, cua_buffer *y, float a, cua_buffer *x);
 /** Built-in calibrated kernel that keeps @p blocks blocks busy for about
  * @p ns nanoseconds (benchmarks; the host backend sleeps-spins). */
 CUA_EXTERN int cua_op_spin(cua_op **op, cua_runtime *rt, uint64_t ns,
@@ -304,8 +303,7 @@ CUA_EXTERN int cua_op_memcpy_d2h(cua_op **op, void *dst, cua_buffer *src,
 /** Copies between buffers, on one device or between two (peer access where
  * the backend has it, staged through the host otherwise). */
 CUA_EXTERN int cua_op_memcpy_d2d(cua_op **op, cua_buffer *dst, size_t dst_off,
-                                 cua_buffer *src, size_t src_off,
-                                 size_t bytes);
+                                 cua_buffer *src, size_t src_off, size_t bytes);
 /** Sets @p bytes of @p dst from @p off to the byte @p value. */
 CUA_EXTERN int cua_op_memset(cua_op **op, cua_buffer *dst, size_t off,
                              int value, size_t bytes);
@@ -327,9 +325,9 @@ CUA_EXTERN int cua_op_barrier(cua_op **op, cua_runtime *rt);
 
 /** An argument of cua_op_kernel(): a value, or a buffer's address. */
 typedef struct cua_kernel_arg {
-  const void *value;  /**< copied at construction; ignored if buffer set */
-  size_t size;        /**< bytes of value */
-  cua_buffer *buffer; /**< pass this buffer's address (and declare access) */
+  const void *value;    /**< copied at construction; ignored if buffer set */
+  size_t size;          /**< bytes of value */
+  cua_buffer *buffer;   /**< pass this buffer's address (and declare access) */
   cua_access_mode mode; /**< access mode for @p buffer */
 } cua_kernel_arg;
 /** Loads a PTX or cubin file for kernel ops (CUDA backend). */
@@ -341,10 +339,10 @@ CUA_EXTERN int cua_module_load_data(cua_module **mod, cua_runtime *rt,
 /** Unloads a module once no op uses it. */
 CUA_EXTERN void cua_module_destroy(cua_module *mod);
 /** Launches @p function of @p mod with the given geometry and arguments. */
-CUA_EXTERN int cua_op_kernel(cua_op **op, cua_module *mod,
-                             const char *function, const unsigned grid[3],
-                             const unsigned block[3], size_t shared_bytes,
-                             const cua_kernel_arg *args, size_t nargs);
+CUA_EXTERN int cua_op_kernel(cua_op **op, cua_module *mod, const char *function,
+                             const unsigned grid[3], const unsigned block[3],
+                             size_t shared_bytes, const cua_kernel_arg *args,
+                             size_t nargs);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
@@ -370,16 +368,17 @@ CUA_EXTERN int cua_op_shared(cua_op **op, cua_op *inner);
 
 /** Hints a policy may read. Zero-initialise (or CUA_HINTS_INIT), set size. */
 typedef struct cua_hints {
-  size_t size;          /**< sizeof(cua_hints) */
-  const char *name;     /**< copied; for errors, dumps and traces */
-  const char *tag;      /**< copied; matched by affinity rules */
-  int device;           /**< preferred device, -1 for none */
-  uint64_t cost_ns;     /**< estimated duration, 0 if unknown */
-  uint64_t bytes;       /**< bytes moved, 0 if unknown */
-  uint64_t flops;       /**< floating-point operations, 0 if unknown */
-  int priority;         /**< higher runs earlier where the policy cares */
+  size_t size;      /**< sizeof(cua_hints) */
+  const char *name; /**< copied; for errors, dumps and traces */
+  const char *tag;  /**< copied; matched by affinity rules */
+  int device;       /**< preferred device, -1 for none */
+  uint64_t cost_ns; /**< estimated duration, 0 if unknown */
+  uint64_t bytes;   /**< bytes moved, 0 if unknown */
+  uint64_t flops;   /**< floating-point operations, 0 if unknown */
+  int priority;     /**< higher runs earlier where the policy cares */
 } cua_hints;
-#define CUA_HINTS_INIT {sizeof(cua_hints), NULL, NULL, -1, 0, 0, 0, 0}
+#define CUA_HINTS_INIT                                                         \
+  { sizeof(cua_hints), NULL, NULL, -1, 0, 0, 0, 0 }
 /**
  * Sets an op's hints. Allowed only until the op is frozen, that is until it
  * is referenced by another op or submitted: then CUA_ERR_BUSY.
@@ -399,9 +398,9 @@ CUA_EXTERN void cua_op_destroy(cua_op *op);
 
 /** Options of cua_submit(). Zero-initialise, set size. */
 typedef struct cua_submit_options {
-  size_t size;        /**< sizeof(cua_submit_options) */
-  cua_policy *policy; /**< policy for this submission, NULL: runtime's */
-  int on_stream;      /**< non-zero: every op goes to @p placement */
+  size_t size;             /**< sizeof(cua_submit_options) */
+  cua_policy *policy;      /**< policy for this submission, NULL: runtime's */
+  int on_stream;           /**< non-zero: every op goes to @p placement */
   cua_placement placement; /**< the explicit stream when on_stream */
 } cua_submit_options;
 

@@ -32,8 +32,8 @@
  * (device, stream), except that the stream of the op this one continues
  * (then_of) is kept unless another is lighter by more than one op's worth
  * (the predecessor's own load there is no reason to move), which keeps
- * chains on one stream when nothing is gained by moving them. restrict_device limits the candidates to that
- * device.
+ * chains on one stream when nothing is gained by moving them. restrict_device
+ * limits the candidates to that device.
  */
 #include <cuasync/errors.h>
 #include <cuasync/policy.h>
@@ -428,8 +428,7 @@ static int ll_place(void *state, const cua_op_info *op, cua_placement *out) {
   uint64_t slack = ll->measure == LL_TIME ? ll_estimate(ll, op, &stat) : 1;
   if (t->device >= lo && t->device < hi && t->stream >= 0 &&
       t->stream < h->stream_count(h->core, t->device) &&
-      ll_load(ll, t->device, t->stream, &load) == 0 &&
-      load <= best + slack) {
+      ll_load(ll, t->device, t->stream, &load) == 0 && load <= best + slack) {
     *out = *t;
     ll->kept_then++;
   } else {

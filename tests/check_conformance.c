@@ -11,9 +11,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-static const char *const policies[] = {
-    "single-stream", "round-robin", "least-loaded", "affinity", "random",
-    "scatter"};
+static const char *const policies[] = {"single-stream", "round-robin",
+                                       "least-loaded",  "affinity",
+                                       "random",        "scatter"};
 #define NPOL (sizeof policies / sizeof *policies)
 
 static const char *extra_for(const char *p) {
@@ -58,16 +58,14 @@ START_TEST(places_every_op_kind_validly) {
     ck_assert_int_eq(cua_op_fill(&ops[n++], b, 1.0f), 0);
     ck_assert_int_eq(cua_op_axpy(&ops[n++], b, 2.0f, a), 0);
     ck_assert_int_eq(cua_op_copy(&ops[n++], a, b), 0);
-    ck_assert_int_eq(cua_op_memcpy_d2d(&ops[n++], b, 0, a, 0, sizeof host),
-                     0);
+    ck_assert_int_eq(cua_op_memcpy_d2d(&ops[n++], b, 0, a, 0, sizeof host), 0);
     ck_assert_int_eq(cua_op_memset(&ops[n++], a, 0, 0, 16), 0);
     ck_assert_int_eq(cua_op_spin(&ops[n++], rt, 1000, 1), 0);
     ck_assert_int_eq(cua_op_alloc(&ops[n++], lazy), 0);
     ck_assert_int_eq(cua_op_free(&ops[n++], lazy), 0);
     ck_assert_int_eq(cua_op_host(&ops[n++], rt, step, NULL), 0);
     ck_assert_int_eq(cua_op_barrier(&ops[n++], rt), 0);
-    ck_assert_int_eq(cua_op_memcpy_d2h(&ops[n++], host, b, 0, sizeof host),
-                     0);
+    ck_assert_int_eq(cua_op_memcpy_d2h(&ops[n++], host, b, 0, sizeof host), 0);
     /* tagged and device-hinted variants for the policies that read them */
     cua_hints h = CUA_HINTS_INIT;
     h.tag = dev ? "a" : "b";

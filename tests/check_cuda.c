@@ -331,8 +331,8 @@ static void cu_expect_bytes(const unsigned char *host, size_t n, int v,
                             const char *what) {
   for (size_t i = 0; i < n; i++)
     if (host[i] != (unsigned char)v)
-      ck_abort_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i,
-                   n, host[i], (unsigned)(unsigned char)v);
+      ck_abort_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i, n,
+                   host[i], (unsigned)(unsigned char)v);
 }
 
 static char *cu_read_file(const char *path, size_t *len) {

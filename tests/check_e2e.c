@@ -34,9 +34,8 @@ START_TEST(ini_file_to_completed_future) {
   ck_assert_ptr_nonnull(cua_runtime_config_path(rt));
   /* allocate (lazily), fill, copy back, check on the host */
   cua_buffer *buf;
-  ck_assert_int_eq(cua_buffer_create(&buf, rt, 0, N * sizeof(float),
-                                     CUA_BUFFER_LAZY),
-                   0);
+  ck_assert_int_eq(
+      cua_buffer_create(&buf, rt, 0, N * sizeof(float), CUA_BUFFER_LAZY), 0);
   float host[N];
   check c = {host, N, 3.5f, 0};
   cua_op *alloc, *fill, *copy, *verify, *a, *b, *dag;
@@ -85,7 +84,8 @@ END_TEST
 
 START_TEST(policy_create_failure_is_reported_with_its_message) {
   cua_runtime *rt = NULL;
-  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = broken-create\n");
+  int rc =
+      open_text(&rt, "[runtime]\nbackend = host\npolicy = broken-create\n");
   ck_assert_int_eq(rc, CUA_ERR_MODULE_CREATE);
   ck_assert_ptr_null(rt);
   const char *m = cua_runtime_error(NULL);
@@ -204,7 +204,8 @@ START_TEST(auto_backend_falls_back_to_host_without_gpu) {
   if (getenv("CUASYNC_EXPECT_GPU") != NULL)
     return; /* on a GPU machine auto picks cuda */
   cua_runtime *rt = NULL;
-  int rc = open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
+  int rc =
+      open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
   ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
   ck_assert_str_eq(cua_runtime_backend(rt), "host");
   cua_runtime_destroy(rt);
@@ -319,4 +320,6 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) { return run_suite(suite()); }
+int main(void) {
+  return run_suite(suite());
+}

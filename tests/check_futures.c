@@ -12,8 +12,12 @@
 
 static cua_runtime *rt;
 
-static void setup(void) { rt = open_policy("round-robin", NULL); }
-static void teardown(void) { cua_runtime_destroy(rt); }
+static void setup(void) {
+  rt = open_policy("round-robin", NULL);
+}
+static void teardown(void) {
+  cua_runtime_destroy(rt);
+}
 
 static cua_op *spin_op(uint64_t ns) {
   cua_op *op;

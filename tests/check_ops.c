@@ -11,8 +11,12 @@
 static cua_runtime *rt;
 static const char *policy = "round-robin";
 
-static void setup(void) { rt = open_policy(policy, NULL); }
-static void teardown(void) { cua_runtime_destroy(rt); }
+static void setup(void) {
+  rt = open_policy(policy, NULL);
+}
+static void teardown(void) {
+  cua_runtime_destroy(rt);
+}
 
 static cua_buffer *buf(size_t n) {
   cua_buffer *b;
@@ -200,8 +204,8 @@ START_TEST(lazy_buffers_alloc_and_free) {
   ck_assert_int_eq(cua_buffer_create(&eager, rt, 0, 64, 0), 0);
   ck_assert_err(rt, cua_op_alloc(&f, eager), CUA_ERR_INVAL, "LAZY");
   cua_buffer *none;
-  ck_assert_err(rt, cua_buffer_create(&none, rt, 7, 64, 0),
-                CUA_ERR_BAD_DEVICE, "no device 7");
+  ck_assert_err(rt, cua_buffer_create(&none, rt, 7, 64, 0), CUA_ERR_BAD_DEVICE,
+                "no device 7");
   cua_buffer_destroy(eager);
   cua_buffer_destroy(b);
 }

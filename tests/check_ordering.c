@@ -14,7 +14,9 @@ static cua_runtime *rt;
 static void setup(void) {
   rt = open_policy("scatter", "[policy.scatter]\nstreams = 4\nseed = 7\n");
 }
-static void teardown(void) { cua_runtime_destroy(rt); }
+static void teardown(void) {
+  cua_runtime_destroy(rt);
+}
 
 static cua_buffer *buf(void) {
   cua_buffer *b;
@@ -26,8 +28,7 @@ static void expect_all(cua_buffer *b, float want) {
   float h[N];
   read_back(rt, b, h);
   for (int i = 0; i < N; i++)
-    ck_assert_msg(h[i] == want, "element %d is %g, expected %g", i, h[i],
-                  want);
+    ck_assert_msg(h[i] == want, "element %d is %g, expected %g", i, h[i], want);
 }
 
 /* then(spin, op): a slow producer. */

@@ -61,9 +61,8 @@ static cua_op *random_op(void) {
     if (s == d)
       s = (d + 1) % NBUF;
     size_t off = rnd(ELEMS / 2), n = 1 + rnd(ELEMS / 2);
-    ck_assert_int_eq(cua_op_memcpy_d2d(&op, bufs[d], off * 4, bufs[s],
-                                       off * 4, n * 4),
-                     0);
+    ck_assert_int_eq(
+        cua_op_memcpy_d2d(&op, bufs[d], off * 4, bufs[s], off * 4, n * 4), 0);
     memcpy(&ref[d][off], &ref[s][off], n * 4);
     break;
   }
@@ -131,8 +130,7 @@ static void run_policy(const char *policy, const char *extra, int devices) {
       cua_op_destroy(op);
     }
     for (int k = 0; k < nsub; k++) {
-      ck_assert_msg(cua_future_wait(f[k]) == 0, "%s",
-                    cua_future_error(f[k]));
+      ck_assert_msg(cua_future_wait(f[k]) == 0, "%s", cua_future_error(f[k]));
       cua_future_destroy(f[k]);
     }
     /* Check every buffer after some DAGs (reading back is a submission

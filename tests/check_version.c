@@ -34,4 +34,6 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) { return run_suite(suite()); }
+int main(void) {
+  return run_suite(suite());
+}

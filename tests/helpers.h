@@ -12,11 +12,11 @@
 #include <cuasync.h>
 
 #include <check.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /** The path of fixture file @p name (static buffer, one at a time). */
 static inline const char *fixture(const char *name) {
@@ -52,8 +52,8 @@ static inline int open_text(cua_runtime **rt, const char *text) {
 #define ck_assert_err(rt, call, code, needle)                                  \
   do {                                                                         \
     int rc_ = (call);                                                          \
-    ck_assert_msg(rc_ == (code), "%s returned %s (%d), expected %s: %s", #call, \
-                  cua_err_name(rc_), rc_, cua_err_name(code),                  \
+    ck_assert_msg(rc_ == (code), "%s returned %s (%d), expected %s: %s",       \
+                  #call, cua_err_name(rc_), rc_, cua_err_name(code),           \
                   cua_runtime_error(rt));                                      \
     if ((needle) != NULL)                                                      \
       ck_assert_msg(strstr(cua_runtime_error(rt), (needle)) != NULL,           \
@@ -70,7 +70,6 @@ static inline int run_suite(Suite *s) {
   srunner_free(sr);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
-
 
 /* ------------------------------------------------------------------------
  * Backend selection: the op, ordering and random-DAG suites run on the

@@ -62,17 +62,17 @@ typedef struct cua_backend_host {
 
 /** One op for a stream, with everything resolved to addresses. */
 typedef struct cua_backend_op {
-  size_t size;       /**< sizeof(cua_backend_op) of the core */
-  cua_op_kind kind;  /**< FUNC, FILL, COPY, AXPY, SPIN, MEMCPY_*, MEMSET,
-                          KERNEL (the core does everything else itself) */
-  uint64_t seq;      /**< this op's sequence number on its stream */
-  void *dst;         /**< destination address (y for AXPY) */
-  const void *src;   /**< source address (x for AXPY) */
-  size_t bytes;      /**< bytes to copy/set; elements * 4 for float ops */
-  int dst_device;    /**< device of dst (MEMCPY_D2D), runtime index */
-  int src_device;    /**< device of src (MEMCPY_D2D) */
-  float value;       /**< FILL value; AXPY a */
-  int byte_value;    /**< MEMSET byte */
+  size_t size;        /**< sizeof(cua_backend_op) of the core */
+  cua_op_kind kind;   /**< FUNC, FILL, COPY, AXPY, SPIN, MEMCPY_*, MEMSET,
+                           KERNEL (the core does everything else itself) */
+  uint64_t seq;       /**< this op's sequence number on its stream */
+  void *dst;          /**< destination address (y for AXPY) */
+  const void *src;    /**< source address (x for AXPY) */
+  size_t bytes;       /**< bytes to copy/set; elements * 4 for float ops */
+  int dst_device;     /**< device of dst (MEMCPY_D2D), runtime index */
+  int src_device;     /**< device of src (MEMCPY_D2D) */
+  float value;        /**< FILL value; AXPY a */
+  int byte_value;     /**< MEMSET byte */
   cua_spin_args spin; /**< SPIN duration and blocks */
   /** FUNC: the core's wrapper of the user function; returns 0 or a code,
    * with the message written to err. */
@@ -98,8 +98,8 @@ typedef struct cua_backend_descriptor {
   const char *name;
   const char *version;
   const char *description;
-  uint64_t flags;                 /**< CUA_BACKEND_* */
-  const cua_param_spec *params;   /**< schema of [backend.NAME] */
+  uint64_t flags;               /**< CUA_BACKEND_* */
+  const cua_param_spec *params; /**< schema of [backend.NAME] */
   size_t nparams;
 
   /**
@@ -127,8 +127,7 @@ typedef struct cua_backend_descriptor {
                       cua_backend_err *err);
   void (*event_destroy)(void *state, cua_backend_event *e);
   /** Records @p e at the current end of @p s (re-recording is allowed). */
-  int (*event_record)(void *state, cua_backend_event *e,
-                      cua_backend_stream *s);
+  int (*event_record)(void *state, cua_backend_event *e, cua_backend_stream *s);
   /** Makes @p s wait for the last recording of @p e. */
   int (*stream_wait_event)(void *state, cua_backend_stream *s,
                            cua_backend_event *e);
@@ -136,8 +135,8 @@ typedef struct cua_backend_descriptor {
   int (*event_query)(void *state, cua_backend_event *e);
 
   /** Allocates device memory; stream-ordered on @p s when not NULL. */
-  int (*mem_alloc)(void *state, int device, cua_backend_stream *s,
-                   size_t bytes, void **ptr, cua_backend_err *err);
+  int (*mem_alloc)(void *state, int device, cua_backend_stream *s, size_t bytes,
+                   void **ptr, cua_backend_err *err);
   /** Frees device memory; stream-ordered on @p s when not NULL. */
   void (*mem_free)(void *state, int device, cua_backend_stream *s, void *ptr);
 
@@ -179,9 +178,8 @@ typedef struct cua_backend_descriptor {
   void (*module_unload)(void *state, cua_backend_module *m);
   /** Looks up a kernel of a loaded module, usable for KERNEL ops on any
    * device. */
-  int (*module_function)(void *state, cua_backend_module *m,
-                         const char *name, void **kernel,
-                         cua_backend_err *err);
+  int (*module_function)(void *state, cua_backend_module *m, const char *name,
+                         void **kernel, cua_backend_err *err);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

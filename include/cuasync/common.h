@@ -24,15 +24,15 @@
 
 /** The kinds of DeviceOp. Values are part of the policy ABI: append only. */
 typedef enum cua_op_kind {
-  CUA_OP_FUNC = 1,     /**< user stream function (launches its own work) */
-  CUA_OP_FILL = 2,     /**< built-in kernel: fill float32 elements */
-  CUA_OP_COPY = 3,     /**< built-in kernel: element copy between buffers */
-  CUA_OP_AXPY = 4,     /**< built-in kernel: y = a * x + y, float32 */
-  CUA_OP_SPIN = 5,     /**< built-in kernel: busy for a given duration */
+  CUA_OP_FUNC = 1,       /**< user stream function (launches its own work) */
+  CUA_OP_FILL = 2,       /**< built-in kernel: fill float32 elements */
+  CUA_OP_COPY = 3,       /**< built-in kernel: element copy between buffers */
+  CUA_OP_AXPY = 4,       /**< built-in kernel: y = a * x + y, float32 */
+  CUA_OP_SPIN = 5,       /**< built-in kernel: busy for a given duration */
   CUA_OP_MEMCPY_H2D = 6, /**< copy host memory into a buffer */
   CUA_OP_MEMCPY_D2H = 7, /**< copy a buffer into host memory */
   CUA_OP_MEMCPY_D2D = 8, /**< copy between buffers, also across devices */
-  CUA_OP_MEMSET = 9,   /**< set bytes of a buffer */
+  CUA_OP_MEMSET = 9,     /**< set bytes of a buffer */
   CUA_OP_ALLOC = 10,   /**< allocate a lazily created buffer, stream-ordered */
   CUA_OP_FREE = 11,    /**< free a buffer, stream-ordered after its uses */
   CUA_OP_HOST = 12,    /**< host step: runs on the host, blocks no stream */
@@ -61,12 +61,12 @@ typedef struct cua_device_info {
   uint64_t total_memory; /**< bytes, 0 if unknown */
   int compute_major;     /**< CUDA compute capability, 0 for host */
   int compute_minor;
-  int multiprocessors;   /**< SMs, or CPU cores for host devices */
+  int multiprocessors; /**< SMs, or CPU cores for host devices */
 } cua_device_info;
 
 /** Built-in kernel parameters, shared by the user API and backends. */
 typedef struct cua_spin_args {
-  uint64_t ns;   /**< how long each block spins */
+  uint64_t ns;     /**< how long each block spins */
   uint32_t blocks; /**< how many blocks (GPU) or 1 (host) */
 } cua_spin_args;
 

@@ -16,13 +16,13 @@
  * across releases and never reused; new codes are appended.
  */
 #define CUA_ERRNO_MAP(X)                                                       \
-  X(INVAL, -1, "invalid argument")                                            \
-  X(NOMEM, -2, "out of host memory")                                          \
-  X(AGAIN, -3, "not ready yet")                                               \
-  X(TIMEDOUT, -4, "timed out")                                                \
-  X(BUSY, -5, "resource busy")                                                \
-  X(NOTSUP, -6, "operation not supported")                                    \
-  X(INTERNAL, -7, "internal error")                                           \
+  X(INVAL, -1, "invalid argument")                                             \
+  X(NOMEM, -2, "out of host memory")                                           \
+  X(AGAIN, -3, "not ready yet")                                                \
+  X(TIMEDOUT, -4, "timed out")                                                 \
+  X(BUSY, -5, "resource busy")                                                 \
+  X(NOTSUP, -6, "operation not supported")                                     \
+  X(INTERNAL, -7, "internal error")                                            \
   X(CONFIG_NOT_FOUND, -10, "configuration file not found")                     \
   X(CONFIG_SYNTAX, -11, "configuration syntax error")                          \
   X(CONFIG_UNKNOWN_SECTION, -12, "unknown configuration section")              \

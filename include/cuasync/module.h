@@ -39,12 +39,12 @@ typedef struct cua_param_spec {
 
 /** The value of one parameter, as handed to a module's create(). */
 typedef struct cua_param_value {
-  int present;     /**< 1 if given in the INI file, 0 if defaulted */
-  int64_t i;       /**< INT, BOOL (0/1), ENUM (index into choices) */
-  double d;        /**< DOUBLE (and INT, converted) */
-  const char *s;   /**< the text as written (or the default), or NULL */
+  int present;             /**< 1 if given in the INI file, 0 if defaulted */
+  int64_t i;               /**< INT, BOOL (0/1), ENUM (index into choices) */
+  double d;                /**< DOUBLE (and INT, converted) */
+  const char *s;           /**< the text as written (or the default), or NULL */
   const char *const *list; /**< MULTI: every value given, in file order */
-  size_t count;    /**< MULTI: number of values in list */
+  size_t count;            /**< MULTI: number of values in list */
 } cua_param_value;
 
 /** Log levels of the host tables' log(). */

@@ -57,35 +57,35 @@
 
 /** What the policy is told about the op to place. Fields only grow. */
 typedef struct cua_op_info {
-  size_t size;            /**< sizeof(cua_op_info) as the core knows it */
-  cua_op_kind kind;       /**< what the op does */
-  const char *name;       /**< hint: name, or NULL */
-  const char *tag;        /**< hint: tag, or NULL */
-  int preferred_device;   /**< hint: device, or -1 */
-  uint64_t cost_ns;       /**< hint: estimated duration, 0 unknown */
-  uint64_t bytes;         /**< hint: bytes moved, 0 unknown */
-  uint64_t flops;         /**< hint: flops, 0 unknown */
-  int priority;           /**< hint: priority */
-  cua_placement then_of;  /**< placement of the op this one continues
-                               (cua_op_then), or {-1, -1} */
-  int data_device;        /**< the device all its buffers live on, -1 if
-                               none or mixed */
-  int restrict_device;    /**< >= 0: the placement must be on this device
-                               (the op's buffers or a device policy demand
-                               it); -1: any device */
-  uint32_t level;         /**< depth in the submission's DAG (0: no inputs) */
-  uint64_t submission;    /**< id of the submission, increasing */
-  uint64_t op_id;         /**< unique per executed op, increasing */
-  size_t ninputs;         /**< how many inputs already placed on devices */
+  size_t size;           /**< sizeof(cua_op_info) as the core knows it */
+  cua_op_kind kind;      /**< what the op does */
+  const char *name;      /**< hint: name, or NULL */
+  const char *tag;       /**< hint: tag, or NULL */
+  int preferred_device;  /**< hint: device, or -1 */
+  uint64_t cost_ns;      /**< hint: estimated duration, 0 unknown */
+  uint64_t bytes;        /**< hint: bytes moved, 0 unknown */
+  uint64_t flops;        /**< hint: flops, 0 unknown */
+  int priority;          /**< hint: priority */
+  cua_placement then_of; /**< placement of the op this one continues
+                              (cua_op_then), or {-1, -1} */
+  int data_device;       /**< the device all its buffers live on, -1 if
+                              none or mixed */
+  int restrict_device;   /**< >= 0: the placement must be on this device
+                              (the op's buffers or a device policy demand
+                              it); -1: any device */
+  uint32_t level;        /**< depth in the submission's DAG (0: no inputs) */
+  uint64_t submission;   /**< id of the submission, increasing */
+  uint64_t op_id;        /**< unique per executed op, increasing */
+  size_t ninputs;        /**< how many inputs already placed on devices */
   const cua_placement *inputs; /**< their placements (valid during call) */
 } cua_op_info;
 
 /** Load of one stream, as the core counts it. */
 typedef struct cua_stream_load {
-  size_t size;          /**< sizeof(cua_stream_load) as the caller knows */
-  uint64_t ops_in_flight;  /**< placed, not known complete */
-  uint64_t est_busy_ns;    /**< sum of cost_ns hints of those ops */
-  uint64_t ops_total;      /**< placed since the stream was created */
+  size_t size;            /**< sizeof(cua_stream_load) as the caller knows */
+  uint64_t ops_in_flight; /**< placed, not known complete */
+  uint64_t est_busy_ns;   /**< sum of cost_ns hints of those ops */
+  uint64_t ops_total;     /**< placed since the stream was created */
 } cua_stream_load;
 
 /** A nested policy instance opened through the host table. */
@@ -96,10 +96,10 @@ typedef struct cua_policy_nested cua_policy_nested;
  * Grows only at the end; check @c size before using a later field.
  */
 typedef struct cua_policy_host {
-  uint32_t abi_major;  /**< the core's CUA_POLICY_ABI_MAJOR */
-  uint32_t abi_minor;  /**< the core's CUA_POLICY_ABI_MINOR */
-  size_t size;         /**< sizeof(cua_policy_host) of the core */
-  void *core;          /**< opaque; first argument of every call below */
+  uint32_t abi_major; /**< the core's CUA_POLICY_ABI_MAJOR */
+  uint32_t abi_minor; /**< the core's CUA_POLICY_ABI_MINOR */
+  size_t size;        /**< sizeof(cua_policy_host) of the core */
+  void *core;         /**< opaque; first argument of every call below */
   /** Devices of the runtime. */
   int (*device_count)(void *core);
   /** Streams that exist on @p device (in the runtime's shared pool). */
@@ -109,8 +109,7 @@ typedef struct cua_policy_host {
    * placements. Streams are shared by all policies of the runtime. */
   int (*ensure_streams)(void *core, int device, int n);
   /** Load of a stream; 0 or CUA_ERR_INVAL for a bad device/stream. */
-  int (*stream_load)(void *core, int device, int stream,
-                     cua_stream_load *out);
+  int (*stream_load)(void *core, int device, int stream, cua_stream_load *out);
   /** Monotonic clock, nanoseconds. */
   uint64_t (*now_ns)(void *core);
   /** Logs a line (prefixed with the policy's name) to the runtime's log. */
@@ -139,15 +138,15 @@ typedef struct cua_policy_host {
 
 /** The descriptor a policy module exports as #CUA_POLICY_ENTRY_SYMBOL. */
 typedef struct cua_policy_descriptor {
-  uint32_t abi_major;      /**< CUA_POLICY_ABI_MAJOR it was built with */
-  uint32_t abi_minor;      /**< CUA_POLICY_ABI_MINOR it was built with */
-  size_t size;             /**< sizeof(cua_policy_descriptor) it knows */
-  const char *name;        /**< must equal the name it is loaded by */
-  const char *version;     /**< the policy's own version, free form */
-  const char *description; /**< one line */
-  uint64_t flags;          /**< CUA_POLICY_* flags */
+  uint32_t abi_major;           /**< CUA_POLICY_ABI_MAJOR it was built with */
+  uint32_t abi_minor;           /**< CUA_POLICY_ABI_MINOR it was built with */
+  size_t size;                  /**< sizeof(cua_policy_descriptor) it knows */
+  const char *name;             /**< must equal the name it is loaded by */
+  const char *version;          /**< the policy's own version, free form */
+  const char *description;      /**< one line */
+  uint64_t flags;               /**< CUA_POLICY_* flags */
   const cua_param_spec *params; /**< its INI section's schema, or NULL */
-  size_t nparams;          /**< entries in params */
+  size_t nparams;               /**< entries in params */
 
   /**
    * Required. Creates an instance. @p params has @c nparams values in the

@@ -940,7 +940,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
     case 'b':
       if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") &&
           strcmp(optarg, "host"))
-        return free(o.workloads), usage_error("--backend must be auto, cuda or host, not '%s'",
+        return free(o.workloads),
+               usage_error("--backend must be auto, cuda or host, not '%s'",
                            optarg);
       o.backend = optarg;
       break;
@@ -954,43 +955,50 @@ static int bench_main(int argc, char **argv, spec *specs) {
     }
     case 'n':
       if (parse_num(optarg, NULL, 1, 10000000, &v))
-        return free(o.workloads), usage_error("--tasks wants 1..10000000, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--tasks wants 1..10000000, not '%s'", optarg);
       o.tasks = (size_t)v;
       o.set_tasks = 1;
       break;
     case 'W':
       if (parse_num(optarg, NULL, 1, 65536, &v))
-        return free(o.workloads), usage_error("--width wants 1..65536, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--width wants 1..65536, not '%s'", optarg);
       o.width = (int)v;
       o.set_width = 1;
       break;
     case 'd':
       if (parse_num(optarg, time_units, 0, 10000000000ull, &v))
-        return free(o.workloads), usage_error("--duration wants 0..10s (ns, or a us|ms|s "
+        return free(o.workloads),
+               usage_error("--duration wants 0..10s (ns, or a us|ms|s "
                            "suffix), not '%s'",
                            optarg);
       o.duration = v;
       break;
     case 'B':
       if (parse_num(optarg, NULL, 1, 65535, &v))
-        return free(o.workloads), usage_error("--blocks wants 1..65535, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--blocks wants 1..65535, not '%s'", optarg);
       o.blocks = (int)v;
       break;
     case 'k':
       if (strcmp(optarg, "spin") && strcmp(optarg, "axpy"))
-        return free(o.workloads), usage_error("--kernel must be spin or axpy, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--kernel must be spin or axpy, not '%s'", optarg);
       o.axpy = strcmp(optarg, "axpy") == 0;
       break;
     case 'x':
       if (parse_num(optarg, size_units, 4, 1ull << 34, &v))
-        return free(o.workloads), usage_error("--bytes wants 4..16G (K|M|G suffixes), not '%s'",
+        return free(o.workloads),
+               usage_error("--bytes wants 4..16G (K|M|G suffixes), not '%s'",
                            optarg);
       o.bytes = (size_t)v;
       o.set_bytes = 1;
       break;
     case 'S':
       if (parse_num(optarg, NULL, 1, 1024, &v))
-        return free(o.workloads), usage_error("--streams wants 1..1024, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--streams wants 1..1024, not '%s'", optarg);
       o.streams = (int)v;
       break;
     case 's': {
@@ -998,13 +1006,15 @@ static int bench_main(int argc, char **argv, spec *specs) {
       errno = 0;
       unsigned long long s = strtoull(optarg, &end, 0);
       if (errno || *end || end == optarg || optarg[0] == '-')
-        return free(o.workloads), usage_error("--seed wants an unsigned number, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--seed wants an unsigned number, not '%s'", optarg);
       o.seed = s;
       break;
     }
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
-        return free(o.workloads), usage_error("--repeat wants 1..10000, not '%s'", optarg);
+        return free(o.workloads),
+               usage_error("--repeat wants 1..10000, not '%s'", optarg);
       o.repeat = (int)v;
       o.set_repeat = 1;
       break;
@@ -1022,7 +1032,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
       else if (strcmp(optarg, "json") == 0)
         o.format = BENCH_FMT_JSON;
       else
-        return free(o.workloads), usage_error("--format must be table, csv or json, not '%s'",
+        return free(o.workloads),
+               usage_error("--format must be table, csv or json, not '%s'",
                            optarg);
       break;
     case 'o':
@@ -1038,15 +1049,18 @@ static int bench_main(int argc, char **argv, spec *specs) {
       printf(PROG " (cuasync) %s\n", cua_version_string());
       return 0;
     case ':':
-      return free(o.workloads), usage_error("option '%s' needs an argument", argv[optind - 1]);
+      return free(o.workloads),
+             usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
       if (optopt)
         return free(o.workloads), usage_error("unknown option '-%c'", optopt);
-      return free(o.workloads), usage_error("unknown option '%s'", argv[optind - 1]);
+      return free(o.workloads),
+             usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind < argc)
-    return free(o.workloads), usage_error("unexpected argument '%s'", argv[optind]);
+    return free(o.workloads),
+           usage_error("unexpected argument '%s'", argv[optind]);
   if (o.quick) {
     if (!o.set_tasks)
       o.tasks = 64;
