@@ -352,12 +352,15 @@ static cua__point *record_point(cua_runtime *rt, cua__stream *s) {
 /* Makes stream @p t wait until stream @p s has reached @p seq, unless it
  * is already ordered after that point. */
 static int wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s,
-                    uint64_t seq) {
+                    uint64_t seq, cua__point *hint) {
   if (s == t || seq <= s->done)
     return 0;
   if ((size_t)s->gidx < t->nvc && t->vc[s->gidx] >= seq)
     return 0;
-  cua__point *p = s->points_head;
+  /* The producer's own event, when it has one, is the right point; it is
+   * still alive, since points go only once their stream is done past them.
+   * Otherwise the first point at or after seq. */
+  cua__point *p = hint != NULL && hint->seq >= seq ? hint : s->points_head;
   while (p != NULL && p->seq < seq)
     p = p->next;
   if (p == NULL && (p = record_point(rt, s)) == NULL)
@@ -585,14 +588,15 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   for (size_t i = 0; i < n->ndeps; i++) {
     cua__node *p = n->deps[i].node;
     if (p->cls == CUA__CLASS_DEVICE && p->state != CUA__NODE_DONE &&
-        p->stream != NULL && (rc = wait_for(rt, s, p->stream, p->seq)))
+        p->stream != NULL &&
+        (rc = wait_for(rt, s, p->stream, p->seq, p->point)))
       break;
   }
   if (rc == 0 && op->kind == CUA_OP_BARRIER)
     for (int i = 0; i < rt->nstreams && rc == 0; i++) {
       cua__stream *o = rt->streams[i];
       uint64_t upto = o == s ? 0 : o->launched;
-      rc = wait_for(rt, s, o, upto);
+      rc = wait_for(rt, s, o, upto, NULL);
     }
   if (rc) {
     snprintf(msg, len, "inserting a cross-stream wait: %s", cua_strerror(rc));
@@ -742,7 +746,7 @@ static void run_round(cua_runtime *rt, round *r) {
       if (rc != 0) {
         fail_node(rt, n, rc, msg);
       } else if (needs_event(n)) {
-        record_point(rt, n->stream);
+        n->point = record_point(rt, n->stream);
       }
       rt->stats.ops++;
       inflight_push(n->stream, n);

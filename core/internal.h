@@ -235,6 +235,7 @@ struct cua__node {
   /* Placement, once enqueued. */
   cua__stream *stream;
   uint64_t seq;
+  cua__point *point; /* weak: the event recorded right after it, if any */
   cua_placement pl;
   cua__polinst *placed_by;
   cua_op_info info; /* scalars kept for completed() */
