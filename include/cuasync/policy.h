@@ -4,7 +4,8 @@
  *
  * A policy is a shared object that exports one symbol,
  * #CUA_POLICY_ENTRY_SYMBOL, a #cua_policy_descriptor. The core loads it with
- * dlopen(RTLD_NOW | RTLD_LOCAL) and refuses it when:
+ * dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE): a module stays mapped until
+ * the process exits. It refuses it when:
  * - the symbol is missing (CUA_ERR_MODULE_NO_ENTRY);
  * - abi_major differs from #CUA_POLICY_ABI_MAJOR (CUA_ERR_MODULE_ABI_MAJOR);
  * - abi_minor is newer than the core's (CUA_ERR_MODULE_ABI_MINOR);
@@ -67,7 +68,10 @@ typedef struct cua_op_info {
   uint64_t flops;        /**< hint: flops, 0 unknown */
   int priority;          /**< hint: priority */
   cua_placement then_of; /**< placement of the op this one continues
-                              (cua_op_then), or {-1, -1} */
+                             (cua_op_then: the last op of its first part,
+                             through thens, shared ops and unzips), or
+                             {-1, -1}; a then after a zip continues no
+                             stream */
   int data_device;       /**< the device all its buffers live on, -1 if
                               none or mixed */
   int restrict_device;   /**< >= 0: the placement must be on this device
