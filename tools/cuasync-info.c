@@ -863,21 +863,31 @@ static const char *backend_status(const module_info *m) {
   return m->opens ? "opens" : "fails";
 }
 
-static void table_backends(const report *r, FILE *f) {
-  table t = {4, NULL, 0};
-  size_t i;
+static const char *policy_note(const module_info *m) {
+  if (m->shadowed)
+    return "shadowed";
+  return m->by_path ? "by path" : "";
+}
 
-  fprintf(f, "Backends:\n");
-  print_dirs(f, "backends", r->dirs[CUA__MODULE_BACKEND],
-             r->ndirs[CUA__MODULE_BACKEND]);
-  if (r->nbackends == 0) {
+/* The backends or policies found: a header, the folders searched, then two
+ * rows per module (what it is, where it is), and a backend's probe error. */
+static void table_modules(FILE *f, const char *title, const report *r,
+                          cua__module_kind kind, const module_info *mods,
+                          size_t n, const char *third,
+                          const char *(*status)(const module_info *)) {
+  table t = {4, NULL, 0};
+
+  fprintf(f, "%s:\n", title);
+  print_dirs(f, kind == CUA__MODULE_BACKEND ? "backends" : "policies",
+             r->dirs[kind], r->ndirs[kind]);
+  if (n == 0) {
     fprintf(f, "  (none found)\n");
     return;
   }
-  table_row(&t, "NAME", "VERSION", "STATUS", "DESCRIPTION / PATH");
-  for (i = 0; i < r->nbackends; i++) {
-    const module_info *m = &r->backends[i];
-    table_row(&t, m->name, m->version, backend_status(m), m->description);
+  table_row(&t, "NAME", "VERSION", third, "DESCRIPTION / PATH");
+  for (size_t i = 0; i < n; i++) {
+    const module_info *m = &mods[i];
+    table_row(&t, m->name, m->version, status(m), m->description);
     table_row(&t, "", "", "", m->path);
     if (m->probe_error != NULL)
       table_row(&t, "", "", "", m->probe_error);
@@ -885,30 +895,14 @@ static void table_backends(const report *r, FILE *f) {
   table_print(&t, f, 2);
 }
 
-static const char *policy_note(const module_info *m) {
-  if (m->shadowed)
-    return "shadowed";
-  return m->by_path ? "by path" : "";
+static void table_backends(const report *r, FILE *f) {
+  table_modules(f, "Backends", r, CUA__MODULE_BACKEND, r->backends,
+                r->nbackends, "STATUS", backend_status);
 }
 
 static void table_policies_brief(const report *r, FILE *f) {
-  table t = {4, NULL, 0};
-  size_t i;
-
-  fprintf(f, "Policies:\n");
-  print_dirs(f, "policies", r->dirs[CUA__MODULE_POLICY],
-             r->ndirs[CUA__MODULE_POLICY]);
-  if (r->npolicies == 0) {
-    fprintf(f, "  (none found)\n");
-    return;
-  }
-  table_row(&t, "NAME", "VERSION", "NOTE", "DESCRIPTION / PATH");
-  for (i = 0; i < r->npolicies; i++) {
-    const module_info *m = &r->policies[i];
-    table_row(&t, m->name, m->version, policy_note(m), m->description);
-    table_row(&t, "", "", "", m->path);
-  }
-  table_print(&t, f, 2);
+  table_modules(f, "Policies", r, CUA__MODULE_POLICY, r->policies, r->npolicies,
+                "NOTE", policy_note);
 }
 
 /* The configured values of a parameter, "; "-separated, or "-". */
