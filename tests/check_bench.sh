@@ -9,45 +9,10 @@
 
 set -u
 
-BENCH=${CUASYNC_BENCH:-./tools/cuasync-bench}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_bench.XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT HUP INT TERM
-OUT=$TMP/stdout
-ERR=$TMP/stderr
-checks=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$OUT" "$ERR"; do
-    if [ -s "$f" ]; then
-      echo "--- $(basename "$f"):" >&2
-      sed 's/^/  /' "$f" | head -n 80 >&2
-    fi
-  done
-  exit 1
-}
-
-pass() {
-  checks=$((checks + 1))
-  echo "ok $checks - $*"
-}
-
-# run EXPECTED_STATUS ARGS...: runs the tool, output in $OUT and $ERR.
-run() {
-  want=$1
-  shift
-  status=0
-  "$BENCH" "$@" >"$OUT" 2>"$ERR" || status=$?
-  [ "$status" -eq "$want" ] ||
-    fail "cuasync-bench $* exited with $status, expected $want"
-}
-
-# expect FILE PATTERN WHAT: FILE must contain the (basic) regex PATTERN.
-expect() {
-  grep -q -- "$2" "$1" || fail "$3: no '$2' in $(basename "$1")"
-}
-
-[ -x "$BENCH" ] || { echo "$BENCH not built" >&2; exit 99; }
+TOOL=${CUASYNC_BENCH:-./tools/cuasync-bench}
+NAME=cuasync-bench
+BENCH=$TOOL
+. "$(dirname "$0")/tool-checks.sh"
 unset CUASYNC_CONFIG CUASYNC_POLICY GNUPLOT
 
 POLICIES="single-stream round-robin least-loaded affinity"

@@ -8,45 +8,10 @@
 
 set -u
 
-INFO=${CUASYNC_INFO:-./tools/cuasync-info}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/check_info.XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT HUP INT TERM
-OUT=$TMP/stdout
-ERR=$TMP/stderr
-checks=0
-
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$OUT" "$ERR"; do
-    if [ -s "$f" ]; then
-      echo "--- $(basename "$f"):" >&2
-      sed 's/^/  /' "$f" >&2
-    fi
-  done
-  exit 1
-}
-
-pass() {
-  checks=$((checks + 1))
-  echo "ok $checks - $*"
-}
-
-# run EXPECTED_STATUS ARGS...: runs the tool, output in $OUT and $ERR.
-run() {
-  want=$1
-  shift
-  status=0
-  "$INFO" "$@" >"$OUT" 2>"$ERR" || status=$?
-  [ "$status" -eq "$want" ] ||
-    fail "cuasync-info $* exited with $status, expected $want"
-}
-
-# expect FILE PATTERN WHAT: FILE must contain the (basic) regex PATTERN.
-expect() {
-  grep -q -- "$2" "$1" || fail "$3: no '$2' in $(basename "$1")"
-}
-
-[ -x "$INFO" ] || { echo "$INFO not built" >&2; exit 99; }
+TOOL=${CUASYNC_INFO:-./tools/cuasync-info}
+NAME=cuasync-info
+INFO=$TOOL
+. "$(dirname "$0")/tool-checks.sh"
 # The checks open a configuration of their own on the host backend, so
 # that they behave the same with or without a GPU, and whatever this
 # machine has installed as its cuasync.ini.

@@ -6,7 +6,7 @@ bin_PROGRAMS += %reldir%/cuasync-info
 # cuasync-info's options, outputs and exit codes, run on the modules just
 # built (AM_TESTS_ENVIRONMENT in tests/local.mk).
 TESTS += tests/check_info.sh
-EXTRA_DIST += tests/check_info.sh
+EXTRA_DIST += tests/check_info.sh tests/tool-checks.sh
 
 # cuasync-bench: cuasync under each policy against the hand-written
 # equivalents run in the same process: raw CUDA (one stream, streams with
