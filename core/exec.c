@@ -30,30 +30,6 @@
 
 typedef cua__dependent dependent;
 
-/* Grows an array that starts in the node's inline storage @p inl. */
-static int grow_inl(void *arr, size_t *cap, size_t need, size_t size,
-                    void *inl) {
-  void **p = arr;
-  if (need <= *cap)
-    return 0;
-  size_t n = *cap * 2;
-  while (n < need)
-    n *= 2;
-  void *q;
-  if (*p == inl) {
-    q = malloc(n * size);
-    if (q != NULL)
-      memcpy(q, inl, *cap * size);
-  } else {
-    q = realloc(*p, n * size);
-  }
-  if (q == NULL)
-    return CUA_ERR_NOMEM;
-  *p = q;
-  *cap = n;
-  return 0;
-}
-
 /* ------------------------------------------------------------ node basics */
 
 static cua__node *node_new(cua_runtime *rt, cua_op *op) {
@@ -69,7 +45,6 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
            : cua__op_is_host(op) ? CUA__CLASS_HOST
                                  : CUA__CLASS_DEVICE;
   n->op_id = ++rt->next_op;
-  n->then_of.device = n->then_of.stream = -1;
   n->pl.device = n->pl.stream = -1;
   n->deps = n->deps_inl;
   n->capdeps = CUA__INLINE_EDGES;
@@ -127,8 +102,8 @@ static int add_dep(cua__node *n, cua__node *p, unsigned flags) {
       n->deps[i].flags |= flags;
       return 0;
     }
-  if (grow_inl(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps,
-               n->deps_inl))
+  if (cua__grow_inl(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps,
+                    n->deps_inl))
     return CUA_ERR_NOMEM;
   n->deps[n->ndeps].node = p;
   n->deps[n->ndeps].flags = flags;
@@ -138,8 +113,8 @@ static int add_dep(cua__node *n, cua__node *p, unsigned flags) {
 }
 
 static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
-  if (grow_inl(&p->dependents, &p->capdependents, p->ndependents + 1,
-               sizeof(dependent), p->dependents_inl))
+  if (cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + 1,
+                    sizeof(dependent), p->dependents_inl))
     return CUA_ERR_NOMEM;
   dependent *d = p->dependents;
   d[p->ndependents].node = n;
@@ -153,19 +128,51 @@ static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
 /* Adds a dependency of a device node on @p p; a virtual producer stands for
  * the producers it joins, so device consumers of a zip wait on its parts
  * with events instead of waiting for the whole zip to complete. */
-static int add_device_dep(cua__node *n, cua__node *p, unsigned flags) {
-  if (p->cls != CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE)
-    return add_dep(n, p, flags);
-  /* then(first, next) ends with next, which is already ordered after first:
-   * standing for next alone keeps long chains linear. */
-  if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2)
-    return add_device_dep(n, p->deps[1].node, flags);
-  for (size_t i = 0; i < p->ndeps; i++) {
-    int rc = add_device_dep(n, p->deps[i].node, flags);
-    if (rc)
-      return rc;
-  }
+/* An explicit stack for walks through nested zips and thens, which may be
+ * as deep as the DAG is long: no recursion. */
+typedef struct node_stack {
+  cua__node **v;
+  size_t len, cap;
+  cua__node *inl[16];
+} node_stack;
+
+static void ns_init(node_stack *st) {
+  st->v = st->inl;
+  st->len = 0;
+  st->cap = sizeof st->inl / sizeof *st->inl;
+}
+
+static int ns_push(node_stack *st, cua__node *n) {
+  if (cua__grow_inl(&st->v, &st->cap, st->len + 1, sizeof *st->v, st->inl))
+    return CUA_ERR_NOMEM;
+  st->v[st->len++] = n;
   return 0;
+}
+
+static void ns_free(node_stack *st) {
+  if (st->v != st->inl)
+    free(st->v);
+}
+
+static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
+  node_stack st;
+  ns_init(&st);
+  int rc = ns_push(&st, p0);
+  while (rc == 0 && st.len > 0) {
+    cua__node *p = st.v[--st.len];
+    if (p->cls != CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE) {
+      rc = add_dep(n, p, flags);
+    } else if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2) {
+      /* then(first, next) ends with next, which is already ordered after
+       * first: standing for next alone keeps long chains linear. */
+      rc = ns_push(&st, p->deps[1].node);
+    } else {
+      for (size_t i = p->ndeps; i-- > 0 && rc == 0;)
+        rc = ns_push(&st, p->deps[i].node);
+    }
+  }
+  ns_free(&st);
+  return rc;
 }
 
 static const char *node_name(const cua__node *n) {
@@ -409,9 +416,9 @@ static void fill_info(cua_runtime *rt, cua__node *n, cua__sub *sub,
   in->bytes = op->hints.bytes;
   in->flops = op->hints.flops;
   in->priority = op->hints.priority;
+  in->then_of.device = in->then_of.stream = -1;
   if (n->then_src != NULL && n->then_src->pl.device >= 0)
-    n->then_of = n->then_src->pl;
-  in->then_of = n->then_of;
+    in->then_of = n->then_src->pl;
   int dd = buffers_device(op);
   in->data_device = dd >= 0 ? dd : -1;
   in->restrict_device = -1;
@@ -1127,8 +1134,8 @@ static int hput(build *b, cua_op *op, cua__node *n) {
 }
 
 static int watch(cua__sub *s, cua__node *n) {
-  if (grow_inl(&n->watchers, &n->capwatchers, n->nwatchers + 1,
-               sizeof *n->watchers, n->watchers_inl))
+  if (cua__grow_inl(&n->watchers, &n->capwatchers, n->nwatchers + 1,
+                    sizeof *n->watchers, n->watchers_inl))
     return CUA_ERR_NOMEM;
   n->watchers[n->nwatchers++] = s;
   s->pending++;
@@ -1161,27 +1168,33 @@ static cua__node *then_source(cua__node *n) {
 
 /* "then": every real node that starts @p next's part of the DAG runs after
  * @p first. */
-static int add_after(build *b, cua__node *next, cua__node *first, int depth) {
-  if (next->state == CUA__NODE_DONE || depth > 10000)
-    return 0;
-  if (next->cls != CUA__CLASS_VIRTUAL) {
-    if (hget(b, next->op) != next)
-      return 0; /* a shared node from an earlier submission */
-    if (next->then_src == NULL)
-      next->then_src = then_source(first);
-    return next->cls == CUA__CLASS_DEVICE
+static int add_after(build *b, cua__node *next0, cua__node *first) {
+  node_stack st;
+  ns_init(&st);
+  int rc = ns_push(&st, next0);
+  while (rc == 0 && st.len > 0) {
+    cua__node *next = st.v[--st.len];
+    if (next->state == CUA__NODE_DONE)
+      continue;
+    if (next->cls != CUA__CLASS_VIRTUAL) {
+      if (hget(b, next->op) != next)
+        continue; /* a shared node from an earlier submission */
+      if (next->then_src == NULL)
+        next->then_src = then_source(first);
+      rc = next->cls == CUA__CLASS_DEVICE
                ? add_device_dep(next, first, CUA__DEP_DATA)
                : add_dep(next, first, CUA__DEP_DATA | CUA__DEP_COMPLETE);
+      continue;
+    }
+    if (next->op->kind == CUA_OP_SHARED && hget(b, next->op) != next)
+      continue;
+    /* A then starts with its first part; a zip with all of its parts. */
+    size_t nd = next->op->kind == CUA_OP_THEN ? 1 : next->ndeps;
+    for (size_t i = nd < next->ndeps ? nd : next->ndeps; i-- > 0 && rc == 0;)
+      rc = ns_push(&st, next->deps[i].node);
   }
-  if (next->op->kind == CUA_OP_SHARED && hget(b, next->op) != next)
-    return 0;
-  size_t nd = next->op->kind == CUA_OP_THEN ? 1 : next->ndeps;
-  for (size_t i = 0; i < nd && i < next->ndeps; i++) {
-    int rc = add_after(b, next->deps[i].node, first, depth + 1);
-    if (rc)
-      return rc;
-  }
-  return 0;
+  ns_free(&st);
+  return rc;
 }
 
 /* Builds the nodes of the DAG below @p root in post-order, iteratively. */
@@ -1262,7 +1275,7 @@ static int build_graph(build *b, cua_op *root, size_t *subcap) {
         n->level = p->level + 1;
     }
     if (rc == 0 && op->kind == CUA_OP_THEN)
-      rc = add_after(b, hget(b, op->inputs[1]), hget(b, op->inputs[0]), 0);
+      rc = add_after(b, hget(b, op->inputs[1]), hget(b, op->inputs[0]));
     if (rc == 0 && op->kind == CUA_OP_SHARED) {
       op->shared_node = n;
       atomic_fetch_add(&n->refs, 1);

@@ -72,7 +72,6 @@ void cua__sub_fire(cua__sub *s) {
     signal_fd(s->efd);
   cua_future_cb cb = s->cb;
   void *arg = s->cb_arg;
-  s->fired = cb != NULL;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   if (cb != NULL)

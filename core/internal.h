@@ -33,8 +33,12 @@ void *cua__calloc(size_t n, size_t size);
 void *cua__realloc(void *p, size_t n);
 char *cua__strdup(const char *s);
 uint64_t cua__now_ns(void);
-/* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM. */
-int cua__grow(void *arr, size_t *cap, size_t need, size_t size);
+/* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM.
+ * With @p inl not NULL, *arr may point at that inline storage (of *cap
+ * elements), which is copied out, never freed. */
+int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl);
+#define cua__grow(arr, cap, need, size)                                        \
+  cua__grow_inl(arr, cap, need, size, NULL)
 
 /* Sets the runtime's last error (rt may be NULL: the thread's create error)
  * and returns @p code. */
@@ -230,8 +234,7 @@ struct cua__node {
   cua__dependent dependents_inl[CUA__INLINE_EDGES];
   cua__sub *watchers_inl[2];
   uint32_t level;
-  cua_placement then_of;
-  cua__node *then_src; /* weak: also a dependency */
+  cua__node *then_src; /* weak: also a dependency; then_of is its placement */
   /* Placement, once enqueued. */
   cua__stream *stream;
   uint64_t seq;
@@ -272,7 +275,6 @@ struct cua__sub {
   cua__node **nodes; /* every node it references (own and shared) */
   size_t nnodes;
   size_t pending;
-  int fired;
   /* Completion state, guarded by mu (outlives the runtime). */
   pthread_mutex_t mu;
   pthread_cond_t cv;

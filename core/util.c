@@ -73,14 +73,21 @@ uint64_t cua__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int cua__grow(void *arr, size_t *cap, size_t need, size_t size) {
+int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl) {
   void **p = arr;
   if (need <= *cap)
     return 0;
   size_t n = *cap ? *cap * 2 : 4;
   while (n < need)
     n *= 2;
-  void *q = realloc(*p, n * size);
+  void *q;
+  if (inl != NULL && *p == inl) {
+    q = malloc(n * size);
+    if (q != NULL)
+      memcpy(q, inl, *cap * size);
+  } else {
+    q = realloc(*p, n * size);
+  }
   if (q == NULL)
     return CUA_ERR_NOMEM;
   *p = q;

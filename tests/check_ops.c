@@ -379,6 +379,27 @@ START_TEST(failure_fails_dependents_but_not_independent_work) {
 }
 END_TEST
 
+/* then(a, then(b, then(c, ...))) 100k deep: walks through nested thens are
+ * iterative, and the result is the last op's. */
+START_TEST(deeply_nested_thens_run_in_order) {
+  cua_buffer *x = buf(16);
+  enum { DEPTH = 100000 };
+  cua_op *acc;
+  ck_assert_int_eq(cua_op_fill(&acc, x, (float)DEPTH), 0);
+  for (int i = DEPTH - 1; i >= 1; i--) {
+    cua_op *f, *t;
+    ck_assert_int_eq(cua_op_fill(&f, x, (float)i), 0);
+    ck_assert_int_eq(cua_op_then(&t, f, acc), 0);
+    cua_op_destroy(f);
+    cua_op_destroy(acc);
+    acc = t;
+  }
+  ck_assert_int_eq(run_op(rt, acc), 0);
+  expect_all(x, (float)DEPTH);
+  cua_buffer_destroy(x);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ops");
   TCase *tc = tcase_create("core");
@@ -395,6 +416,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, partition_tiles_then_unpartition);
   tcase_add_test(tc, stream_function_sees_its_buffers_and_sets_result);
   tcase_add_test(tc, failure_fails_dependents_but_not_independent_work);
+  tcase_add_test(tc, deeply_nested_thens_run_in_order);
   suite_add_tcase(s, tc);
   return s;
 }
