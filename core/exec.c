@@ -55,9 +55,20 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   return n;
 }
 
-static void release_deps(cua__node *n) {
+/* Drops one reference to @p p; if it was the last, @p p goes on the
+ * worklist @p todo (when given) to be freed there instead of here. */
+static void unref(cua__node *p, cua__node **todo) {
+  if (todo == NULL) {
+    cua__node_release(p);
+  } else if (atomic_fetch_sub(&p->refs, 1) == 1) {
+    p->free_next = *todo;
+    *todo = p;
+  }
+}
+
+static void release_deps_to(cua__node *n, cua__node **todo) {
   for (size_t i = 0; i < n->ndeps; i++)
-    cua__node_release(n->deps[i].node);
+    unref(n->deps[i].node, todo);
   if (n->deps != n->deps_inl)
     free(n->deps);
   n->deps = n->deps_inl;
@@ -65,10 +76,10 @@ static void release_deps(cua__node *n) {
   n->ndeps = 0;
 }
 
-static void release_dependents(cua__node *n) {
+static void release_dependents_to(cua__node *n, cua__node **todo) {
   dependent *d = n->dependents;
   for (size_t i = 0; i < n->ndependents; i++)
-    cua__node_release(d[i].node);
+    unref(d[i].node, todo);
   if (n->dependents != n->dependents_inl)
     free(n->dependents);
   n->dependents = n->dependents_inl;
@@ -76,22 +87,38 @@ static void release_dependents(cua__node *n) {
   n->ndependents = 0;
 }
 
+static void release_deps(cua__node *n) {
+  release_deps_to(n, NULL);
+}
+
+static void release_dependents(cua__node *n) {
+  release_dependents_to(n, NULL);
+}
+
+/* Releases one reference; a node freed releases the nodes it holds, which
+ * may free them in turn: a worklist, not recursion, since dependencies
+ * chain as deep as the DAG is long. */
 void cua__node_release(cua__node *n) {
   if (n == NULL || atomic_fetch_sub(&n->refs, 1) != 1)
     return;
-  release_deps(n);
-  release_dependents(n);
-  if (n->watchers != n->watchers_inl)
-    free(n->watchers);
-  free(n->msg);
-  free(n->name);
-  free(n->results);
-  free(n->ptrs);
-  if (n->ctx != NULL)
-    free(n->ctx->msg);
-  free(n->ctx);
-  cua_op_destroy(n->op);
-  free(n);
+  n->free_next = NULL;
+  while (n != NULL) {
+    cua__node *todo = n->free_next;
+    release_deps_to(n, &todo);
+    release_dependents_to(n, &todo);
+    if (n->watchers != n->watchers_inl)
+      free(n->watchers);
+    free(n->msg);
+    free(n->name);
+    free(n->results);
+    free(n->ptrs);
+    if (n->ctx != NULL)
+      free(n->ctx->msg);
+    free(n->ctx);
+    cua_op_destroy(n->op);
+    free(n);
+    n = todo;
+  }
 }
 
 static int add_dep(cua__node *n, cua__node *p, unsigned flags) {

@@ -140,6 +140,7 @@ struct cua_op {
   cua__node *shared_node;
   /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
   cua_op *unzip_shared;
+  cua_op *free_next; /* cua_op_destroy()'s worklist */
 };
 
 struct cua_module {
@@ -252,6 +253,7 @@ struct cua__node {
   void **ptrs; /* FUNC: resolved buffer addresses */
   cua_stream_ctx *ctx;
   cua__node *inflight_next;
+  cua__node *free_next; /* cua__node_release()'s worklist */
   cua__node *ready_next;
   int on_ready;
 };

@@ -515,29 +515,42 @@ int cua__op_is_host(const cua_op *op) {
   return op->kind == CUA_OP_HOST || op->kind == CUA_OP_MAP;
 }
 
+/* Releases one reference; an op freed releases its inputs, which may free
+ * them in turn: a worklist, not recursion, since a chain of thens nests as
+ * deep as it is long. */
 void cua_op_destroy(cua_op *op) {
   if (op == NULL || atomic_fetch_sub(&op->refs, 1) != 1)
     return;
-  if (op->kind == CUA_OP_SHARED && op->ninputs == 1) {
-    pthread_mutex_lock(&unzip_lock);
-    if (op->inputs[0]->unzip_shared == op)
-      op->inputs[0]->unzip_shared = NULL;
-    pthread_mutex_unlock(&unzip_lock);
+  op->free_next = NULL;
+  while (op != NULL) {
+    cua_op *next = op->free_next;
+    if (op->kind == CUA_OP_SHARED && op->ninputs == 1) {
+      pthread_mutex_lock(&unzip_lock);
+      if (op->inputs[0]->unzip_shared == op)
+        op->inputs[0]->unzip_shared = NULL;
+      pthread_mutex_unlock(&unzip_lock);
+    }
+    for (size_t i = 0; i < op->nacc; i++)
+      cua_buffer_destroy(op->acc[i].buf);
+    for (size_t i = 0; i < op->ninputs; i++) {
+      cua_op *in = op->inputs[i];
+      if (atomic_fetch_sub(&in->refs, 1) == 1) {
+        in->free_next = next;
+        next = in;
+      }
+    }
+    if (op->shared_node != NULL)
+      cua__node_release(op->shared_node);
+    if (op->mod != NULL)
+      cua_module_destroy(op->mod);
+    free(op->acc);
+    free(op->inputs);
+    free(op->name);
+    free(op->tag);
+    free(op->argdata);
+    free(op->argoff);
+    free(op->argbuf);
+    free(op);
+    op = next;
   }
-  for (size_t i = 0; i < op->nacc; i++)
-    cua_buffer_destroy(op->acc[i].buf);
-  for (size_t i = 0; i < op->ninputs; i++)
-    cua_op_destroy(op->inputs[i]);
-  if (op->shared_node != NULL)
-    cua__node_release(op->shared_node);
-  if (op->mod != NULL)
-    cua_module_destroy(op->mod);
-  free(op->acc);
-  free(op->inputs);
-  free(op->name);
-  free(op->tag);
-  free(op->argdata);
-  free(op->argoff);
-  free(op->argbuf);
-  free(op);
 }
