@@ -80,7 +80,8 @@ typedef struct cua_op_info {
   uint32_t level;        /**< depth in the submission's DAG (0: no inputs) */
   uint64_t submission;   /**< id of the submission, increasing */
   uint64_t op_id;        /**< unique per executed op, increasing */
-  size_t ninputs;        /**< how many inputs already placed on devices */
+  size_t ninputs;        /**< how many inputs already placed on devices
+                              (the first 8 of them) */
   const cua_placement *inputs; /**< their placements (valid during call) */
 } cua_op_info;
 
