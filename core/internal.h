@@ -376,9 +376,65 @@ void cua__bstate_clear(cua__bstate *st);
 void cua__buffers_detach(cua_runtime *rt);
 void cua__modules_detach(cua_runtime *rt);
 
-/* exec.c */
-void *cua__completion_thread(void *arg);
+/* ------------------------------------------------------ scheduler stages */
+
+/* A FIFO of nodes, for the queues of a scheduling round. */
+typedef struct cua__queue {
+  cua__node **v;
+  size_t head, len, cap;
+} cua__queue;
+
+/* The state of one scheduling round (a submission, or what a completion
+ * made ready). */
+typedef struct cua__round {
+  cua_runtime *rt;
+  cua__queue place;  /* device nodes ready to be placed */
+  cua__queue launch; /* placed, in order */
+  cua__queue settle; /* failed or virtual nodes ready to finish */
+} cua__round;
+
+/* What one submission's build produced (graph.c). */
+typedef struct cua__build {
+  cua_runtime *rt;
+  cua__sub *sub;
+  cua__node **order; /* post-order: the sequential reference order */
+  size_t n, cap;
+  /* op -> node, for this submission (ops appear once per submission). */
+  cua_op **keys;
+  cua__node **vals;
+  size_t hcap;
+} cua__build;
+
+/* graph.c: the op DAG to nodes and edges. */
 void cua__node_release(cua__node *n);
+void cua__node_release_deps(cua__node *n);
+void cua__node_release_dependents(cua__node *n);
+int cua__add_dep(cua__node *n, cua__node *p, unsigned flags);
+const char *cua__node_name(const cua__node *n);
+void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg);
+cua__node *cua__build_get(const cua__build *b, const cua_op *op);
+int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
+int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
+
+/* hazards.c: buffer states and cross-stream waits. */
+int cua__validate(cua__build *b, char *msg, size_t len);
+int cua__add_hazards(cua__node *n);
+cua__point *cua__record_point(cua_runtime *rt, cua__stream *s);
+int cua__wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s, uint64_t seq,
+                  cua__point *hint);
+
+/* place.c: policy calls and their validation. */
+void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
+
+/* commands.c: rounds and launching. */
+int cua__q_push(cua__queue *q, cua__node *n);
+void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r);
+void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r);
+void cua__run_round(cua_runtime *rt, cua__round *r);
+
+/* complete.c: progress, finishing nodes, the completion thread. */
+void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
+void *cua__completion_thread(void *arg);
 
 /* future.c */
 cua__sub *cua__sub_new(cua_runtime *rt);

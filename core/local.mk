@@ -12,7 +12,12 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/policyhost.c \
 	%reldir%/op.c \
 	%reldir%/buffer.c \
-	%reldir%/exec.c \
+	%reldir%/graph.c \
+	%reldir%/hazards.c \
+	%reldir%/place.c \
+	%reldir%/commands.c \
+	%reldir%/complete.c \
+	%reldir%/submit.c \
 	%reldir%/future.c
 %canon_reldir%_libcuasync_core_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 %canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS)

@@ -1,0 +1,288 @@
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ completion */
+
+static void compute_virtual_result(cua__node *n) {
+  if (n->code != 0)
+    return;
+  switch (n->op->kind) {
+  case CUA_OP_ZIP:
+    n->results = cua__calloc(n->ndeps, sizeof *n->results);
+    if (n->results != NULL) {
+      n->nresults = n->ndeps;
+      for (size_t i = 0; i < n->ndeps; i++)
+        n->results[i] = n->deps[i].node->result;
+    }
+    n->result = n->results;
+    break;
+  case CUA_OP_UNZIP: {
+    /* Its input is the zip's shared wrapper, which copied the results. */
+    cua__node *z = n->deps[0].node;
+    void **res = z->results;
+    n->result = res && n->op->index < z->nresults ? res[n->op->index] : NULL;
+    break;
+  }
+  case CUA_OP_THEN:
+    n->result = n->ndeps > 1 ? n->deps[1].node->result : NULL;
+    break;
+  case CUA_OP_SHARED:
+    if (n->ndeps > 0) {
+      n->result = n->deps[0].node->result;
+      n->results = NULL;
+      if (n->deps[0].node->results != NULL) {
+        n->nresults = n->deps[0].node->nresults;
+        n->results = cua__calloc(n->nresults, sizeof *n->results);
+        if (n->results)
+          memcpy(n->results, n->deps[0].node->results,
+                 n->nresults * sizeof *n->results);
+        n->result = n->results;
+      }
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
+  if (n->code != 0 && s->status == 0) {
+    s->status = n->code;
+    free(s->msg);
+    char buf[CUA__ERRLEN];
+    snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(n),
+             n->msg ? n->msg : cua_strerror(n->code));
+    s->msg = cua__strdup(buf);
+  }
+  if (s->pending > 0 && --s->pending == 0) {
+    /* The root's own failure wins over the first failure seen. */
+    if (s->root->code != 0) {
+      s->status = s->root->code;
+      free(s->msg);
+      char buf[CUA__ERRLEN];
+      snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(s->root),
+               s->root->msg ? s->root->msg : cua_strerror(s->root->code));
+      s->msg = cua__strdup(buf);
+    } else if (s->status == CUA_ERR_DEPENDENCY) {
+      /* A failure elsewhere in the DAG that the root does not depend on
+       * still fails the submission: keep the first message. */
+    }
+    s->next_done = rt->done_head;
+    rt->done_head = s;
+  }
+}
+
+void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
+  if (n->state == CUA__NODE_DONE)
+    return;
+  if (n->cls == CUA__CLASS_VIRTUAL)
+    compute_virtual_result(n);
+  n->state = CUA__NODE_DONE;
+  if (n->code != 0)
+    rt->stats.ops_failed++;
+  if (n->stream != NULL) {
+    cua_stream_load *l = &n->stream->load;
+    if (l->ops_in_flight > 0)
+      l->ops_in_flight--;
+    l->est_busy_ns -= n->op->hints.cost_ns < l->est_busy_ns
+                          ? n->op->hints.cost_ns
+                          : l->est_busy_ns;
+  }
+  if (n->placed_by != NULL) {
+    cua__polinst *p = n->placed_by;
+    if (p->d->completed != NULL) {
+      cua_op_info in = n->info;
+      in.name = in.tag = NULL;
+      in.inputs = NULL;
+      in.ninputs = 0;
+      p->d->completed(p->state, &in, n->pl, n->duration_ns);
+    }
+    n->placed_by = NULL;
+    cua__polinst_release(p);
+  }
+  cua__resolve(rt, n, 1, r);
+  for (size_t i = 0; i < n->nwatchers; i++)
+    sub_node_done(rt, n->watchers[i], n);
+  n->nwatchers = 0;
+  cua__node_release_dependents(n);
+  /* A virtual node keeps its parts: their results are its result. */
+  if (n->cls != CUA__CLASS_VIRTUAL)
+    cua__node_release_deps(n);
+  /* Buffer states keep done nodes (the last writer, or a failure that
+   * poisons the buffer), and the op holds the buffers: dropping the op
+   * here breaks that cycle, so buffers are freed once their handles are. */
+  if (n->op->hints.name != NULL)
+    n->name = cua__strdup(n->op->hints.name);
+  cua_op *op = n->op;
+  n->op = NULL;
+  cua_op_destroy(op);
+}
+
+/* Reads progress and errors of every stream and completes what finished.
+ * Errors are read after progress: a failure of op N is recorded before
+ * progress can pass N, so every op seen complete has had its failure
+ * seen too, and consumers are failed before they can complete. */
+static int process_progress(cua_runtime *rt, cua__round *r) {
+  int any = 0;
+  uint64_t stackv[64];
+  uint64_t *vals = rt->nstreams <= 64
+                       ? stackv
+                       : cua__malloc((size_t)rt->nstreams * sizeof *vals);
+  if (vals == NULL)
+    return 0;
+  for (int i = 0; i < rt->nstreams; i++) {
+    cua__stream *s = rt->streams[i];
+    vals[i] = s->done;
+    if (s->inflight_head == NULL)
+      continue;
+    cua_backend_err err = {{0}};
+    int rc = rt->be->progress(rt->bst, s->bs, &vals[i], &err);
+    if (rc != 0) {
+      /* The stream can never progress: fail everything on it. */
+      for (cua__node *n = s->inflight_head; n; n = n->inflight_next)
+        cua__fail_node(rt, n, rc, err.msg[0] ? err.msg : cua_strerror(rc));
+      vals[i] = s->seq;
+    }
+  }
+  for (int i = 0; i < rt->nstreams; i++) {
+    cua__stream *s = rt->streams[i];
+    uint64_t seq;
+    int code;
+    cua_backend_err err = {{0}};
+    while (rt->be->poll_error(rt->bst, s->bs, &seq, &code, &err) == 1) {
+      for (cua__node *n = s->inflight_head; n; n = n->inflight_next)
+        if (n->seq == seq) {
+          cua__fail_node(rt, n, code, err.msg);
+          break;
+        }
+      memset(&err, 0, sizeof err);
+    }
+  }
+  for (int i = 0; i < rt->nstreams; i++) {
+    cua__stream *s = rt->streams[i];
+    if (vals[i] > s->done)
+      s->done = vals[i];
+    while (s->inflight_head != NULL && s->inflight_head->seq <= s->done) {
+      cua__node *n = s->inflight_head;
+      s->inflight_head = n->inflight_next;
+      if (s->inflight_head == NULL)
+        s->inflight_tail = NULL;
+      cua__finish_node(rt, n, r);
+      cua__node_release(n);
+      any = 1;
+    }
+    while (s->points_head != NULL && s->points_head->seq <= s->done) {
+      cua__point *p = s->points_head;
+      s->points_head = p->next;
+      if (s->points_head == NULL)
+        s->points_tail = NULL;
+      cua__event_put(rt, s->device, p->event);
+      free(p->vc);
+      free(p);
+    }
+  }
+  if (vals != stackv)
+    free(vals);
+  return any;
+}
+
+/* Runs one host step or map with the lock released. */
+static void run_host_node(cua_runtime *rt, cua__node *n) {
+  cua_op *op = n->op;
+  int rc = 0;
+  void *result = NULL;
+  void *in = n->ndeps > 0 ? n->deps[0].node->result : NULL;
+  n->state = CUA__NODE_RUNNING;
+  pthread_mutex_unlock(&rt->lock);
+  if (op->kind == CUA_OP_HOST)
+    rc = op->host_fn(op->arg, &result);
+  else
+    rc = op->map_fn(in, op->arg, &result);
+  pthread_mutex_lock(&rt->lock);
+  rt->stats.host_steps++;
+  rt->stats.ops++;
+  n->result = result;
+  if (rc != 0) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s returned %d",
+             op->kind == CUA_OP_HOST ? "the host step" : "the map function",
+             rc);
+    cua__fail_node(rt, n, rc < 0 ? rc : CUA_ERR_OP_FAILED, buf);
+  }
+}
+
+static int pending_device_work(cua_runtime *rt) {
+  for (int i = 0; i < rt->nstreams; i++)
+    if (rt->streams[i]->inflight_head != NULL)
+      return 1;
+  return 0;
+}
+
+void *cua__completion_thread(void *arg) {
+  cua_runtime *rt = arg;
+  pthread_mutex_lock(&rt->lock);
+  for (;;) {
+    cua__round r;
+    memset(&r, 0, sizeof r);
+    r.rt = rt;
+    process_progress(rt, &r);
+    cua__run_round(rt, &r);
+    /* Host steps ready to run. */
+    while (rt->ready_head != NULL) {
+      cua__node *n = rt->ready_head;
+      rt->ready_head = n->ready_next;
+      if (rt->ready_head == NULL)
+        rt->ready_tail = NULL;
+      if (n->code == 0 && n->state == CUA__NODE_PENDING)
+        run_host_node(rt, n);
+      memset(&r, 0, sizeof r);
+      r.rt = rt;
+      cua__finish_node(rt, n, &r);
+      cua__run_round(rt, &r);
+      cua__node_release(n);
+    }
+    /* Futures to fire, outside the lock. */
+    while (rt->done_head != NULL) {
+      cua__sub *s = rt->done_head;
+      rt->done_head = s->next_done;
+      pthread_mutex_unlock(&rt->lock);
+      cua__sub_fire(s);
+      pthread_mutex_lock(&rt->lock);
+      if (s->prev)
+        s->prev->next = s->next;
+      else
+        rt->subs = s->next;
+      if (s->next)
+        s->next->prev = s->prev;
+      rt->nsubs--;
+      /* The submission no longer needs its nodes, except the root whose
+       * result the future reports. */
+      for (size_t i = 0; i < s->nnodes; i++)
+        cua__node_release(s->nodes[i]);
+      free(s->nodes);
+      s->nodes = NULL;
+      s->nnodes = 0;
+      pthread_cond_broadcast(&rt->idle);
+      pthread_mutex_unlock(&rt->lock);
+      cua__sub_release(s);
+      pthread_mutex_lock(&rt->lock);
+    }
+    if (rt->stopping && rt->nsubs == 0 && !pending_device_work(rt))
+      break;
+    if (rt->ready_head != NULL || rt->done_head != NULL)
+      continue;
+    if (pending_device_work(rt)) {
+      pthread_mutex_unlock(&rt->lock);
+      rt->be->wait(rt->bst, 1000000);
+      pthread_mutex_lock(&rt->lock);
+    } else {
+      pthread_cond_wait(&rt->work, &rt->lock);
+    }
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return NULL;
+}

@@ -1,0 +1,484 @@
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ node basics */
+
+static cua__node *node_new(cua_runtime *rt, cua_op *op) {
+  cua__node *n = cua__calloc(1, sizeof *n);
+  if (n == NULL)
+    return NULL;
+  atomic_init(&n->refs, 1);
+  n->op = cua_op_retain(op);
+  n->kind = op->kind;
+  n->cls = op->kind == CUA_OP_ZIP || op->kind == CUA_OP_UNZIP ||
+                   op->kind == CUA_OP_THEN || op->kind == CUA_OP_SHARED
+               ? CUA__CLASS_VIRTUAL
+           : cua__op_is_host(op) ? CUA__CLASS_HOST
+                                 : CUA__CLASS_DEVICE;
+  n->op_id = ++rt->next_op;
+  n->pl.device = n->pl.stream = -1;
+  n->deps = n->deps_inl;
+  n->capdeps = CUA__INLINE_EDGES;
+  n->dependents = n->dependents_inl;
+  n->capdependents = CUA__INLINE_EDGES;
+  n->watchers = n->watchers_inl;
+  n->capwatchers = 2;
+  return n;
+}
+
+/* Drops one reference to @p p; if it was the last, @p p goes on the
+ * worklist @p todo (when given) to be freed there instead of here. */
+static void unref(cua__node *p, cua__node **todo) {
+  if (todo == NULL) {
+    cua__node_release(p);
+  } else if (atomic_fetch_sub(&p->refs, 1) == 1) {
+    p->free_next = *todo;
+    *todo = p;
+  }
+}
+
+static void release_deps_to(cua__node *n, cua__node **todo) {
+  for (size_t i = 0; i < n->ndeps; i++)
+    unref(n->deps[i].node, todo);
+  if (n->deps != n->deps_inl)
+    free(n->deps);
+  n->deps = n->deps_inl;
+  n->capdeps = CUA__INLINE_EDGES;
+  n->ndeps = 0;
+}
+
+static void release_dependents_to(cua__node *n, cua__node **todo) {
+  cua__dependent *d = n->dependents;
+  for (size_t i = 0; i < n->ndependents; i++)
+    unref(d[i].node, todo);
+  if (n->dependents != n->dependents_inl)
+    free(n->dependents);
+  n->dependents = n->dependents_inl;
+  n->capdependents = CUA__INLINE_EDGES;
+  n->ndependents = 0;
+}
+
+void cua__node_release_deps(cua__node *n) {
+  release_deps_to(n, NULL);
+}
+
+void cua__node_release_dependents(cua__node *n) {
+  release_dependents_to(n, NULL);
+}
+
+/* Releases one reference; a node freed releases the nodes it holds, which
+ * may free them in turn: a worklist, not recursion, since dependencies
+ * chain as deep as the DAG is long. */
+void cua__node_release(cua__node *n) {
+  if (n == NULL || atomic_fetch_sub(&n->refs, 1) != 1)
+    return;
+  n->free_next = NULL;
+  while (n != NULL) {
+    cua__node *todo = n->free_next;
+    release_deps_to(n, &todo);
+    release_dependents_to(n, &todo);
+    if (n->watchers != n->watchers_inl)
+      free(n->watchers);
+    free(n->msg);
+    free(n->name);
+    free(n->results);
+    free(n->ptrs);
+    if (n->ctx != NULL)
+      free(n->ctx->msg);
+    free(n->ctx);
+    cua_op_destroy(n->op);
+    free(n);
+    n = todo;
+  }
+}
+
+int cua__add_dep(cua__node *n, cua__node *p, unsigned flags) {
+  /* Duplicates are harmless (each edge is counted and resolved once), so
+   * only the last few are merged: a wide zip stays linear to build. */
+  for (size_t i = n->ndeps > 4 ? n->ndeps - 4 : 0; i < n->ndeps; i++)
+    if (n->deps[i].node == p) {
+      n->deps[i].flags |= flags;
+      return 0;
+    }
+  if (cua__grow_inl(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps,
+                    n->deps_inl))
+    return CUA_ERR_NOMEM;
+  n->deps[n->ndeps].node = p;
+  n->deps[n->ndeps].flags = flags;
+  n->ndeps++;
+  atomic_fetch_add(&p->refs, 1);
+  return 0;
+}
+
+static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
+  if (cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + 1,
+                    sizeof(cua__dependent), p->dependents_inl))
+    return CUA_ERR_NOMEM;
+  cua__dependent *d = p->dependents;
+  d[p->ndependents].node = n;
+  d[p->ndependents].flags = flags;
+  d[p->ndependents].resolved = 0;
+  p->ndependents++;
+  atomic_fetch_add(&n->refs, 1);
+  return 0;
+}
+
+/* Adds a dependency of a device node on @p p; a virtual producer stands for
+ * the producers it joins, so device consumers of a zip wait on its parts
+ * with events instead of waiting for the whole zip to complete. */
+/* An explicit stack for walks through nested zips and thens, which may be
+ * as deep as the DAG is long: no recursion. */
+typedef struct node_stack {
+  cua__node **v;
+  size_t len, cap;
+  cua__node *inl[16];
+} node_stack;
+
+static void ns_init(node_stack *st) {
+  st->v = st->inl;
+  st->len = 0;
+  st->cap = sizeof st->inl / sizeof *st->inl;
+}
+
+static int ns_push(node_stack *st, cua__node *n) {
+  if (cua__grow_inl(&st->v, &st->cap, st->len + 1, sizeof *st->v, st->inl))
+    return CUA_ERR_NOMEM;
+  st->v[st->len++] = n;
+  return 0;
+}
+
+static void ns_free(node_stack *st) {
+  if (st->v != st->inl)
+    free(st->v);
+}
+
+static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
+  node_stack st;
+  ns_init(&st);
+  int rc = ns_push(&st, p0);
+  while (rc == 0 && st.len > 0) {
+    cua__node *p = st.v[--st.len];
+    if (p->cls != CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE) {
+      rc = cua__add_dep(n, p, flags);
+    } else if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2) {
+      /* then(first, next) ends with next, which is already ordered after
+       * first: standing for next alone keeps long chains linear. */
+      rc = ns_push(&st, p->deps[1].node);
+    } else {
+      for (size_t i = p->ndeps; i-- > 0 && rc == 0;)
+        rc = ns_push(&st, p->deps[i].node);
+    }
+  }
+  ns_free(&st);
+  return rc;
+}
+
+const char *cua__node_name(const cua__node *n) {
+  if (n->op != NULL && n->op->hints.name)
+    return n->op->hints.name;
+  if (n->op == NULL && n->name != NULL)
+    return n->name;
+  static const char *const names[] = {
+      "?",     "func",       "fill",       "copy",       "axpy",
+      "spin",  "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset",
+      "alloc", "free",       "host",       "barrier",    "zip",
+      "unzip", "map",        "then",       "shared",     "kernel"};
+  return n->kind < CUA_OP_KIND_COUNT_ ? names[n->kind] : "?";
+}
+
+/* Fails @p n and, through data edges, everything that consumes it. */
+void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
+  if (n->state == CUA__NODE_DONE || n->code != 0)
+    return;
+  n->code = code;
+  n->msg = cua__strdup(msg ? msg : cua_strerror(code));
+  /* An explicit stack: a failure at the head of a long chain must not
+   * recurse once per op. */
+  size_t cap = 16, len = 0;
+  cua__node **stack = cua__malloc(cap * sizeof *stack);
+  if (stack == NULL)
+    return;
+  stack[len++] = n;
+  while (len > 0) {
+    cua__node *p = stack[--len];
+    cua__dependent *d = p->dependents;
+    for (size_t i = 0; i < p->ndependents; i++) {
+      cua__node *m = d[i].node;
+      if (!(d[i].flags & CUA__DEP_DATA) || m->state == CUA__NODE_DONE ||
+          m->code != 0)
+        continue;
+      m->code = CUA_ERR_DEPENDENCY;
+      char buf[CUA__ERRLEN];
+      snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
+               cua__node_name(p), cua_err_name(p->code), p->msg ? p->msg : "");
+      m->msg = cua__strdup(buf);
+      if (len == cap) {
+        cua__node **s2 = cua__realloc(stack, 2 * cap * sizeof *stack);
+        if (s2 == NULL)
+          break;
+        stack = s2;
+        cap *= 2;
+      }
+      stack[len++] = m;
+    }
+  }
+  free(stack);
+  (void)rt;
+}
+
+/* -------------------------------------------------------------- building */
+
+static size_t hslot(const cua__build *b, const cua_op *op) {
+  uintptr_t h = (uintptr_t)op;
+  h ^= h >> 17;
+  h *= 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 7) & (b->hcap - 1);
+}
+
+cua__node *cua__build_get(const cua__build *b, const cua_op *op) {
+  if (b->hcap == 0)
+    return NULL;
+  for (size_t i = hslot(b, op);; i = (i + 1) & (b->hcap - 1)) {
+    if (b->keys[i] == op)
+      return b->vals[i];
+    if (b->keys[i] == NULL)
+      return NULL;
+  }
+}
+
+static int hput(cua__build *b, cua_op *op, cua__node *n);
+
+static int hgrow(cua__build *b) {
+  cua__build nb = *b;
+  nb.hcap = b->hcap ? b->hcap * 2 : 64;
+  nb.keys = cua__calloc(nb.hcap, sizeof *nb.keys);
+  nb.vals = cua__calloc(nb.hcap, sizeof *nb.vals);
+  if (nb.keys == NULL || nb.vals == NULL) {
+    free(nb.keys);
+    free(nb.vals);
+    return CUA_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < b->hcap; i++)
+    if (b->keys[i] != NULL)
+      hput(&nb, b->keys[i], b->vals[i]);
+  free(b->keys);
+  free(b->vals);
+  b->keys = nb.keys;
+  b->vals = nb.vals;
+  b->hcap = nb.hcap;
+  return 0;
+}
+
+static int hput(cua__build *b, cua_op *op, cua__node *n) {
+  if (b->hcap == 0 || (b->n + 1) * 2 > b->hcap)
+    if (hgrow(b))
+      return CUA_ERR_NOMEM;
+  size_t i = hslot(b, op);
+  while (b->keys[i] != NULL)
+    i = (i + 1) & (b->hcap - 1);
+  b->keys[i] = op;
+  b->vals[i] = n;
+  return 0;
+}
+
+static int watch(cua__sub *s, cua__node *n) {
+  if (cua__grow_inl(&n->watchers, &n->capwatchers, n->nwatchers + 1,
+                    sizeof *n->watchers, n->watchers_inl))
+    return CUA_ERR_NOMEM;
+  n->watchers[n->nwatchers++] = s;
+  s->pending++;
+  return 0;
+}
+
+/* Adds a node to the submission's list (which holds a reference). */
+static int sub_add(cua__sub *s, cua__node *n, size_t *cap) {
+  if (cua__grow(&s->nodes, cap, s->nnodes + 1, sizeof *s->nodes))
+    return CUA_ERR_NOMEM;
+  s->nodes[s->nnodes++] = n;
+  atomic_fetch_add(&n->refs, 1);
+  return 0;
+}
+
+/* The device op a "then" continues: the one that ends @p n's part of the
+ * DAG, through thens, shared ops and unzips. A zip joins ops that ran
+ * concurrently and has no one stream to continue: NULL. */
+static cua__node *then_source(cua__node *n) {
+  for (int depth = 0; n != NULL && depth < 10000; depth++) {
+    if (n->cls == CUA__CLASS_DEVICE)
+      return n;
+    if (n->cls != CUA__CLASS_VIRTUAL || n->state == CUA__NODE_DONE ||
+        n->ndeps == 0 || n->op == NULL || n->op->kind == CUA_OP_ZIP)
+      return NULL;
+    n = n->deps[n->ndeps - 1].node;
+  }
+  return NULL;
+}
+
+/* "then": every real node that starts @p next's part of the DAG runs after
+ * @p first. */
+static int add_after(cua__build *b, cua__node *next0, cua__node *first) {
+  node_stack st;
+  ns_init(&st);
+  int rc = ns_push(&st, next0);
+  while (rc == 0 && st.len > 0) {
+    cua__node *next = st.v[--st.len];
+    if (next->state == CUA__NODE_DONE)
+      continue;
+    if (next->cls != CUA__CLASS_VIRTUAL) {
+      if (cua__build_get(b, next->op) != next)
+        continue; /* a shared node from an earlier submission */
+      if (next->then_src == NULL)
+        next->then_src = then_source(first);
+      rc = next->cls == CUA__CLASS_DEVICE
+               ? add_device_dep(next, first, CUA__DEP_DATA)
+               : cua__add_dep(next, first, CUA__DEP_DATA | CUA__DEP_COMPLETE);
+      continue;
+    }
+    if (next->op->kind == CUA_OP_SHARED && cua__build_get(b, next->op) != next)
+      continue;
+    /* A then starts with its first part; a zip with all of its parts. */
+    size_t nd = next->op->kind == CUA_OP_THEN ? 1 : next->ndeps;
+    for (size_t i = nd < next->ndeps ? nd : next->ndeps; i-- > 0 && rc == 0;)
+      rc = ns_push(&st, next->deps[i].node);
+  }
+  ns_free(&st);
+  return rc;
+}
+
+/* Builds the nodes of the DAG below @p root in post-order, iteratively. */
+int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
+  typedef struct frame {
+    cua_op *op;
+    size_t next;
+  } frame;
+  size_t cap = 64, len = 0;
+  frame *st = cua__malloc(cap * sizeof *st);
+  if (st == NULL)
+    return CUA_ERR_NOMEM;
+  st[len++] = (frame){root, 0};
+  int rc = 0;
+  while (len > 0 && rc == 0) {
+    frame *f = &st[len - 1];
+    cua_op *op = f->op;
+    if (f->next == 0 && cua__build_get(b, op) != NULL) {
+      len--;
+      continue;
+    }
+    /* A shared op that already ran (or is running) in an earlier
+     * submission is not built again: its node is reused. */
+    if (op->kind == CUA_OP_SHARED && op->shared_node != NULL) {
+      cua__node *n = op->shared_node;
+      atomic_fetch_add(&n->refs, 1);
+      rc = hput(b, op, n);
+      if (rc == 0)
+        rc = sub_add(b->sub, n, subcap);
+      if (rc == 0 && n->state != CUA__NODE_DONE &&
+          (n->cls != CUA__CLASS_VIRTUAL || op == root))
+        rc = watch(b->sub, n);
+      cua__node_release(n);
+      len--;
+      continue;
+    }
+    if (f->next < op->ninputs) {
+      cua_op *in = op->inputs[f->next++];
+      if (cua__build_get(b, in) == NULL) {
+        if (len == cap) {
+          frame *s2 = cua__realloc(st, 2 * cap * sizeof *st);
+          if (s2 == NULL) {
+            rc = CUA_ERR_NOMEM;
+            break;
+          }
+          st = s2;
+          cap *= 2;
+        }
+        st[len++] = (frame){in, 0};
+      }
+      continue;
+    }
+    /* Every input is built: build this op's node. */
+    cua__node *n = node_new(b->rt, op);
+    if (n == NULL) {
+      rc = CUA_ERR_NOMEM;
+      break;
+    }
+    cua__op_freeze(op);
+    /* The submission waits for every op that does work, and for the root;
+     * a zip or then inside the DAG completes with its parts anyway. */
+    if ((rc = hput(b, op, n)) == 0 && (rc = sub_add(b->sub, n, subcap)) == 0 &&
+        (n->cls != CUA__CLASS_VIRTUAL || op == root))
+      rc = watch(b->sub, n);
+    if (rc == 0 &&
+        cua__grow(&b->order, &b->cap, b->n + 1, sizeof *b->order) != 0)
+      rc = CUA_ERR_NOMEM;
+    if (rc == 0)
+      b->order[b->n++] = n;
+    for (size_t i = 0; i < op->ninputs && rc == 0; i++) {
+      cua__node *p = cua__build_get(b, op->inputs[i]);
+      unsigned fl = CUA__DEP_DATA;
+      if (n->cls == CUA__CLASS_DEVICE)
+        rc = add_device_dep(n, p, fl);
+      else
+        rc = cua__add_dep(n, p, fl | CUA__DEP_COMPLETE);
+      if (p->level + 1 > n->level)
+        n->level = p->level + 1;
+    }
+    if (rc == 0 && op->kind == CUA_OP_THEN)
+      rc = add_after(b, cua__build_get(b, op->inputs[1]),
+                     cua__build_get(b, op->inputs[0]));
+    if (rc == 0 && op->kind == CUA_OP_SHARED) {
+      op->shared_node = n;
+      atomic_fetch_add(&n->refs, 1);
+    }
+    cua__node_release(n);
+    len--;
+  }
+  free(st);
+  return rc;
+}
+
+/* Checks every access of every device node before anything changes, so a
+ * submission that fails validation leaves no trace. */
+int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
+  for (size_t i = 0; i < b->n; i++) {
+    cua__node *n = b->order[i];
+    for (size_t k = 0; k < n->ndeps; k++) {
+      cua__node *p = n->deps[k].node;
+      unsigned fl = n->deps[k].flags;
+      if (n->cls != CUA__CLASS_DEVICE || p->cls != CUA__CLASS_DEVICE)
+        fl |= CUA__DEP_COMPLETE;
+      n->deps[k].flags = fl;
+      if (p->state == CUA__NODE_DONE) {
+        if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0) {
+          char buf[CUA__ERRLEN];
+          snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
+                   cua__node_name(p), cua_err_name(p->code),
+                   p->msg ? p->msg : "");
+          n->code = CUA_ERR_DEPENDENCY;
+          n->msg = cua__strdup(buf);
+        }
+        continue;
+      }
+      if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0) {
+        char buf[CUA__ERRLEN];
+        snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
+                 cua__node_name(p), cua_err_name(p->code),
+                 p->msg ? p->msg : "");
+        n->code = CUA_ERR_DEPENDENCY;
+        n->msg = cua__strdup(buf);
+      }
+      if (!(fl & CUA__DEP_COMPLETE) && p->state == CUA__NODE_ENQUEUED)
+        continue;
+      if (add_dependent(p, n, fl))
+        return CUA_ERR_NOMEM;
+      n->unresolved++;
+    }
+  }
+  for (size_t i = 0; i < b->n; i++)
+    if (b->order[i]->unresolved == 0)
+      cua__ready(rt, b->order[i], r);
+  return 0;
+}

@@ -1,0 +1,179 @@
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------- placement */
+
+static int buffers_device(const cua_op *op) {
+  int dev = -1;
+  for (size_t i = 0; i < op->nacc; i++) {
+    int d = op->acc[i].buf->device;
+    if (dev == -1)
+      dev = d;
+    else if (dev != d)
+      return -2;
+  }
+  return dev;
+}
+
+static void fill_info(cua_runtime *rt, cua__node *n, cua__sub *sub,
+                      cua_placement *inputs, size_t *ninputs) {
+  cua_op *op = n->op;
+  cua_op_info *in = &n->info;
+  memset(in, 0, sizeof *in);
+  in->size = sizeof *in;
+  in->kind = op->kind;
+  in->name = op->hints.name;
+  in->tag = op->hints.tag;
+  in->preferred_device = op->hints.device;
+  in->cost_ns = op->hints.cost_ns;
+  in->bytes = op->hints.bytes;
+  in->flops = op->hints.flops;
+  in->priority = op->hints.priority;
+  in->then_of.device = in->then_of.stream = -1;
+  if (n->then_src != NULL && n->then_src->pl.device >= 0)
+    in->then_of = n->then_src->pl;
+  int dd = buffers_device(op);
+  in->data_device = dd >= 0 ? dd : -1;
+  in->restrict_device = -1;
+  /* Memory a device cannot reach pins the op to where its data lives
+   * (device-to-device copies excepted: the backend routes them). */
+  if (!rt->all_peers && op->kind != CUA_OP_MEMCPY_D2D && op->nacc > 0)
+    in->restrict_device = op->acc[0].buf->device;
+  if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_FREE)
+    in->restrict_device = op->acc[0].buf->device;
+  in->level = n->level;
+  in->submission = sub ? sub->id : 0;
+  in->op_id = n->op_id;
+  *ninputs = 0;
+  for (size_t i = 0; i < n->ndeps && *ninputs < 8; i++)
+    if (n->deps[i].node->cls == CUA__CLASS_DEVICE &&
+        n->deps[i].node->pl.device >= 0)
+      inputs[(*ninputs)++] = n->deps[i].node->pl;
+  in->ninputs = *ninputs;
+  in->inputs = inputs;
+}
+
+static int valid_placement(cua_runtime *rt, const cua_op_info *in,
+                           cua_placement pl) {
+  if (pl.device < 0 || pl.device >= rt->ndev)
+    return 0;
+  if (pl.stream < 0 || pl.stream >= rt->devs[pl.device].nstreams)
+    return 0;
+  if (in->restrict_device >= 0 && pl.device != in->restrict_device)
+    return 0;
+  return 1;
+}
+
+static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
+                        cua_placement *pl, char *msg, size_t len) {
+  p->log[0] = '\0';
+  int rc = p->d->place(p->state, in, pl);
+  if (rc != 0) {
+    snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s", p->name,
+             in->name ? in->name : "(unnamed)", cua_err_name(rc),
+             p->log[0] ? ": " : "", p->log);
+    return CUA_ERR_POLICY;
+  }
+  if (!valid_placement(rt, in, *pl)) {
+    int nst = pl->device >= 0 && pl->device < rt->ndev
+                  ? rt->devs[pl->device].nstreams
+                  : 0;
+    snprintf(msg, len,
+             "policy '%s' placed op '%s' on device %d stream %d, which does "
+             "not exist (the runtime has %d devices; that device has %d "
+             "streams%s)",
+             p->name, in->name ? in->name : "(unnamed)", pl->device, pl->stream,
+             rt->ndev, nst,
+             in->restrict_device >= 0 ? "; the op must run on device " : "");
+    if (in->restrict_device >= 0 && pl->device >= 0 && pl->device < rt->ndev &&
+        pl->stream >= 0 && pl->stream < nst)
+      snprintf(msg, len,
+               "policy '%s' placed op '%s' on device %d, but it must run on "
+               "device %d (where its buffers live)",
+               p->name, in->name ? in->name : "(unnamed)", pl->device,
+               in->restrict_device);
+    return CUA_ERR_BAD_PLACEMENT;
+  }
+  return 0;
+}
+
+/* Asks the submission's (or runtime's) policy, then the device's own
+ * policy if that device has one. */
+static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
+                      size_t len) {
+  cua_placement inputs[8];
+  size_t ninputs;
+  fill_info(rt, n, sub, inputs, &ninputs);
+  if (sub != NULL && sub->on_stream) {
+    cua_placement pl = sub->placement;
+    if (!valid_placement(rt, &n->info, pl)) {
+      snprintf(msg, len,
+               "explicit placement device %d stream %d is not valid for op "
+               "'%s'",
+               pl.device, pl.stream, cua__node_name(n));
+      return CUA_ERR_BAD_PLACEMENT;
+    }
+    n->pl = pl;
+    n->placed_by = NULL;
+    return 0;
+  }
+  cua__polinst *p = sub && sub->policy ? sub->policy : rt->policy;
+  cua_placement pl = {-1, -1};
+  int rc = policy_place(rt, p, &n->info, &pl, msg, len);
+  if (rc != 0 && rt->cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK) {
+    if (rt->fallback == NULL &&
+        cua__polinst_open(rt, "single-stream", &rt->fallback) != 0)
+      return rc;
+    if (rt->policy_error == NULL) {
+      rt->policy_error = cua__strdup(msg);
+      fprintf(stderr,
+              "cuasync: falling back to single-stream (on_policy_error = "
+              "fallback): %s\n",
+              msg);
+    }
+    p = rt->fallback;
+    rc = policy_place(rt, p, &n->info, &pl, msg, len);
+  }
+  if (rc != 0)
+    return rc;
+  cua__polinst *dp = rt->devs[pl.device].policy;
+  if (dp != NULL && dp != p) {
+    cua_op_info in2 = n->info;
+    in2.restrict_device = pl.device;
+    rc = policy_place(rt, dp, &in2, &pl, msg, len);
+    if (rc != 0)
+      return rc;
+    p = dp;
+  }
+  n->pl = pl;
+  n->placed_by = p;
+  p->refs++;
+  return 0;
+}
+
+/* Places one device node and gives it its stream's next number. */
+void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
+  char msg[CUA__ERRLEN];
+  cua__sub *sub = n->nwatchers > 0 ? n->watchers[0] : NULL;
+  int rc = place_node(rt, n, sub, msg, sizeof msg);
+  if (rc == 0) {
+    cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
+    n->stream = s;
+    n->seq = ++s->seq;
+    s->load.ops_in_flight++;
+    s->load.ops_total++;
+    s->load.est_busy_ns += n->op->hints.cost_ns;
+    if (n->placed_by && n->placed_by->d->submitted)
+      n->placed_by->d->submitted(n->placed_by->state, &n->info, n->pl);
+    n->state = CUA__NODE_ENQUEUED;
+    cua__q_push(&r->launch, n);
+    cua__resolve(rt, n, 0, r);
+    return;
+  }
+  cua__fail_node(rt, n, rc, msg);
+  cua__q_push(&r->settle, n);
+}

@@ -1,0 +1,206 @@
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ submission */
+
+static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
+                     cua__polinst *pol, const cua_submit_options *opts) {
+  if (fut != NULL)
+    *fut = NULL;
+  if (rt == NULL || op == NULL || fut == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_submit: NULL argument");
+  if (op->rt != rt)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_submit: the op belongs to another runtime");
+  cua__sub *sub = cua__sub_new(rt);
+  if (sub == NULL)
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  pthread_mutex_lock(&rt->lock);
+  if (rt->stopping) {
+    pthread_mutex_unlock(&rt->lock);
+    cua__sub_release(sub);
+    return cua__fail(rt, CUA_ERR_CANCELED, "cua_submit: runtime closing");
+  }
+  sub->id = ++rt->next_sub;
+  sub->policy = pol;
+  if (opts != NULL && opts->on_stream) {
+    cua_placement pl = opts->placement;
+    if (pl.device < 0 || pl.device >= rt->ndev || pl.stream < 0 ||
+        pl.stream > 1023) {
+      pthread_mutex_unlock(&rt->lock);
+      cua__sub_release(sub);
+      return cua__fail(rt, CUA_ERR_BAD_PLACEMENT,
+                       "cua_submit: no device %d stream %d (the runtime has "
+                       "%d devices; stream indices 0..1023)",
+                       pl.device, pl.stream, rt->ndev);
+    }
+    int rc = cua__ensure_streams(rt, pl.device, pl.stream + 1);
+    if (rc) {
+      pthread_mutex_unlock(&rt->lock);
+      cua__sub_release(sub);
+      return cua__fail(rt, rc, "cua_submit: creating stream %d: %s", pl.stream,
+                       cua_runtime_error(rt));
+    }
+    sub->on_stream = 1;
+    sub->placement = pl;
+  }
+  cua__build b;
+  memset(&b, 0, sizeof b);
+  b.rt = rt;
+  b.sub = sub;
+  size_t subcap = 0;
+  char msg[CUA__ERRLEN] = "";
+  int rc = cua__build_graph(&b, op, &subcap);
+  if (rc == 0)
+    rc = cua__validate(&b, msg, sizeof msg);
+  if (rc != 0) {
+    /* Nothing ran: undo the nodes and any shared op this submission made
+     * the owner of its node. */
+    for (size_t i = 0; i < b.n; i++) {
+      cua__node *n = b.order[i];
+      if (n->op->kind == CUA_OP_SHARED && n->op->shared_node == n) {
+        n->op->shared_node = NULL;
+        cua__node_release(n);
+      }
+      n->nwatchers = 0;
+    }
+    for (size_t i = 0; i < sub->nnodes; i++) {
+      cua__node *n = sub->nodes[i];
+      for (size_t k = 0; k < n->nwatchers; k++)
+        if (n->watchers[k] == sub)
+          n->watchers[k] = n->watchers[--n->nwatchers];
+      cua__node_release(n);
+    }
+    free(sub->nodes);
+    sub->nodes = NULL;
+    sub->nnodes = 0;
+    pthread_mutex_unlock(&rt->lock);
+    free(b.order);
+    free(b.keys);
+    free(b.vals);
+    cua__sub_release(sub);
+    if (rc == CUA_ERR_NOMEM && msg[0] == '\0')
+      snprintf(msg, sizeof msg, "out of host memory");
+    return cua__fail(rt, rc, "cua_submit: %s", msg);
+  }
+  for (size_t i = 0; i < b.n; i++)
+    if (b.order[i]->cls == CUA__CLASS_DEVICE)
+      cua__add_hazards(b.order[i]);
+  sub->root = cua__build_get(&b, op);
+  atomic_fetch_add(&sub->root->refs, 1);
+  if (pol != NULL)
+    pol->refs++;
+  /* The runtime's reference, dropped when the future fires. */
+  atomic_fetch_add(&sub->refs, 1);
+  sub->next = rt->subs;
+  if (rt->subs)
+    rt->subs->prev = sub;
+  rt->subs = sub;
+  rt->nsubs++;
+  rt->stats.submissions++;
+  cua__round r;
+  memset(&r, 0, sizeof r);
+  r.rt = rt;
+  cua__wire(rt, &b, &r);
+  free(b.order);
+  free(b.keys);
+  free(b.vals);
+  /* Everything may already be complete (a submission of shared ops that
+   * ran before): then it fires through the completion thread too. */
+  if (sub->pending == 0) {
+    if (sub->root->code != 0) {
+      char buf[CUA__ERRLEN];
+      snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(sub->root),
+               sub->root->msg ? sub->root->msg : "");
+      sub->status = sub->root->code;
+      sub->msg = cua__strdup(buf);
+    }
+    sub->next_done = rt->done_head;
+    rt->done_head = sub;
+  }
+  cua__run_round(rt, &r);
+  cua__kick(rt);
+  pthread_mutex_unlock(&rt->lock);
+  cua_future *f = cua__malloc(sizeof *f);
+  if (f == NULL) {
+    /* The work runs anyway; the caller just cannot wait for it. */
+    cua__sub_release(sub);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  }
+  f->sub = sub;
+  *fut = f;
+  return 0;
+}
+
+int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
+               const cua_submit_options *opts) {
+  cua__polinst *pol = NULL;
+  if (opts != NULL &&
+      opts->size >= offsetof(cua_submit_options, policy) + sizeof(opts->policy))
+    pol = (cua__polinst *)opts->policy;
+  return do_submit(fut, rt, op, pol, opts);
+}
+
+int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op, int device,
+                  int stream) {
+  cua_submit_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.on_stream = 1;
+  o.placement.device = device;
+  o.placement.stream = stream;
+  return do_submit(fut, rt, op, NULL, &o);
+}
+
+int cua_submit_wait(cua_runtime *rt, cua_op *op, const cua_submit_options *opts,
+                    void **result) {
+  cua_future *f;
+  int rc = cua_submit(&f, rt, op, opts);
+  if (rc)
+    return rc;
+  rc = cua_future_wait(f);
+  if (rc == 0 && result != NULL)
+    cua_future_result(f, result);
+  if (rc != 0)
+    cua__fail(rt, rc, "%s", cua_future_error(f));
+  cua_future_destroy(f);
+  return rc;
+}
+
+/* ------------------------------------------------------ stream functions */
+
+void *cua_ctx_stream(const cua_stream_ctx *ctx) {
+  return ctx->native;
+}
+
+cua_placement cua_ctx_placement(const cua_stream_ctx *ctx) {
+  return ctx->node->pl;
+}
+
+const char *cua_ctx_backend(const cua_stream_ctx *ctx) {
+  return ctx->rt->be->name;
+}
+
+void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i) {
+  if (i >= ctx->node->op->nacc)
+    return NULL;
+  return ctx->node->ptrs[i];
+}
+
+void cua_ctx_set_result(cua_stream_ctx *ctx, void *result) {
+  ctx->node->result = result;
+}
+
+void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(ctx->msg);
+  ctx->msg = cua__strdup(buf);
+}
