@@ -37,6 +37,7 @@ int cua_buffer_create(cua_buffer **out, cua_runtime *rt, int device,
   b->device = device;
   b->bytes = bytes;
   b->lazy = (flags & CUA_BUFFER_LAZY) != 0;
+  b->planned = !b->lazy;
   if (!b->lazy) {
     cua_backend_err err = {{0}};
     int rc = rt->be->mem_alloc(rt->bst, device, NULL, bytes, &b->ptr, &err);
@@ -76,7 +77,9 @@ cua_buffer *cua__buffer_root(cua_buffer *b) {
 
 void *cua__buffer_addr(const cua_buffer *b) {
   const cua_buffer *r = b->parent ? b->parent : b;
-  return r->ptr ? (char *)r->ptr + b->offset : NULL;
+  /* The executor allocates lazy buffers with no core lock held. */
+  void *p = __atomic_load_n(&r->ptr, __ATOMIC_ACQUIRE);
+  return p ? (char *)p + b->offset : NULL;
 }
 
 void *cua_buffer_ptr(const cua_buffer *b) {
@@ -147,7 +150,14 @@ int cua__bstate_add(cua__node ***v, size_t *n, size_t *cap, cua__node *node) {
     return CUA_ERR_NOMEM;
   (*v)[(*n)++] = node;
   atomic_fetch_add(&node->refs, 1);
+  atomic_fetch_add_explicit(&node->nstates, 1, memory_order_relaxed);
   return 0;
+}
+
+/* Drops a buffer state's reference to @p node. */
+void cua__bstate_drop(cua__node *node) {
+  atomic_fetch_sub_explicit(&node->nstates, 1, memory_order_relaxed);
+  cua__node_release(node);
 }
 
 static int bstate_copy(cua__bstate *dst, const cua__bstate *src) {
@@ -264,9 +274,9 @@ int cua_buffer_unpartition(cua_buffer *b) {
 
 void cua__bstate_clear(cua__bstate *st) {
   for (size_t i = 0; i < st->nwriters; i++)
-    cua__node_release(st->writers[i]);
+    cua__bstate_drop(st->writers[i]);
   for (size_t i = 0; i < st->nreaders; i++)
-    cua__node_release(st->readers[i]);
+    cua__bstate_drop(st->readers[i]);
   free(st->writers);
   free(st->readers);
   memset(st, 0, sizeof *st);

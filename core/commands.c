@@ -1,3 +1,19 @@
+/*
+ * core/commands.c: scheduling rounds and the command list they produce.
+ *
+ * A round starts with the nodes a submission (or a completion) made ready
+ * and runs, under rt->lock, until nothing more is ready: it places device
+ * nodes (place.c), decides their launches in placement order, settles
+ * virtual and failed nodes (complete.c), and appends what the backend must
+ * do to the round's command list: WAIT for a producer's point, RECORD a
+ * point, LAUNCH an op, MARK a stream's progress. Every command of a stream
+ * gets that stream's next ticket, so commands decided by different threads
+ * are applied in the order they were decided (executor.c).
+ *
+ * Owns: the ready queues, routing of ready nodes, the round's decisions
+ * and its command list. Everything here runs under rt->lock; nothing here
+ * calls a backend or user code.
+ */
 #include "config.h"
 #include "internal.h"
 
@@ -67,167 +83,20 @@ void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r) {
   }
 }
 
-/* ------------------------------------------------------------- launching */
+/* ---------------------------------------------------------- command list */
 
-static int ctx_func(void *vctx, void *native, cua_backend_err *err) {
-  cua_stream_ctx *ctx = vctx;
-  ctx->native = native;
-  int rc = ctx->node->op->fn(ctx, ctx->node->op->arg);
-  if (rc != 0)
-    snprintf(err->msg, sizeof err->msg, "%s",
-             ctx->msg ? ctx->msg : "the stream function failed");
-  return rc;
-}
-
-static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
-                            char *msg, size_t len) {
-  cua_buffer *root = cua__buffer_root(b);
-  if (root->ptr != NULL)
-    return 0;
-  cua_backend_err err = {{0}};
-  cua_backend_stream *bs = s->device == root->device ? s->bs : NULL;
-  int rc = rt->be->mem_alloc(rt->bst, root->device, bs, root->bytes, &root->ptr,
-                             &err);
-  if (rc)
-    snprintf(msg, len, "allocating %zu bytes on device %d: %s", root->bytes,
-             root->device, err.msg[0] ? err.msg : cua_strerror(rc));
-  return rc;
-}
-
-static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
-  cua_op *op = n->op;
-  cua__stream *s = n->stream;
-  int rc = 0;
-  for (size_t i = 0; i < n->ndeps; i++) {
-    cua__node *p = n->deps[i].node;
-    if (p->cls == CUA__CLASS_DEVICE && p->state != CUA__NODE_DONE &&
-        p->stream != NULL &&
-        (rc = cua__wait_for(rt, s, p->stream, p->seq, p->point)))
-      break;
-  }
-  if (rc == 0 && op->kind == CUA_OP_BARRIER)
-    for (int i = 0; i < rt->nstreams && rc == 0; i++) {
-      cua__stream *o = rt->streams[i];
-      uint64_t upto = o == s ? 0 : o->launched;
-      rc = cua__wait_for(rt, s, o, upto, NULL);
-    }
-  if (rc) {
-    snprintf(msg, len, "inserting a cross-stream wait: %s", cua_strerror(rc));
-    return rc;
-  }
-  if (op->kind == CUA_OP_FREE) {
-    cua_buffer *root = cua__buffer_root(op->acc[0].buf);
-    if (root->ptr != NULL)
-      rt->be->mem_free(rt->bst, root->device, s->bs, root->ptr);
-    root->ptr = NULL;
-    return 0;
-  }
-  for (size_t i = 0; i < op->nacc; i++)
-    if ((rc = ensure_allocated(rt, op->acc[i].buf, s, msg, len)))
-      return rc;
-  if (op->kind == CUA_OP_ALLOC) {
-    n->result = op->acc[0].buf;
-    return 0;
-  }
-  if (op->kind == CUA_OP_BARRIER)
-    return 0;
-  cua_backend_op bo;
-  memset(&bo, 0, sizeof bo);
-  bo.size = sizeof bo;
-  bo.kind = op->kind;
-  bo.seq = n->seq;
-  bo.bytes = op->bytes;
-  bo.value = op->value;
-  bo.byte_value = op->byte_value;
-  bo.spin = op->spin;
-  void *params[64];
-  switch (op->kind) {
-  case CUA_OP_FILL:
-  case CUA_OP_MEMSET:
-  case CUA_OP_MEMCPY_H2D:
-    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
-    bo.src = op->hptr;
-    break;
-  case CUA_OP_COPY:
-  case CUA_OP_AXPY:
-    bo.dst = cua__buffer_addr(op->acc[0].buf);
-    bo.src = cua__buffer_addr(op->acc[1].buf);
-    break;
-  case CUA_OP_MEMCPY_D2H:
-    bo.dst = op->hptr;
-    bo.src = (char *)cua__buffer_addr(op->acc[0].buf) + op->src_off;
-    n->result = op->hptr;
-    break;
-  case CUA_OP_MEMCPY_D2D:
-    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
-    bo.src = (char *)cua__buffer_addr(op->acc[1].buf) + op->src_off;
-    bo.dst_device = op->acc[0].buf->device;
-    bo.src_device = op->acc[1].buf->device;
-    break;
-  case CUA_OP_FUNC:
-    if (n->ctx == NULL) {
-      n->ctx = cua__calloc(1, sizeof *n->ctx);
-      n->ptrs = cua__calloc(op->nacc, sizeof *n->ptrs);
-      if (n->ctx == NULL || n->ptrs == NULL)
-        return CUA_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < op->nacc; i++)
-      n->ptrs[i] = cua__buffer_addr(op->acc[i].buf);
-    n->ctx->node = n;
-    n->ctx->rt = rt;
-    n->ctx->native = rt->be->stream_native(rt->bst, s->bs);
-    bo.func = ctx_func;
-    bo.func_ctx = n->ctx;
-    break;
-  case CUA_OP_KERNEL:
-    if (op->nargs > 64) {
-      snprintf(msg, len, "kernel '%s': more than 64 arguments",
-               cua__node_name(n));
-      return CUA_ERR_INVAL;
-    }
-    n->ptrs = cua__calloc(op->nargs, sizeof *n->ptrs);
-    if (n->ptrs == NULL)
-      return CUA_ERR_NOMEM;
-    for (size_t i = 0; i < op->nargs; i++) {
-      if (op->argbuf[i] >= 0) {
-        n->ptrs[i] = cua__buffer_addr(op->acc[op->argbuf[i]].buf);
-        params[i] = &n->ptrs[i];
-      } else {
-        params[i] = op->argdata + op->argoff[i];
-      }
-    }
-    bo.kernel = op->kernel;
-    memcpy(bo.grid, op->grid, sizeof bo.grid);
-    memcpy(bo.block, op->block, sizeof bo.block);
-    bo.shared_bytes = op->shared_bytes;
-    bo.kernel_params = params;
-    break;
-  default:
-    break;
-  }
-  if (n->placed_by != NULL &&
-      ((n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING) || rt->host_exec))
-    bo.duration_ns = &n->duration_ns;
-  cua_backend_err err = {{0}};
-  rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
-  if (rc)
-    snprintf(msg, len, "launching op '%s' on device %d stream %d: %s",
-             cua__node_name(n), n->pl.device, n->pl.stream,
-             err.msg[0] ? err.msg : cua_strerror(rc));
-  return rc;
-}
-
-/* Whether a consumer already placed on another stream needs an event after
- * @p n (those placed later fall back to recording when they need one). */
-static int needs_event(const cua__node *n) {
-  const cua__dependent *d = n->dependents;
-  for (size_t i = 0; i < n->ndependents; i++) {
-    const cua__node *m = d[i].node;
-    if (m->cls == CUA__CLASS_DEVICE && m->stream != NULL &&
-        m->stream != n->stream && m->state != CUA__NODE_DONE)
-      return 1;
-  }
-  return 0;
+/* Appends a command for stream @p s with its next ticket; NULL when out of
+ * memory (nothing was appended, no ticket taken). */
+cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s) {
+  cua__cmdlist *cl = &r->cmds;
+  if (cl->n == cl->cap && cua__grow(&cl->v, &cl->cap, cl->n + 1, sizeof *cl->v))
+    return NULL;
+  cua__cmd *c = &cl->v[cl->n++];
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->s = s;
+  c->ticket = s->tickets++;
+  return c;
 }
 
 static void inflight_push(cua__stream *s, cua__node *n) {
@@ -240,9 +109,49 @@ static void inflight_push(cua__stream *s, cua__node *n) {
   s->inflight_tail = n;
 }
 
-/* Places, launches and settles until nothing more is ready, then marks
- * every stream that got work. */
+/* Decides the launch of placed node @p n: waits for its producers on other
+ * streams, then the LAUNCH itself. */
+static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
+                         char *msg, size_t len) {
+  cua_op *op = n->op;
+  cua__stream *s = n->stream;
+  int rc = 0;
+  for (size_t i = 0; i < n->ndeps && rc == 0; i++) {
+    cua__node *p = n->deps[i].node;
+    if (p->cls == CUA__CLASS_DEVICE && p->state != CUA__NODE_DONE &&
+        p->stream != NULL)
+      rc = cua__wait_for(r, s, p->stream, p->seq, p);
+  }
+  if (rc == 0 && op->kind == CUA_OP_BARRIER)
+    for (int i = 0; i < rt->nstreams && rc == 0; i++) {
+      cua__stream *o = rt->streams[i];
+      rc = cua__wait_for(r, s, o, o == s ? 0 : o->launched, NULL);
+    }
+  cua__cmd *c = rc == 0 ? cua__cmd_add(r, CUA__CMD_LAUNCH, s) : NULL;
+  if (c == NULL) {
+    snprintf(msg, len, "inserting a cross-stream wait: %s",
+             cua_strerror(rc ? rc : CUA_ERR_NOMEM));
+    return rc ? rc : CUA_ERR_NOMEM;
+  }
+  c->node = n;
+  n->cmd = r->cmds.n - 1;
+  n->vc_gen = s->vc_gen;
+  /* Results known now, so the executor writes nothing the completion
+   * thread reads. */
+  if (op->kind == CUA_OP_ALLOC)
+    n->result = op->acc[0].buf;
+  else if (op->kind == CUA_OP_MEMCPY_D2H)
+    n->result = op->hptr;
+  else if (op->kind == CUA_OP_FREE)
+    cua__buffer_root(op->acc[0].buf)->freed = 1;
+  return 0;
+}
+
+/* Places, decides launches and settles until nothing more is ready, then
+ * marks every stream that got work. Commands go to r->cmds; the caller
+ * applies them with cua__round_flush() once it may release rt->lock. */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
+  r->rt = rt;
   for (;;) {
     cua__node *n;
     if ((n = q_pop(&r->place)) != NULL) {
@@ -253,15 +162,12 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       char msg[CUA__ERRLEN];
       int rc = n->code;
       if (rc == 0)
-        rc = launch_node(rt, n, msg, sizeof msg);
+        rc = decide_launch(rt, r, n, msg, sizeof msg);
       else
         snprintf(msg, sizeof msg, "%s", n->msg ? n->msg : "");
       n->stream->launched = n->seq;
-      if (rc != 0) {
+      if (rc != 0)
         cua__fail_node(rt, n, rc, msg);
-      } else if (needs_event(n)) {
-        n->point = cua__record_point(rt, n->stream);
-      }
       rt->stats.ops++;
       inflight_push(n->stream, n);
       continue;
@@ -275,19 +181,94 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
     }
     break;
   }
+  /* Exact waits for later rounds; without memory, later consumers wait at
+   * the stream's end instead, which is correct, only later. */
+  (void)cua__exact_points(r);
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (s->marked < s->launched) {
-      if (rt->be->mark(rt->bst, s->bs, s->launched) == 0)
-        s->marked = s->launched;
+      cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
+      if (c == NULL)
+        break; /* the completion thread's next round marks it */
+      c->value = s->launched;
+      c->prev = s->marked;
+      s->marked = s->launched;
     }
   }
-  free(r->place.v);
-  free(r->launch.v);
-  free(r->settle.v);
-  memset(&r->place, 0, sizeof r->place);
-  memset(&r->launch, 0, sizeof r->launch);
-  memset(&r->settle, 0, sizeof r->settle);
+  r->place.head = r->place.len = 0;
+  r->launch.head = r->launch.len = 0;
+  r->settle.head = r->settle.len = 0;
   if (rt->ready_head != NULL)
     cua__kick(rt);
+}
+
+/* Frees what a round holds but its command list. */
+static void round_queues_free(cua_runtime *rt, cua__round *r) {
+  cua__queue *qs[] = {&r->place, &r->launch, &r->settle};
+  for (size_t i = 0; i < 3; i++) {
+    /* One set of queue arrays is kept per runtime for the next round. */
+    if (rt->qcache[i].v == NULL && qs[i]->v != NULL) {
+      rt->qcache[i] = *qs[i];
+    } else {
+      free(qs[i]->v);
+    }
+    memset(qs[i], 0, sizeof *qs[i]);
+  }
+}
+
+void cua__round_init(cua_runtime *rt, cua__round *r) {
+  memset(r, 0, sizeof *r);
+  r->rt = rt;
+  cua__queue *qs[] = {&r->place, &r->launch, &r->settle};
+  for (size_t i = 0; i < 3; i++) {
+    *qs[i] = rt->qcache[i];
+    qs[i]->head = qs[i]->len = 0;
+    memset(&rt->qcache[i], 0, sizeof rt->qcache[i]);
+  }
+  /* The runtime keeps one command array too; the executor, which holds
+   * it last, gives it back without the lock (cua__cmdlist_release()). */
+  cua__cmdlist *box = atomic_exchange(&rt->cmd_cache, NULL);
+  if (box != NULL) {
+    r->cmds = *box;
+    r->cmds.n = 0;
+    r->cmds.box = box;
+  }
+}
+
+void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl) {
+  cua__cmdlist *box = cl->box;
+  if (box == NULL && cl->v != NULL)
+    box = cua__malloc(sizeof *box);
+  if (box != NULL) {
+    *box = *cl;
+    box->n = 0;
+    box->box = box;
+    cua__cmdlist *expect = NULL;
+    if (atomic_compare_exchange_strong(&rt->cmd_cache, &expect, box)) {
+      memset(cl, 0, sizeof *cl);
+      return;
+    }
+    free(box);
+  }
+  free(cl->v);
+  memset(cl, 0, sizeof *cl);
+}
+
+/* Applies the round's commands. Called with rt->lock held; releases it
+ * while the executor runs, and takes it again if @p relock. */
+void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
+  round_queues_free(rt, r);
+  if (r->cmds.n == 0) {
+    if (!relock)
+      pthread_mutex_unlock(&rt->lock);
+    cua__cmdlist_release(rt, &r->cmds);
+    return;
+  }
+  atomic_fetch_add(&rt->executing, 1);
+  pthread_mutex_unlock(&rt->lock);
+  cua__exec(rt, &r->cmds);
+  cua__cmdlist_release(rt, &r->cmds);
+  if (relock)
+    pthread_mutex_lock(&rt->lock);
+  r->first_launch = 0;
 }

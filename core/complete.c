@@ -145,7 +145,9 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
       /* The stream can never progress: fail everything on it. */
       for (cua__node *n = s->inflight_head; n; n = n->inflight_next)
         cua__fail_node(rt, n, rc, err.msg[0] ? err.msg : cua_strerror(rc));
-      vals[i] = s->seq;
+      /* Only what the executor is done with; the rest is doomed and
+       * finishes on a later pass. */
+      vals[i] = atomic_load_explicit(&s->exec_seq, memory_order_acquire);
     }
   }
   for (int i = 0; i < rt->nstreams; i++) {
@@ -175,14 +177,16 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
       cua__node_release(n);
       any = 1;
     }
-    while (s->points_head != NULL && s->points_head->seq <= s->done) {
+    /* A point goes once its stream is done past it, its record has been
+     * applied and no decided wait still needs it. */
+    while (s->points_head != NULL && s->points_head->seq <= s->done &&
+           atomic_load(&s->points_head->users) == 0 &&
+           atomic_load(&s->executed) > s->points_head->ticket) {
       cua__point *p = s->points_head;
       s->points_head = p->next;
       if (s->points_head == NULL)
         s->points_tail = NULL;
-      cua__event_put(rt, s->device, p->event);
-      free(p->vc);
-      free(p);
+      cua__point_free(rt, p);
     }
   }
   if (vals != stackv)
@@ -227,10 +231,10 @@ void *cua__completion_thread(void *arg) {
   pthread_mutex_lock(&rt->lock);
   for (;;) {
     cua__round r;
-    memset(&r, 0, sizeof r);
-    r.rt = rt;
+    cua__round_init(rt, &r);
     process_progress(rt, &r);
     cua__run_round(rt, &r);
+    cua__round_flush(rt, &r, 1);
     /* Host steps ready to run. */
     while (rt->ready_head != NULL) {
       cua__node *n = rt->ready_head;
@@ -239,11 +243,11 @@ void *cua__completion_thread(void *arg) {
         rt->ready_tail = NULL;
       if (n->code == 0 && n->state == CUA__NODE_PENDING)
         run_host_node(rt, n);
-      memset(&r, 0, sizeof r);
-      r.rt = rt;
+      cua__round_init(rt, &r);
       cua__finish_node(rt, n, &r);
       cua__run_round(rt, &r);
       cua__node_release(n);
+      cua__round_flush(rt, &r, 1);
     }
     /* Futures to fire, outside the lock. */
     while (rt->done_head != NULL) {

@@ -195,6 +195,7 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
   if (n->state == CUA__NODE_DONE || n->code != 0)
     return;
   n->code = code;
+  atomic_store(&n->doomed, 1);
   n->msg = cua__strdup(msg ? msg : cua_strerror(code));
   /* An explicit stack: a failure at the head of a long chain must not
    * recurse once per op. */
@@ -212,6 +213,7 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
           m->code != 0)
         continue;
       m->code = CUA_ERR_DEPENDENCY;
+      atomic_store(&m->doomed, 1);
       char buf[CUA__ERRLEN];
       snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
                cua__node_name(p), cua_err_name(p->code), p->msg ? p->msg : "");

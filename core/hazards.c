@@ -1,3 +1,24 @@
+/*
+ * core/hazards.c: buffer hazards and exact cross-stream waits.
+ *
+ * Buffer states: every buffer (and every tile of a partitioned one) keeps
+ * its last writers and the readers since; a new access depends on what it
+ * conflicts with (read after write: a data edge, whose failure propagates;
+ * write after read or write: an ordering edge). validate() checks every
+ * access of a submission before anything changes.
+ *
+ * Waits: a consumer on stream t waits for a producer on stream s at the
+ * producer's own point (an event recorded right after it), never at
+ * whatever s ran since, unless t is already ordered after it: each stream
+ * keeps a vector clock of the points it waited for, and each point the
+ * clock of its stream when it was recorded. Points are freed once their
+ * stream is done past them and no decided wait still needs them
+ * (complete.c).
+ *
+ * Everything here runs under rt->lock, during a round; it appends WAIT and
+ * RECORD commands and never calls the backend (cua__event_get() may create
+ * an event when the device's pool is empty).
+ */
 #include "config.h"
 #include "internal.h"
 
@@ -19,11 +40,10 @@ static int vc_fit(uint64_t **vc, size_t *n, size_t need) {
   return 0;
 }
 
-/* Records an event at the current end of @p s: after the last op enqueued
- * on the backend, which may be before ops already placed on @p s. */
-cua__point *cua__record_point(cua_runtime *rt, cua__stream *s) {
-  if (s->points_tail != NULL && s->points_tail->seq == s->launched)
-    return s->points_tail;
+/* A new point "stream s at seq", ordered after what @p vc says (NULL: only
+ * after s's own earlier work), kept in s's list by increasing seq. */
+static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
+                             const uint64_t *vc, size_t nvc) {
   cua__point *p = cua__calloc(1, sizeof *p);
   if (p == NULL)
     return NULL;
@@ -31,49 +51,119 @@ cua__point *cua__record_point(cua_runtime *rt, cua__stream *s) {
     free(p);
     return NULL;
   }
-  if (rt->be->event_record(rt->bst, p->event, s->bs) != 0) {
-    cua__event_put(rt, s->device, p->event);
-    free(p);
-    return NULL;
-  }
   rt->stats.events_recorded++;
-  p->seq = s->launched;
-  if (vc_fit(&s->vc, &s->nvc, (size_t)s->gidx + 1) == 0) {
-    s->vc[s->gidx] = s->launched;
-    p->vc = cua__malloc(s->nvc * sizeof *p->vc);
-    if (p->vc != NULL) {
-      memcpy(p->vc, s->vc, s->nvc * sizeof *p->vc);
-      p->nvc = s->nvc;
+  p->seq = seq;
+  p->stream = s;
+  size_t need = vc != NULL && nvc > (size_t)s->gidx ? nvc : (size_t)s->gidx + 1;
+  p->vc = cua__calloc(need, sizeof *p->vc);
+  if (p->vc != NULL) {
+    if (vc != NULL)
+      memcpy(p->vc, vc, (nvc < need ? nvc : need) * sizeof *p->vc);
+    p->vc[s->gidx] = seq;
+    p->nvc = need;
+  }
+  /* Usually the last; a point attached after the fact (exact waits) may
+   * go before points recorded later in the same round. */
+  cua__point **at = &s->points_head, *prev = NULL;
+  if (s->points_tail != NULL && s->points_tail->seq <= seq) {
+    prev = s->points_tail;
+    at = &prev->next;
+  } else {
+    while (*at != NULL && (*at)->seq <= seq) {
+      prev = *at;
+      at = &(*at)->next;
     }
   }
-  if (s->points_tail)
-    s->points_tail->next = p;
-  else
-    s->points_head = p;
-  s->points_tail = p;
+  p->next = *at;
+  *at = p;
+  if (p->next == NULL)
+    s->points_tail = p;
+  (void)prev;
+  return p;
+}
+
+void cua__point_free(cua_runtime *rt, cua__point *p) {
+  cua__event_put(rt, p->stream->device, p->event);
+  free(p->vc);
+  free(p);
+}
+
+/* Records an event at the current end of @p s (after the last op decided
+ * for it): a RECORD command. */
+cua__point *cua__record_point(cua__round *r, cua__stream *s) {
+  if (s->points_tail != NULL && s->points_tail->seq == s->launched)
+    return s->points_tail;
+  cua__point *p = point_new(r->rt, s, s->launched, s->vc, s->nvc);
+  if (p == NULL)
+    return NULL;
+  cua__cmd *c = cua__cmd_add(r, CUA__CMD_RECORD, s);
+  if (c == NULL) {
+    /* Nothing will record it: unlink it again. */
+    cua__point **at = &s->points_head, *prev = NULL;
+    while (*at != p) {
+      prev = *at;
+      at = &(*at)->next;
+    }
+    *at = p->next;
+    if (s->points_tail == p)
+      s->points_tail = prev;
+    cua__point_free(r->rt, p);
+    return NULL;
+  }
+  c->point = p;
+  p->ticket = c->ticket;
+  return p;
+}
+
+/* Gives the node of LAUNCH command @p c a point of its own, recorded by
+ * that command right after the op: the exact point to wait for. The round
+ * is not applied yet, so the command can still be changed. */
+static cua__point *attach_point(cua__round *r, cua__cmd *c) {
+  cua__node *n = c->node;
+  cua__stream *s = n->stream;
+  /* The stream's clock now is the node's clock only if no wait was added
+   * on the stream since it was decided; otherwise claim nothing. */
+  int same = n->vc_gen == s->vc_gen;
+  cua__point *p =
+      point_new(r->rt, s, n->seq, same ? s->vc : NULL, same ? s->nvc : 0);
+  if (p == NULL)
+    return NULL;
+  p->ticket = c->ticket;
+  c->point = p;
+  n->point = p;
   return p;
 }
 
 /* Makes stream @p t wait until stream @p s has reached @p seq, unless it
- * is already ordered after that point. */
-int cua__wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s, uint64_t seq,
-                  cua__point *hint) {
+ * is already ordered after that point: a WAIT command. */
+int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
+                  cua__node *producer) {
   if (s == t || seq <= s->done)
     return 0;
   if ((size_t)s->gidx < t->nvc && t->vc[s->gidx] >= seq)
     return 0;
-  /* The producer's own event, when it has one, is the right point; it is
-   * still alive, since points go only once their stream is done past them.
-   * Otherwise the first point at or after seq. */
-  cua__point *p = hint != NULL && hint->seq >= seq ? hint : s->points_head;
-  while (p != NULL && p->seq < seq)
-    p = p->next;
-  if (p == NULL && (p = cua__record_point(rt, s)) == NULL)
+  /* The producer's own point, when it has one, is exact; it is still
+   * alive, since points go only once their stream is done past them and
+   * no decided wait still needs them. Otherwise the first point at or after
+   * seq, else one recorded now at the stream's end (later than needed:
+   * exact_points() makes this rare). */
+  cua__point *p = producer != NULL ? producer->point : NULL;
+  if (p == NULL && producer != NULL && producer->cmd < r->cmds.n &&
+      r->cmds.v[producer->cmd].node == producer &&
+      r->cmds.v[producer->cmd].kind == CUA__CMD_LAUNCH)
+    p = attach_point(r, &r->cmds.v[producer->cmd]);
+  if (p == NULL) {
+    for (p = s->points_head; p != NULL && p->seq < seq; p = p->next)
+      ;
+  }
+  if (p == NULL && (p = cua__record_point(r, s)) == NULL)
     return CUA_ERR_NOMEM;
-  int rc = rt->be->stream_wait_event(rt->bst, t->bs, p->event);
-  if (rc)
-    return rc;
-  rt->stats.event_waits++;
+  cua__cmd *c = cua__cmd_add(r, CUA__CMD_WAIT, t);
+  if (c == NULL)
+    return CUA_ERR_NOMEM;
+  c->point = p;
+  atomic_fetch_add(&p->users, 1);
+  r->rt->stats.event_waits++;
   if (vc_fit(&t->vc, &t->nvc,
              p->nvc > (size_t)s->gidx + 1 ? p->nvc : (size_t)s->gidx + 1) ==
       0) {
@@ -82,7 +172,53 @@ int cua__wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s, uint64_t seq,
         t->vc[i] = p->vc[i];
     if (t->vc[s->gidx] < p->seq)
       t->vc[s->gidx] = p->seq;
+    t->vc_gen++;
   }
+  return 0;
+}
+
+/* Whether a consumer not yet placed on @p n's stream may still need to
+ * wait for exactly @p n: one that is not placed yet (after a host step of
+ * this submission), a shared op a later submission may reuse, or a later
+ * submission's access to a buffer whose state still names @p n. */
+static int may_be_waited_for(const cua__node *n) {
+  if (atomic_load_explicit(&n->nstates, memory_order_relaxed) > 0)
+    return 1;
+  const cua__dependent *d = n->dependents;
+  for (size_t i = 0; i < n->ndependents; i++) {
+    const cua__node *m = d[i].node;
+    if (m->state == CUA__NODE_DONE)
+      continue;
+    if (m->cls == CUA__CLASS_DEVICE && m->stream == NULL)
+      return 1;
+    if (m->cls == CUA__CLASS_VIRTUAL && m->kind == CUA_OP_SHARED)
+      return 1;
+  }
+  return 0;
+}
+
+/* Exact waits: after a round has decided its launches, every op that a
+ * later round may wait for gets an event recorded right after it (its
+ * LAUNCH command records it), so that a later consumer waits for it and
+ * not for whatever its stream ran since. */
+int cua__exact_points(cua__round *r) {
+  /* With one stream there is no one to wait (a second stream created later
+   * waits at this one's end: correct, only later). */
+  if (r->rt->nstreams < 2) {
+    r->first_launch = r->cmds.n;
+    return 0;
+  }
+  for (size_t i = r->first_launch; i < r->cmds.n; i++) {
+    cua__cmd *c = &r->cmds.v[i];
+    if (c->kind != CUA__CMD_LAUNCH || c->point != NULL)
+      continue;
+    cua__node *n = c->node;
+    if (n->point != NULL || n->code != 0 || !may_be_waited_for(n))
+      continue;
+    if (attach_point(r, c) == NULL)
+      return CUA_ERR_NOMEM; /* later consumers wait at the stream's end */
+  }
+  r->first_launch = r->cmds.n;
   return 0;
 }
 
@@ -136,8 +272,11 @@ int cua__add_hazards(cua__node *n) {
       if (op->acc[k].buf == buf)
         mode |= op->acc[k].mode;
     /* Allocating a lazy buffer is a write, as far as ordering goes. */
-    if (cua__buffer_root(buf)->ptr == NULL)
+    cua_buffer *root = cua__buffer_root(buf);
+    if (!root->planned) {
       mode |= CUA_WRITE;
+      root->planned = 1; /* this op's LAUNCH allocates it */
+    }
     cua__bstate *st = cua__buffer_state(buf);
     for (size_t i = 0; i < st->nwriters && rc == 0; i++)
       rc = cua__add_dep(n, st->writers[i],
@@ -158,7 +297,7 @@ int cua__add_hazards(cua__node *n) {
       for (size_t i = 0; i < st->nreaders; i++) {
         cua__node *m = st->readers[i];
         if (m->state == CUA__NODE_DONE && m->code == 0)
-          cua__node_release(m);
+          cua__bstate_drop(m);
         else
           st->readers[k++] = m;
       }

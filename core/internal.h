@@ -60,6 +60,12 @@ typedef struct cua__point {
   uint64_t *vc; /* vc[g]: highest seq of stream g ordered before this point */
   size_t nvc;
   struct cua__point *next;
+  /* The command that records it: its stream and ticket there. A wait for
+   * the point is executed only once that command has been. */
+  struct cua__stream *stream;
+  uint64_t ticket;
+  atomic_int users;  /* WAIT commands decided and not yet executed */
+  atomic_int failed; /* the record failed: waiting for it fails */
 } cua__point;
 
 typedef struct cua__node cua__node;
@@ -78,6 +84,14 @@ typedef struct cua__stream {
   cua__point *points_head, *points_tail;    /* increasing seq */
   cua__node *inflight_head, *inflight_tail; /* enqueued, increasing seq */
   cua_stream_load load;
+  uint64_t vc_gen; /* changes whenever vc does */
+  /* Commands (commands.c, executor.c): tickets are given under rt->lock in
+   * decision order; the executor applies a stream's commands in ticket
+   * order, whichever thread holds them. */
+  uint64_t tickets;          /* given */
+  _Atomic uint64_t executed; /* applied: the next ticket to run */
+  _Atomic uint64_t exec_seq; /* last seq whose launch was applied */
+  atomic_int wait_failed;    /* a WAIT failed: fail the next launch */
 } cua__stream;
 
 /* --------------------------------------------------------------- policies */
@@ -177,6 +191,7 @@ struct cua_buffer {
   cua__bstate *tstates;   /* root, while partitioned: one per tile */
   size_t ntiles;
   struct cua_buffer *reg_prev, *reg_next; /* the runtime's registry */
+  int planned; /* root: allocated, or an op decided that allocates it */
 };
 
 /* ------------------------------------------------------------- exec graph */
@@ -256,6 +271,10 @@ struct cua__node {
   cua__node *free_next; /* cua__node_release()'s worklist */
   cua__node *ready_next;
   int on_ready;
+  atomic_int doomed;  /* failed: the executor must not launch it */
+  atomic_int nstates; /* buffer states (writers, readers) that hold it */
+  uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
+  size_t cmd;         /* its LAUNCH command in the round deciding it */
 };
 
 struct cua_stream_ctx {
@@ -294,6 +313,63 @@ struct cua__sub {
 struct cua_future {
   cua__sub *sub;
 };
+
+/* ------------------------------------------------------ rounds, commands */
+
+/* A FIFO of nodes, for the queues of a scheduling round. */
+typedef struct cua__queue {
+  cua__node **v;
+  size_t head, len, cap;
+} cua__queue;
+
+/* The state of one scheduling round (a submission, or what a completion
+ * made ready). */
+/* The command list: what a round decided, for the executor to apply with
+ * no core lock held (see doc/design.md, "The command list"). */
+enum cua__cmd_kind {
+  CUA__CMD_WAIT = 1, /* s waits for point (recorded on another stream) */
+  CUA__CMD_RECORD,   /* point is recorded at the current end of s */
+  CUA__CMD_LAUNCH,   /* node's op is enqueued on s (allocating its lazy
+                        buffers first), then point recorded if not NULL */
+  CUA__CMD_MARK      /* s's progress becomes value when it gets there */
+};
+
+typedef struct cua__cmd {
+  int kind;
+  cua__stream *s;
+  uint64_t ticket; /* its place among s's commands */
+  cua__node *node; /* LAUNCH (the stream's in-flight list holds it) */
+  cua__point *point;
+  uint64_t value; /* MARK: the value; the previous mark value in prev */
+  uint64_t prev;
+} cua__cmd;
+
+typedef struct cua__cmdlist {
+  cua__cmd *v;
+  size_t n, cap;
+  struct cua__cmdlist *box; /* the runtime's cached holder, if taken */
+} cua__cmdlist;
+
+typedef struct cua__round {
+  cua_runtime *rt;
+  cua__queue place;    /* device nodes ready to be placed */
+  cua__queue launch;   /* placed, in order */
+  cua__queue settle;   /* failed or virtual nodes ready to finish */
+  cua__cmdlist cmds;   /* decided, to execute once rt->lock is released */
+  size_t first_launch; /* the round's first command not yet post-passed */
+} cua__round;
+
+/* What one submission's build produced (graph.c). */
+typedef struct cua__build {
+  cua_runtime *rt;
+  cua__sub *sub;
+  cua__node **order; /* post-order: the sequential reference order */
+  size_t n, cap;
+  /* op -> node, for this submission (ops appear once per submission). */
+  cua_op **keys;
+  cua__node **vals;
+  size_t hcap;
+} cua__build;
 
 /* ----------------------------------------------------------------- runtime */
 
@@ -347,6 +423,13 @@ struct cua_runtime {
   /* The last error. */
   pthread_mutex_t err_lock;
   char err[CUA__ERRLEN];
+  /* The executor's slow path: threads waiting for a stream's turn. */
+  pthread_mutex_t exec_mu;
+  pthread_cond_t exec_cv;
+  atomic_int exec_waiters;
+  atomic_int executing; /* command lists being applied (destroy waits) */
+  cua__queue qcache[3]; /* a round's queue arrays, kept (under lock) */
+  _Atomic(struct cua__cmdlist *) cmd_cache; /* a command array, kept */
 };
 
 /* runtime.c */
@@ -373,37 +456,11 @@ int cua__buffer_check(cua_buffer *b, cua_access_mode mode, char *msg,
                       size_t len);
 int cua__bstate_add(cua__node ***v, size_t *n, size_t *cap, cua__node *node);
 void cua__bstate_clear(cua__bstate *st);
+void cua__bstate_drop(cua__node *node);
 void cua__buffers_detach(cua_runtime *rt);
 void cua__modules_detach(cua_runtime *rt);
 
 /* ------------------------------------------------------ scheduler stages */
-
-/* A FIFO of nodes, for the queues of a scheduling round. */
-typedef struct cua__queue {
-  cua__node **v;
-  size_t head, len, cap;
-} cua__queue;
-
-/* The state of one scheduling round (a submission, or what a completion
- * made ready). */
-typedef struct cua__round {
-  cua_runtime *rt;
-  cua__queue place;  /* device nodes ready to be placed */
-  cua__queue launch; /* placed, in order */
-  cua__queue settle; /* failed or virtual nodes ready to finish */
-} cua__round;
-
-/* What one submission's build produced (graph.c). */
-typedef struct cua__build {
-  cua_runtime *rt;
-  cua__sub *sub;
-  cua__node **order; /* post-order: the sequential reference order */
-  size_t n, cap;
-  /* op -> node, for this submission (ops appear once per submission). */
-  cua_op **keys;
-  cua__node **vals;
-  size_t hcap;
-} cua__build;
 
 /* graph.c: the op DAG to nodes and edges. */
 void cua__node_release(cua__node *n);
@@ -419,9 +476,11 @@ int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
 /* hazards.c: buffer states and cross-stream waits. */
 int cua__validate(cua__build *b, char *msg, size_t len);
 int cua__add_hazards(cua__node *n);
-cua__point *cua__record_point(cua_runtime *rt, cua__stream *s);
-int cua__wait_for(cua_runtime *rt, cua__stream *t, cua__stream *s, uint64_t seq,
-                  cua__point *hint);
+cua__point *cua__record_point(cua__round *r, cua__stream *s);
+int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
+                  cua__node *producer);
+int cua__exact_points(cua__round *r);
+void cua__point_free(cua_runtime *rt, cua__point *p);
 
 /* place.c: policy calls and their validation. */
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
@@ -430,7 +489,15 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
 int cua__q_push(cua__queue *q, cua__node *n);
 void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r);
+cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s);
+void cua__round_init(cua_runtime *rt, cua__round *r);
 void cua__run_round(cua_runtime *rt, cua__round *r);
+void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
+void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
+
+/* executor.c: applying a command list, with no core lock held. */
+void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
+int cua__in_user_code(void);
 
 /* complete.c: progress, finishing nodes, the completion thread. */
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);

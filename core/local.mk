@@ -16,6 +16,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/hazards.c \
 	%reldir%/place.c \
 	%reldir%/commands.c \
+	%reldir%/executor.c \
 	%reldir%/complete.c \
 	%reldir%/submit.c \
 	%reldir%/future.c

@@ -5,6 +5,8 @@
 #include "config.h"
 #include "internal.h"
 
+#include <sched.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +342,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->reg_lock, NULL);
   pthread_mutex_init(&rt->err_lock, NULL);
+  pthread_mutex_init(&rt->exec_mu, NULL);
+  pthread_cond_init(&rt->exec_cv, NULL);
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
   rt->stats.size = sizeof rt->stats;
@@ -434,6 +438,8 @@ static void runtime_free(cua_runtime *rt) {
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
   pthread_mutex_destroy(&rt->err_lock);
+  pthread_mutex_destroy(&rt->exec_mu);
+  pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
   pthread_cond_destroy(&rt->idle);
   free(rt);
@@ -452,6 +458,10 @@ void cua_runtime_destroy(cua_runtime *rt) {
     rt->be->wake(rt->bst);
   if (rt->thread_started)
     pthread_join(rt->thread, NULL);
+  /* A submitter may still be leaving the executor after its last command
+   * completed its future. */
+  while (atomic_load(&rt->executing) > 0)
+    sched_yield();
   runtime_free(rt);
 }
 

@@ -103,8 +103,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   rt->nsubs++;
   rt->stats.submissions++;
   cua__round r;
-  memset(&r, 0, sizeof r);
-  r.rt = rt;
+  cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
   free(b.order);
   free(b.keys);
@@ -124,7 +123,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   }
   cua__run_round(rt, &r);
   cua__kick(rt);
-  pthread_mutex_unlock(&rt->lock);
+  /* Decided: apply the commands with the lock released. */
+  cua__round_flush(rt, &r, 0);
   cua_future *f = cua__malloc(sizeof *f);
   if (f == NULL) {
     /* The work runs anyway; the caller just cannot wait for it. */

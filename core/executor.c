@@ -1,0 +1,322 @@
+/*
+ * core/executor.c: applying a command list, with no core lock held.
+ *
+ * A round (commands.c) decides under rt->lock; the thread that decided it
+ * then releases the lock and applies its commands here: backend calls
+ * (waits, event records, launches, marks), lazy allocations, frees, and on
+ * backends that run stream functions at launch time (CUDA), the user's
+ * stream functions. So no user code and no backend launch ever runs under
+ * a core lock.
+ *
+ * Order: every command carries a ticket of its stream, given in decision
+ * order. A command runs once every earlier command of its stream has
+ * (s->executed, an atomic counter); a WAIT also waits until the RECORD of
+ * its point has run. Tickets are given under one lock, so the commands of
+ * all threads form one order, each thread applies its lists in that order,
+ * and each command waits only for earlier ones: the earliest unapplied
+ * command can always run, so this cannot deadlock. Waiting spins briefly,
+ * then sleeps on rt->exec_cv.
+ *
+ * A stream function that submits work runs inside an executor; its
+ * submission's commands are deferred to the end of the list being applied
+ * on that thread (they come later in the order), instead of waiting for
+ * the stream function's own stream to move on.
+ *
+ * Owns: s->executed, s->exec_seq, s->wait_failed, point->users and
+ * point->failed (atomics). Takes rt->lock only to fail a node whose launch
+ * failed.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The lists deferred by submissions made while this thread applies one. */
+typedef struct deferred {
+  cua_runtime *rt;
+  cua__cmdlist cl;
+  struct deferred *next;
+} deferred;
+
+static _Thread_local int tls_depth; /* applying a list */
+static _Thread_local int tls_user;  /* in a stream function */
+static _Thread_local deferred *tls_head, *tls_tail;
+
+int cua__in_user_code(void) {
+  return tls_user > 0;
+}
+
+/* ------------------------------------------------------------------ turns */
+
+/* Waits until stream @p s has applied @p ticket commands. */
+static void turn_wait(cua_runtime *rt, cua__stream *s, uint64_t ticket) {
+  if (atomic_load_explicit(&s->executed, memory_order_acquire) >= ticket)
+    return;
+  for (int i = 0; i < 64; i++) {
+    sched_yield();
+    if (atomic_load_explicit(&s->executed, memory_order_acquire) >= ticket)
+      return;
+  }
+  pthread_mutex_lock(&rt->exec_mu);
+  atomic_fetch_add(&rt->exec_waiters, 1);
+  while (atomic_load(&s->executed) < ticket)
+    pthread_cond_wait(&rt->exec_cv, &rt->exec_mu);
+  atomic_fetch_sub(&rt->exec_waiters, 1);
+  pthread_mutex_unlock(&rt->exec_mu);
+}
+
+static void turn_done(cua_runtime *rt, cua__stream *s) {
+  atomic_fetch_add(&s->executed, 1);
+  if (atomic_load(&rt->exec_waiters) > 0) {
+    pthread_mutex_lock(&rt->exec_mu);
+    pthread_cond_broadcast(&rt->exec_cv);
+    pthread_mutex_unlock(&rt->exec_mu);
+  }
+}
+
+/* -------------------------------------------------------------- launching */
+
+static int ctx_func(void *vctx, void *native, cua_backend_err *err) {
+  cua_stream_ctx *ctx = vctx;
+  ctx->native = native;
+  tls_user++;
+  int rc = ctx->node->op->fn(ctx, ctx->node->op->arg);
+  tls_user--;
+  if (rc != 0)
+    snprintf(err->msg, sizeof err->msg, "%s",
+             ctx->msg ? ctx->msg : "the stream function failed");
+  return rc;
+}
+
+static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
+                            char *msg, size_t len) {
+  cua_buffer *root = cua__buffer_root(b);
+  if (__atomic_load_n(&root->ptr, __ATOMIC_ACQUIRE) != NULL)
+    return 0;
+  cua_backend_err err = {{0}};
+  cua_backend_stream *bs = s->device == root->device ? s->bs : NULL;
+  void *ptr = NULL;
+  int rc =
+      rt->be->mem_alloc(rt->bst, root->device, bs, root->bytes, &ptr, &err);
+  if (rc)
+    snprintf(msg, len, "allocating %zu bytes on device %d: %s", root->bytes,
+             root->device, err.msg[0] ? err.msg : cua_strerror(rc));
+  else
+    __atomic_store_n(&root->ptr, ptr, __ATOMIC_RELEASE);
+  return rc;
+}
+
+static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
+  cua_op *op = n->op;
+  cua__stream *s = n->stream;
+  int rc = 0;
+  if (op->kind == CUA_OP_FREE) {
+    cua_buffer *root = cua__buffer_root(op->acc[0].buf);
+    void *ptr = __atomic_exchange_n(&root->ptr, NULL, __ATOMIC_ACQ_REL);
+    if (ptr != NULL)
+      rt->be->mem_free(rt->bst, root->device, s->bs, ptr);
+    return 0;
+  }
+  for (size_t i = 0; i < op->nacc; i++)
+    if ((rc = ensure_allocated(rt, op->acc[i].buf, s, msg, len)))
+      return rc;
+  if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_BARRIER)
+    return 0;
+  cua_backend_op bo;
+  memset(&bo, 0, sizeof bo);
+  bo.size = sizeof bo;
+  bo.kind = op->kind;
+  bo.seq = n->seq;
+  bo.bytes = op->bytes;
+  bo.value = op->value;
+  bo.byte_value = op->byte_value;
+  bo.spin = op->spin;
+  void *params[64];
+  switch (op->kind) {
+  case CUA_OP_FILL:
+  case CUA_OP_MEMSET:
+  case CUA_OP_MEMCPY_H2D:
+    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
+    bo.src = op->hptr;
+    break;
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+    bo.dst = cua__buffer_addr(op->acc[0].buf);
+    bo.src = cua__buffer_addr(op->acc[1].buf);
+    break;
+  case CUA_OP_MEMCPY_D2H:
+    bo.dst = op->hptr;
+    bo.src = (char *)cua__buffer_addr(op->acc[0].buf) + op->src_off;
+    break;
+  case CUA_OP_MEMCPY_D2D:
+    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
+    bo.src = (char *)cua__buffer_addr(op->acc[1].buf) + op->src_off;
+    bo.dst_device = op->acc[0].buf->device;
+    bo.src_device = op->acc[1].buf->device;
+    break;
+  case CUA_OP_FUNC:
+    if (n->ctx == NULL) {
+      n->ctx = cua__calloc(1, sizeof *n->ctx);
+      n->ptrs = cua__calloc(op->nacc ? op->nacc : 1, sizeof *n->ptrs);
+      if (n->ctx == NULL || n->ptrs == NULL)
+        return CUA_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < op->nacc; i++)
+      n->ptrs[i] = cua__buffer_addr(op->acc[i].buf);
+    n->ctx->node = n;
+    n->ctx->rt = rt;
+    n->ctx->native = rt->be->stream_native(rt->bst, s->bs);
+    bo.func = ctx_func;
+    bo.func_ctx = n->ctx;
+    break;
+  case CUA_OP_KERNEL:
+    if (op->nargs > 64) {
+      snprintf(msg, len, "kernel '%s': more than 64 arguments",
+               cua__node_name(n));
+      return CUA_ERR_INVAL;
+    }
+    n->ptrs = cua__calloc(op->nargs ? op->nargs : 1, sizeof *n->ptrs);
+    if (n->ptrs == NULL)
+      return CUA_ERR_NOMEM;
+    for (size_t i = 0; i < op->nargs; i++) {
+      if (op->argbuf[i] >= 0) {
+        n->ptrs[i] = cua__buffer_addr(op->acc[op->argbuf[i]].buf);
+        params[i] = &n->ptrs[i];
+      } else {
+        params[i] = op->argdata + op->argoff[i];
+      }
+    }
+    bo.kernel = op->kernel;
+    memcpy(bo.grid, op->grid, sizeof bo.grid);
+    memcpy(bo.block, op->block, sizeof bo.block);
+    bo.shared_bytes = op->shared_bytes;
+    bo.kernel_params = params;
+    break;
+  default:
+    break;
+  }
+  if (n->placed_by != NULL &&
+      ((n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING) || rt->host_exec))
+    bo.duration_ns = &n->duration_ns;
+  cua_backend_err err = {{0}};
+  rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
+  if (rc)
+    snprintf(msg, len, "launching op '%s' on device %d stream %d: %s",
+             cua__node_name(n), n->pl.device, n->pl.stream,
+             err.msg[0] ? err.msg : cua_strerror(rc));
+  return rc;
+}
+
+/* A launch that failed fails its node and, through data edges, its
+ * consumers, before this stream's later commands (its mark) run: so the
+ * completion thread never sees the node complete without its failure. */
+static void fail_launch(cua_runtime *rt, cua__node *n, int rc,
+                        const char *msg) {
+  pthread_mutex_lock(&rt->lock);
+  cua__fail_node(rt, n, rc, msg);
+  pthread_mutex_unlock(&rt->lock);
+}
+
+static void exec_launch(cua_runtime *rt, cua__cmd *c) {
+  cua__node *n = c->node;
+  cua__stream *s = c->s;
+  char msg[CUA__ERRLEN];
+  int rc = 0;
+  if (atomic_exchange(&s->wait_failed, 0)) {
+    snprintf(msg, sizeof msg, "inserting a cross-stream wait failed");
+    rc = CUA_ERR_BACKEND;
+  } else if (!atomic_load(&n->doomed)) {
+    rc = launch_node(rt, n, msg, sizeof msg);
+  }
+  if (rc != 0)
+    fail_launch(rt, n, rc, msg);
+  atomic_store_explicit(&s->exec_seq, n->seq, memory_order_release);
+  if (c->point != NULL &&
+      rt->be->event_record(rt->bst, c->point->event, s->bs) != 0)
+    atomic_store(&c->point->failed, 1);
+}
+
+/* --------------------------------------------------------------- applying */
+
+static void apply(cua_runtime *rt, cua__cmd *c) {
+  cua__stream *s = c->s;
+  turn_wait(rt, s, c->ticket);
+  switch (c->kind) {
+  case CUA__CMD_WAIT: {
+    cua__point *p = c->point;
+    turn_wait(rt, p->stream, p->ticket + 1);
+    if (atomic_load(&p->failed) ||
+        rt->be->stream_wait_event(rt->bst, s->bs, p->event) != 0)
+      atomic_store(&s->wait_failed, 1);
+    atomic_fetch_sub(&p->users, 1);
+    break;
+  }
+  case CUA__CMD_RECORD:
+    if (rt->be->event_record(rt->bst, c->point->event, s->bs) != 0)
+      atomic_store(&c->point->failed, 1);
+    break;
+  case CUA__CMD_LAUNCH:
+    exec_launch(rt, c);
+    break;
+  case CUA__CMD_MARK:
+    if (rt->be->mark(rt->bst, s->bs, c->value) != 0) {
+      /* The completion thread's next round marks the stream again. */
+      pthread_mutex_lock(&rt->lock);
+      if (s->marked == c->value)
+        s->marked = c->prev;
+      pthread_mutex_unlock(&rt->lock);
+    }
+    break;
+  default:
+    break;
+  }
+  turn_done(rt, s);
+}
+
+static void apply_list(cua_runtime *rt, cua__cmdlist *cl) {
+  for (size_t i = 0; i < cl->n; i++)
+    apply(rt, &cl->v[i]);
+  atomic_fetch_sub(&rt->executing, 1);
+}
+
+/* Applies @p cl (whose rt->executing count the caller took), or, when this
+ * thread is already applying a list (a stream function submitting), defers
+ * it to the end of that list: it takes the array then. */
+void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
+  if (tls_depth > 0) {
+    deferred *d = cua__malloc(sizeof *d);
+    if (d != NULL) {
+      d->rt = rt;
+      d->cl = *cl;
+      d->cl.box = NULL;
+      d->next = NULL;
+      if (tls_tail)
+        tls_tail->next = d;
+      else
+        tls_head = d;
+      tls_tail = d;
+      cl->v = NULL;
+      cl->n = cl->cap = 0;
+      return;
+    }
+    /* No memory to defer: apply it now, which is safe unless a command
+     * waits for the stream this stream function runs on. */
+  }
+  tls_depth++;
+  apply_list(rt, cl);
+  if (tls_depth == 1) {
+    while (tls_head != NULL) {
+      deferred *d = tls_head;
+      tls_head = d->next;
+      if (tls_head == NULL)
+        tls_tail = NULL;
+      apply_list(d->rt, &d->cl);
+      cua__cmdlist_release(d->rt, &d->cl);
+      free(d);
+    }
+  }
+  tls_depth--;
+}
