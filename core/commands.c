@@ -23,24 +23,30 @@
 
 /* ---------------------------------------------------------- ready queues */
 
-int cua__q_push(cua__queue *q, cua__node *n) {
-  if (q->head + q->len == q->cap) {
-    if (q->head > 0) {
-      memmove(q->v, q->v + q->head, q->len * sizeof *q->v);
-      q->head = 0;
-    } else if (cua__grow(&q->v, &q->cap, q->len + 1, sizeof *q->v)) {
-      return CUA_ERR_NOMEM;
-    }
-  }
-  q->v[q->head + q->len++] = n;
-  return 0;
+/* The round's queues link nodes through n->q_next (a node is in at most one
+ * at a time): pushing never allocates, so never fails. */
+void cua__q_push(cua__queue *q, cua__node *n) {
+  if (n->queued)
+    return; /* already in a queue of this round: once is enough */
+  n->queued = 1;
+  n->q_next = NULL;
+  if (q->tail != NULL)
+    q->tail->q_next = n;
+  else
+    q->head = n;
+  q->tail = n;
 }
 
 static cua__node *q_pop(cua__queue *q) {
-  if (q->len == 0)
-    return NULL;
-  q->len--;
-  return q->v[q->head++];
+  cua__node *n = q->head;
+  if (n != NULL) {
+    q->head = n->q_next;
+    if (q->head == NULL)
+      q->tail = NULL;
+    n->q_next = NULL;
+    n->queued = 0;
+  }
+  return n;
 }
 
 static void host_ready(cua_runtime *rt, cua__node *n) {
@@ -195,36 +201,13 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       s->marked = s->launched;
     }
   }
-  r->place.head = r->place.len = 0;
-  r->launch.head = r->launch.len = 0;
-  r->settle.head = r->settle.len = 0;
   if (rt->ready_head != NULL)
     cua__kick(rt);
-}
-
-/* Frees what a round holds but its command list. */
-static void round_queues_free(cua_runtime *rt, cua__round *r) {
-  cua__queue *qs[] = {&r->place, &r->launch, &r->settle};
-  for (size_t i = 0; i < 3; i++) {
-    /* One set of queue arrays is kept per runtime for the next round. */
-    if (rt->qcache[i].v == NULL && qs[i]->v != NULL) {
-      rt->qcache[i] = *qs[i];
-    } else {
-      free(qs[i]->v);
-    }
-    memset(qs[i], 0, sizeof *qs[i]);
-  }
 }
 
 void cua__round_init(cua_runtime *rt, cua__round *r) {
   memset(r, 0, sizeof *r);
   r->rt = rt;
-  cua__queue *qs[] = {&r->place, &r->launch, &r->settle};
-  for (size_t i = 0; i < 3; i++) {
-    *qs[i] = rt->qcache[i];
-    qs[i]->head = qs[i]->len = 0;
-    memset(&rt->qcache[i], 0, sizeof rt->qcache[i]);
-  }
   /* The runtime keeps one command array too; the executor, which holds
    * it last, gives it back without the lock (cua__cmdlist_release()). */
   cua__cmdlist *box = atomic_exchange(&rt->cmd_cache, NULL);
@@ -257,7 +240,6 @@ void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl) {
 /* Applies the round's commands. Called with rt->lock held; releases it
  * while the executor runs, and takes it again if @p relock. */
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
-  round_queues_free(rt, r);
   if (r->cmds.n == 0) {
     if (!relock)
       pthread_mutex_unlock(&rt->lock);

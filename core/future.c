@@ -86,6 +86,15 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   if (f == NULL)
     return CUA_ERR_INVAL;
   cua__sub *s = f->sub;
+  /* A stream function waiting may wait for work queued behind itself (on
+   * its own stream, or in its own thread's command list): refused, unless
+   * there is nothing left to wait for. */
+  if (cua__in_user_code() &&
+      !atomic_load_explicit(&s->done, memory_order_acquire))
+    return cua__fail(s->rt, CUA_ERR_BUSY,
+                     "cua_future_wait: called from a stream function, where "
+                     "waiting could deadlock; poll it, or wait after the "
+                     "stream function returns");
   struct timespec dl;
   clock_gettime(CLOCK_MONOTONIC, &dl);
   if (timeout_ns != UINT64_MAX) {

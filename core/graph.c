@@ -367,6 +367,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     frame *f = &st[len - 1];
     cua_op *op = f->op;
     if (f->next == 0 && cua__build_get(b, op) != NULL) {
+      b->reused = 1;
       len--;
       continue;
     }
@@ -387,7 +388,9 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     }
     if (f->next < op->ninputs) {
       cua_op *in = op->inputs[f->next++];
-      if (cua__build_get(b, in) == NULL) {
+      if (cua__build_get(b, in) != NULL)
+        b->reused = 1;
+      else {
         if (len == cap) {
           frame *s2 = cua__realloc(st, 2 * cap * sizeof *st);
           if (s2 == NULL) {
@@ -442,8 +445,67 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   return rc;
 }
 
-/* Checks every access of every device node before anything changes, so a
- * submission that fails validation leaves no trace. */
+/* An op that appears twice in one DAG is built once; a then that places
+ * it after itself (then(S, S), then(S, then(T, S))) would make its node
+ * wait for itself. Only then can a build have a cycle, so only then is it
+ * looked for: a depth-first walk over the edges within the build. */
+int cua__check_cycles(cua__build *b, char *msg, size_t len) {
+  if (!b->reused)
+    return 0;
+  typedef struct frame {
+    cua__node *n;
+    size_t next;
+  } frame;
+  size_t cap = 64, depth = 0;
+  frame *st = cua__malloc(cap * sizeof *st);
+  if (st == NULL)
+    return CUA_ERR_NOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < b->n; i++)
+    b->order[i]->scratch = 0;
+  for (size_t i = 0; i < b->n && rc == 0; i++) {
+    if (b->order[i]->scratch != 0)
+      continue;
+    b->order[i]->scratch = 1; /* on the walk's path */
+    st[depth++] = (frame){b->order[i], 0};
+    while (depth > 0 && rc == 0) {
+      frame *f = &st[depth - 1];
+      if (f->next == f->n->ndeps) {
+        f->n->scratch = 2; /* done: no cycle through it */
+        depth--;
+        continue;
+      }
+      cua__node *p = f->n->deps[f->next++].node;
+      if (p->op == NULL || cua__build_get(b, p->op) != p || p->scratch == 2)
+        continue;
+      if (p->scratch == 1) {
+        snprintf(msg, len,
+                 "op '%s' would have to run after itself: a then places an "
+                 "op after itself (the same op twice in one DAG runs once)",
+                 cua__node_name(p));
+        rc = CUA_ERR_CYCLE;
+        break;
+      }
+      if (depth == cap) {
+        frame *s2 = cua__realloc(st, 2 * cap * sizeof *st);
+        if (s2 == NULL) {
+          rc = CUA_ERR_NOMEM;
+          break;
+        }
+        st = s2;
+        cap *= 2;
+      }
+      p->scratch = 1;
+      st[depth++] = (frame){p, 0};
+    }
+  }
+  free(st);
+  return rc;
+}
+
+/* Counts what each node still waits for
+ * and registers it with its producers; nodes with nothing to wait for go
+ * to the round's queues. */
 int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];

@@ -222,6 +222,8 @@ int cua__exact_points(cua__round *r) {
   return 0;
 }
 
+/* Checks every access of every device node before anything changes, so a
+ * submission that fails validation leaves no trace. */
 int cua__validate(cua__build *b, char *msg, size_t len) {
   int rc = 0;
   cua_buffer **freed = NULL;
@@ -309,6 +311,3 @@ int cua__add_hazards(cua__node *n) {
     cua__buffer_root(op->acc[0].buf)->freed = 1;
   return rc;
 }
-
-/* Counts what each node still waits for and registers it with its
- * producers; nodes with nothing to wait for go to the round's queues. */

@@ -275,6 +275,9 @@ struct cua__node {
   atomic_int nstates; /* buffer states (writers, readers) that hold it */
   uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
   size_t cmd;         /* its LAUNCH command in the round deciding it */
+  cua__node *q_next;  /* in a round's queue */
+  int queued;
+  int scratch; /* cycle check of its submission's build */
 };
 
 struct cua_stream_ctx {
@@ -318,8 +321,7 @@ struct cua_future {
 
 /* A FIFO of nodes, for the queues of a scheduling round. */
 typedef struct cua__queue {
-  cua__node **v;
-  size_t head, len, cap;
+  cua__node *head, *tail; /* linked through cua__node::q_next */
 } cua__queue;
 
 /* The state of one scheduling round (a submission, or what a completion
@@ -369,6 +371,7 @@ typedef struct cua__build {
   cua_op **keys;
   cua__node **vals;
   size_t hcap;
+  int reused; /* an op appears twice: look for cycles */
 } cua__build;
 
 /* ----------------------------------------------------------------- runtime */
@@ -428,7 +431,6 @@ struct cua_runtime {
   pthread_cond_t exec_cv;
   atomic_int exec_waiters;
   atomic_int executing; /* command lists being applied (destroy waits) */
-  cua__queue qcache[3]; /* a round's queue arrays, kept (under lock) */
   _Atomic(struct cua__cmdlist *) cmd_cache; /* a command array, kept */
 };
 
@@ -471,6 +473,7 @@ const char *cua__node_name(const cua__node *n);
 void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg);
 cua__node *cua__build_get(const cua__build *b, const cua_op *op);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
+int cua__check_cycles(cua__build *b, char *msg, size_t len);
 int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
 
 /* hazards.c: buffer states and cross-stream waits. */
@@ -486,7 +489,7 @@ void cua__point_free(cua_runtime *rt, cua__point *p);
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
 
 /* commands.c: rounds and launching. */
-int cua__q_push(cua__queue *q, cua__node *n);
+void cua__q_push(cua__queue *q, cua__node *n);
 void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r);
 cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s);

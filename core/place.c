@@ -1,3 +1,17 @@
+/*
+ * core/place.c: placement: asking policies where each op runs.
+ *
+ * For each device node made ready in a round, the submission's policy (or
+ * the runtime's, or the explicit stream of cua_submit_on()) picks a device
+ * and stream, then that device's own [device.N] policy may pick the
+ * stream; every answer is validated (a device or stream that does not
+ * exist, or a device the op's buffers cannot be reached from, fails the op
+ * with a message naming the policy). The node gets its stream's next
+ * sequence number and goes to the round's launch queue.
+ *
+ * Runs under rt->lock, which is what serialises calls into a policy
+ * instance (policies need no locks of their own).
+ */
 #include "config.h"
 #include "internal.h"
 
@@ -73,9 +87,18 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
   p->log[0] = '\0';
   int rc = p->d->place(p->state, in, pl);
   if (rc != 0) {
+    /* A code outside the list is named as the number it is. */
+    char code[160];
+    if (rc > 0 || strcmp(cua_strerror(rc), cua_strerror(-9999)) == 0)
+      snprintf(code, sizeof code,
+               "returned %d, which is not a cuasync error code (place() "
+               "returns 0 or a negative CUA_ERR_*)",
+               rc);
+    else
+      snprintf(code, sizeof code, "%s", cua_err_name(rc));
     snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s", p->name,
-             in->name ? in->name : "(unnamed)", cua_err_name(rc),
-             p->log[0] ? ": " : "", p->log);
+             in->name ? in->name : "(unnamed)", code, p->log[0] ? ": " : "",
+             p->log);
     return CUA_ERR_POLICY;
   }
   if (!valid_placement(rt, in, *pl)) {

@@ -1,5 +1,16 @@
+/*
+ * core/submit.c: cua_submit() and the stream functions' context.
+ *
+ * A submission builds its nodes (graph.c), looks for cycles and validates
+ * every buffer access (hazards.c) before anything changes, so a submission
+ * that fails leaves no trace; then records its hazards, wires the edges and
+ * runs the first round (commands.c), all under rt->lock, and applies the
+ * round's commands after releasing it (executor.c).
+ */
 #include "config.h"
 #include "internal.h"
+
+#include <stddef.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +66,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   size_t subcap = 0;
   char msg[CUA__ERRLEN] = "";
   int rc = cua__build_graph(&b, op, &subcap);
+  if (rc == 0)
+    rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)
     rc = cua__validate(&b, msg, sizeof msg);
   if (rc != 0) {
@@ -139,9 +152,20 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
 int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                const cua_submit_options *opts) {
   cua__polinst *pol = NULL;
-  if (opts != NULL &&
-      opts->size >= offsetof(cua_submit_options, policy) + sizeof(opts->policy))
+  if (opts != NULL) {
+    /* Options grow at the end: a caller built against an older header
+     * passes a smaller size, never a size below the first version's. */
+    if (opts->size <
+        offsetof(cua_submit_options, placement) + sizeof(opts->placement)) {
+      if (fut != NULL)
+        *fut = NULL;
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_submit: opts->size is %zu; set it to "
+                       "sizeof(cua_submit_options) (%zu)",
+                       opts->size, sizeof(cua_submit_options));
+    }
     pol = (cua__polinst *)opts->policy;
+  }
   return do_submit(fut, rt, op, pol, opts);
 }
 
@@ -173,34 +197,42 @@ int cua_submit_wait(cua_runtime *rt, cua_op *op, const cua_submit_options *opts,
 
 /* ------------------------------------------------------ stream functions */
 
+/* A stream function gets its context from the core; NULL (misuse) gives
+ * the neutral answer instead of a crash. */
 void *cua_ctx_stream(const cua_stream_ctx *ctx) {
-  return ctx->native;
+  return ctx ? ctx->native : NULL;
 }
 
 cua_placement cua_ctx_placement(const cua_stream_ctx *ctx) {
-  return ctx->node->pl;
+  cua_placement none = {-1, -1};
+  return ctx ? ctx->node->pl : none;
 }
 
 const char *cua_ctx_backend(const cua_stream_ctx *ctx) {
-  return ctx->rt->be->name;
+  return ctx ? ctx->rt->be->name : NULL;
 }
 
 void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i) {
-  if (i >= ctx->node->op->nacc)
+  if (ctx == NULL || i >= ctx->node->op->nacc)
     return NULL;
   return ctx->node->ptrs[i];
 }
 
 void cua_ctx_set_result(cua_stream_ctx *ctx, void *result) {
-  ctx->node->result = result;
+  if (ctx != NULL)
+    ctx->node->result = result;
 }
 
 void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
+  if (ctx == NULL)
+    return;
+  char buf[1024] = "";
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+  }
   free(ctx->msg);
-  ctx->msg = cua__strdup(buf);
+  ctx->msg = cua__strdup(buf[0] ? buf : "the stream function failed");
 }

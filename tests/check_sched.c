@@ -1,0 +1,300 @@
+/*
+ * tests/check_sched.c: the scheduler's seams: exact cross-stream waits,
+ * user code outside the core lock, cycles a then can make, and the
+ * submission options' version check. Runs on the backend named by
+ * $CUASYNC_TEST_BACKEND (host by default; tests/launchtime and tests/cuda
+ * run it on the others).
+ */
+#include "helpers.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define N 1024
+
+static cua_runtime *open_two_streams(void) {
+  return open_policy("round-robin", "[policy.round-robin]\nstreams = 2\n");
+}
+
+static cua_buffer *buffer(cua_runtime *rt) {
+  cua_buffer *b = NULL;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, N * sizeof(float), 0), 0);
+  return b;
+}
+
+static void run_on(cua_runtime *rt, cua_op *op, int stream) {
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit_on(&f, rt, op, 0, stream), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+}
+
+static float first_value(cua_runtime *rt, cua_buffer *b) {
+  static float host[N];
+  cua_op *rd = NULL;
+  ck_assert_int_eq(cua_op_memcpy_d2h(&rd, host, b, 0, sizeof host), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, rd, NULL, NULL), 0);
+  cua_op_destroy(rd);
+  return host[0];
+}
+
+/* A consumer submitted later, on another stream, waits for its producer
+ * and not for the long op queued after the producer on the producer's
+ * stream: it completes while that op still runs. (Waiting at the
+ * producer stream's end, as 0.1 did, makes it finish after the spin.) */
+START_TEST(later_consumer_waits_for_its_producer_only) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt), *z = buffer(rt);
+  cua_op *init = NULL;
+  ck_assert_int_eq(cua_op_fill(&init, z, 0.0f), 0);
+  run_on(rt, init, 1); /* both streams exist from here on */
+  cua_op *p = NULL, *spin = NULL, *chain = NULL, *c = NULL;
+  ck_assert_int_eq(cua_op_fill(&p, x, 7.0f), 0);
+  ck_assert_int_eq(cua_op_spin(&spin, rt, 1500000000ull, 1), 0);
+  ck_assert_int_eq(cua_op_then(&chain, p, spin), 0);
+  cua_future *f1 = NULL, *f2 = NULL;
+  ck_assert_int_eq(cua_submit_on(&f1, rt, chain, 0, 0), 0);
+  ck_assert_int_eq(cua_op_copy(&c, z, x), 0);
+  ck_assert_int_eq(cua_submit_on(&f2, rt, c, 0, 1), 0);
+  ck_assert_int_eq(cua_future_wait(f2), 0);
+  ck_assert_msg(cua_future_poll(f1) == CUA_ERR_AGAIN,
+                "the consumer completed only after the spin queued behind "
+                "its producer: it waited for the producer stream's end");
+  ck_assert_int_eq(cua_future_wait(f1), 0);
+  ck_assert(first_value(rt, z) == 7.0f);
+  cua_future_destroy(f1);
+  cua_future_destroy(f2);
+  cua_op_destroy(init);
+  cua_op_destroy(p);
+  cua_op_destroy(spin);
+  cua_op_destroy(chain);
+  cua_op_destroy(c);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(z);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* ------------------------------------------------- user code and the lock */
+
+typedef struct blocker {
+  cua_runtime *rt;
+  atomic_int started, other_done;
+  int saw_other;
+  cua_stats st;
+  int stats_rc;
+} blocker;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs until another thread's unrelated submission has completed (or 5 s
+ * passed), calling the runtime's public API meanwhile. */
+static int blocking_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  blocker *b = arg;
+  memset(&b->st, 0, sizeof b->st);
+  b->st.size = sizeof b->st;
+  b->stats_rc = cua_runtime_stats(b->rt, &b->st);
+  atomic_store(&b->started, 1);
+  uint64_t end = now_ns() + 5000000000ull;
+  while (!atomic_load(&b->other_done) && now_ns() < end) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  b->saw_other = atomic_load(&b->other_done);
+  return 0;
+}
+
+static void *submit_blocker(void *arg) {
+  blocker *b = arg;
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_func(&op, b->rt, blocking_fn, b, NULL, 0), 0);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit_on(&f, b->rt, op, 0, 0), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  return NULL;
+}
+
+/* A stream function that runs long (on CUDA and the launch-time backend:
+ * inside the submitting thread's launch) blocks no other submission: an
+ * unrelated one from another thread is decided, launched and completed
+ * while it runs. It may call the runtime's API (here cua_runtime_stats). */
+START_TEST(stream_function_blocks_no_other_submission) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *y = buffer(rt);
+  cua_op *warm = NULL;
+  ck_assert_int_eq(cua_op_fill(&warm, y, 1.0f), 0);
+  run_on(rt, warm, 1);
+  blocker b;
+  memset(&b, 0, sizeof b);
+  b.rt = rt;
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, submit_blocker, &b), 0);
+  while (!atomic_load(&b.started))
+    sched_yield();
+  cua_op *other = NULL;
+  ck_assert_int_eq(cua_op_fill(&other, y, 3.0f), 0);
+  run_on(rt, other, 1);
+  atomic_store(&b.other_done, 1);
+  pthread_join(t, NULL);
+  ck_assert_msg(b.saw_other, "an unrelated submission waited for a stream "
+                             "function of another thread to return");
+  ck_assert_int_eq(b.stats_rc, 0);
+  ck_assert(b.st.submissions >= 2);
+  ck_assert(first_value(rt, y) == 3.0f);
+  cua_op_destroy(warm);
+  cua_op_destroy(other);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+typedef struct nested {
+  cua_runtime *rt;
+  cua_buffer *buf;
+  cua_future *fut;
+  int rc, wait_rc;
+} nested;
+
+/* Submits from inside a stream function, and tries to wait (refused: the
+ * work it would wait for may be queued behind this very function). */
+static int submitting_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  nested *n = arg;
+  cua_op *op = NULL;
+  n->rc = cua_op_fill(&op, n->buf, 5.0f);
+  if (n->rc == 0)
+    n->rc = cua_submit(&n->fut, n->rt, op, NULL);
+  cua_op_destroy(op);
+  if (n->rc == 0)
+    n->wait_rc = cua_future_wait(n->fut);
+  return 0;
+}
+
+START_TEST(stream_function_may_submit_but_not_wait) {
+  cua_runtime *rt = open_two_streams();
+  nested n;
+  memset(&n, 0, sizeof n);
+  n.rt = rt;
+  n.buf = buffer(rt);
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_func(&op, rt, submitting_fn, &n, NULL, 0), 0);
+  run_on(rt, op, 0);
+  ck_assert_int_eq(n.rc, 0);
+  ck_assert_ptr_nonnull(n.fut);
+  ck_assert_int_eq(n.wait_rc, CUA_ERR_BUSY);
+  ck_assert_ptr_nonnull(strstr(cua_runtime_error(rt), "stream function"));
+  ck_assert_int_eq(cua_future_wait(n.fut), 0);
+  ck_assert(first_value(rt, n.buf) == 5.0f);
+  cua_future_destroy(n.fut);
+  cua_op_destroy(op);
+  cua_buffer_destroy(n.buf);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- cycles */
+
+static void expect_cycle(cua_runtime *rt, cua_op *dag) {
+  cua_future *f = (cua_future *)&f;
+  ck_assert_err(rt, cua_submit(&f, rt, dag, NULL), CUA_ERR_CYCLE,
+                "would have to run after itself");
+  ck_assert_ptr_null(f);
+}
+
+/* A shared op placed after itself in one DAG is refused, never a future
+ * that cannot complete. */
+START_TEST(then_placing_an_op_after_itself_is_a_cycle) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt), *y = buffer(rt);
+  cua_op *f = NULL, *s = NULL, *t = NULL, *a = NULL, *b = NULL, *c = NULL;
+  ck_assert_int_eq(cua_op_fill(&f, x, 1.0f), 0);
+  ck_assert_int_eq(cua_op_shared(&s, f), 0);
+  ck_assert_int_eq(cua_op_fill(&t, y, 2.0f), 0);
+  ck_assert_int_eq(cua_op_then(&a, s, s), 0); /* then(S, S) */
+  expect_cycle(rt, a);
+  cua_op *inner = NULL;
+  ck_assert_int_eq(cua_op_then(&inner, t, s), 0);
+  ck_assert_int_eq(cua_op_then(&b, s, inner), 0); /* then(S, then(T, S)) */
+  expect_cycle(rt, b);
+  cua_op *first = NULL;
+  ck_assert_int_eq(cua_op_then(&first, s, t), 0);
+  ck_assert_int_eq(cua_op_then(&c, first, s), 0); /* then(then(S, T), S) */
+  expect_cycle(rt, c);
+  /* Nothing of them ran: the shared op still runs, once, when submitted
+   * where it is not after itself. */
+  cua_op *parts[] = {s, s}, *z = NULL;
+  ck_assert_int_eq(cua_op_zip(&z, parts, 2), 0);
+  cua_future *fz = NULL;
+  ck_assert_int_eq(cua_submit(&fz, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(fz), 0);
+  ck_assert(first_value(rt, x) == 1.0f);
+  cua_future_destroy(fz);
+  cua_op *ops[] = {f, s, t, a, inner, b, first, c, z};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------- options */
+
+START_TEST(submit_options_without_size_are_refused) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt);
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_fill(&op, x, 1.0f), 0);
+  cua_submit_options o;
+  memset(&o, 0, sizeof o);
+  o.on_stream = 1; /* would be ignored silently with size 0 */
+  cua_future *f = (cua_future *)&f;
+  ck_assert_err(rt, cua_submit(&f, rt, op, &o), CUA_ERR_INVAL,
+                "opts->size is 0; set it to sizeof(cua_submit_options)");
+  ck_assert_ptr_null(f);
+  o.size = sizeof o;
+  o.placement.device = 0;
+  o.placement.stream = 1;
+  ck_assert_int_eq(cua_submit(&f, rt, op, &o), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* The stream-function context accessors answer NULL neutrally. */
+START_TEST(context_accessors_take_null) {
+  ck_assert_ptr_null(cua_ctx_stream(NULL));
+  ck_assert_int_eq(cua_ctx_placement(NULL).device, -1);
+  ck_assert_int_eq(cua_ctx_placement(NULL).stream, -1);
+  ck_assert_ptr_null(cua_ctx_backend(NULL));
+  ck_assert_ptr_null(cua_ctx_ptr(NULL, 0));
+  cua_ctx_set_result(NULL, NULL);
+  cua_ctx_fail(NULL, "%s", "nothing");
+}
+END_TEST
+
+int main(void) {
+  require_backend();
+  Suite *s = suite_create("sched");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, later_consumer_waits_for_its_producer_only);
+  tcase_add_test(tc, stream_function_blocks_no_other_submission);
+  tcase_add_test(tc, stream_function_may_submit_but_not_wait);
+  tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
+  tcase_add_test(tc, submit_options_without_size_are_refused);
+  tcase_add_test(tc, context_accessors_take_null);
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}
