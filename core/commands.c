@@ -141,6 +141,9 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   }
   c->node = n;
   n->cmd = r->cmds.n - 1;
+  if (n->placed_by != NULL &&
+      (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING) && !rt->host_exec)
+    n->t_launch = cua__now_ns();
   n->vc_gen = s->vc_gen;
   /* Results known now, so the executor writes nothing the completion
    * thread reads. */

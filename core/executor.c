@@ -198,8 +198,10 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   default:
     break;
   }
-  if (n->placed_by != NULL &&
-      ((n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING) || rt->host_exec))
+  /* Backends that run ops on host threads measure them for free; on the
+   * others (an event pair per op on CUDA) the completion thread estimates
+   * durations from when it sees streams progress (complete.c). */
+  if (rt->host_exec && n->placed_by != NULL)
     bo.duration_ns = &n->duration_ns;
   cua_backend_err err = {{0}};
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);

@@ -85,6 +85,7 @@ typedef struct cua__stream {
   cua__node *inflight_head, *inflight_tail; /* enqueued, increasing seq */
   cua_stream_load load;
   uint64_t vc_gen; /* changes whenever vc does */
+  uint64_t t_done; /* when progress was last seen to move (durations) */
   /* Commands (commands.c, executor.c): tickets are given under rt->lock in
    * decision order; the executor applies a stream's commands in ticket
    * order, whichever thread holds them. */
@@ -274,6 +275,7 @@ struct cua__node {
   atomic_int doomed;  /* failed: the executor must not launch it */
   atomic_int nstates; /* buffer states (writers, readers) that hold it */
   uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
+  uint64_t t_launch;  /* when decided, if its policy wants durations */
   size_t cmd;         /* its LAUNCH command in the round deciding it */
   cua__node *q_next;  /* in a round's queue */
   int queued;

@@ -284,6 +284,35 @@ START_TEST(context_accessors_take_null) {
 }
 END_TEST
 
+static uint64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* An idle runtime costs about no CPU: its completion thread sleeps until
+ * there is work (measured as process CPU time over half a second). */
+START_TEST(idle_runtime_uses_no_cpu) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt);
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_fill(&op, x, 1.0f), 0);
+  run_on(rt, op, 0);
+  run_on(rt, op, 1);
+  uint64_t c0 = cpu_ns();
+  struct timespec ts = {0, 500000000};
+  nanosleep(&ts, NULL);
+  uint64_t used = cpu_ns() - c0;
+  ck_assert_msg(used < 25000000u,
+                "idle for 0.5 s, the process used %.1f ms "
+                "of CPU",
+                used / 1e6);
+  cua_op_destroy(op);
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -295,6 +324,7 @@ int main(void) {
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
+  tcase_add_test(tc, idle_runtime_uses_no_cpu);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }
