@@ -92,6 +92,11 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
                           ? n->op->hints.cost_ns
                           : l->est_busy_ns;
   }
+  if (n->ext_event != NULL) {
+    /* The stream waited for it (or never will): the event may go back. */
+    cua__event_put(rt, n->stream->device, n->ext_event);
+    n->ext_event = NULL;
+  }
   if (n->placed_by != NULL) {
     cua__polinst *p = n->placed_by;
     if (p->d->completed != NULL) {

@@ -30,6 +30,7 @@
 #include "internal.h"
 
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,22 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   cua_op *op = n->op;
   cua__stream *s = n->stream;
   int rc = 0;
+  if (op->kind == CUA_OP_WAIT_NATIVE) {
+    cua_backend_err err = {{0}};
+    if (!cua__backend_has_native(rt)) {
+      snprintf(msg, len, "the %s backend cannot wait for a native stream",
+               rt->be->name);
+      return CUA_ERR_NOTSUP;
+    }
+    rc = rt->be->native_record(rt->bst, op->native_device, op->native,
+                               n->ext_event, &err);
+    if (rc == 0)
+      rc = rt->be->stream_wait_event(rt->bst, s->bs, n->ext_event);
+    if (rc)
+      snprintf(msg, len, "waiting for native stream %p: %s", op->native,
+               err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
   if (op->kind == CUA_OP_FREE) {
     cua_buffer *root = cua__buffer_root(op->acc[0].buf);
     void *ptr = __atomic_exchange_n(&root->ptr, NULL, __ATOMIC_ACQ_REL);
@@ -239,6 +256,17 @@ static void exec_launch(cua_runtime *rt, cua__cmd *c) {
   if (c->point != NULL &&
       rt->be->event_record(rt->bst, c->point->event, s->bs) != 0)
     atomic_store(&c->point->failed, 1);
+}
+
+int cua__backend_has_native(const cua_runtime *rt) {
+  const cua_backend_descriptor *d = rt->be;
+  return d->size >= offsetof(cua_backend_descriptor, native_wait) +
+                        sizeof d->native_wait &&
+         d->native_record != NULL && d->native_wait != NULL;
+}
+
+void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p) {
+  turn_wait(rt, p->stream, p->ticket + 1);
 }
 
 /* --------------------------------------------------------------- applying */

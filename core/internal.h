@@ -156,6 +156,9 @@ struct cua_op {
   /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
   cua_op *unzip_shared;
   cua_op *free_next; /* cua_op_destroy()'s worklist */
+  /* WAIT_NATIVE: the application's stream and its device. */
+  void *native;
+  int native_device;
 };
 
 struct cua_module {
@@ -279,7 +282,9 @@ struct cua__node {
   size_t cmd;         /* its LAUNCH command in the round deciding it */
   cua__node *q_next;  /* in a round's queue */
   int queued;
-  int scratch; /* cycle check of its submission's build */
+  int scratch;                  /* cycle check of its submission's build */
+  cua_backend_event *ext_event; /* WAIT_NATIVE: recorded on the native
+                                   stream, waited for by the node's */
 };
 
 struct cua_stream_ctx {
@@ -502,6 +507,8 @@ void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
 
 /* executor.c: applying a command list, with no core lock held. */
 void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
+void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p);
+int cua__backend_has_native(const cua_runtime *rt);
 int cua__in_user_code(void);
 
 /* complete.c: progress, finishing nodes, the completion thread. */

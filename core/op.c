@@ -554,3 +554,23 @@ void cua_op_destroy(cua_op *op) {
     op = next;
   }
 }
+
+int cua_op_wait_native(cua_op **out, cua_runtime *rt, int device,
+                       void *native) {
+  if (out != NULL)
+    *out = NULL;
+  if (out == NULL || rt == NULL || native == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_wait_native: NULL argument");
+  if (device < 0 || device >= rt->ndev)
+    return cua__fail(rt, CUA_ERR_BAD_DEVICE,
+                     "cua_op_wait_native: no device %d (the runtime has %d)",
+                     device, rt->ndev);
+  cua_op *op;
+  int rc = new_op(&op, rt, CUA_OP_WAIT_NATIVE);
+  if (rc)
+    return rc;
+  op->native = native;
+  op->native_device = device;
+  op->hints.device = device;
+  return finish(out, op, 0);
+}

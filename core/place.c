@@ -59,6 +59,8 @@ static void fill_info(cua_runtime *rt, cua__node *n, cua__sub *sub,
     in->restrict_device = op->acc[0].buf->device;
   if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_FREE)
     in->restrict_device = op->acc[0].buf->device;
+  if (op->kind == CUA_OP_WAIT_NATIVE)
+    in->restrict_device = op->native_device;
   in->level = n->level;
   in->submission = sub ? sub->id : 0;
   in->op_id = n->op_id;

@@ -236,3 +236,109 @@ void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...) {
   free(ctx->msg);
   ctx->msg = cua__strdup(buf[0] ? buf : "the stream function failed");
 }
+
+/* ------------------------------------------------------- stream interop */
+
+int cua_future_wait_native(cua_future *fut, int device, void *native) {
+  if (fut == NULL || native == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL,
+                     "cua_future_wait_native: NULL argument");
+  cua__sub *sub = fut->sub;
+  if (atomic_load_explicit(&sub->done, memory_order_acquire))
+    return 0;
+  cua_runtime *rt = sub->rt;
+  if (device < 0 || device >= rt->ndev)
+    return cua__fail(rt, CUA_ERR_BAD_DEVICE,
+                     "cua_future_wait_native: no device %d (the runtime has "
+                     "%d)",
+                     device, rt->ndev);
+  if (!cua__backend_has_native(rt))
+    return cua__fail(rt, CUA_ERR_NOTSUP,
+                     "cua_future_wait_native: the %s backend cannot make a "
+                     "native stream wait",
+                     rt->be->name);
+  if (cua__in_user_code())
+    return cua__fail(rt, CUA_ERR_BUSY,
+                     "cua_future_wait_native: called from a stream function");
+  /* Under the lock: which streams still run the submission's work, and
+   * a point after its last op on each (its own, or one recorded now). */
+  cua__point *stackp[16], **pts = stackp;
+  size_t npts = 0, cap = 16;
+  int rc = 0;
+  pthread_mutex_lock(&rt->lock);
+  if (atomic_load(&sub->done)) {
+    pthread_mutex_unlock(&rt->lock);
+    return 0;
+  }
+  cua__round r;
+  cua__round_init(rt, &r);
+  for (size_t i = 0; i < sub->nnodes && rc == 0; i++) {
+    cua__node *n = sub->nodes[i];
+    if (n->state == CUA__NODE_DONE || n->cls == CUA__CLASS_VIRTUAL)
+      continue;
+    if (n->cls != CUA__CLASS_DEVICE || n->stream == NULL) {
+      rc = CUA_ERR_AGAIN;
+      break;
+    }
+    /* The last op of the submission on its stream stands for the others
+     * there; its own point if it has one, else the stream's end now. */
+    cua__node *last = n;
+    for (size_t k = 0; k < sub->nnodes; k++) {
+      cua__node *m = sub->nodes[k];
+      if (m->stream == n->stream && m->cls == CUA__CLASS_DEVICE &&
+          m->state != CUA__NODE_DONE && m->seq > last->seq)
+        last = m;
+    }
+    if (last != n)
+      continue;
+    cua__point *p = n->point != NULL && n->point->seq >= n->seq
+                        ? n->point
+                        : cua__record_point(&r, n->stream);
+    if (p == NULL) {
+      rc = CUA_ERR_NOMEM;
+      break;
+    }
+    if (npts == cap) {
+      cua__point **v = cua__malloc(2 * cap * sizeof *v);
+      if (v == NULL) {
+        rc = CUA_ERR_NOMEM;
+        break;
+      }
+      memcpy(v, pts, npts * sizeof *v);
+      if (pts != stackp)
+        free(pts);
+      pts = v;
+      cap *= 2;
+    }
+    atomic_fetch_add(&p->users, 1);
+    pts[npts++] = p;
+  }
+  cua__round_flush(rt, &r, 0);
+  /* The points' records are applied (or being applied by the thread that
+   * decided them): wait for that, then let the native stream wait. */
+  for (size_t i = 0; i < npts; i++) {
+    cua__point *p = pts[i];
+    if (rc == 0) {
+      cua__exec_wait_recorded(rt, p);
+      cua_backend_err err = {{0}};
+      int r2 =
+          atomic_load(&p->failed)
+              ? CUA_ERR_BACKEND
+              : rt->be->native_wait(rt->bst, device, native, p->event, &err);
+      if (r2 != 0)
+        rc = cua__fail(rt, r2, "cua_future_wait_native: %s",
+                       err.msg[0] ? err.msg : cua_strerror(r2));
+    }
+    atomic_fetch_sub(&p->users, 1);
+  }
+  if (pts != stackp)
+    free(pts);
+  if (rc == CUA_ERR_AGAIN)
+    return cua__fail(rt, rc,
+                     "cua_future_wait_native: the submission has ops not "
+                     "launched yet (host steps, or ops after them); wait for "
+                     "the future instead, or call again once they are");
+  if (rc == CUA_ERR_NOMEM)
+    return cua__fail(rt, rc, "cua_future_wait_native: out of host memory");
+  return rc;
+}

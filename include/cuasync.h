@@ -279,6 +279,20 @@ CUA_EXTERN void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...)
 #endif
     ;
 
+/**
+ * Stream interop: an op that makes the DAG wait for the work already
+ * queued on @p native, a stream the application owns (a cudaStream_t of
+ * runtime device @p device on CUDA, such as a cuBLAS, cuDNN or PyTorch
+ * stream; on the host backend, a handle from cua_ctx_stream(), possibly of
+ * another runtime). "Already queued" is as of when the op is launched:
+ * once its DAG inputs are placed, normally inside cua_submit(). The host
+ * is never blocked; the op runs on @p device, and what consumes it runs
+ * after that work. Fails the op with CUA_ERR_NOTSUP on a backend without
+ * the interop calls.
+ */
+CUA_EXTERN int cua_op_wait_native(cua_op **op, cua_runtime *rt, int device,
+                                  void *native);
+
 /** A user stream function touching @p n buffers (copied; may be 0). */
 CUA_EXTERN int cua_op_func(cua_op **op, cua_runtime *rt, cua_stream_fn fn,
                            void *arg, const cua_access *access, size_t n);
@@ -442,6 +456,19 @@ CUA_EXTERN int cua_future_fd(cua_future *fut);
 CUA_EXTERN int cua_future_result(const cua_future *fut, void **result);
 /** The failure's message ("" if none or pending); valid while @p fut is. */
 CUA_EXTERN const char *cua_future_error(const cua_future *fut);
+/**
+ * Stream interop, the other way: makes @p native, a stream the application
+ * owns on runtime device @p device (see cua_op_wait_native()), wait for
+ * the device work of @p fut's submission, without blocking the host; work
+ * the application queues on @p native afterwards runs after it. Returns 0
+ * at once if the future is complete; CUA_ERR_AGAIN if some of its ops are
+ * not launched yet (host steps, or ops after them, which no stream can
+ * wait for): wait for the future then; CUA_ERR_NOTSUP if the backend lacks
+ * the interop calls. Call it from the application's thread, not from a
+ * stream function or a callback.
+ */
+CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
+                                      void *native);
 /** Releases a future; the submission still runs to completion. */
 CUA_EXTERN void cua_future_destroy(cua_future *fut);
 /**@}*/

@@ -284,6 +284,104 @@ START_TEST(context_accessors_take_null) {
 }
 END_TEST
 
+/* ------------------------------------------------------ stream interop */
+
+static int capture_native(cua_stream_ctx *ctx, void *arg) {
+  *(void **)arg = cua_ctx_stream(ctx);
+  return 0;
+}
+
+/* Runtime a stands for the application's own stream code (cuBLAS, a
+ * PyTorch stream...): cuasync knows nothing of what it queues there. Its
+ * stream 0's native handle is the "native stream". Ordering is proved by
+ * data: without the interop calls each copy would read the buffer before
+ * the long-delayed fill wrote it. */
+START_TEST(native_streams_are_ordered_both_ways) {
+  cua_runtime *a = open_two_streams(), *b = open_two_streams();
+  void *na = NULL;
+  cua_op *cap = NULL;
+  ck_assert_int_eq(cua_op_func(&cap, a, capture_native, &na, NULL, 0), 0);
+  run_on(a, cap, 0);
+  ck_assert_ptr_nonnull(na);
+  cua_buffer *xa = buffer(a), *ya = buffer(a), *xb = buffer(b);
+  /* b waits for what a queued on its stream. */
+  cua_op *spin = NULL, *fill = NULL, *late = NULL;
+  ck_assert_int_eq(cua_op_spin(&spin, a, 300000000ull, 1), 0);
+  ck_assert_int_eq(cua_op_fill(&fill, xa, 7.0f), 0);
+  ck_assert_int_eq(cua_op_then(&late, spin, fill), 0);
+  cua_future *fa = NULL;
+  ck_assert_int_eq(cua_submit_on(&fa, a, late, 0, 0), 0);
+  cua_op *w = NULL, *cp = NULL, *dag = NULL;
+  ck_assert_int_eq(cua_op_wait_native(&w, b, 0, na), 0);
+  ck_assert_int_eq(
+      cua_op_memcpy_h2d(&cp, xb, 0, cua_buffer_ptr(xa), N * sizeof(float)), 0);
+  ck_assert_int_eq(cua_op_then(&dag, w, cp), 0);
+  run_on(b, dag, 1);
+  ck_assert(first_value(b, xb) == 7.0f);
+  ck_assert_int_eq(cua_future_wait(fa), 0);
+  /* a's stream waits for b's future. */
+  cua_op *spin2 = NULL, *fill2 = NULL, *late2 = NULL;
+  ck_assert_int_eq(cua_op_spin(&spin2, b, 300000000ull, 1), 0);
+  ck_assert_int_eq(cua_op_fill(&fill2, xb, 9.0f), 0);
+  ck_assert_int_eq(cua_op_then(&late2, spin2, fill2), 0);
+  cua_future *fb = NULL;
+  ck_assert_int_eq(cua_submit_on(&fb, b, late2, 0, 0), 0);
+  ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0);
+  cua_op *cp2 = NULL;
+  ck_assert_int_eq(
+      cua_op_memcpy_h2d(&cp2, ya, 0, cua_buffer_ptr(xb), N * sizeof(float)), 0);
+  run_on(a, cp2, 0);
+  ck_assert(first_value(a, ya) == 9.0f);
+  ck_assert_int_eq(cua_future_wait(fb), 0);
+  /* Misuse: NULL, a device that does not exist. */
+  ck_assert_err(b, cua_op_wait_native(&w, b, 0, NULL), CUA_ERR_INVAL,
+                "NULL argument");
+  ck_assert_err(b, cua_op_wait_native(&w, b, 7, na), CUA_ERR_BAD_DEVICE,
+                "no device 7");
+  ck_assert_int_eq(cua_future_wait_native(NULL, 0, na), CUA_ERR_INVAL);
+  ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0); /* complete */
+  cua_future_destroy(fa);
+  cua_future_destroy(fb);
+  cua_op *ops[] = {cap, spin, fill, late, cp, dag, spin2, fill2, late2, cp2};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(xa);
+  cua_buffer_destroy(ya);
+  cua_buffer_destroy(xb);
+  cua_runtime_destroy(b);
+  cua_runtime_destroy(a);
+}
+END_TEST
+
+/* A submission whose host step has not run has work no stream can wait
+ * for: CUA_ERR_AGAIN, and the caller waits on the host instead. */
+static int slow_host(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  struct timespec ts = {0, 200000000};
+  nanosleep(&ts, NULL);
+  return 0;
+}
+
+START_TEST(native_wait_for_pending_host_step_is_again) {
+  cua_runtime *a = open_two_streams();
+  void *na = NULL;
+  cua_op *cap = NULL, *h = NULL;
+  ck_assert_int_eq(cua_op_func(&cap, a, capture_native, &na, NULL, 0), 0);
+  run_on(a, cap, 0);
+  ck_assert_int_eq(cua_op_host(&h, a, slow_host, NULL), 0);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit(&f, a, h, NULL), 0);
+  ck_assert_err(a, cua_future_wait_native(f, 0, na), CUA_ERR_AGAIN,
+                "not launched yet");
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(cap);
+  cua_op_destroy(h);
+  cua_runtime_destroy(a);
+}
+END_TEST
+
 static uint64_t cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -325,6 +423,8 @@ int main(void) {
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
   tcase_add_test(tc, idle_runtime_uses_no_cpu);
+  tcase_add_test(tc, native_streams_are_ordered_both_ways);
+  tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

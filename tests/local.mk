@@ -39,7 +39,8 @@ CUDA_TESTS = \
 	tests/cuda/ordering.sh \
 	tests/cuda/random_dag.sh \
 	tests/cuda/futures.sh \
-	tests/cuda/conformance.sh
+	tests/cuda/conformance.sh \
+	tests/cuda/sched.sh
 EXTRA_DIST += $(CUDA_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
@@ -126,4 +127,5 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 # The CUDA suites share the GPU with check_cuda, which runs the device out of
 # memory on purpose: under make -j they start only once it has finished.
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
-tests/cuda/futures.sh.log tests/cuda/conformance.sh.log: tests/check_cuda.log
+tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
+tests/cuda/sched.sh.log: tests/check_cuda.log

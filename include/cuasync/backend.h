@@ -28,7 +28,7 @@
 #include <cuasync/module.h>
 
 #define CUA_BACKEND_ABI_MAJOR 1
-#define CUA_BACKEND_ABI_MINOR 0
+#define CUA_BACKEND_ABI_MINOR 1
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -180,6 +180,18 @@ typedef struct cua_backend_descriptor {
    * device. */
   int (*module_function)(void *state, cua_backend_module *m, const char *name,
                          void **kernel, cua_backend_err *err);
+  /* ABI 1.1: streams the caller owns (cua_op_wait_native(),
+   * cua_future_wait_native()). */
+  /** Optional (NULL: CUA_ERR_NOTSUP). Records @p e at the current end of
+   * @p native, a stream the application owns on runtime device @p device
+   * (a cudaStream_t on CUDA; on the host backend, a handle from
+   * cua_ctx_stream()). Called by the executor, on any thread. */
+  int (*native_record)(void *state, int device, void *native,
+                       cua_backend_event *e, cua_backend_err *err);
+  /** Optional (NULL: CUA_ERR_NOTSUP). Makes @p native wait, without
+   * blocking the host, for the last recording of @p e. */
+  int (*native_wait)(void *state, int device, void *native,
+                     cua_backend_event *e, cua_backend_err *err);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

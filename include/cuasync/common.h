@@ -43,7 +43,8 @@ typedef enum cua_op_kind {
   CUA_OP_THEN = 17,    /**< sequence: second op after the first */
   CUA_OP_SHARED = 18,  /**< runs its inner op once for all consumers */
   CUA_OP_KERNEL = 19,  /**< kernel from a loaded PTX/cubin module */
-  CUA_OP_KIND_COUNT_ = 20
+  CUA_OP_WAIT_NATIVE = 20, /**< waits for work queued on a caller's stream */
+  CUA_OP_KIND_COUNT_ = 21
 } cua_op_kind;
 
 /** Where an op runs: a device of the runtime's backend and a stream index

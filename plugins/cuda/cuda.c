@@ -1102,6 +1102,48 @@ static int cuda_event_record(void *state, cua_backend_event *e,
   return 0;
 }
 
+/* Stream interop: @p native is the application's cudaStream_t of runtime
+ * device @p d. */
+static int cuda_native_record(void *state, int d, void *native,
+                              cua_backend_event *e, cua_backend_err *err) {
+  backend *be = state;
+  cudaEvent_t ev;
+  if (d < 0 || d >= be->ndev)
+    return CUA_ERR_BAD_DEVICE;
+  if (is_lost(be, d))
+    return CUA_ERR_DEVICE_LOST;
+  cudaError_t r = event_on(be, e, d, &ev);
+  if (r == cudaSuccess)
+    r = use_device(be, d);
+  if (r == cudaSuccess)
+    r = cudaEventRecord(ev, (cudaStream_t)native);
+  if (r != cudaSuccess)
+    return cuda_fail(be, d, err, CUA_ERR_BACKEND, r,
+                     "recording an event on native stream %p of CUDA device "
+                     "%d",
+                     native, be->dev[d].ordinal);
+  atomic_store_explicit(&e->last, d, memory_order_release);
+  return 0;
+}
+
+static int cuda_native_wait(void *state, int d, void *native,
+                            cua_backend_event *e, cua_backend_err *err) {
+  backend *be = state;
+  if (d < 0 || d >= be->ndev)
+    return CUA_ERR_BAD_DEVICE;
+  if (is_lost(be, d))
+    return CUA_ERR_DEVICE_LOST;
+  cudaEvent_t ev = event_last(e);
+  cudaError_t r = use_device(be, d);
+  if (r == cudaSuccess && ev != NULL)
+    r = cudaStreamWaitEvent((cudaStream_t)native, ev, 0);
+  if (r != cudaSuccess)
+    return cuda_fail(be, d, err, CUA_ERR_BACKEND, r,
+                     "making native stream %p of CUDA device %d wait", native,
+                     be->dev[d].ordinal);
+  return 0;
+}
+
 static int cuda_stream_wait_event(void *state, cua_backend_stream *s,
                                   cua_backend_event *e) {
   backend *be = state;
@@ -2032,4 +2074,6 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,
     .module_function = cuda_module_function,
+    .native_record = cuda_native_record,
+    .native_wait = cuda_native_wait,
 };

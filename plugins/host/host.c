@@ -726,6 +726,28 @@ static int host_stream_wait_event(void *state, cua_backend_stream *s,
   return CUA_OK;
 }
 
+/* Stream interop: the application's "native" host stream is a handle from
+ * cua_ctx_stream(), that is, a stream of this backend (of any runtime). */
+static int host_native_record(void *state, int device, void *native,
+                              cua_backend_event *e, cua_backend_err *err) {
+  (void)device;
+  int rc = host_event_record(state, e, native);
+  if (rc)
+    set_err(err, "recording an event on native stream %p: %s", native,
+            rc == CUA_ERR_NOMEM ? "out of host memory" : "invalid argument");
+  return rc;
+}
+
+static int host_native_wait(void *state, int device, void *native,
+                            cua_backend_event *e, cua_backend_err *err) {
+  (void)device;
+  int rc = host_stream_wait_event(state, native, e);
+  if (rc)
+    set_err(err, "making native stream %p wait: %s", native,
+            rc == CUA_ERR_NOMEM ? "out of host memory" : "invalid argument");
+  return rc;
+}
+
 static int host_event_query(void *state, cua_backend_event *e) {
   if (e == NULL)
     return CUA_ERR_INVAL;
@@ -1179,4 +1201,6 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = NULL,
     .module_unload = NULL,
     .module_function = NULL,
+    .native_record = host_native_record,
+    .native_wait = host_native_wait,
 };
