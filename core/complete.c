@@ -299,7 +299,8 @@ void *cua__completion_thread(void *arg) {
        * result the future reports. */
       for (size_t i = 0; i < s->nnodes; i++)
         cua__node_release(s->nodes[i]);
-      free(s->nodes);
+      if (s->nodes != s->nodes_inl)
+        free(s->nodes);
       s->nodes = NULL;
       s->nnodes = 0;
       pthread_cond_broadcast(&rt->idle);

@@ -20,6 +20,7 @@ cua__sub *cua__sub_new(cua_runtime *rt) {
   atomic_init(&s->refs, 1);
   s->rt = rt;
   s->efd = -1;
+  s->nodes = s->nodes_inl;
   pthread_mutex_init(&s->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -34,7 +35,8 @@ void cua__sub_release(cua__sub *s) {
     return;
   for (size_t i = 0; i < s->nnodes; i++)
     cua__node_release(s->nodes[i]);
-  free(s->nodes);
+  if (s->nodes != s->nodes_inl)
+    free(s->nodes);
   if (s->root != NULL)
     cua__node_release(s->root);
   if (s->efd >= 0)

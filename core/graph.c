@@ -255,28 +255,54 @@ cua__node *cua__build_get(const cua__build *b, const cua_op *op) {
 static int hput(cua__build *b, cua_op *op, cua__node *n);
 
 static int hgrow(cua__build *b) {
-  cua__build nb = *b;
-  nb.hcap = b->hcap ? b->hcap * 2 : 64;
-  nb.keys = cua__calloc(nb.hcap, sizeof *nb.keys);
-  nb.vals = cua__calloc(nb.hcap, sizeof *nb.vals);
-  if (nb.keys == NULL || nb.vals == NULL) {
-    free(nb.keys);
-    free(nb.vals);
+  size_t ncap = b->hcap * 2;
+  cua_op **keys = cua__calloc(ncap, sizeof *keys);
+  cua__node **vals = cua__calloc(ncap, sizeof *vals);
+  if (keys == NULL || vals == NULL) {
+    free(keys);
+    free(vals);
     return CUA_ERR_NOMEM;
   }
-  for (size_t i = 0; i < b->hcap; i++)
-    if (b->keys[i] != NULL)
-      hput(&nb, b->keys[i], b->vals[i]);
-  free(b->keys);
-  free(b->vals);
-  b->keys = nb.keys;
-  b->vals = nb.vals;
-  b->hcap = nb.hcap;
+  cua_op **okeys = b->keys;
+  cua__node **ovals = b->vals;
+  size_t ocap = b->hcap;
+  b->keys = keys;
+  b->vals = vals;
+  b->hcap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (okeys[i] != NULL)
+      hput(b, okeys[i], ovals[i]);
+  if (okeys != b->keys_inl) {
+    free(okeys);
+    free(ovals);
+  }
   return 0;
 }
 
+void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
+  b->rt = rt;
+  b->sub = sub;
+  b->order = b->order_inl;
+  b->n = 0;
+  b->cap = sizeof b->order_inl / sizeof *b->order_inl;
+  b->keys = b->keys_inl;
+  b->vals = b->vals_inl;
+  b->hcap = sizeof b->keys_inl / sizeof *b->keys_inl;
+  memset(b->keys_inl, 0, sizeof b->keys_inl);
+  b->reused = 0;
+}
+
+void cua__build_free(cua__build *b) {
+  if (b->order != b->order_inl)
+    free(b->order);
+  if (b->keys != b->keys_inl) {
+    free(b->keys);
+    free(b->vals);
+  }
+}
+
 static int hput(cua__build *b, cua_op *op, cua__node *n) {
-  if (b->hcap == 0 || (b->n + 1) * 2 > b->hcap)
+  if ((b->n + 1) * 2 > b->hcap)
     if (hgrow(b))
       return CUA_ERR_NOMEM;
   size_t i = hslot(b, op);
@@ -298,7 +324,8 @@ static int watch(cua__sub *s, cua__node *n) {
 
 /* Adds a node to the submission's list (which holds a reference). */
 static int sub_add(cua__sub *s, cua__node *n, size_t *cap) {
-  if (cua__grow(&s->nodes, cap, s->nnodes + 1, sizeof *s->nodes))
+  if (cua__grow_inl(&s->nodes, cap, s->nnodes + 1, sizeof *s->nodes,
+                    s->nodes_inl))
     return CUA_ERR_NOMEM;
   s->nodes[s->nnodes++] = n;
   atomic_fetch_add(&n->refs, 1);
@@ -416,8 +443,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     if ((rc = hput(b, op, n)) == 0 && (rc = sub_add(b->sub, n, subcap)) == 0 &&
         (n->cls != CUA__CLASS_VIRTUAL || op == root))
       rc = watch(b->sub, n);
-    if (rc == 0 &&
-        cua__grow(&b->order, &b->cap, b->n + 1, sizeof *b->order) != 0)
+    if (rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,
+                                 b->order_inl) != 0)
       rc = CUA_ERR_NOMEM;
     if (rc == 0)
       b->order[b->n++] = n;

@@ -303,7 +303,8 @@ struct cua__sub {
   int on_stream;
   cua_placement placement;
   cua__node *root;
-  cua__node **nodes; /* every node it references (own and shared) */
+  cua__node **nodes;       /* every node it references (own and shared) */
+  cua__node *nodes_inl[4]; /* nodes' first storage */
   size_t nnodes;
   size_t pending;
   /* Completion state, guarded by mu (outlives the runtime). */
@@ -379,6 +380,10 @@ typedef struct cua__build {
   cua__node **vals;
   size_t hcap;
   int reused; /* an op appears twice: look for cycles */
+  /* Small DAGs (most submissions) need no allocation for the above. */
+  cua__node *order_inl[16];
+  cua_op *keys_inl[32];
+  cua__node *vals_inl[32];
 } cua__build;
 
 /* ----------------------------------------------------------------- runtime */
@@ -479,6 +484,8 @@ int cua__add_dep(cua__node *n, cua__node *p, unsigned flags);
 const char *cua__node_name(const cua__node *n);
 void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg);
 cua__node *cua__build_get(const cua__build *b, const cua_op *op);
+void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub);
+void cua__build_free(cua__build *b);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
 int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);

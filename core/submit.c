@@ -60,10 +60,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     sub->placement = pl;
   }
   cua__build b;
-  memset(&b, 0, sizeof b);
-  b.rt = rt;
-  b.sub = sub;
-  size_t subcap = 0;
+  cua__build_init(&b, rt, sub);
+  size_t subcap = sizeof sub->nodes_inl / sizeof *sub->nodes_inl;
   char msg[CUA__ERRLEN] = "";
   int rc = cua__build_graph(&b, op, &subcap);
   if (rc == 0)
@@ -88,13 +86,12 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
           n->watchers[k] = n->watchers[--n->nwatchers];
       cua__node_release(n);
     }
-    free(sub->nodes);
+    if (sub->nodes != sub->nodes_inl)
+      free(sub->nodes);
     sub->nodes = NULL;
     sub->nnodes = 0;
     pthread_mutex_unlock(&rt->lock);
-    free(b.order);
-    free(b.keys);
-    free(b.vals);
+    cua__build_free(&b);
     cua__sub_release(sub);
     if (rc == CUA_ERR_NOMEM && msg[0] == '\0')
       snprintf(msg, sizeof msg, "out of host memory");
@@ -118,9 +115,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__round r;
   cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
-  free(b.order);
-  free(b.keys);
-  free(b.vals);
+  cua__build_free(&b);
   /* Everything may already be complete (a submission of shared ops that
    * ran before): then it fires through the completion thread too. */
   if (sub->pending == 0) {
