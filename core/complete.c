@@ -1,3 +1,14 @@
+/*
+ * core/complete.c: progress, finishing nodes, and the completion thread.
+ *
+ * The completion thread reads each stream's progress (the last mark it
+ * executed) and asynchronous errors from the backend, finishes the nodes
+ * up to it in order (policies' completed(), durations, results of virtual
+ * nodes), runs the rounds their completion makes ready, runs host steps
+ * and maps, and fires futures (eventfd, callbacks). It holds rt->lock
+ * except while it runs user code (host steps, maps, callbacks), applies a
+ * round's commands (executor.c) or waits in the backend's wait().
+ */
 #include "config.h"
 #include "internal.h"
 

@@ -1,3 +1,20 @@
+/*
+ * core/graph.c: from the op DAG to nodes and edges.
+ *
+ * A submission turns the DAG below its root op into nodes, in depth-first
+ * post-order: the "submission order" that results must match. Each node
+ * gets dependency edges: its DAG inputs (through zips and thens, to the
+ * device nodes they stand for), the "runs after" edges of then, and (from
+ * hazards.c) its buffer hazards. An op that appears twice in one DAG is
+ * built once, which is the only way a cycle can appear (checked here).
+ * wire() then counts what each node waits for and registers it with its
+ * producers; failing a node propagates along data edges.
+ *
+ * Owns: nodes (their edges, reference counts, failure state). Everything
+ * here runs under rt->lock, except cua__node_release(), which any thread
+ * may call (reference counts are atomic; a node is freed once no one
+ * holds it).
+ */
 #include "config.h"
 #include "internal.h"
 

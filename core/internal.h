@@ -3,11 +3,16 @@
  * core/. Nothing here is installed.
  *
  * Locking: one mutex per runtime (rt->lock) guards the scheduling state:
- * streams, nodes, buffer states, policies, submissions. Every call into a
- * policy and every launch happens under it, which is what lets policies be
- * written without locks. User code (host steps, maps, callbacks) always runs
- * with it released. Buffers and futures have their own small locks for what
- * outlives the runtime (reference counts, completion state).
+ * streams' decision state, nodes, buffer states, policies, submissions.
+ * Every call into a policy happens under it, which is what lets policies
+ * be written without locks. Deciding happens under it; doing does not: a
+ * round's commands (launches, waits, records, marks, allocations, stream
+ * functions on CUDA) are applied by the executor with no core lock held,
+ * in per-stream ticket order (atomics, executor.c). User code (stream
+ * functions, host steps, maps, callbacks) never runs under a core lock.
+ * Buffers and futures have their own small locks for what outlives the
+ * runtime (reference counts, completion state). doc/design.md has the
+ * whole table.
  */
 #ifndef CUA_CORE_INTERNAL_H
 #define CUA_CORE_INTERNAL_H
