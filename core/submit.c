@@ -62,7 +62,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__build b;
   cua__build_init(&b, rt, sub);
   size_t subcap = sizeof sub->nodes_inl / sizeof *sub->nodes_inl;
-  char msg[CUA__ERRLEN] = "";
+  char msg[CUA__ERRLEN];
+  msg[0] = '\0';
   int rc = cua__build_graph(&b, op, &subcap);
   if (rc == 0)
     rc = cua__check_cycles(&b, msg, sizeof msg);
