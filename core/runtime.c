@@ -428,6 +428,11 @@ static void runtime_free(cua_runtime *rt) {
     free(dv->streams);
   }
   free(rt->devs);
+  cua__cmdlist *box = atomic_exchange(&rt->cmd_cache, NULL);
+  if (box != NULL) {
+    free(box->v);
+    free(box);
+  }
   if (rt->be != NULL) {
     rt->be->destroy(rt->bst);
     cua__config_params_free(rt->bparams, rt->nbparams);

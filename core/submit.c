@@ -71,7 +71,11 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     rc = cua__validate(&b, msg, sizeof msg);
   if (rc != 0) {
     /* Nothing ran: undo the nodes and any shared op this submission made
-     * the owner of its node. */
+     * the owner of its node. The new nodes may hold each other in a
+     * cycle (a then that placed an op after itself): their edges are
+     * dropped explicitly, under a reference of our own. */
+    for (size_t i = 0; i < b.n; i++)
+      atomic_fetch_add(&b.order[i]->refs, 1);
     for (size_t i = 0; i < b.n; i++) {
       cua__node *n = b.order[i];
       if (n->op->kind == CUA_OP_SHARED && n->op->shared_node == n) {
@@ -91,6 +95,10 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
       free(sub->nodes);
     sub->nodes = NULL;
     sub->nnodes = 0;
+    for (size_t i = 0; i < b.n; i++)
+      cua__node_release_deps(b.order[i]);
+    for (size_t i = 0; i < b.n; i++)
+      cua__node_release(b.order[i]);
     pthread_mutex_unlock(&rt->lock);
     cua__build_free(&b);
     cua__sub_release(sub);

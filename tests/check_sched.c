@@ -334,15 +334,17 @@ START_TEST(native_streams_are_ordered_both_ways) {
   ck_assert(first_value(a, ya) == 9.0f);
   ck_assert_int_eq(cua_future_wait(fb), 0);
   /* Misuse: NULL, a device that does not exist. */
-  ck_assert_err(b, cua_op_wait_native(&w, b, 0, NULL), CUA_ERR_INVAL,
+  cua_op *bad = (cua_op *)&bad;
+  ck_assert_err(b, cua_op_wait_native(&bad, b, 0, NULL), CUA_ERR_INVAL,
                 "NULL argument");
-  ck_assert_err(b, cua_op_wait_native(&w, b, 7, na), CUA_ERR_BAD_DEVICE,
+  ck_assert_ptr_null(bad);
+  ck_assert_err(b, cua_op_wait_native(&bad, b, 7, na), CUA_ERR_BAD_DEVICE,
                 "no device 7");
   ck_assert_int_eq(cua_future_wait_native(NULL, 0, na), CUA_ERR_INVAL);
   ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0); /* complete */
   cua_future_destroy(fa);
   cua_future_destroy(fb);
-  cua_op *ops[] = {cap, spin, fill, late, cp, dag, spin2, fill2, late2, cp2};
+  cua_op *ops[] = {cap, spin, fill, late, w, cp, dag, spin2, fill2, late2, cp2};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     cua_op_destroy(ops[i]);
   cua_buffer_destroy(xa);
