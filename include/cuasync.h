@@ -386,6 +386,9 @@ typedef struct cua_hints {
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
 /** The op's kind. */
 CUA_EXTERN cua_op_kind cua_op_get_kind(const cua_op *op);
+/** The name of an op kind, as #CUA_OP_KIND_MAP spells it ("fill",
+ * "memcpy_d2h"...; static storage); "?" for a value that is not a kind. */
+CUA_EXTERN const char *cua_op_kind_name(cua_op_kind kind);
 /** Takes another reference; returns @p op. */
 CUA_EXTERN cua_op *cua_op_retain(cua_op *op);
 /** Releases the caller's reference. */
