@@ -2019,4 +2019,6 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,
     .module_function = cuda_module_function,
+    /* auto tries cuda first, before host */
+    .priority = 200,
 };

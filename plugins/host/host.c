@@ -1192,4 +1192,6 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = NULL,
     .module_unload = NULL,
     .module_function = NULL,
+    /* auto tries host after cuda */
+    .priority = 100,
 };
