@@ -117,7 +117,7 @@ CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
 /** Waits until every submission made so far has completed. Returns 0;
  * failures are reported by each submission's future. */
 CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
-/** The backend's name ("cuda" or "host"). */
+/** The backend's name, as its descriptor declares it ("cuda", "host"...). */
 CUA_EXTERN const char *cua_runtime_backend(const cua_runtime *rt);
 /** The configuration file that was read, or NULL for built-in or text. */
 CUA_EXTERN const char *cua_runtime_config_path(const cua_runtime *rt);
@@ -265,7 +265,7 @@ typedef int (*cua_stream_fn)(cua_stream_ctx *ctx, void *arg);
 CUA_EXTERN void *cua_ctx_stream(const cua_stream_ctx *ctx);
 /** The op's placement (runtime device index and stream index). */
 CUA_EXTERN cua_placement cua_ctx_placement(const cua_stream_ctx *ctx);
-/** The backend's name ("cuda" or "host"). */
+/** The backend's name ("cuda", "host"...). */
 CUA_EXTERN const char *cua_ctx_backend(const cua_stream_ctx *ctx);
 /** Device address of the @p i-th declared access's buffer (tile offset
  * included). */
