@@ -303,7 +303,7 @@ static int on_header(parser *p, const char *s) {
 /* [runtime] values. */
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
- * backend search path is read, when the runtime opens (core/runtime.c):
+ * backend search path is read, when the runtime opens (core/backend.c):
  * any backend module on it is a backend, so here only an empty value is
  * refused. */
 static int set_backend(parser *p, const char *value) {

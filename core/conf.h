@@ -70,7 +70,7 @@ typedef struct cua__config {
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
  * written into @p err. Whether the backend and policies named exist, and
  * the keys of [backend.NAME] and [policy.NAME], are checked when a runtime
- * opens, against the modules found (core/runtime.c).
+ * opens, against the modules found (core/backend.c, core/runtime.c).
  */
 int cua__config_load(cua__config **out, const char *path, const char *text,
                      unsigned flags, char *err, size_t errlen);
