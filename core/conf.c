@@ -302,20 +302,23 @@ static int on_header(parser *p, const char *s) {
 /* ------------------------------------------------------------------ */
 /* [runtime] values. */
 
+/* backend = auto | NAME | PATH. Which names exist is known only once the
+ * backend search path is read, when the runtime opens (core/backend.c):
+ * any backend module on it is a backend, so here only an empty value is
+ * refused. */
 static int set_backend(parser *p, const char *value) {
   char *v;
 
-  if (strcmp(value, "auto") != 0 && strcmp(value, "cuda") != 0 &&
-      strcmp(value, "host") != 0)
+  if (*value == '\0')
     return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                      "[runtime] backend: '%s' is not one of auto, cuda, "
-                      "host",
-                      value);
+                      "[runtime] backend: the value is empty; give auto, a "
+                      "backend name or the path of a .so");
   v = dup_str(value);
   if (v == NULL)
     return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
   free(p->cfg->backend);
   p->cfg->backend = v;
+  p->cfg->backend_line = p->line;
   return 0;
 }
 

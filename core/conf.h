@@ -40,7 +40,8 @@ typedef struct cua__config {
   cua__section *sections;
   size_t nsections;
   /* [runtime], resolved (defaults filled in, $CUASYNC_POLICY applied). */
-  char *backend;       /* "auto" (default), "cuda" or "host" */
+  char *backend;       /* "auto" (default), a backend name or a path */
+  int backend_line;    /* line of `backend =`, 0 if defaulted */
   int *devices;        /* NULL for all */
   size_t ndevices;     /* entries of devices */
   char *policy;        /* default "round-robin" */
@@ -67,7 +68,9 @@ typedef struct cua__config {
  * (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
  * key policy; a key given twice in [runtime] or [device.N]
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
- * written into @p err.
+ * written into @p err. Whether the backend and policies named exist, and
+ * the keys of [backend.NAME] and [policy.NAME], are checked when a runtime
+ * opens, against the modules found (core/backend.c, core/runtime.c).
  */
 int cua__config_load(cua__config **out, const char *path, const char *text,
                      unsigned flags, char *err, size_t errlen);

@@ -199,12 +199,7 @@ const char *cua__node_name(const cua__node *n) {
     return n->op->hints.name;
   if (n->op == NULL && n->name != NULL)
     return n->name;
-  static const char *const names[] = {
-      "?",          "func",       "fill",       "copy",   "axpy",  "spin",
-      "memcpy_h2d", "memcpy_d2h", "memcpy_d2d", "memset", "alloc", "free",
-      "host",       "barrier",    "zip",        "unzip",  "map",   "then",
-      "shared",     "kernel",     "wait_native"};
-  return n->kind < CUA_OP_KIND_COUNT_ ? names[n->kind] : "?";
+  return cua_op_kind_name(n->kind);
 }
 
 /* Fails @p n and, through data edges, everything that consumes it. */

@@ -451,6 +451,11 @@ struct cua_runtime {
   _Atomic(struct cua__cmdlist *) cmd_cache; /* a command array, kept */
 };
 
+/* backend.c: opens the configured backend (`auto` by priority) and checks
+ * every [backend.NAME] section; on failure the message is
+ * cua_runtime_error(NULL). */
+int cua__backend_open(cua_runtime *rt);
+
 /* runtime.c */
 int cua__stream_get(cua_runtime *rt, int device, int index, cua__stream **out);
 int cua__ensure_streams(cua_runtime *rt, int device, int n);

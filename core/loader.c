@@ -383,6 +383,13 @@ fail:
   return rc;
 }
 
+int cua__backend_priority(const cua_backend_descriptor *d) {
+  if (d == NULL ||
+      d->size < offsetof(cua_backend_descriptor, priority) + sizeof d->priority)
+    return CUA_BACKEND_PRIORITY_DEFAULT;
+  return d->priority;
+}
+
 void cua__module_unload(cua__module *mod) {
   if (mod == NULL)
     return;

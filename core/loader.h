@@ -61,6 +61,11 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
                      char *err, size_t errlen);
 void cua__module_unload(cua__module *mod);
 
+/** The priority a backend declares for `backend = auto`
+ * (cua_backend_descriptor::priority), or CUA_BACKEND_PRIORITY_DEFAULT for a
+ * descriptor too short to have the field. */
+int cua__backend_priority(const cua_backend_descriptor *d);
+
 /** What cua__module_scan() reports for each *.so file of the search path. */
 typedef struct cua__module_report {
   const char *path;

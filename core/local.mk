@@ -9,6 +9,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/loader.h \
 	%reldir%/loader.c \
 	%reldir%/runtime.c \
+	%reldir%/backend.c \
 	%reldir%/policyhost.c \
 	%reldir%/op.c \
 	%reldir%/buffer.c \

@@ -1,6 +1,7 @@
 /*
- * core/runtime.c: opening and closing a runtime, the backend, streams,
- * event pools, device queries, counters, code modules.
+ * core/runtime.c: opening and closing a runtime, streams, event pools,
+ * device queries, counters, code modules. Finding and opening the backend
+ * is core/backend.c's.
  */
 #include "config.h"
 #include "internal.h"
@@ -11,97 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ------------------------------------------------------------- backend */
-
-static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
-  cua_runtime *rt = core;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
-    fprintf(stderr, "cuasync: %s: %s\n", rt->be ? rt->be->name : "backend",
-            line);
-}
-
-static uint64_t b_now(void *core) {
-  (void)core;
-  return cua__now_ns();
-}
-
-/* Opens backend @p name; CUA_ERR_NO_DEVICE (with the reason in @p err)
- * when it has no usable device. */
-static int open_backend(cua_runtime *rt, const char *name, char *err,
-                        size_t errlen) {
-  cua__module *mod = NULL;
-  int rc = cua__module_load(&mod, CUA__MODULE_BACKEND, name, NULL, 0,
-                            rt->ignore_env, err, errlen);
-  if (rc)
-    return rc;
-  const cua_backend_descriptor *d = mod->desc.backend;
-  char section[128];
-  snprintf(section, sizeof section, "backend.%s", name);
-  cua_param_value *params = NULL;
-  rc = cua__config_params(rt->cfg, section, d->params, d->nparams, &params, err,
-                          errlen);
-  if (rc) {
-    cua__module_unload(mod);
-    return rc;
-  }
-  rt->bhost.abi_major = CUA_BACKEND_ABI_MAJOR;
-  rt->bhost.abi_minor = CUA_BACKEND_ABI_MINOR;
-  rt->bhost.size = sizeof rt->bhost;
-  rt->bhost.core = rt;
-  rt->bhost.log = b_log;
-  rt->bhost.now_ns = b_now;
-  cua_backend_err berr = {{0}};
-  void *st = NULL;
-  rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,
-                 &st, &berr);
-  if (rc) {
-    snprintf(err, errlen, "backend '%s' (%s): %s", name, mod->path,
-             berr.msg[0] ? berr.msg : cua_strerror(rc));
-    cua__config_params_free(params, d->nparams);
-    cua__module_unload(mod);
-    return rc;
-  }
-  if (d->device_count(st) <= 0) {
-    snprintf(err, errlen, "backend '%s' has no device", name);
-    d->destroy(st);
-    cua__config_params_free(params, d->nparams);
-    cua__module_unload(mod);
-    return CUA_ERR_NO_DEVICE;
-  }
-  rt->bmod = mod;
-  rt->be = d;
-  rt->bst = st;
-  rt->bparams = params;
-  rt->nbparams = d->nparams;
-  rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;
-  return 0;
-}
-
-static int choose_backend(cua_runtime *rt) {
-  char err[CUA__ERRLEN];
-  const char *want = rt->cfg->backend ? rt->cfg->backend : "auto";
-  if (strcmp(want, "auto") != 0) {
-    int rc = open_backend(rt, want, err, sizeof err);
-    return rc ? cua__fail(NULL, rc, "%s", err) : 0;
-  }
-  /* auto: the CUDA backend when it has a device, else host, saying why.
-   * A bad [backend.cuda] section is an error, not a reason to fall back. */
-  int rc = open_backend(rt, "cuda", err, sizeof err);
-  if (rc == 0)
-    return 0;
-  if (rc <= CUA_ERR_CONFIG_NOT_FOUND && rc >= CUA_ERR_CONFIG_DUPLICATE_KEY)
-    return cua__fail(NULL, rc, "%s", err);
-  if (getenv("CUASYNC_DEBUG") != NULL)
-    fprintf(stderr, "cuasync: backend auto: no CUDA (%s); using host\n", err);
-  rc = open_backend(rt, "host", err, sizeof err);
-  return rc ? cua__fail(NULL, rc, "%s", err) : 0;
-}
 
 /* ------------------------------------------------------------- streams */
 
@@ -206,21 +116,6 @@ static int check_policy_sections(cua_runtime *rt) {
     cua__module_unload(mod);
     if (rc)
       return cua__fail(NULL, rc, "%s", err);
-  }
-  return 0;
-}
-
-static int check_backend_sections(const cua__config *cfg) {
-  for (size_t i = 0; i < cfg->nsections; i++) {
-    const cua__section *sec = &cfg->sections[i];
-    if (strncmp(sec->name, "backend.", 8) != 0)
-      continue;
-    if (strcmp(sec->name + 8, "cuda") != 0 &&
-        strcmp(sec->name + 8, "host") != 0)
-      return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
-                       "%s:%d: unknown section [%s]: the backends are "
-                       "'cuda' and 'host'",
-                       cfg->origin, sec->line, sec->name);
   }
   return 0;
 }
@@ -355,9 +250,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
     cua__fail(NULL, rc, "%s", err);
     goto fail;
   }
-  if ((rc = check_backend_sections(rt->cfg)) != 0)
-    goto fail;
-  if ((rc = choose_backend(rt)) != 0)
+  if ((rc = cua__backend_open(rt)) != 0)
     goto fail;
   int ndev = rt->be->device_count(rt->bst);
   rt->devs = cua__calloc((size_t)ndev, sizeof *rt->devs);

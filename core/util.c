@@ -1,5 +1,6 @@
 /*
- * core/util.c: version, error names and messages, small helpers.
+ * core/util.c: version, error and op kind names and messages, small
+ * helpers.
  */
 #include "config.h"
 #include "internal.h"
@@ -44,6 +45,26 @@ const char *cua_err_name(int err) {
     return "CUA_ERR_UNKNOWN";
   }
 }
+
+const char *cua_op_kind_name(cua_op_kind kind) {
+  switch ((int)kind) {
+#define CUA__KIND_NAME(id, val, name, launched, desc)                          \
+  case (val):                                                                  \
+    return name;
+    CUA_OP_KIND_MAP(CUA__KIND_NAME)
+#undef CUA__KIND_NAME
+  default:
+    return "?";
+  }
+}
+
+/* CUA_OP_KIND_COUNT_ is written by hand in the enum: it must stay one more
+ * than every value of the list. */
+#define CUA__KIND_BELOW_COUNT(id, val, name, launched, desc)                   \
+  _Static_assert((val) > 0 && (val) < CUA_OP_KIND_COUNT_,                      \
+                 "CUA_OP_KIND_COUNT_ must exceed CUA_OP_" #id);
+CUA_OP_KIND_MAP(CUA__KIND_BELOW_COUNT)
+#undef CUA__KIND_BELOW_COUNT
 
 void *cua__malloc(size_t n) {
   return malloc(n ? n : 1);

@@ -117,7 +117,7 @@ CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
 /** Waits until every submission made so far has completed. Returns 0;
  * failures are reported by each submission's future. */
 CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
-/** The backend's name ("cuda" or "host"). */
+/** The backend's name, as its descriptor declares it ("cuda", "host"...). */
 CUA_EXTERN const char *cua_runtime_backend(const cua_runtime *rt);
 /** The configuration file that was read, or NULL for built-in or text. */
 CUA_EXTERN const char *cua_runtime_config_path(const cua_runtime *rt);
@@ -265,7 +265,7 @@ typedef int (*cua_stream_fn)(cua_stream_ctx *ctx, void *arg);
 CUA_EXTERN void *cua_ctx_stream(const cua_stream_ctx *ctx);
 /** The op's placement (runtime device index and stream index). */
 CUA_EXTERN cua_placement cua_ctx_placement(const cua_stream_ctx *ctx);
-/** The backend's name ("cuda" or "host"). */
+/** The backend's name ("cuda", "host"...). */
 CUA_EXTERN const char *cua_ctx_backend(const cua_stream_ctx *ctx);
 /** Device address of the @p i-th declared access's buffer (tile offset
  * included). */
@@ -400,6 +400,9 @@ typedef struct cua_hints {
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
 /** The op's kind. */
 CUA_EXTERN cua_op_kind cua_op_get_kind(const cua_op *op);
+/** The name of an op kind, as #CUA_OP_KIND_MAP spells it ("fill",
+ * "memcpy_d2h"...; static storage); "?" for a value that is not a kind. */
+CUA_EXTERN const char *cua_op_kind_name(cua_op_kind kind);
 /** Takes another reference; returns @p op. */
 CUA_EXTERN cua_op *cua_op_retain(cua_op *op);
 /** Releases the caller's reference. */

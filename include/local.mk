@@ -2,6 +2,7 @@ include_HEADERS += %reldir%/cuasync.h
 cuasyncincdir = $(includedir)/cuasync
 cuasyncinc_HEADERS = \
 	%reldir%/cuasync/common.h \
+	%reldir%/cuasync/opkinds.h \
 	%reldir%/cuasync/errors.h \
 	%reldir%/cuasync/module.h \
 	%reldir%/cuasync/policy.h \

@@ -127,10 +127,10 @@ END_TEST
 
 START_TEST(first_error_in_file_order_wins) {
   /* A syntax error that inih finds before our own error on a later line. */
-  expect_text_error("[runtime]\noops\nbackend = gpu\n", CUA_ERR_CONFIG_SYNTAX,
-                    "<text>:2: ", NULL);
+  expect_text_error("[runtime]\noops\non_policy_error = maybe\n",
+                    CUA_ERR_CONFIG_SYNTAX, "<text>:2: ", NULL);
   /* Our error first: the syntax error later is never reached. */
-  expect_text_error("[runtime]\nbackend = gpu\noops\n",
+  expect_text_error("[runtime]\non_policy_error = maybe\noops\n",
                     CUA_ERR_CONFIG_BAD_VALUE, "<text>:2: ", NULL);
   /* A bad header after a bad line. */
   expect_text_error("[runtime]\noops\n[nope]\n", CUA_ERR_CONFIG_SYNTAX,
@@ -250,11 +250,22 @@ START_TEST(duplicate_runtime_key_names_the_first_line) {
 }
 END_TEST
 
-START_TEST(bad_backend_is_refused) {
-  expect_text_error("[runtime]\nbackend = gpu\n", CUA_ERR_CONFIG_BAD_VALUE,
-                    "<text>:2: ", "'gpu' is not one of auto, cuda, host");
+/* Any name may be a backend (a NAME.so on the backend path): the parser
+ * keeps it with its line, and the runtime looks it up when it opens
+ * (tests/check_backends.c). Only an empty value is refused here. */
+START_TEST(backend_name_is_kept_with_its_line_and_empty_refused) {
+  cua__config *cfg = load_ok("[runtime]\npolicy = x\nbackend = gpu\n");
+  ck_assert_str_eq(cfg->backend, "gpu");
+  ck_assert_int_eq(cfg->backend_line, 3);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\npolicy = x\n");
+  ck_assert_str_eq(cfg->backend, "auto");
+  ck_assert_int_eq(cfg->backend_line, 0);
+  cua__config_free(cfg);
   expect_text_error("[runtime]\nbackend =\n", CUA_ERR_CONFIG_BAD_VALUE,
-                    "<text>:2: ", "backend");
+                    "<text>:2: ",
+                    "[runtime] backend: the value is empty; give auto, a "
+                    "backend name or the path of a .so");
 }
 END_TEST
 
@@ -974,7 +985,7 @@ static Suite *suite(void) {
   tc = tcase_create("runtime");
   tcase_add_test(tc, unknown_runtime_key_lists_the_valid_ones);
   tcase_add_test(tc, duplicate_runtime_key_names_the_first_line);
-  tcase_add_test(tc, bad_backend_is_refused);
+  tcase_add_test(tc, backend_name_is_kept_with_its_line_and_empty_refused);
   tcase_add_test(tc, bad_devices_lists_are_refused);
   tcase_add_test(tc, devices_list_is_parsed);
   tcase_add_test(tc, bad_policy_is_refused);

@@ -16,20 +16,15 @@ static const char *const policies[] = {"single-stream", "round-robin",
                                        "random",        "scatter"};
 #define NPOL (sizeof policies / sizeof *policies)
 
-static const char *extra_for(const char *p) {
-  if (strcmp(p, "affinity") == 0)
-    return "[policy.affinity]\nrule = tag:a -> 1\nrule = tag:b -> 0\n"
-           "[backend.host]\ndevices = 2\n";
-  return "[backend.host]\ndevices = 2\n";
-}
-
 static cua_runtime *open_pol(int i) {
-  /* On CUDA the host device count does not apply: keep the backend's. */
-  const char *extra = strcmp(test_backend(), "host") == 0
-                          ? extra_for(policies[i])
-                          : (strcmp(policies[i], "affinity") == 0
-                                 ? "[policy.affinity]\nrule = tag:a -> 0\n"
-                                 : "");
+  /* A CPU backend gets two virtual devices; CUDA keeps the ones it has. */
+  char extra[512];
+  const char *rules = "";
+  if (strcmp(policies[i], "affinity") == 0)
+    rules = test_backend_on_cpu()
+                ? "[policy.affinity]\nrule = tag:a -> 1\nrule = tag:b -> 0\n"
+                : "[policy.affinity]\nrule = tag:a -> 0\n";
+  snprintf(extra, sizeof extra, "%s%s", rules, two_devices_section());
   return open_policy(policies[i], extra);
 }
 
@@ -255,7 +250,7 @@ END_TEST
 /* The research workflow: the policy changes between submissions, runtime
  * wide, per device and per submission, without reopening. */
 START_TEST(policy_swapped_at_run_time) {
-  cua_runtime *rt = open_policy("round-robin", "[backend.host]\ndevices = 2\n");
+  cua_runtime *rt = open_policy("round-robin", two_devices_section());
   cua_buffer *x;
   ck_assert_int_eq(cua_buffer_create(&x, rt, 0, 1024, 0), 0);
   for (size_t i = 0; i < NPOL; i++) {

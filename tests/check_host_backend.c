@@ -869,6 +869,7 @@ START_TEST(kernel_ops_and_unknown_kinds_are_refused) {
 
   op = make_op(CUA_OP_ZIP, 1);
   ck_assert_int_eq(B->launch(st, s, &op, &err), CUA_ERR_INVAL);
+  ck_assert_msg(strstr(err.msg, "kind ZIP (14)") != NULL, "%s", err.msg);
   op = make_op(CUA_OP_FUNC, 1); /* no function */
   ck_assert_int_eq(B->launch(st, s, &op, &err), CUA_ERR_INVAL);
   op = make_op(CUA_OP_FILL, 1);

@@ -299,14 +299,14 @@ START_TEST(partition_tiles_then_unpartition) {
 }
 END_TEST
 
-/* ---- stream functions: host backend only (CUDA ones need a kernel) --- */
+/* ---- stream functions: CPU backends only (CUDA ones need a kernel) ---- */
 
 static int fn_double(cua_stream_ctx *ctx, void *arg) {
   float *p = cua_ctx_ptr(ctx, 0);
   for (int i = 0; i < N; i++)
     p[i] *= 2.0f;
   ck_assert_ptr_nonnull(cua_ctx_stream(ctx));
-  ck_assert_str_eq(cua_ctx_backend(ctx), "host");
+  ck_assert_str_eq(cua_ctx_backend(ctx), test_backend());
   cua_ctx_set_result(ctx, arg);
   return 0;
 }
@@ -318,7 +318,7 @@ static int fn_fail(cua_stream_ctx *ctx, void *arg) {
 }
 
 START_TEST(stream_function_sees_its_buffers_and_sets_result) {
-  if (strcmp(test_backend(), "host") != 0)
+  if (!test_backend_on_cpu())
     return;
   cua_buffer *x = buf(N);
   cua_op *f, *fn, *s;
@@ -341,7 +341,7 @@ START_TEST(stream_function_sees_its_buffers_and_sets_result) {
 END_TEST
 
 START_TEST(failure_fails_dependents_but_not_independent_work) {
-  if (strcmp(test_backend(), "host") != 0)
+  if (!test_backend_on_cpu())
     return;
   cua_buffer *x = buf(N), *y = buf(N), *z = buf(N);
   cua_access acc = {x, CUA_WRITE};

@@ -162,12 +162,10 @@ START_TEST(scatter_matches_sequential) {
 END_TEST
 
 START_TEST(scatter_two_devices_matches_sequential) {
-  if (strcmp(test_backend(), "host") == 0)
-    run_policy("scatter",
-               "[policy.scatter]\nstreams = 3\n[backend.host]\ndevices = 2\n",
-               2);
-  else
-    run_policy("scatter", "[policy.scatter]\nstreams = 3\n", 2);
+  char extra[256];
+  snprintf(extra, sizeof extra, "[policy.scatter]\nstreams = 3\n%s",
+           two_devices_section());
+  run_policy("scatter", extra, 2);
 }
 END_TEST
 

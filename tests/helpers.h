@@ -73,12 +73,31 @@ static inline int run_suite(Suite *s) {
 
 /* ------------------------------------------------------------------------
  * Backend selection: the op, ordering and random-DAG suites run on the
- * backend named by $CUASYNC_TEST_BACKEND (default host). On "cuda" without a
- * usable GPU they exit 77 saying why: a skipped CUDA test did not pass. */
+ * backend named by $CUASYNC_TEST_BACKEND (default host; tests/cuda/ and
+ * tests/launchtime/ rerun them on cuda and on the launchtime test backend).
+ * On "cuda" without a usable GPU they exit 77 saying why: a skipped CUDA
+ * test did not pass. */
 
 static inline const char *test_backend(void) {
   const char *b = getenv("CUASYNC_TEST_BACKEND");
   return b && *b ? b : "host";
+}
+
+/** 1 if the test backend runs ops on the CPU in host memory (host,
+ * launchtime), where a stream function does its work itself; 0 on CUDA. */
+static inline int test_backend_on_cpu(void) {
+  return strcmp(test_backend(), "host") == 0 ||
+         strcmp(test_backend(), "launchtime") == 0;
+}
+
+/** The [backend.NAME] section that gives a CPU test backend two virtual
+ * devices ("" on CUDA, which has the devices it has). Static storage. */
+static inline const char *two_devices_section(void) {
+  static char buf[128];
+  if (!test_backend_on_cpu())
+    return "";
+  snprintf(buf, sizeof buf, "[backend.%s]\ndevices = 2\n", test_backend());
+  return buf;
 }
 
 /** Opens a runtime on the test backend with @p policy and extra INI text
@@ -90,7 +109,7 @@ static inline cua_runtime *open_policy(const char *policy, const char *extra) {
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, text);
   if (rc == CUA_ERR_NO_DEVICE || rc == CUA_ERR_MODULE_NOT_FOUND) {
-    if (strcmp(test_backend(), "host") != 0) {
+    if (!test_backend_on_cpu()) {
       printf("skipped: backend %s unavailable: %s\n", test_backend(),
              cua_runtime_error(NULL));
       exit(77);
@@ -137,7 +156,8 @@ static inline void require_backend(void) {
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     printf("skipped: backend %s unavailable: %s\n", test_backend(), msg);
-    exit(strcmp(test_backend(), "host") == 0 ? 99 : 77);
+    /* The CPU backends are always built: missing, they are a failure. */
+    exit(test_backend_on_cpu() ? 99 : 77);
   }
 }
 

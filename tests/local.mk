@@ -19,6 +19,7 @@ UNIT_TESTS = \
 	tests/check_version \
 	tests/check_config \
 	tests/check_loader \
+	tests/check_backends \
 	tests/check_host_backend \
 	tests/check_policies \
 	tests/check_e2e \
@@ -30,7 +31,7 @@ UNIT_TESTS = \
 	tests/check_sched \
 	tests/check_cuda
 check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS) $(CUDA_TESTS)
+TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS)
 
 # The same op, ordering, property, future and conformance suites, on the
 # CUDA backend (they exit 77, skipped, where it has no device).
@@ -43,6 +44,19 @@ CUDA_TESTS = \
 	tests/cuda/sched.sh
 EXTRA_DIST += $(CUDA_TESTS)
 
+# The op, ordering, property and conformance suites again on the launchtime
+# test backend (tests/modules/launchtime.c), which runs every op, stream
+# functions included, inside launch() on the launching thread, as the CUDA
+# backend runs stream functions. check_futures is not among them: its
+# timeouts assume that an op is still running when cua_submit() returns.
+LAUNCHTIME_TESTS = \
+	tests/launchtime/ops.sh \
+	tests/launchtime/ordering.sh \
+	tests/launchtime/random_dag.sh \
+	tests/launchtime/conformance.sh \
+	tests/launchtime/sched.sh
+EXTRA_DIST += $(LAUNCHTIME_TESTS)
+
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)
 tests_check_version_LDADD = $(TEST_LIBS)
@@ -52,6 +66,9 @@ tests_check_config_LDADD = $(TEST_LIBS)
 tests_check_loader_SOURCES = tests/check_loader.c tests/helpers.h
 tests_check_loader_CFLAGS = $(TEST_CFLAGS)
 tests_check_loader_LDADD = $(TEST_LIBS)
+tests_check_backends_SOURCES = tests/check_backends.c tests/helpers.h
+tests_check_backends_CFLAGS = $(TEST_CFLAGS)
+tests_check_backends_LDADD = $(TEST_LIBS)
 tests_check_host_backend_SOURCES = tests/check_host_backend.c tests/helpers.h
 tests_check_host_backend_CFLAGS = $(TEST_CFLAGS)
 tests_check_host_backend_LDADD = $(TEST_LIBS)
@@ -96,7 +113,17 @@ check_LTLIBRARIES += \
 	tests/modules/broken-noplace.la \
 	tests/modules/broken-placement.la \
 	tests/modules/broken-undefined.la \
-	tests/modules/random.la
+	tests/modules/random.la \
+	tests/modules/launchtime.la \
+	tests/modules/nodevice.la
+# Test backends: launchtime runs every op inside launch() on the launching
+# thread, as the CUDA backend runs stream functions; nodevice (the same
+# source) never finds a device, for `backend = auto`.
+tests_modules_launchtime_la_SOURCES = tests/modules/launchtime.c
+tests_modules_launchtime_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_nodevice_la_SOURCES = tests/modules/launchtime.c
+tests_modules_nodevice_la_CPPFLAGS = $(AM_CPPFLAGS) -DLT_NODEVICE
+tests_modules_nodevice_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # The out-of-tree example policy, built here too so the conformance suite
 # holds it to the same rules as the standard ones.
 tests_modules_random_la_SOURCES = doc/examples/custom-policy/random-policy.c

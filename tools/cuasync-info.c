@@ -84,7 +84,9 @@ typedef struct module_info {
   param_info *params;
   size_t nparams;
   char *params_error; /* the configuration's section does not fit */
-  /* Backends: whether a runtime opens with it. */
+  /* Backends: the priority `backend = auto` reads, and whether a runtime
+   * opens with it. */
+  int priority;
   int probed;
   int opens;
   char *probe_error;
@@ -345,6 +347,7 @@ static void copy_module(module_info *m, const cua__module *mod) {
     m->abi_major = d->abi_major;
     m->abi_minor = d->abi_minor;
     m->flags = d->flags;
+    m->priority = cua__backend_priority(d);
     copy_params(m, d->params, d->nparams);
   }
   m->path = xstrdup(mod->path);
@@ -895,9 +898,46 @@ static void table_modules(FILE *f, const char *title, const report *r,
   table_print(&t, f, 2);
 }
 
+/* The order in which `backend = auto` tries the backends: decreasing
+ * priority, then name, as the core sorts them. */
+static int cmp_auto(const void *a, const void *b) {
+  const module_info *x = *(const module_info *const *)a;
+  const module_info *y = *(const module_info *const *)b;
+  if (x->priority != y->priority)
+    return x->priority > y->priority ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* One line: the backends `auto` tries, in order, with their priorities,
+ * and those it never tries (a negative priority). */
+static void print_auto_order(const report *r, FILE *f) {
+  const module_info **v = grow_array(NULL, 0, (r->nbackends + 1) * sizeof *v);
+  size_t i, n = 0, k;
+  int never;
+
+  for (i = 0; i < r->nbackends; i++)
+    if (!r->backends[i].shadowed)
+      v[n++] = &r->backends[i];
+  qsort(v, n, sizeof *v, cmp_auto);
+  fprintf(f, "  backend = auto tries:");
+  for (i = 0, k = 0; i < n; i++)
+    if (v[i]->priority >= 0)
+      fprintf(f, "%s%s (%d)", k++ > 0 ? ", " : " ", v[i]->name, v[i]->priority);
+  if (k == 0)
+    fprintf(f, " none");
+  for (i = 0, never = 0; i < n; i++)
+    if (v[i]->priority < 0)
+      fprintf(f, "%s%s (%d)", never++ > 0 ? ", " : "; never: ", v[i]->name,
+              v[i]->priority);
+  fprintf(f, "\n");
+  free(v);
+}
+
 static void table_backends(const report *r, FILE *f) {
   table_modules(f, "Backends", r, CUA__MODULE_BACKEND, r->backends,
                 r->nbackends, "STATUS", backend_status);
+  if (r->nbackends > 0)
+    print_auto_order(r, f);
 }
 
 static void table_policies_brief(const report *r, FILE *f) {
@@ -1246,6 +1286,7 @@ static void json_module(json *j, const module_info *m, cua__module_kind kind) {
     json_bool(j, "wants_timing", (m->flags & CUA_POLICY_WANTS_TIMING) != 0);
     json_string(j, "config_error", m->params_error);
   } else {
+    json_int(j, "priority", m->priority);
     if (m->probed)
       json_bool(j, "opens", m->opens);
     else

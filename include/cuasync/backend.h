@@ -28,12 +28,17 @@
 #include <cuasync/module.h>
 
 #define CUA_BACKEND_ABI_MAJOR 1
+/* 1.1: cua_backend_descriptor::priority. */
 #define CUA_BACKEND_ABI_MINOR 1
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
  * not at enqueue time (the host backend). */
 #define CUA_BACKEND_HOST_EXEC 0x1u
+
+/** cua_backend_descriptor::priority of a backend that declares none (a
+ * descriptor of ABI 1.0, or one that leaves the field zero). */
+#define CUA_BACKEND_PRIORITY_DEFAULT 0
 
 typedef struct cua_backend_stream cua_backend_stream; /**< backend-defined */
 typedef struct cua_backend_event cua_backend_event;   /**< backend-defined */
@@ -90,11 +95,20 @@ typedef struct cua_backend_op {
   uint64_t *duration_ns;
 } cua_backend_op;
 
-/** The descriptor a backend module exports. */
+/**
+ * The descriptor a backend module exports, as #CUA_BACKEND_ENTRY_SYMBOL.
+ *
+ * A backend is found by name: `backend = NAME` in [runtime] loads the first
+ * NAME.so on the backend search path ($CUASYNC_MODULE_PATH, then the
+ * installed backends) whose descriptor is named NAME, and its
+ * [backend.NAME] section is checked against #params. The struct grows only
+ * at the end: @p size tells the core which fields the module has, and a
+ * field beyond it takes its documented default.
+ */
 typedef struct cua_backend_descriptor {
   uint32_t abi_major;
   uint32_t abi_minor;
-  size_t size;
+  size_t size; /**< sizeof(cua_backend_descriptor) of the module */
   const char *name;
   const char *version;
   const char *description;
@@ -180,7 +194,20 @@ typedef struct cua_backend_descriptor {
    * device. */
   int (*module_function)(void *state, cua_backend_module *m, const char *name,
                          void **kernel, cua_backend_err *err);
-  /* ABI 1.1: streams the caller owns (cua_op_wait_native(),
+
+  /* ---- ABI 1.1 ---- */
+
+  /**
+   * Where `backend = auto` tries this backend: backends are tried in
+   * decreasing priority (equal priorities by name), and the first whose
+   * create() succeeds is used; one that fails (CUA_ERR_NO_DEVICE: no
+   * driver, no device) is skipped. A negative priority keeps the backend
+   * out of `auto` altogether: it opens only by name (test and experimental
+   * backends). Absent (a 1.0 descriptor): #CUA_BACKEND_PRIORITY_DEFAULT.
+   * The standard backends declare cuda 200, host 100.
+   */
+  int priority;
+  /* Streams the caller owns (cua_op_wait_native(),
    * cua_future_wait_native()). */
   /** Optional (NULL: CUA_ERR_NOTSUP). Records @p e at the current end of
    * @p native, a stream the application owns on runtime device @p device

@@ -6,6 +6,8 @@
 #ifndef CUASYNC_COMMON_H
 #define CUASYNC_COMMON_H
 
+#include <cuasync/opkinds.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,28 +24,14 @@
 #define CUA_EXTERN CUA__EXTERN_C
 #endif
 
-/** The kinds of DeviceOp. Values are part of the policy ABI: append only. */
+/** The kinds of DeviceOp, generated from #CUA_OP_KIND_MAP
+ * (cuasync/opkinds.h), which says what each is. Values are part of the
+ * policy and backend ABIs: append only. cua_op_kind_name() names them. */
 typedef enum cua_op_kind {
-  CUA_OP_FUNC = 1,       /**< user stream function (launches its own work) */
-  CUA_OP_FILL = 2,       /**< built-in kernel: fill float32 elements */
-  CUA_OP_COPY = 3,       /**< built-in kernel: element copy between buffers */
-  CUA_OP_AXPY = 4,       /**< built-in kernel: y = a * x + y, float32 */
-  CUA_OP_SPIN = 5,       /**< built-in kernel: busy for a given duration */
-  CUA_OP_MEMCPY_H2D = 6, /**< copy host memory into a buffer */
-  CUA_OP_MEMCPY_D2H = 7, /**< copy a buffer into host memory */
-  CUA_OP_MEMCPY_D2D = 8, /**< copy between buffers, also across devices */
-  CUA_OP_MEMSET = 9,     /**< set bytes of a buffer */
-  CUA_OP_ALLOC = 10,   /**< allocate a lazily created buffer, stream-ordered */
-  CUA_OP_FREE = 11,    /**< free a buffer, stream-ordered after its uses */
-  CUA_OP_HOST = 12,    /**< host step: runs on the host, blocks no stream */
-  CUA_OP_BARRIER = 13, /**< waits for all work submitted before it */
-  CUA_OP_ZIP = 14,     /**< joins N ops; no work of its own */
-  CUA_OP_UNZIP = 15,   /**< selects one result of a zip; no work */
-  CUA_OP_MAP = 16,     /**< host-side transform of a result; no device work */
-  CUA_OP_THEN = 17,    /**< sequence: second op after the first */
-  CUA_OP_SHARED = 18,  /**< runs its inner op once for all consumers */
-  CUA_OP_KERNEL = 19,  /**< kernel from a loaded PTX/cubin module */
-  CUA_OP_WAIT_NATIVE = 20, /**< waits for work queued on a caller's stream */
+#define CUA__OP_KIND_ENUM(id, val, name, launched, desc) CUA_OP_##id = (val),
+  CUA_OP_KIND_MAP(CUA__OP_KIND_ENUM)
+#undef CUA__OP_KIND_ENUM
+  /** One more than the largest value (grows when a kind is appended). */
   CUA_OP_KIND_COUNT_ = 21
 } cua_op_kind;
 

@@ -1275,28 +1275,14 @@ static void cuda_host_free(void *state, void *ptr) {
 
 /* ----------------------------------------------------------------- launch */
 
+/* The kind's identifier ("FILL", "MEMCPY_D2D"...), from the shared list. */
 static const char *op_name(cua_op_kind k) {
   switch (k) {
-  case CUA_OP_FUNC:
-    return "FUNC";
-  case CUA_OP_FILL:
-    return "FILL";
-  case CUA_OP_COPY:
-    return "COPY";
-  case CUA_OP_AXPY:
-    return "AXPY";
-  case CUA_OP_SPIN:
-    return "SPIN";
-  case CUA_OP_MEMCPY_H2D:
-    return "MEMCPY_H2D";
-  case CUA_OP_MEMCPY_D2H:
-    return "MEMCPY_D2H";
-  case CUA_OP_MEMCPY_D2D:
-    return "MEMCPY_D2D";
-  case CUA_OP_MEMSET:
-    return "MEMSET";
-  case CUA_OP_KERNEL:
-    return "KERNEL";
+#define KIND_ID(id, val, name, launched, desc)                                 \
+  case CUA_OP_##id:                                                            \
+    return #id;
+    CUA_OP_KIND_MAP(KIND_ID)
+#undef KIND_ID
   default:
     return "?";
   }
@@ -1408,7 +1394,8 @@ static int validate(backend *be, const cua_backend_op *op,
   case CUA_OP_MEMSET:
     break;
   default:
-    set_err(err, "the CUDA backend does not run ops of kind %d", (int)op->kind);
+    set_err(err, "the CUDA backend does not run ops of kind %s (%d)",
+            op_name(op->kind), (int)op->kind);
     return CUA_ERR_NOTSUP;
   }
   return 0;
@@ -2074,6 +2061,8 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,
     .module_function = cuda_module_function,
+    /* auto tries cuda first, before host */
+    .priority = 200,
     .native_record = cuda_native_record,
     .native_wait = cuda_native_wait,
 };

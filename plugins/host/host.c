@@ -832,6 +832,19 @@ static void host_host_free(void *state, void *ptr) {
 
 /* ------------------------------------------------------------ execution */
 
+/* The kind's identifier ("FILL", "MEMCPY_D2D"...), from the shared list. */
+static const char *kind_name(cua_op_kind k) {
+  switch (k) {
+#define KIND_ID(id, val, name, launched, desc)                                 \
+  case CUA_OP_##id:                                                            \
+    return #id;
+    CUA_OP_KIND_MAP(KIND_ID)
+#undef KIND_ID
+  default:
+    return "?";
+  }
+}
+
 /* Checks what can be checked at enqueue time, as a CUDA launch does. */
 static int check_op(const cua_backend_op *op, cua_backend_err *err) {
   int needs_dst = 0, needs_src = 0;
@@ -863,16 +876,16 @@ static int check_op(const cua_backend_op *op, cua_backend_err *err) {
             (unsigned long long)op->seq);
     return CUA_ERR_NOTSUP;
   default:
-    set_err(err, "launch: op %llu has kind %d, which is not a stream op",
-            (unsigned long long)op->seq, (int)op->kind);
+    set_err(err, "launch: op %llu has kind %s (%d), which is not a stream op",
+            (unsigned long long)op->seq, kind_name(op->kind), (int)op->kind);
     return CUA_ERR_INVAL;
   }
   if (op->bytes > 0 &&
       ((needs_dst && op->dst == NULL) || (needs_src && op->src == NULL))) {
     set_err(err,
-            "launch: op %llu (kind %d) moves %zu bytes through a NULL "
+            "launch: op %llu (%s) moves %zu bytes through a NULL "
             "pointer",
-            (unsigned long long)op->seq, (int)op->kind, op->bytes);
+            (unsigned long long)op->seq, kind_name(op->kind), op->bytes);
     return CUA_ERR_INVAL;
   }
   return CUA_OK;
@@ -1201,6 +1214,8 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .module_load = NULL,
     .module_unload = NULL,
     .module_function = NULL,
+    /* auto tries host after cuda */
+    .priority = 100,
     .native_record = host_native_record,
     .native_wait = host_native_wait,
 };

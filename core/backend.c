@@ -1,0 +1,333 @@
+/*
+ * core/backend.c: finding, checking and opening the runtime's backend.
+ *
+ * The core knows no backend by name: any NAME.so on the backend search
+ * path (cua__module_dirs()) that exports the backend entry is the backend
+ * NAME. `backend = NAME` (or a path) loads that module; `backend = auto`
+ * scans the path and tries every backend in decreasing declared priority
+ * (cua_backend_descriptor::priority), skipping those whose create() fails
+ * and never trying those with a negative priority. Every [backend.NAME]
+ * section is checked against the schema of the backend of that name,
+ * whether or not it is the one opened, as [policy.NAME] sections are.
+ *
+ * Runs once, in cua_runtime_create_ex(), on the creating thread, before
+ * the runtime has other threads: no lock is needed or taken. The only state
+ * written is the runtime's backend fields (rt->bmod, be, bst, bparams,
+ * nbparams, bhost, host_exec), read-only afterwards.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
+  cua_runtime *rt = core;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
+    fprintf(stderr, "cuasync: %s: %s\n", rt->be ? rt->be->name : "backend",
+            line);
+}
+
+static uint64_t b_now(void *core) {
+  (void)core;
+  return cua__now_ns();
+}
+
+/* Where a configuration error about the backend points: the line of
+ * `backend =`, or just the origin when the name was defaulted. */
+static void backend_where(const cua__config *cfg, char *buf, size_t len) {
+  if (cfg->backend_line > 0)
+    snprintf(buf, len, "%s:%d: backend = %s: ", cfg->origin, cfg->backend_line,
+             cfg->backend);
+  else
+    snprintf(buf, len, "backend %s: ", cfg->backend);
+}
+
+/* Appends to the message in @p buf; truncates, never overflows. */
+static void msg_add(char *buf, size_t len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void msg_add(char *buf, size_t len, const char *fmt, ...) {
+  size_t n = strlen(buf);
+  if (n + 1 >= len)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, len - n, fmt, ap);
+  va_end(ap);
+}
+
+/* The backends on the search path, for `backend = auto` and for messages:
+ * the first good module of each name, as a load by name would pick it. */
+typedef struct found_backend {
+  char *name;
+  char *path;
+  int priority;
+} found_backend;
+
+typedef struct backend_list {
+  found_backend *v;
+  size_t n, cap;
+  int nomem;
+} backend_list;
+
+static void on_backend_found(const cua__module_report *r, void *arg) {
+  backend_list *l = arg;
+  if (r->status != 0 || l->nomem)
+    return;
+  const cua_backend_descriptor *d = r->module->desc.backend;
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->v[i].name, d->name) == 0)
+      return;
+  if (cua__grow(&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+    l->nomem = 1;
+    return;
+  }
+  found_backend *f = &l->v[l->n];
+  f->name = cua__strdup(d->name);
+  f->path = cua__strdup(r->path);
+  f->priority = cua__backend_priority(d);
+  if (f->name == NULL || f->path == NULL) {
+    free(f->name);
+    free(f->path);
+    l->nomem = 1;
+    return;
+  }
+  l->n++;
+}
+
+/* Decreasing priority, then by name, so that the order of `auto` does not
+ * depend on the order of the directories. */
+static int cmp_found(const void *a, const void *b) {
+  const found_backend *x = a, *y = b;
+  if (x->priority != y->priority)
+    return x->priority > y->priority ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static void backends_free(backend_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].name);
+    free(l->v[i].path);
+  }
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+/* Every backend module on the search path, sorted as `auto` tries them.
+ * Returns 0 or CUA_ERR_NOMEM. */
+static int find_backends(const cua_runtime *rt, backend_list *l) {
+  memset(l, 0, sizeof *l);
+  cua__module_scan(CUA__MODULE_BACKEND, NULL, 0, rt->ignore_env,
+                   on_backend_found, l);
+  if (l->nomem) {
+    backends_free(l);
+    return CUA_ERR_NOMEM;
+  }
+  if (l->n > 1)
+    qsort(l->v, l->n, sizeof *l->v, cmp_found);
+  return 0;
+}
+
+/* "cuda, host, ..." or "none", for messages about an unknown name. */
+static void backend_names(const cua_runtime *rt, char *buf, size_t len) {
+  backend_list l;
+  buf[0] = '\0';
+  if (find_backends(rt, &l) != 0) {
+    snprintf(buf, len, "(out of memory listing them)");
+    return;
+  }
+  if (l.n == 0)
+    snprintf(buf, len, "none");
+  for (size_t i = 0; i < l.n; i++)
+    msg_add(buf, len, "%s%s", i > 0 ? ", " : "", l.v[i].name);
+  backends_free(&l);
+}
+
+/* Opens backend @p name (a name or a path). Fails with the loader's code
+ * (CUA_ERR_MODULE_NOT_FOUND...), a CUA_ERR_CONFIG_* code for its
+ * [backend.NAME] section, or the code of its create() (CUA_ERR_NO_DEVICE
+ * when it has no usable device, so that `backend = auto` moves on), with
+ * the reason in @p err. */
+static int open_backend(cua_runtime *rt, const char *name, char *err,
+                        size_t errlen) {
+  cua__module *mod = NULL;
+  int rc = cua__module_load(&mod, CUA__MODULE_BACKEND, name, NULL, 0,
+                            rt->ignore_env, err, errlen);
+  if (rc)
+    return rc;
+  const cua_backend_descriptor *d = mod->desc.backend;
+  /* A backend loaded by path is configured from the section of the name
+   * it declares, as a policy is. */
+  char section[256];
+  snprintf(section, sizeof section, "backend.%s", d->name);
+  cua_param_value *params = NULL;
+  rc = cua__config_params(rt->cfg, section, d->params, d->nparams, &params, err,
+                          errlen);
+  if (rc) {
+    cua__module_unload(mod);
+    return rc;
+  }
+  rt->bhost.abi_major = CUA_BACKEND_ABI_MAJOR;
+  rt->bhost.abi_minor = CUA_BACKEND_ABI_MINOR;
+  rt->bhost.size = sizeof rt->bhost;
+  rt->bhost.core = rt;
+  rt->bhost.log = b_log;
+  rt->bhost.now_ns = b_now;
+  cua_backend_err berr = {{0}};
+  void *st = NULL;
+  rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,
+                 &st, &berr);
+  if (rc) {
+    snprintf(err, errlen, "backend '%s' (%s): create() failed with %s: %s",
+             d->name, mod->path, cua_err_name(rc),
+             berr.msg[0] ? berr.msg : cua_strerror(rc));
+    cua__config_params_free(params, d->nparams);
+    cua__module_unload(mod);
+    return rc;
+  }
+  if (d->device_count(st) <= 0) {
+    snprintf(err, errlen, "backend '%s' (%s) has no device", d->name,
+             mod->path);
+    d->destroy(st);
+    cua__config_params_free(params, d->nparams);
+    cua__module_unload(mod);
+    return CUA_ERR_NO_DEVICE;
+  }
+  rt->bmod = mod;
+  rt->be = d;
+  rt->bst = st;
+  rt->bparams = params;
+  rt->nbparams = d->nparams;
+  rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;
+  return 0;
+}
+
+static int is_config_error(int rc) {
+  return rc <= CUA_ERR_CONFIG_NOT_FOUND && rc >= CUA_ERR_CONFIG_DUPLICATE_KEY;
+}
+
+/* backend = auto: every backend on the path with a priority of 0 or more,
+ * highest first; the first that opens is used. One that fails to open (no
+ * device, no driver, a library missing) is skipped, saying why under
+ * $CUASYNC_DEBUG; a bad [backend.NAME] section is an error, not a reason
+ * to move on. */
+static int choose_auto(cua_runtime *rt, char *err, size_t errlen) {
+  backend_list l;
+  char one[CUA__ERRLEN], where[512];
+  int rc = find_backends(rt, &l);
+  if (rc)
+    return cua__fail(NULL, rc, "out of host memory");
+  backend_where(rt->cfg, where, sizeof where);
+  snprintf(err, errlen, "%sno backend opened:", where);
+  int tried = 0;
+  for (size_t i = 0; i < l.n; i++) {
+    if (l.v[i].priority < 0)
+      continue;
+    tried++;
+    rc = open_backend(rt, l.v[i].name, one, sizeof one);
+    if (rc == 0) {
+      backends_free(&l);
+      return 0;
+    }
+    if (is_config_error(rc)) {
+      backends_free(&l);
+      return cua__fail(NULL, rc, "%s", one);
+    }
+    if (getenv("CUASYNC_DEBUG") != NULL)
+      fprintf(stderr, "cuasync: backend auto: skipping %s: %s\n", l.v[i].name,
+              one);
+    msg_add(err, errlen, " %s;", one);
+  }
+  backends_free(&l);
+  if (tried == 0) {
+    char dirs[CUA__ERRLEN] = "";
+    size_t nd = 0;
+    char **d =
+        cua__module_dirs(CUA__MODULE_BACKEND, NULL, 0, rt->ignore_env, &nd);
+    for (size_t i = 0; i < nd; i++)
+      msg_add(dirs, sizeof dirs, "%s%s", i ? ", " : "", d[i]);
+    cua__strv_free(d, nd);
+    return cua__fail(NULL, CUA_ERR_NO_DEVICE,
+                     "%sno backend module found for auto; searched: %s", where,
+                     dirs);
+  }
+  return cua__fail(NULL, CUA_ERR_NO_DEVICE, "%s", err);
+}
+
+static int choose_backend(cua_runtime *rt) {
+  char err[CUA__ERRLEN], where[512];
+  const char *want = rt->cfg->backend ? rt->cfg->backend : "auto";
+  if (strcmp(want, "auto") == 0)
+    return choose_auto(rt, err, sizeof err);
+  int rc = open_backend(rt, want, err, sizeof err);
+  if (rc == 0)
+    return 0;
+  if (is_config_error(rc))
+    return cua__fail(NULL, rc, "%s", err);
+  backend_where(rt->cfg, where, sizeof where);
+  if (rc == CUA_ERR_MODULE_NOT_FOUND) {
+    char names[1024];
+    backend_names(rt, names, sizeof names);
+    return cua__fail(NULL, rc,
+                     "%sno backend named '%s' (backends found: %s): %s", where,
+                     want, names, err);
+  }
+  return cua__fail(NULL, rc, "%s%s", where, err);
+}
+
+/* Every [backend.NAME] section must name a backend on the search path, and
+ * its keys must fit that backend's schema, whether or not it is the one in
+ * use, as for policies. The backend in use had its section checked when it
+ * opened. */
+static int check_backend_sections(cua_runtime *rt) {
+  const cua__config *cfg = rt->cfg;
+  for (size_t i = 0; i < cfg->nsections; i++) {
+    const cua__section *sec = &cfg->sections[i];
+    if (strncmp(sec->name, "backend.", 8) != 0)
+      continue;
+    const char *name = sec->name + 8;
+    if (rt->be != NULL && strcmp(rt->be->name, name) == 0)
+      continue;
+    char err[CUA__ERRLEN];
+    cua__module *mod = NULL;
+    int rc = cua__module_load(&mod, CUA__MODULE_BACKEND, name, NULL, 0,
+                              rt->ignore_env, err, sizeof err);
+    if (rc == CUA_ERR_MODULE_NOT_FOUND) {
+      char names[1024];
+      backend_names(rt, names, sizeof names);
+      return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
+                       "%s:%d: [%s]: no backend named '%s' (backends found: "
+                       "%s): %s",
+                       cfg->origin, sec->line, sec->name, name, names, err);
+    }
+    if (rc)
+      return cua__fail(NULL, rc, "%s:%d: [%s]: %s", cfg->origin, sec->line,
+                       sec->name, err);
+    const cua_backend_descriptor *d = mod->desc.backend;
+    cua_param_value *v = NULL;
+    rc = cua__config_params(cfg, sec->name, d->params, d->nparams, &v, err,
+                            sizeof err);
+    cua__config_params_free(v, d->nparams);
+    cua__module_unload(mod);
+    if (rc)
+      return cua__fail(NULL, rc, "%s", err);
+  }
+  return 0;
+}
+
+/* Opens the configured backend, then checks the other [backend.NAME]
+ * sections. */
+int cua__backend_open(cua_runtime *rt) {
+  int rc = choose_backend(rt);
+  return rc ? rc : check_backend_sections(rt);
+}

@@ -1,0 +1,583 @@
+/*
+ * tests/modules/launchtime.c: a test backend that runs every op inside its
+ * launch() call, on the calling thread.
+ *
+ * The CUDA backend runs a stream function (cua_op_func) inside launch(), on
+ * the thread that launches it; the host backend runs it later, on a worker.
+ * This backend does the former for every op, so that CI, which has no GPU,
+ * exercises the path where the core's launching thread runs user code: a
+ * core that calls launch() under a lock blocks every other submission for
+ * as long as the op runs, and a stream function that calls back into the
+ * runtime finds that lock taken.
+ *
+ * What makes it a complete backend in a few hundred lines: nothing is ever
+ * pending. A stream is in order because each op finished before launch()
+ * returned; an event is complete when it is recorded, so waiting for one
+ * is nothing to do; a mark publishes its value at once; a stream-ordered
+ * free frees at once (every earlier op of the stream has run). All device
+ * memory is host memory, as on the host backend, and `devices = N` in
+ * [backend.launchtime] gives N virtual devices that can all reach each
+ * other's memory, so multi-device policies run here too.
+ *
+ * Failures are reported as the CUDA backend reports them: synchronously,
+ * from launch(). Nothing fails asynchronously, so poll_error() never has
+ * anything.
+ *
+ * Threads: launch(), mark() and the event and memory calls run on whatever
+ * thread the core calls them from; progress() reads an atomic; wait() and
+ * wake() use one mutex and condition variable, signalled by every mark.
+ *
+ * It is a test module (never installed), and declares a negative priority:
+ * `backend = auto` never picks it; `backend = launchtime` does.
+ *
+ * Built a second time with LT_NODEVICE defined, it is the backend
+ * "nodevice": the highest priority of all, and a create() that always finds
+ * no device, so that the tests see `backend = auto` skip it. Its schema is
+ * its own (a `reason` for the message), to show that a [backend.NAME]
+ * section is checked against the backend of that name.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <cuasync/backend.h>
+#include <cuasync/errors.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef LT_NODEVICE
+#define LT_NAME "nodevice"
+#define LT_PRIORITY 1000
+#else
+#define LT_NAME "launchtime"
+#define LT_PRIORITY (-1)
+#endif
+
+/* Indices into the parameter schema. */
+enum { PARAM_DEVICES, PARAM_COUNT };
+
+/* Fresh device memory is garbage, as on a GPU and on the host backend, so
+ * that a read of memory no op wrote shows. */
+#define MEM_GARBAGE 0xA5
+
+typedef struct lt_state {
+  int ndevices;
+  int *ordinals; /* backend ordinal of each runtime device */
+  pthread_mutex_t lock;
+  pthread_cond_t cond; /* signalled by mark() and wake() */
+  uint64_t signals;    /* marks executed; under lock */
+  uint64_t seen;       /* signals wait() has returned for; under lock */
+  int woken;           /* wake() was called; under lock */
+} lt_state;
+
+struct cua_backend_stream {
+  lt_state *st;
+  int device;
+  _Atomic uint64_t progress;
+};
+
+/* Events complete when recorded: there is nothing to hold. */
+struct cua_backend_event {
+  int device;
+};
+
+static void set_err(cua_backend_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void set_err(cua_backend_err *err, const char *fmt, ...) {
+  if (err == NULL)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The kind's identifier ("FILL", "MEMCPY_D2D"...), from the shared list. */
+static const char *kind_name(cua_op_kind k) {
+  switch (k) {
+#define KIND_ID(id, val, name, launched, desc)                                 \
+  case CUA_OP_##id:                                                            \
+    return #id;
+    CUA_OP_KIND_MAP(KIND_ID)
+#undef KIND_ID
+  default:
+    return "?";
+  }
+}
+
+static int valid_device(const lt_state *st, int device) {
+  return device >= 0 && device < st->ndevices;
+}
+
+/* -------------------------------------------------------------- devices */
+
+static int lt_create(const cua_backend_host *host,
+                     const cua_param_value *params, const int *ordinals,
+                     int nordinals, void **state, cua_backend_err *err) {
+  (void)host;
+#ifdef LT_NODEVICE
+  (void)ordinals;
+  (void)nordinals;
+  (void)state;
+  set_err(err, "%s", params != NULL && params[0].s != NULL ? params[0].s : "");
+  return CUA_ERR_NO_DEVICE;
+#endif
+  int64_t ndev = params != NULL ? params[PARAM_DEVICES].i : 1;
+  int n = ordinals != NULL ? nordinals : (int)ndev;
+  if (n <= 0) {
+    set_err(err, "no launchtime device selected");
+    return CUA_ERR_NO_DEVICE;
+  }
+  for (int i = 0; ordinals != NULL && i < n; i++) {
+    if (ordinals[i] < 0 || ordinals[i] >= ndev) {
+      set_err(err,
+              "no launchtime device %d: the backend has %lld (devices = "
+              "%lld in [backend.launchtime])",
+              ordinals[i], (long long)ndev, (long long)ndev);
+      return CUA_ERR_BAD_DEVICE;
+    }
+  }
+  lt_state *st = calloc(1, sizeof *st);
+  if (st == NULL || (st->ordinals = calloc((size_t)n, sizeof(int))) == NULL) {
+    free(st);
+    set_err(err, "out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  st->ndevices = n;
+  for (int i = 0; i < n; i++)
+    st->ordinals[i] = ordinals != NULL ? ordinals[i] : i;
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  *state = st;
+  return CUA_OK;
+}
+
+static void lt_destroy(void *state) {
+  lt_state *st = state;
+  if (st == NULL)
+    return;
+  pthread_cond_destroy(&st->cond);
+  pthread_mutex_destroy(&st->lock);
+  free(st->ordinals);
+  free(st);
+}
+
+static int lt_device_count(void *state) {
+  return ((lt_state *)state)->ndevices;
+}
+
+static int lt_device_info(void *state, int device, cua_device_info *info) {
+  lt_state *st = state;
+  if (!valid_device(st, device))
+    return CUA_ERR_BAD_DEVICE;
+  if (info == NULL || info->size == 0)
+    return CUA_ERR_INVAL;
+  cua_device_info d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "launchtime device %d", st->ordinals[device]);
+  d.ordinal = st->ordinals[device];
+  d.multiprocessors = 1;
+  size_t n = info->size < sizeof d ? info->size : sizeof d;
+  d.size = info->size;
+  memcpy(info, &d, n);
+  return CUA_OK;
+}
+
+static int lt_can_access(void *state, int device, int peer) {
+  lt_state *st = state;
+  return valid_device(st, device) && valid_device(st, peer);
+}
+
+/* -------------------------------------------------------------- streams */
+
+static int lt_stream_create(void *state, int device, cua_backend_stream **out,
+                            cua_backend_err *err) {
+  lt_state *st = state;
+  if (!valid_device(st, device)) {
+    set_err(err, "stream_create: no device %d (the backend has %d)", device,
+            st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  cua_backend_stream *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    set_err(err, "stream_create: out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  s->st = st;
+  s->device = device;
+  atomic_init(&s->progress, 0);
+  *out = s;
+  return CUA_OK;
+}
+
+static void lt_stream_destroy(void *state, cua_backend_stream *s) {
+  (void)state;
+  free(s);
+}
+
+static void *lt_stream_native(void *state, cua_backend_stream *s) {
+  (void)state;
+  return s;
+}
+
+/* --------------------------------------------------------------- events */
+
+static int lt_event_create(void *state, int device, cua_backend_event **out,
+                           cua_backend_err *err) {
+  lt_state *st = state;
+  if (!valid_device(st, device)) {
+    set_err(err, "event_create: no device %d (the backend has %d)", device,
+            st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  cua_backend_event *e = calloc(1, sizeof *e);
+  if (e == NULL) {
+    set_err(err, "event_create: out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  e->device = device;
+  *out = e;
+  return CUA_OK;
+}
+
+static void lt_event_destroy(void *state, cua_backend_event *e) {
+  (void)state;
+  free(e);
+}
+
+/* Everything launched on @p s has run: the recording is complete now. */
+static int lt_event_record(void *state, cua_backend_event *e,
+                           cua_backend_stream *s) {
+  (void)state;
+  return e != NULL && s != NULL ? CUA_OK : CUA_ERR_INVAL;
+}
+
+/* The recording waited for is complete: nothing to wait for. */
+static int lt_stream_wait_event(void *state, cua_backend_stream *s,
+                                cua_backend_event *e) {
+  (void)state;
+  return e != NULL && s != NULL ? CUA_OK : CUA_ERR_INVAL;
+}
+
+static int lt_event_query(void *state, cua_backend_event *e) {
+  (void)state;
+  return e != NULL ? CUA_OK : CUA_ERR_INVAL;
+}
+
+/* --------------------------------------------------------------- memory */
+
+static int lt_mem_alloc(void *state, int device, cua_backend_stream *s,
+                        size_t bytes, void **ptr, cua_backend_err *err) {
+  lt_state *st = state;
+  (void)s;
+  if (!valid_device(st, device)) {
+    set_err(err, "mem_alloc: no device %d (the backend has %d)", device,
+            st->ndevices);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  size_t body = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  void *p = body >= bytes ? aligned_alloc(64, body) : NULL;
+  if (p == NULL) {
+    set_err(err, "launchtime device %d: out of memory: %zu bytes requested",
+            device, bytes);
+    return CUA_ERR_DEVICE_OOM;
+  }
+  memset(p, MEM_GARBAGE, body);
+  *ptr = p;
+  return CUA_OK;
+}
+
+/* Stream-ordered or not, every earlier op of the stream has run. */
+static void lt_mem_free(void *state, int device, cua_backend_stream *s,
+                        void *ptr) {
+  (void)state;
+  (void)device;
+  (void)s;
+  free(ptr);
+}
+
+/* ------------------------------------------------------------ execution */
+
+static void sleep_until(uint64_t deadline) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(deadline / 1000000000u);
+  ts.tv_nsec = (long)(deadline % 1000000000u);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+/* What can be refused before running anything, as a CUDA launch does. */
+static int check_op(const lt_state *st, const cua_backend_op *op,
+                    cua_backend_err *err) {
+  int needs_dst = 0, needs_src = 0;
+  switch (op->kind) {
+  case CUA_OP_FUNC:
+    if (op->func == NULL) {
+      set_err(err, "launch: FUNC op %llu has no function",
+              (unsigned long long)op->seq);
+      return CUA_ERR_INVAL;
+    }
+    return CUA_OK;
+  case CUA_OP_SPIN:
+    return CUA_OK;
+  case CUA_OP_FILL:
+  case CUA_OP_MEMSET:
+    needs_dst = 1;
+    break;
+  case CUA_OP_MEMCPY_D2D:
+    if (!valid_device(st, op->dst_device) ||
+        !valid_device(st, op->src_device)) {
+      set_err(err,
+              "launch: MEMCPY_D2D op %llu: device %d -> %d, but the "
+              "backend has %d",
+              (unsigned long long)op->seq, op->src_device, op->dst_device,
+              st->ndevices);
+      return CUA_ERR_BAD_DEVICE;
+    }
+    /* fall through */
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+    needs_dst = needs_src = 1;
+    break;
+  case CUA_OP_KERNEL:
+    set_err(err,
+            "launch: KERNEL op %llu: the launchtime backend cannot run "
+            "module kernels (it loads no PTX or cubin)",
+            (unsigned long long)op->seq);
+    return CUA_ERR_NOTSUP;
+  default:
+    set_err(err, "launch: op %llu has kind %s (%d), which is not a stream op",
+            (unsigned long long)op->seq, kind_name(op->kind), (int)op->kind);
+    return CUA_ERR_INVAL;
+  }
+  if (op->bytes > 0 &&
+      ((needs_dst && op->dst == NULL) || (needs_src && op->src == NULL))) {
+    set_err(err, "launch: op %llu (%s) moves %zu bytes through a NULL pointer",
+            (unsigned long long)op->seq, kind_name(op->kind), op->bytes);
+    return CUA_ERR_INVAL;
+  }
+  return CUA_OK;
+}
+
+/* Runs @p op now. Returns 0, or the stream function's code with its
+ * message in @p err. */
+static int run_op(cua_backend_stream *s, const cua_backend_op *op,
+                  cua_backend_err *err) {
+  size_t n = op->bytes / sizeof(float);
+  switch (op->kind) {
+  case CUA_OP_FUNC: {
+    err->msg[0] = '\0';
+    int rc = op->func(op->func_ctx, s, err);
+    if (rc != 0 && err->msg[0] == '\0')
+      set_err(err, "FUNC: the stream function failed (%d)", rc);
+    return rc;
+  }
+  case CUA_OP_FILL: {
+    float *y = op->dst;
+    for (size_t i = 0; i < n; i++)
+      y[i] = op->value;
+    return 0;
+  }
+  case CUA_OP_AXPY: {
+    float *y = op->dst;
+    const float *x = op->src;
+    for (size_t i = 0; i < n; i++)
+      y[i] += op->value * x[i];
+    return 0;
+  }
+  case CUA_OP_COPY:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    if (op->bytes > 0)
+      memmove(op->dst, op->src, op->bytes);
+    return 0;
+  case CUA_OP_MEMSET:
+    if (op->bytes > 0)
+      memset(op->dst, op->byte_value, op->bytes);
+    return 0;
+  case CUA_OP_SPIN:
+    if (op->spin.ns > 0)
+      sleep_until(mono_ns() + op->spin.ns);
+    return 0;
+  default:
+    return 0; /* check_op() let no other kind in */
+  }
+}
+
+static int lt_launch(void *state, cua_backend_stream *s,
+                     const cua_backend_op *op, cua_backend_err *err) {
+  lt_state *st = state;
+  cua_backend_err local;
+  if (err == NULL)
+    err = &local;
+  if (s == NULL || op == NULL) {
+    set_err(err, "launch: NULL stream or op");
+    return CUA_ERR_INVAL;
+  }
+  if (op->size < offsetof(cua_backend_op, seq) + sizeof op->seq) {
+    set_err(err, "launch: op size %zu is too small", op->size);
+    return CUA_ERR_INVAL;
+  }
+  /* Only the prefix the core's struct has is read; the rest is zero. */
+  cua_backend_op copy;
+  const cua_backend_op *o = op;
+  if (op->size < sizeof copy) {
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, op, op->size);
+    o = &copy;
+  }
+  int rc = check_op(st, o, err);
+  if (rc != CUA_OK)
+    return rc;
+  uint64_t t0 = o->duration_ns != NULL ? mono_ns() : 0;
+  rc = run_op(s, o, err);
+  if (rc == 0 && o->duration_ns != NULL)
+    *o->duration_ns = mono_ns() - t0;
+  return rc;
+}
+
+static int lt_mark(void *state, cua_backend_stream *s, uint64_t value) {
+  lt_state *st = state;
+  if (s == NULL)
+    return CUA_ERR_INVAL;
+  atomic_store_explicit(&s->progress, value, memory_order_release);
+  pthread_mutex_lock(&st->lock);
+  st->signals++;
+  pthread_cond_broadcast(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+  return CUA_OK;
+}
+
+static int lt_progress(void *state, cua_backend_stream *s, uint64_t *value,
+                       cua_backend_err *err) {
+  (void)state;
+  (void)err;
+  *value = atomic_load_explicit(&s->progress, memory_order_acquire);
+  return CUA_OK;
+}
+
+static int lt_poll_error(void *state, cua_backend_stream *s, uint64_t *seq,
+                         int *code, cua_backend_err *err) {
+  (void)state;
+  (void)s;
+  (void)seq;
+  (void)code;
+  (void)err;
+  return 0; /* every failure was returned by launch() */
+}
+
+/* Returns once a mark ran since the last return, wake() was called, or the
+ * timeout passed. */
+static int lt_wait(void *state, uint64_t timeout_ns) {
+  lt_state *st = state;
+  int forever = timeout_ns >= (uint64_t)1000000000u * 1000000000u;
+  struct timespec deadline = {0, 0};
+  if (!forever) {
+    uint64_t d = mono_ns() + timeout_ns;
+    deadline.tv_sec = (time_t)(d / 1000000000u);
+    deadline.tv_nsec = (long)(d % 1000000000u);
+  }
+  pthread_mutex_lock(&st->lock);
+  while (st->signals == st->seen && !st->woken && timeout_ns > 0) {
+    int rc = forever ? pthread_cond_wait(&st->cond, &st->lock)
+                     : pthread_cond_timedwait(&st->cond, &st->lock, &deadline);
+    if (rc == ETIMEDOUT)
+      break;
+  }
+  st->seen = st->signals;
+  st->woken = 0;
+  pthread_mutex_unlock(&st->lock);
+  return 0;
+}
+
+static void lt_wake(void *state) {
+  lt_state *st = state;
+  pthread_mutex_lock(&st->lock);
+  st->woken = 1;
+  pthread_cond_broadcast(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+}
+
+/* ----------------------------------------------------------- descriptor */
+
+#ifdef LT_NODEVICE
+static const cua_param_spec lt_params[PARAM_COUNT] = {
+    {"reason", CUA_PARAM_STRING, "this test backend never has a device", 0, 0,
+     NULL, "what create() says when it fails", 0},
+};
+#else
+static const cua_param_spec lt_params[PARAM_COUNT] = {
+    [PARAM_DEVICES] = {"devices", CUA_PARAM_INT, "1", 1, 64, NULL,
+                       "virtual devices, to run multi-device policies", 0},
+};
+#endif
+
+CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
+    .abi_major = CUA_BACKEND_ABI_MAJOR,
+    .abi_minor = CUA_BACKEND_ABI_MINOR,
+    .size = sizeof(cua_backend_descriptor),
+    .name = LT_NAME,
+    .version = "1.0",
+#ifdef LT_NODEVICE
+    .description = "test backend: create() never finds a device",
+#else
+    .description = "test backend: every op runs inside launch(), on the "
+                   "launching thread",
+#endif
+    .flags = 0,
+    .params = lt_params,
+    .nparams = PARAM_COUNT,
+    .create = lt_create,
+    .destroy = lt_destroy,
+    .device_count = lt_device_count,
+    .device_info = lt_device_info,
+    .can_access = lt_can_access,
+    .stream_create = lt_stream_create,
+    .stream_destroy = lt_stream_destroy,
+    .stream_native = lt_stream_native,
+    .event_create = lt_event_create,
+    .event_destroy = lt_event_destroy,
+    .event_record = lt_event_record,
+    .stream_wait_event = lt_stream_wait_event,
+    .event_query = lt_event_query,
+    .mem_alloc = lt_mem_alloc,
+    .mem_free = lt_mem_free,
+    .launch = lt_launch,
+    .mark = lt_mark,
+    .progress = lt_progress,
+    .poll_error = lt_poll_error,
+    .wait = lt_wait,
+    .wake = lt_wake,
+    .host_alloc = NULL,
+    .host_free = NULL,
+    .module_load = NULL,
+    .module_unload = NULL,
+    .module_function = NULL,
+    /* launchtime: tests name it, `backend = auto` must never pick it;
+     * nodevice: auto tries it first, and must skip it. */
+    .priority = LT_PRIORITY,
+};
