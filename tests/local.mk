@@ -27,6 +27,7 @@ UNIT_TESTS = \
 	tests/check_random_dag \
 	tests/check_futures \
 	tests/check_conformance \
+	tests/check_misuse \
 	tests/check_cuda
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS)
@@ -74,6 +75,9 @@ tests_check_futures_LDADD = $(TEST_LIBS)
 tests_check_conformance_SOURCES = tests/check_conformance.c tests/helpers.h
 tests_check_conformance_CFLAGS = $(TEST_CFLAGS)
 tests_check_conformance_LDADD = $(TEST_LIBS)
+tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
+tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
+tests_check_misuse_LDADD = $(TEST_LIBS)
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(TEST_LIBS)
