@@ -92,7 +92,11 @@ static int finish(cua_op **out, cua_op *op, int rc) {
 int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
                 const cua_access *access, size_t n) {
   if (out == NULL || rt == NULL || fn == NULL || (n > 0 && access == NULL))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_func: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_func: NULL %s",
+                     out == NULL  ? "op pointer"
+                     : rt == NULL ? "runtime"
+                     : fn == NULL ? "function"
+                                  : "access array (n > 0)");
   for (size_t i = 0; i < n; i++) {
     if (access[i].buffer == NULL || access[i].mode < CUA_READ ||
         access[i].mode > CUA_READ_WRITE)
@@ -170,7 +174,8 @@ int cua_op_axpy(cua_op **op, cua_buffer *y, float a, cua_buffer *x) {
 
 int cua_op_spin(cua_op **out, cua_runtime *rt, uint64_t ns, uint32_t blocks) {
   if (out == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: NULL %s",
+                     out == NULL ? "op pointer" : "runtime");
   if (blocks == 0)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: 0 blocks");
   cua_op *op;
@@ -199,7 +204,8 @@ int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   if (rc)
     return rc;
   if (out == NULL || (src == NULL && bytes > 0))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_h2d: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_h2d: NULL %s",
+                     out == NULL ? "op pointer" : "source (bytes > 0)");
   if ((rc = check_range(rt, "cua_op_memcpy_h2d", dst, dst_off, bytes)))
     return rc;
   cua_op *op;
@@ -219,7 +225,8 @@ int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
   if (rc)
     return rc;
   if (out == NULL || (dst == NULL && bytes > 0))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2h: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2h: NULL %s",
+                     out == NULL ? "op pointer" : "destination (bytes > 0)");
   if ((rc = check_range(rt, "cua_op_memcpy_d2h", src, src_off, bytes)))
     return rc;
   cua_op *op;
@@ -239,7 +246,8 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   if (rc)
     return rc;
   if (out == NULL || src == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2d: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2d: NULL %s",
+                     out == NULL ? "op pointer" : "source buffer");
   if (cua__buffer_root(src)->rt == NULL)
     return cua__fail(rt, CUA_ERR_CANCELED,
                      "cua_op_memcpy_d2d: the source buffer's runtime is "
@@ -275,7 +283,7 @@ int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memset: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memset: NULL op pointer");
   if ((rc = check_range(rt, "cua_op_memset", dst, off, bytes)))
     return rc;
   cua_op *op;
@@ -293,7 +301,7 @@ int cua_op_alloc(cua_op **out, cua_buffer *buf) {
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_alloc: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_alloc: NULL op pointer");
   if (!buf->lazy || buf->parent != NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_op_alloc: the buffer was not created with "
@@ -311,7 +319,7 @@ int cua_op_free(cua_op **out, cua_buffer *buf) {
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_free: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_free: NULL op pointer");
   if (buf->parent != NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_op_free: a tile cannot be freed on its own");
@@ -324,7 +332,10 @@ int cua_op_free(cua_op **out, cua_buffer *buf) {
 
 int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
   if (out == NULL || rt == NULL || fn == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_host: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_host: NULL %s",
+                     out == NULL  ? "op pointer"
+                     : rt == NULL ? "runtime"
+                                  : "function");
   cua_op *op;
   int rc = new_op(&op, rt, CUA_OP_HOST);
   if (rc)
@@ -336,7 +347,8 @@ int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
 
 int cua_op_barrier(cua_op **out, cua_runtime *rt) {
   if (out == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL %s",
+                     out == NULL ? "op pointer" : "runtime");
   cua_op *op;
   int rc = new_op(&op, rt, CUA_OP_BARRIER);
   return rc ? rc : finish(out, op, 0);

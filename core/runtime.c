@@ -463,7 +463,7 @@ int cua__runtime_closed(const cua_runtime *rt, const char *what) {
     return 0;
   return cua__fail(rt, CUA_ERR_CANCELED,
                    "%s: the op's runtime is closed (cua_runtime_destroy() was "
-                   "called); the op can only be destroyed",
+                   "called)",
                    what);
 }
 
