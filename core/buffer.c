@@ -8,6 +8,13 @@
  * A tile is a handle onto part of a partitioned buffer. Its ordering state
  * lives in the parent (tstates), so that unpartition can merge every tile's
  * last writers and readers even when the tile handles are already gone.
+ *
+ * Locking: refs are atomic; the runtime's registry of live buffers
+ * (reg_prev/reg_next) is guarded by rt->reg_lock; sharing, partitions and
+ * ordering state by rt->lock. When the runtime closes, cua__buffers_detach()
+ * frees the memory of every buffer still held and clears its rt: functions
+ * on such a buffer fail with CUA_ERR_CANCELED (see live()). A tile's rt is
+ * its parent's, read through cua__buffer_root().
  */
 #include "config.h"
 #include "internal.h"
@@ -18,7 +25,8 @@
 int cua_buffer_create(cua_buffer **out, cua_runtime *rt, int device,
                       size_t bytes, unsigned flags) {
   if (out == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_create: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_create: NULL %s",
+                     out == NULL ? "buffer pointer" : "runtime");
   *out = NULL;
   if (device < 0 || device >= rt->ndev)
     return cua__fail(rt, CUA_ERR_BAD_DEVICE,
@@ -64,11 +72,17 @@ cua_buffer *cua_buffer_retain(cua_buffer *b) {
 }
 
 size_t cua_buffer_size(const cua_buffer *b) {
-  return b ? b->bytes : 0;
+  if (b == NULL) {
+    cua__fail(NULL, CUA_ERR_INVAL, "cua_buffer_size: NULL buffer");
+    return 0;
+  }
+  return b->bytes;
 }
 
 int cua_buffer_device(const cua_buffer *b) {
-  return b ? b->device : -1;
+  if (b == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_buffer_device: NULL buffer");
+  return b->device;
 }
 
 cua_buffer *cua__buffer_root(cua_buffer *b) {
@@ -83,7 +97,11 @@ void *cua__buffer_addr(const cua_buffer *b) {
 }
 
 void *cua_buffer_ptr(const cua_buffer *b) {
-  return b ? cua__buffer_addr(b) : NULL;
+  if (b == NULL) {
+    cua__fail(NULL, CUA_ERR_INVAL, "cua_buffer_ptr: NULL buffer");
+    return NULL;
+  }
+  return cua__buffer_addr(b);
 }
 
 cua__bstate *cua__buffer_state(cua_buffer *b) {
@@ -119,26 +137,47 @@ int cua__buffer_check(cua_buffer *b, cua_access_mode mode, char *msg,
   return 0;
 }
 
+/* The runtime of @p b (a tile: its parent's), or a failure for a NULL
+ * buffer or one whose runtime is closed, naming @p what. */
+static int live(cua_buffer *b, const char *what, cua_runtime **rt) {
+  *rt = NULL;
+  if (b == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "%s: NULL buffer", what);
+  *rt = cua__buffer_root(b)->rt;
+  if (*rt == NULL)
+    return cua__fail(NULL, CUA_ERR_CANCELED,
+                     "%s: the buffer's runtime is closed "
+                     "(cua_runtime_destroy() was called)",
+                     what);
+  return 0;
+}
+
 int cua_buffer_share(cua_buffer *b) {
-  if (b == NULL || b->rt == NULL)
-    return cua__fail(b ? b->rt : NULL, CUA_ERR_INVAL,
-                     "cua_buffer_share: NULL or detached buffer");
+  cua_runtime *rt;
+  int rc = live(b, "cua_buffer_share", &rt);
+  if (rc)
+    return rc;
   if (b->parent != NULL)
-    return cua__fail(b->rt, CUA_ERR_INVAL,
+    return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_buffer_share: share the whole buffer, not a tile");
-  pthread_mutex_lock(&b->rt->lock);
+  pthread_mutex_lock(&rt->lock);
   b->shared = 1;
-  pthread_mutex_unlock(&b->rt->lock);
+  pthread_mutex_unlock(&rt->lock);
   return 0;
 }
 
 int cua_buffer_unshare(cua_buffer *b) {
-  if (b == NULL || b->rt == NULL)
-    return cua__fail(b ? b->rt : NULL, CUA_ERR_INVAL,
-                     "cua_buffer_unshare: NULL or detached buffer");
-  pthread_mutex_lock(&b->rt->lock);
+  cua_runtime *rt;
+  int rc = live(b, "cua_buffer_unshare", &rt);
+  if (rc)
+    return rc;
+  if (b->parent != NULL)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_buffer_unshare: unshare the whole buffer, not a "
+                     "tile");
+  pthread_mutex_lock(&rt->lock);
   b->shared = 0;
-  pthread_mutex_unlock(&b->rt->lock);
+  pthread_mutex_unlock(&rt->lock);
   return 0;
 }
 
@@ -173,9 +212,14 @@ static int bstate_copy(cua__bstate *dst, const cua__bstate *src) {
 }
 
 int cua_buffer_partition(cua_buffer *b, size_t n, cua_buffer **tiles) {
-  cua_runtime *rt = b ? b->rt : NULL;
-  if (b == NULL || rt == NULL || tiles == NULL || n == 0)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_partition: bad argument");
+  cua_runtime *rt;
+  int rc = live(b, "cua_buffer_partition", &rt);
+  if (rc)
+    return rc;
+  if (tiles == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_partition: NULL tiles");
+  if (n == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_partition: 0 tiles");
   if (b->parent != NULL)
     return cua__fail(rt, CUA_ERR_NOTSUP,
                      "cua_buffer_partition: a tile cannot be partitioned");
@@ -184,7 +228,6 @@ int cua_buffer_partition(cua_buffer *b, size_t n, cua_buffer **tiles) {
                      "cua_buffer_partition: %zu tiles of a %zu-byte buffer", n,
                      b->bytes);
   pthread_mutex_lock(&rt->lock);
-  int rc = 0;
   if (b->partitioned)
     rc = cua__fail(rt, CUA_ERR_PARTITIONED,
                    "cua_buffer_partition: the buffer is already partitioned");
@@ -240,9 +283,10 @@ int cua_buffer_partition(cua_buffer *b, size_t n, cua_buffer **tiles) {
 }
 
 int cua_buffer_unpartition(cua_buffer *b) {
-  cua_runtime *rt = b ? b->rt : NULL;
-  if (b == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_buffer_unpartition: NULL");
+  cua_runtime *rt;
+  int rc = live(b, "cua_buffer_unpartition", &rt);
+  if (rc)
+    return rc;
   pthread_mutex_lock(&rt->lock);
   if (!b->partitioned) {
     pthread_mutex_unlock(&rt->lock);
@@ -252,7 +296,6 @@ int cua_buffer_unpartition(cua_buffer *b) {
   /* Later ops on the whole buffer are ordered after everything any tile
    * saw: the union of the tiles' writers and readers. */
   cua__bstate merged = {0};
-  int rc = 0;
   for (size_t i = 0; i < b->ntiles && rc == 0; i++)
     rc = bstate_copy(&merged, &b->tstates[i]);
   if (rc) {

@@ -1,6 +1,17 @@
 /*
  * core/future.c: futures. A future is the user's handle on a submission;
- * its completion state has its own lock so that it outlives the runtime.
+ * its completion state has its own lock (sub->mu) so that it outlives the
+ * runtime. sub->mu guards done, status, msg, efd and the callback fields;
+ * cua__sub_fire() runs on the completion thread, the rest on user threads.
+ *
+ * The callback and cua_future_destroy(): the callback receives the future
+ * handle, so the handle must outlive the call. cua__sub_fire() marks the
+ * callback running (cb_state, cb_thread) under sub->mu before calling it,
+ * and cua_future_destroy() on another thread waits, on sub->cv, until it
+ * has returned. Destroying the future from within its own callback is
+ * allowed: the callback then must not touch the handle afterwards. A
+ * future destroyed before it completes still fires its callback, with
+ * fut NULL.
  */
 #include "config.h"
 #include "internal.h"
@@ -74,19 +85,33 @@ void cua__sub_fire(cua__sub *s) {
     signal_fd(s->efd);
   cua_future_cb cb = s->cb;
   void *arg = s->cb_arg;
+  cua_future *f = s->cb_future;
+  if (cb != NULL) {
+    s->cb_state = CUA__CB_RUNNING;
+    s->cb_thread = pthread_self();
+  }
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
-  if (cb != NULL)
-    cb((cua_future *)s->cb_future, status, arg);
+  if (cb == NULL)
+    return;
+  cb(f, status, arg);
+  /* The runtime still holds s (its reference goes after this returns). */
+  pthread_mutex_lock(&s->mu);
+  s->cb_state = CUA__CB_DONE;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 int cua_future_wait(cua_future *f) {
+  if (f == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_wait: NULL future");
   return cua_future_wait_timeout(f, UINT64_MAX);
 }
 
 int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   if (f == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(NULL, CUA_ERR_INVAL,
+                     "cua_future_wait_timeout: NULL future");
   cua__sub *s = f->sub;
   /* A stream function waiting may wait for work queued behind itself (on
    * its own stream, or in its own thread's command list): refused, unless
@@ -119,7 +144,9 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
     } else if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT &&
                !s->done) {
       pthread_mutex_unlock(&s->mu);
-      return CUA_ERR_TIMEDOUT;
+      return cua__fail(s->rt, CUA_ERR_TIMEDOUT,
+                       "cua_future_wait_timeout: still pending after %llu ns",
+                       (unsigned long long)timeout_ns);
     }
   }
   int st = s->status;
@@ -129,7 +156,7 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
 
 int cua_future_poll(const cua_future *f) {
   if (f == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_poll: NULL future");
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
   int st = s->done ? s->status : CUA_ERR_AGAIN;
@@ -139,18 +166,23 @@ int cua_future_poll(const cua_future *f) {
 
 int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
   if (f == NULL || cb == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_on_complete: NULL %s",
+                     f == NULL ? "future" : "callback");
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
   if (s->cb != NULL) {
     pthread_mutex_unlock(&s->mu);
-    return CUA_ERR_BUSY;
+    return cua__fail(NULL, CUA_ERR_BUSY,
+                     "cua_future_on_complete: the future has a callback "
+                     "already (one per future)");
   }
   s->cb = cb;
   s->cb_arg = arg;
   s->cb_future = f;
   int done = s->done;
   int st = s->status;
+  /* Already complete: the completion thread fired without a callback, so
+   * it is called here, on this thread; the handle is the caller's. */
   pthread_mutex_unlock(&s->mu);
   if (done)
     cb(f, st, arg);
@@ -159,7 +191,7 @@ int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
 
 int cua_future_fd(cua_future *f) {
   if (f == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_fd: NULL future");
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
   if (s->efd < 0) {
@@ -168,13 +200,18 @@ int cua_future_fd(cua_future *f) {
       signal_fd(s->efd);
   }
   int fd = s->efd;
+  int e = errno;
   pthread_mutex_unlock(&s->mu);
-  return fd >= 0 ? fd : CUA_ERR_INTERNAL;
+  if (fd < 0)
+    return cua__fail(NULL, CUA_ERR_INTERNAL, "cua_future_fd: eventfd: %s",
+                     strerror(e));
+  return fd;
 }
 
 int cua_future_result(const cua_future *f, void **result) {
   if (f == NULL || result == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_result: NULL %s",
+                     f == NULL ? "future" : "result");
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
   int st = s->done ? s->status : CUA_ERR_AGAIN;
@@ -184,8 +221,10 @@ int cua_future_result(const cua_future *f, void **result) {
 }
 
 const char *cua_future_error(const cua_future *f) {
-  if (f == NULL)
+  if (f == NULL) {
+    cua__fail(NULL, CUA_ERR_INVAL, "cua_future_error: NULL future");
     return "";
+  }
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
   const char *m = s->done && s->msg ? s->msg : "";
@@ -198,6 +237,10 @@ void cua_future_destroy(cua_future *f) {
     return;
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
+  /* A callback running on another thread still uses the handle. */
+  while (s->cb_state == CUA__CB_RUNNING &&
+         !pthread_equal(s->cb_thread, pthread_self()))
+    pthread_cond_wait(&s->cv, &s->mu);
   s->cb_future = NULL;
   pthread_mutex_unlock(&s->mu);
   cua__sub_release(s);

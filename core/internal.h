@@ -45,8 +45,10 @@ int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl);
 #define cua__grow(arr, cap, need, size)                                        \
   cua__grow_inl(arr, cap, need, size, NULL)
 
-/* Sets the runtime's last error (rt may be NULL: the thread's create error)
- * and returns @p code. */
+/* Sets the calling thread's last error message, which cua_runtime_error()
+ * returns, and returns @p code. @p rt is not used (the message is per
+ * thread, so it may be NULL or a closed runtime); it says which runtime the
+ * failure is about, for the reader. */
 int cua__fail(const cua_runtime *rt, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -127,7 +129,7 @@ typedef struct cua__access {
 
 struct cua_op {
   atomic_int refs;
-  int frozen;
+  atomic_int frozen; /* 0, 1 once frozen, 2 while set_hints writes: op.c */
   cua_op_kind kind;
   cua_runtime *rt;
   cua_hints hints;
@@ -324,7 +326,13 @@ struct cua__sub {
   int efd;
   cua__sub *next_done;
   cua__sub *prev, *next; /* runtime's in-flight list */
+  /* The completion callback's progress (under mu): cua_future_destroy()
+   * on another thread waits while it runs (see future.c). */
+  int cb_state; /* CUA__CB_* */
+  pthread_t cb_thread;
 };
+
+enum { CUA__CB_IDLE = 0, CUA__CB_RUNNING, CUA__CB_DONE };
 
 struct cua_future {
   cua__sub *sub;
@@ -440,15 +448,19 @@ struct cua_runtime {
   pthread_mutex_t reg_lock;
   cua_buffer *buffers;
   cua_module *modules;
-  /* The last error. */
-  pthread_mutex_t err_lock;
-  char err[CUA__ERRLEN];
   /* The executor's slow path: threads waiting for a stream's turn. */
   pthread_mutex_t exec_mu;
   pthread_cond_t exec_cv;
   atomic_int exec_waiters;
   atomic_int executing; /* command lists being applied (destroy waits) */
   _Atomic(struct cua__cmdlist *) cmd_cache; /* a command array, kept */
+  /* Ops outlive their runtime: each holds the struct (not what it owns)
+   * from creation until it is freed, and cua_runtime_destroy() sets closed
+   * and drops the runtime's own hold; the last one frees the struct (see
+   * cua__runtime_hold()). Op functions read closed to refuse ops of a
+   * closed runtime, with no registry to keep. */
+  atomic_int closed;
+  atomic_size_t holds;
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -462,6 +474,13 @@ int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);
 void cua__kick(cua_runtime *rt);
+/* Holds the runtime struct for an op / releases it; the last release of a
+ * closed runtime frees the struct. */
+void cua__runtime_hold(cua_runtime *rt);
+void cua__runtime_release(cua_runtime *rt);
+/* Whether @p rt was closed: then fails with CUA_ERR_CANCELED and a message
+ * naming @p what. */
+int cua__runtime_closed(const cua_runtime *rt, const char *what);
 
 /* policyhost.c */
 int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out);

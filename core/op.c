@@ -1,10 +1,25 @@
 /*
  * core/op.c: DeviceOp constructors and combinators. Building an op only
  * records what to do; nothing runs until a submission.
+ *
+ * An op is immutable once frozen, so most of it needs no lock. What may
+ * change, and how it is guarded:
+ * - refs: atomic.
+ * - frozen: atomic; 0 (hints may change), 1 (frozen, for good), or 2 while
+ *   cua_op_set_hints() writes the hints. Freezing waits out a 2, so no
+ *   reader of a frozen op's hints races with a writer.
+ * - unzip_shared (a zip's weak link to its shared wrapper): unzip_lock.
+ * - shared_node: the runtime lock (exec.c).
+ * Every op holds its runtime's struct (cua__runtime_hold()), so op->rt
+ * stays readable after cua_runtime_destroy(); functions given an op of a
+ * closed runtime fail with CUA_ERR_CANCELED, and destroying it works.
+ * Functions run on any user thread; cua_op_destroy() also on the
+ * completion thread, when a node drops its op.
  */
 #include "config.h"
 #include "internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +32,10 @@ static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
   if (op == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory building an op");
   atomic_init(&op->refs, 1);
+  atomic_init(&op->frozen, 0);
   op->kind = kind;
   op->rt = rt;
+  cua__runtime_hold(rt);
   cua_hints h = CUA_HINTS_INIT;
   op->hints = h;
   *out = op;
@@ -48,14 +65,17 @@ static int add_input(cua_op *op, cua_op *in) {
 
 /* Returns the runtime a buffer belongs to, failing clearly for a buffer
  * whose runtime is gone. */
-static int buf_rt(cua_buffer *b, cua_runtime **rt) {
+static int buf_rt(const char *what, cua_buffer *b, cua_runtime **rt) {
   *rt = NULL;
   if (b == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "NULL buffer");
+    return cua__fail(NULL, CUA_ERR_INVAL, "%s: NULL buffer", what);
   /* A tile's runtime is its parent's (cleared when the runtime closes). */
   *rt = cua__buffer_root(b)->rt;
   if (*rt == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "buffer of a closed runtime");
+    return cua__fail(NULL, CUA_ERR_CANCELED,
+                     "%s: the buffer's runtime is closed "
+                     "(cua_runtime_destroy() was called)",
+                     what);
   return 0;
 }
 
@@ -72,7 +92,11 @@ static int finish(cua_op **out, cua_op *op, int rc) {
 int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
                 const cua_access *access, size_t n) {
   if (out == NULL || rt == NULL || fn == NULL || (n > 0 && access == NULL))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_func: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_func: NULL %s",
+                     out == NULL  ? "op pointer"
+                     : rt == NULL ? "runtime"
+                     : fn == NULL ? "function"
+                                  : "access array (n > 0)");
   for (size_t i = 0; i < n; i++) {
     if (access[i].buffer == NULL || access[i].mode < CUA_READ ||
         access[i].mode > CUA_READ_WRITE)
@@ -80,6 +104,11 @@ int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
                        "cua_op_func: access %zu has a NULL buffer or a bad "
                        "mode (%d)",
                        i, (int)access[i].mode);
+    if (cua__buffer_root(access[i].buffer)->rt == NULL)
+      return cua__fail(rt, CUA_ERR_CANCELED,
+                       "cua_op_func: access %zu: the buffer's runtime is "
+                       "closed (cua_runtime_destroy() was called)",
+                       i);
     if (cua__buffer_root(access[i].buffer)->rt != rt)
       return cua__fail(rt, CUA_ERR_INVAL,
                        "cua_op_func: access %zu: buffer of another runtime", i);
@@ -97,18 +126,23 @@ int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
 
 static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
                        cua_buffer *src, float value) {
+  const char *what = kind == CUA_OP_FILL   ? "cua_op_fill"
+                     : kind == CUA_OP_COPY ? "cua_op_copy"
+                                           : "cua_op_axpy";
   cua_runtime *rt;
-  int rc = buf_rt(dst, &rt);
+  int rc = buf_rt(what, dst, &rt);
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "NULL op pointer");
-  if (src != NULL && cua__buffer_root(src)->rt != rt)
-    return cua__fail(rt, CUA_ERR_INVAL, "buffers of different runtimes");
+    return cua__fail(rt, CUA_ERR_INVAL, "%s: NULL op pointer", what);
+  if (src != NULL && (rc = buf_rt(what, src, &rt)) != 0)
+    return rc;
+  if (src != NULL && cua__buffer_root(src)->rt != cua__buffer_root(dst)->rt)
+    return cua__fail(rt, CUA_ERR_INVAL, "%s: buffers of different runtimes",
+                     what);
   if (src != NULL && src->bytes != dst->bytes)
     return cua__fail(rt, CUA_ERR_SIZE,
-                     "%s: buffers differ in size (%zu and %zu bytes)",
-                     kind == CUA_OP_COPY ? "cua_op_copy" : "cua_op_axpy",
+                     "%s: buffers differ in size (%zu and %zu bytes)", what,
                      dst->bytes, src->bytes);
   cua_op *op;
   rc = new_op(&op, rt, kind);
@@ -128,19 +162,20 @@ int cua_op_fill(cua_op **op, cua_buffer *dst, float value) {
 
 int cua_op_copy(cua_op **op, cua_buffer *dst, cua_buffer *src) {
   if (src == NULL)
-    return cua__fail(dst ? dst->rt : NULL, CUA_ERR_INVAL, "NULL buffer");
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_copy: NULL buffer");
   return elementwise(op, CUA_OP_COPY, dst, src, 0);
 }
 
 int cua_op_axpy(cua_op **op, cua_buffer *y, float a, cua_buffer *x) {
   if (x == NULL)
-    return cua__fail(y ? y->rt : NULL, CUA_ERR_INVAL, "NULL buffer");
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_axpy: NULL buffer");
   return elementwise(op, CUA_OP_AXPY, y, x, a);
 }
 
 int cua_op_spin(cua_op **out, cua_runtime *rt, uint64_t ns, uint32_t blocks) {
   if (out == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: NULL %s",
+                     out == NULL ? "op pointer" : "runtime");
   if (blocks == 0)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: 0 blocks");
   cua_op *op;
@@ -165,11 +200,12 @@ static int check_range(cua_runtime *rt, const char *what, cua_buffer *b,
 int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
                       const void *src, size_t bytes) {
   cua_runtime *rt;
-  int rc = buf_rt(dst, &rt);
+  int rc = buf_rt("cua_op_memcpy_h2d", dst, &rt);
   if (rc)
     return rc;
   if (out == NULL || (src == NULL && bytes > 0))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_h2d: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_h2d: NULL %s",
+                     out == NULL ? "op pointer" : "source (bytes > 0)");
   if ((rc = check_range(rt, "cua_op_memcpy_h2d", dst, dst_off, bytes)))
     return rc;
   cua_op *op;
@@ -185,11 +221,12 @@ int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
 int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
                       size_t bytes) {
   cua_runtime *rt;
-  int rc = buf_rt(src, &rt);
+  int rc = buf_rt("cua_op_memcpy_d2h", src, &rt);
   if (rc)
     return rc;
   if (out == NULL || (dst == NULL && bytes > 0))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2h: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2h: NULL %s",
+                     out == NULL ? "op pointer" : "destination (bytes > 0)");
   if ((rc = check_range(rt, "cua_op_memcpy_d2h", src, src_off, bytes)))
     return rc;
   cua_op *op;
@@ -205,13 +242,19 @@ int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
 int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
                       cua_buffer *src, size_t src_off, size_t bytes) {
   cua_runtime *rt;
-  int rc = buf_rt(dst, &rt);
+  int rc = buf_rt("cua_op_memcpy_d2d", dst, &rt);
   if (rc)
     return rc;
   if (out == NULL || src == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2d: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memcpy_d2d: NULL %s",
+                     out == NULL ? "op pointer" : "source buffer");
+  if (cua__buffer_root(src)->rt == NULL)
+    return cua__fail(rt, CUA_ERR_CANCELED,
+                     "cua_op_memcpy_d2d: the source buffer's runtime is "
+                     "closed (cua_runtime_destroy() was called)");
   if (cua__buffer_root(src)->rt != rt)
-    return cua__fail(rt, CUA_ERR_INVAL, "buffers of different runtimes");
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_op_memcpy_d2d: buffers of different runtimes");
   if ((rc = check_range(rt, "cua_op_memcpy_d2d (destination)", dst, dst_off,
                         bytes)) ||
       (rc = check_range(rt, "cua_op_memcpy_d2d (source)", src, src_off, bytes)))
@@ -236,11 +279,11 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
 int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
                   size_t bytes) {
   cua_runtime *rt;
-  int rc = buf_rt(dst, &rt);
+  int rc = buf_rt("cua_op_memset", dst, &rt);
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memset: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_memset: NULL op pointer");
   if ((rc = check_range(rt, "cua_op_memset", dst, off, bytes)))
     return rc;
   cua_op *op;
@@ -254,11 +297,11 @@ int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
 
 int cua_op_alloc(cua_op **out, cua_buffer *buf) {
   cua_runtime *rt;
-  int rc = buf_rt(buf, &rt);
+  int rc = buf_rt("cua_op_alloc", buf, &rt);
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_alloc: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_alloc: NULL op pointer");
   if (!buf->lazy || buf->parent != NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_op_alloc: the buffer was not created with "
@@ -272,11 +315,11 @@ int cua_op_alloc(cua_op **out, cua_buffer *buf) {
 
 int cua_op_free(cua_op **out, cua_buffer *buf) {
   cua_runtime *rt;
-  int rc = buf_rt(buf, &rt);
+  int rc = buf_rt("cua_op_free", buf, &rt);
   if (rc)
     return rc;
   if (out == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_free: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_free: NULL op pointer");
   if (buf->parent != NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_op_free: a tile cannot be freed on its own");
@@ -289,7 +332,10 @@ int cua_op_free(cua_op **out, cua_buffer *buf) {
 
 int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
   if (out == NULL || rt == NULL || fn == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_host: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_host: NULL %s",
+                     out == NULL  ? "op pointer"
+                     : rt == NULL ? "runtime"
+                                  : "function");
   cua_op *op;
   int rc = new_op(&op, rt, CUA_OP_HOST);
   if (rc)
@@ -301,7 +347,8 @@ int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
 
 int cua_op_barrier(cua_op **out, cua_runtime *rt) {
   if (out == NULL || rt == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL %s",
+                     out == NULL ? "op pointer" : "runtime");
   cua_op *op;
   int rc = new_op(&op, rt, CUA_OP_BARRIER);
   return rc ? rc : finish(out, op, 0);
@@ -312,9 +359,19 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
                   size_t shared_bytes, const cua_kernel_arg *args,
                   size_t nargs) {
   cua_runtime *rt = mod ? mod->rt : NULL;
-  if (out == NULL || mod == NULL || rt == NULL || function == NULL ||
-      grid == NULL || block == NULL || (nargs > 0 && args == NULL))
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_kernel: NULL argument");
+  if (out == NULL || mod == NULL || function == NULL || grid == NULL ||
+      block == NULL || (nargs > 0 && args == NULL))
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_kernel: NULL %s",
+                     out == NULL        ? "op pointer"
+                     : mod == NULL      ? "module"
+                     : function == NULL ? "function"
+                     : grid == NULL     ? "grid"
+                     : block == NULL    ? "block"
+                                        : "args");
+  if (rt == NULL)
+    return cua__fail(rt, CUA_ERR_CANCELED,
+                     "cua_op_kernel: the module's runtime is closed "
+                     "(cua_runtime_destroy() was called)");
   void *kernel = NULL;
   cua_backend_err err = {{0}};
   pthread_mutex_lock(&rt->lock);
@@ -370,7 +427,12 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
 int cua_op_then(cua_op **out, cua_op *first, cua_op *next) {
   cua_runtime *rt = first ? first->rt : NULL;
   if (out == NULL || first == NULL || next == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: NULL argument");
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: NULL %s",
+                     out == NULL     ? "op pointer"
+                     : first == NULL ? "first op"
+                                     : "next op");
+  if (cua__runtime_closed(rt, "cua_op_then"))
+    return CUA_ERR_CANCELED;
   if (first->rt != next->rt)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: ops of two runtimes");
   cua_op *op;
@@ -384,9 +446,15 @@ int cua_op_then(cua_op **out, cua_op *first, cua_op *next) {
 }
 
 int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
-  if (out == NULL || ops == NULL || n == 0 || ops[0] == NULL)
+  if (out == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: NULL op pointer");
+  if (ops == NULL || n == 0)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: no ops");
+  if (ops[0] == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: op 0 is NULL");
   cua_runtime *rt = ops[0]->rt;
+  if (cua__runtime_closed(rt, "cua_op_zip"))
+    return CUA_ERR_CANCELED;
   for (size_t i = 0; i < n; i++)
     if (ops[i] == NULL || ops[i]->rt != rt)
       return cua__fail(rt, CUA_ERR_INVAL,
@@ -400,7 +468,10 @@ int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
 
 int cua_op_shared(cua_op **out, cua_op *inner) {
   if (out == NULL || inner == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_shared: NULL argument");
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_shared: NULL %s",
+                     out == NULL ? "op pointer" : "inner op");
+  if (cua__runtime_closed(inner->rt, "cua_op_shared"))
+    return CUA_ERR_CANCELED;
   cua_op *op;
   int rc = new_op(&op, inner->rt, CUA_OP_SHARED);
   if (rc)
@@ -410,7 +481,10 @@ int cua_op_shared(cua_op **out, cua_op *inner) {
 
 int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
   if (out == NULL || zip == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_unzip: NULL argument");
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_unzip: NULL %s",
+                     out == NULL ? "op pointer" : "zip");
+  if (cua__runtime_closed(zip->rt, "cua_op_unzip"))
+    return CUA_ERR_CANCELED;
   cua_op *z = zip;
   while (z->kind == CUA_OP_SHARED)
     z = z->inputs[0];
@@ -457,8 +531,12 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
 
 int cua_op_map(cua_op **out, cua_op *in, cua_map_fn fn, void *arg) {
   if (out == NULL || in == NULL || fn == NULL)
-    return cua__fail(in ? in->rt : NULL, CUA_ERR_INVAL,
-                     "cua_op_map: NULL argument");
+    return cua__fail(in ? in->rt : NULL, CUA_ERR_INVAL, "cua_op_map: NULL %s",
+                     out == NULL  ? "op pointer"
+                     : in == NULL ? "input op"
+                                  : "function");
+  if (cua__runtime_closed(in->rt, "cua_op_map"))
+    return CUA_ERR_CANCELED;
   cua_op *op;
   int rc = new_op(&op, in->rt, CUA_OP_MAP);
   if (rc)
@@ -468,14 +546,8 @@ int cua_op_map(cua_op **out, cua_op *in, cua_map_fn fn, void *arg) {
   return finish(out, op, add_input(op, in));
 }
 
-int cua_op_set_hints(cua_op *op, const cua_hints *h) {
-  if (op == NULL || h == NULL || h->size < offsetof(cua_hints, priority))
-    return cua__fail(op ? op->rt : NULL, CUA_ERR_INVAL,
-                     "cua_op_set_hints: NULL argument or bad size");
-  if (op->frozen)
-    return cua__fail(op->rt, CUA_ERR_BUSY,
-                     "cua_op_set_hints: the op is frozen (already used by "
-                     "another op or submitted)");
+/* cua_op_set_hints() with the op held (frozen == 2). */
+static int set_hints(cua_op *op, const cua_hints *h) {
   cua_hints n = CUA_HINTS_INIT;
   memcpy(&n, h, h->size < sizeof n ? h->size : sizeof n);
   n.size = sizeof n;
@@ -497,7 +569,34 @@ int cua_op_set_hints(cua_op *op, const cua_hints *h) {
   return 0;
 }
 
+int cua_op_set_hints(cua_op *op, const cua_hints *h) {
+  if (op == NULL || h == NULL)
+    return cua__fail(op ? op->rt : NULL, CUA_ERR_INVAL,
+                     "cua_op_set_hints: NULL %s", op == NULL ? "op" : "hints");
+  if (h->size < offsetof(cua_hints, priority))
+    return cua__fail(op->rt, CUA_ERR_INVAL,
+                     "cua_op_set_hints: hints.size is %zu (set it to "
+                     "sizeof(cua_hints))",
+                     h->size);
+  if (cua__runtime_closed(op->rt, "cua_op_set_hints"))
+    return CUA_ERR_CANCELED;
+  int state = 0;
+  if (!atomic_compare_exchange_strong(&op->frozen, &state, 2))
+    return cua__fail(op->rt, CUA_ERR_BUSY,
+                     state == 1 ? "cua_op_set_hints: the op is frozen (already "
+                                  "used by another op or submitted)"
+                                : "cua_op_set_hints: another thread is setting "
+                                  "the op's hints");
+  int rc = set_hints(op, h);
+  atomic_store_explicit(&op->frozen, 0, memory_order_release);
+  return rc;
+}
+
 cua_op_kind cua_op_get_kind(const cua_op *op) {
+  if (op == NULL) {
+    cua__fail(NULL, CUA_ERR_INVAL, "cua_op_get_kind: NULL op");
+    return (cua_op_kind)0;
+  }
   return op->kind;
 }
 
@@ -507,8 +606,21 @@ cua_op *cua_op_retain(cua_op *op) {
   return op;
 }
 
+/* Freezes an op for good. Ops are frozen many times over (every op that
+ * references one, every submission): when it is frozen already, nothing is
+ * written, so a shared op's cache line is not bounced between threads. A
+ * cua_op_set_hints() in progress on another thread (2) finishes first: a
+ * few instructions and two string copies. */
 void cua__op_freeze(cua_op *op) {
-  op->frozen = 1;
+  int v = atomic_load_explicit(&op->frozen, memory_order_acquire);
+  while (v != 1) {
+    if (v == 0 && atomic_compare_exchange_weak(&op->frozen, &v, 1))
+      return;
+    if (v == 2) {
+      sched_yield();
+      v = atomic_load_explicit(&op->frozen, memory_order_acquire);
+    }
+  }
 }
 
 int cua__op_is_host(const cua_op *op) {
@@ -543,6 +655,7 @@ void cua_op_destroy(cua_op *op) {
       cua__node_release(op->shared_node);
     if (op->mod != NULL)
       cua_module_destroy(op->mod);
+    cua__runtime_release(op->rt);
     free(op->acc);
     free(op->inputs);
     free(op->name);

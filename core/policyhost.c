@@ -257,7 +257,11 @@ void cua_policy_close(cua_policy *pol) {
 }
 
 const char *cua_policy_name(const cua_policy *pol) {
-  return pol ? ((const cua__polinst *)pol)->name : NULL;
+  if (pol == NULL) {
+    cua__fail(NULL, CUA_ERR_INVAL, "cua_policy_name: NULL policy");
+    return NULL;
+  }
+  return ((const cua__polinst *)pol)->name;
 }
 
 int cua_runtime_set_policy(cua_runtime *rt, const char *name) {
@@ -297,12 +301,17 @@ int cua_runtime_set_device_policy(cua_runtime *rt, int device,
 }
 
 const char *cua_runtime_policy(const cua_runtime *rt) {
-  return rt && rt->policy ? rt->policy->name : NULL;
+  if (rt == NULL) {
+    cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_policy: NULL runtime");
+    return NULL;
+  }
+  return rt->policy ? rt->policy->name : NULL;
 }
 
 int cua_runtime_dump_policy(cua_runtime *rt, void *file) {
   if (rt == NULL || file == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_dump_policy: NULL %s",
+                     rt == NULL ? "runtime" : "file");
   pthread_mutex_lock(&rt->lock);
   if (rt->policy->d->dump)
     rt->policy->d->dump(rt->policy->state, file);

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <sched.h>
 
 #include <stdio.h>
@@ -236,9 +237,10 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->reg_lock, NULL);
-  pthread_mutex_init(&rt->err_lock, NULL);
   pthread_mutex_init(&rt->exec_mu, NULL);
   pthread_cond_init(&rt->exec_cv, NULL);
+  atomic_init(&rt->closed, 0);
+  atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
   rt->stats.size = sizeof rt->stats;
@@ -292,6 +294,7 @@ int cua_runtime_create(cua_runtime **rt, const char *config_path) {
 }
 
 static void runtime_free(cua_runtime *rt) {
+  atomic_store(&rt->closed, 1);
   if (rt->be != NULL) {
     cua__buffers_detach(rt);
     cua__modules_detach(rt);
@@ -335,12 +338,37 @@ static void runtime_free(cua_runtime *rt) {
   free(rt->policy_error);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
-  pthread_mutex_destroy(&rt->err_lock);
   pthread_mutex_destroy(&rt->exec_mu);
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
   pthread_cond_destroy(&rt->idle);
-  free(rt);
+  cua__runtime_release(rt);
+}
+
+/* Ops are the one handle that does not go through a registry: a list
+ * under reg_lock would cost every op a lock and four pointer writes, and
+ * detaching would then write op->rt, which op functions read unlocked.
+ * Instead each op holds the runtime struct itself (one atomic increment at
+ * creation, one decrement when freed). cua_runtime_destroy() frees all the
+ * runtime owns and sets closed; the struct, now only `closed` and `holds`,
+ * stays until the last op of it is freed, so op->rt is never dangling and
+ * never reused by another runtime. */
+void cua__runtime_hold(cua_runtime *rt) {
+  atomic_fetch_add_explicit(&rt->holds, 1, memory_order_relaxed);
+}
+
+void cua__runtime_release(cua_runtime *rt) {
+  if (atomic_fetch_sub_explicit(&rt->holds, 1, memory_order_acq_rel) == 1)
+    free(rt);
+}
+
+int cua__runtime_closed(const cua_runtime *rt, const char *what) {
+  if (!atomic_load_explicit(&rt->closed, memory_order_acquire))
+    return 0;
+  return cua__fail(rt, CUA_ERR_CANCELED,
+                   "%s: the op's runtime is closed (cua_runtime_destroy() was "
+                   "called)",
+                   what);
 }
 
 void cua_runtime_destroy(cua_runtime *rt) {
@@ -365,7 +393,8 @@ void cua_runtime_destroy(cua_runtime *rt) {
 
 int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_runtime_synchronize: NULL runtime");
   pthread_mutex_lock(&rt->lock);
   while (rt->nsubs > 0)
     pthread_cond_wait(&rt->idle, &rt->lock);
@@ -374,21 +403,34 @@ int cua_runtime_synchronize(cua_runtime *rt) {
 }
 
 const char *cua_runtime_backend(const cua_runtime *rt) {
-  return rt && rt->be ? rt->be->name : NULL;
+  if (rt == NULL) {
+    cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_backend: NULL runtime");
+    return NULL;
+  }
+  return rt->be->name;
 }
 
 const char *cua_runtime_config_path(const cua_runtime *rt) {
-  return rt ? rt->cfg->path : NULL;
+  if (rt == NULL) {
+    cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_config_path: NULL runtime");
+    return NULL;
+  }
+  return rt->cfg->path;
 }
 
 int cua_device_count(const cua_runtime *rt) {
-  return rt ? rt->ndev : 0;
+  if (rt == NULL) {
+    cua__fail(rt, CUA_ERR_INVAL, "cua_device_count: NULL runtime");
+    return 0;
+  }
+  return rt->ndev;
 }
 
 int cua_device_get_info(const cua_runtime *rt, int device,
                         cua_device_info *info) {
   if (rt == NULL || info == NULL)
-    return CUA_ERR_INVAL;
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_device_get_info: NULL %s",
+                     rt == NULL ? "runtime" : "info");
   if (device < 0 || device >= rt->ndev)
     return cua__fail(rt, CUA_ERR_BAD_DEVICE,
                      "cua_device_get_info: no device %d (the runtime has %d)",
@@ -397,6 +439,9 @@ int cua_device_get_info(const cua_runtime *rt, int device,
   memset(&tmp, 0, sizeof tmp);
   tmp.size = sizeof tmp;
   int rc = rt->be->device_info(rt->bst, device, &tmp);
+  if (rc)
+    return cua__fail(rt, rc, "cua_device_get_info: device %d: %s", device,
+                     cua_strerror(rc));
   size_t n = info->size && info->size < sizeof tmp ? info->size : sizeof tmp;
   tmp.size = n;
   memcpy(info, &tmp, n);
@@ -404,8 +449,13 @@ int cua_device_get_info(const cua_runtime *rt, int device,
 }
 
 int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
-  if (rt == NULL || st == NULL || st->size == 0)
-    return CUA_ERR_INVAL;
+  if (rt == NULL || st == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_runtime_stats: NULL %s",
+                     rt == NULL ? "runtime" : "stats");
+  if (st->size == 0)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_runtime_stats: stats.size is 0 (set it to "
+                     "sizeof(cua_stats))");
   cua_runtime *w = (cua_runtime *)rt;
   pthread_mutex_lock(&w->lock);
   cua_stats tmp = rt->stats;
@@ -417,8 +467,11 @@ int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
 }
 
 int cua_host_alloc(cua_runtime *rt, size_t bytes, void **ptr) {
-  if (rt == NULL || ptr == NULL || bytes == 0)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_host_alloc: bad argument");
+  if (rt == NULL || ptr == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_host_alloc: NULL %s",
+                     rt == NULL ? "runtime" : "ptr");
+  if (bytes == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_host_alloc: 0 bytes");
   if (rt->be->host_alloc == NULL) {
     *ptr = malloc(bytes);
     return *ptr ? 0 : cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -443,8 +496,13 @@ void cua_host_free(cua_runtime *rt, void *ptr) {
 
 int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
                          size_t bytes) {
-  if (out == NULL || rt == NULL || image == NULL || bytes == 0)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: bad argument");
+  if (out == NULL || rt == NULL || image == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: NULL %s",
+                     out == NULL  ? "mod"
+                     : rt == NULL ? "runtime"
+                                  : "image");
+  if (bytes == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: 0 bytes");
   *out = NULL;
   if (rt->be->module_load == NULL)
     return cua__fail(rt, CUA_ERR_NOTSUP,
@@ -474,12 +532,15 @@ int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
 }
 
 int cua_module_load(cua_module **out, cua_runtime *rt, const char *path) {
-  if (path == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: NULL path");
+  if (out == NULL || rt == NULL || path == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: NULL %s",
+                     out == NULL  ? "mod"
+                     : rt == NULL ? "runtime"
+                                  : "path");
   FILE *f = fopen(path, "rb");
   if (f == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: cannot open %s",
-                     path);
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: cannot open %s: %s",
+                     path, strerror(errno));
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);

@@ -24,6 +24,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     *fut = NULL;
   if (rt == NULL || op == NULL || fut == NULL)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_submit: NULL argument");
+  if (cua__runtime_closed(op->rt, "cua_submit"))
+    return CUA_ERR_CANCELED;
   if (op->rt != rt)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_submit: the op belongs to another runtime");
@@ -203,33 +205,58 @@ int cua_submit_wait(cua_runtime *rt, cua_op *op, const cua_submit_options *opts,
 
 /* A stream function gets its context from the core; NULL (misuse) gives
  * the neutral answer instead of a crash. */
+static void null_ctx(const char *fn) {
+  cua__fail(NULL, CUA_ERR_INVAL, "%s: NULL ctx", fn);
+}
+
 void *cua_ctx_stream(const cua_stream_ctx *ctx) {
-  return ctx ? ctx->native : NULL;
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_stream");
+    return NULL;
+  }
+  return ctx->native;
 }
 
 cua_placement cua_ctx_placement(const cua_stream_ctx *ctx) {
   cua_placement none = {-1, -1};
-  return ctx ? ctx->node->pl : none;
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_placement");
+    return none;
+  }
+  return ctx->node->pl;
 }
 
 const char *cua_ctx_backend(const cua_stream_ctx *ctx) {
-  return ctx ? ctx->rt->be->name : NULL;
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_backend");
+    return NULL;
+  }
+  return ctx->rt->be->name;
 }
 
 void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i) {
-  if (ctx == NULL || i >= ctx->node->op->nacc)
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_ptr");
+    return NULL;
+  }
+  if (i >= ctx->node->op->nacc)
     return NULL;
   return ctx->node->ptrs[i];
 }
 
 void cua_ctx_set_result(cua_stream_ctx *ctx, void *result) {
-  if (ctx != NULL)
-    ctx->node->result = result;
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_set_result");
+    return;
+  }
+  ctx->node->result = result;
 }
 
 void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...) {
-  if (ctx == NULL)
+  if (ctx == NULL) {
+    null_ctx("cua_ctx_fail");
     return;
+  }
   char buf[1024] = "";
   if (fmt != NULL) {
     va_list ap;

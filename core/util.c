@@ -1,6 +1,8 @@
 /*
  * core/util.c: version, error and op kind names and messages, small
  * helpers.
+ *
+ * The last error message is per thread (see cua__vfail()): no lock.
  */
 #include "config.h"
 #include "internal.h"
@@ -116,19 +118,21 @@ int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl) {
   return 0;
 }
 
-/* The message of a failed cua_runtime_create(), per thread, because there
- * is no runtime to keep it in. */
-static _Thread_local char create_err[CUA__ERRLEN];
+/* The error model, as errno's: every failing call stores its message in
+ * a buffer of the calling thread, and cua_runtime_error() returns it.
+ * Nothing is shared between threads, so no lock guards it, a message is
+ * never overwritten by another thread's failure, and the runtime is never
+ * touched (a handle of a closed runtime can still fail with a message).
+ * A successful call leaves the message alone. */
+static _Thread_local char last_err[CUA__ERRLEN];
 
 int cua__vfail(const cua_runtime *rt, int code, const char *fmt, va_list ap) {
-  if (rt == NULL) {
-    vsnprintf(create_err, sizeof create_err, fmt, ap);
-    return code;
-  }
-  cua_runtime *w = (cua_runtime *)rt;
-  pthread_mutex_lock(&w->err_lock);
-  vsnprintf(w->err, sizeof w->err, fmt, ap);
-  pthread_mutex_unlock(&w->err_lock);
+  (void)rt;
+  /* Formatted aside first: the arguments may include last_err itself (a
+   * message that wraps the one before it). */
+  char tmp[CUA__ERRLEN];
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  memcpy(last_err, tmp, strlen(tmp) + 1);
   return code;
 }
 
@@ -141,7 +145,6 @@ int cua__fail(const cua_runtime *rt, int code, const char *fmt, ...) {
 }
 
 const char *cua_runtime_error(const cua_runtime *rt) {
-  if (rt == NULL)
-    return create_err;
-  return rt->err;
+  (void)rt;
+  return last_err;
 }

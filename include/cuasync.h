@@ -13,13 +13,30 @@
  * fewest cross-stream event waits.
  *
  * Conventions, for every function below:
- * - Functions that can fail return 0 or a negative #cua_errno code; the
- *   detailed message of the last failure is cua_runtime_error(). A call that
- *   fails never completes a future or fires a callback later.
+ * - Functions that can fail return 0 or a negative #cua_errno code. A call
+ *   that fails never completes a future or fires a callback later.
+ * - Error messages are per thread, as errno is: every call that fails,
+ *   whatever it returns (a code, or NULL, 0 or -1 where it returns no
+ *   code), stores a message naming the function and the reason in a buffer
+ *   of the calling thread, and cua_runtime_error() returns it. A failure on
+ *   another thread never replaces it, and a successful call leaves it as it
+ *   was: read it right after the call that failed. Not failures, and so
+ *   without a message: #CUA_ERR_AGAIN from cua_future_poll() and
+ *   cua_future_result() (pending), and a submission's own failure returned
+ *   by cua_future_wait() (its message is cua_future_error()).
+ * - NULL for a handle or an out-parameter fails with #CUA_ERR_INVAL (or the
+ *   value the function documents, with the message set); destroying or
+ *   retaining NULL does nothing. doc/misuse.md lists every function's
+ *   behaviour for NULL and for handles of a closed runtime, with the code
+ *   and message.
  * - Handles are opaque, created by cua_X_create() (or a constructor) into
  *   an out-parameter, and released by cua_X_destroy(); destroying NULL does
  *   nothing. Releasing a handle early is always safe: work in flight keeps
  *   the buffers and ops it uses alive until it completes.
+ * - Handles outlive their runtime (see cua_runtime_destroy()): using one
+ *   whose runtime is closed fails with #CUA_ERR_CANCELED, never with
+ *   undefined behaviour; only the runtime handle itself (and policy
+ *   handles, which must be closed first) become invalid.
  * - Thread safety: every function may be called from any thread at the same
  *   time, on the same runtime, except that a handle must not be destroyed
  *   while another thread still uses that same handle.
@@ -102,28 +119,41 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
                                      const cua_runtime_options *opts);
 /**
  * Closes a runtime: waits for every submission to complete, fires their
- * callbacks, then frees streams, events, policies and modules. Futures,
- * ops and buffers the caller still holds stay valid handles that can be
- * queried and destroyed, but no longer submitted.
+ * callbacks, then frees streams, events, policies, modules and the memory
+ * of every buffer. @p rt is invalid afterwards; policy handles must be
+ * closed before. The other handles the caller still holds stay valid:
+ * - futures work as before (wait, poll, result, error, fd, callback);
+ * - ops and buffers (tiles too) can be queried (cua_op_get_kind(),
+ *   cua_buffer_size(), cua_buffer_device(); cua_buffer_ptr() gives NULL),
+ *   retained and destroyed; every other function given one fails with
+ *   #CUA_ERR_CANCELED and a message saying its runtime is closed, and
+ *   cua_submit() to another runtime refuses it (#CUA_ERR_INVAL);
+ * - modules can be destroyed; cua_op_kernel() refuses them
+ *   (#CUA_ERR_CANCELED).
  */
 CUA_EXTERN void cua_runtime_destroy(cua_runtime *rt);
 /**
- * The detailed message of the last failed call on @p rt (any thread), or ""
- * if none failed. With @p rt NULL: the message of the last failed
- * cua_runtime_create() on the calling thread. The string stays valid until
- * the next failing call on the same runtime (or thread, for NULL).
+ * The message of the calling thread's last failed cuasync call, or "" if
+ * none failed on this thread. Messages are kept per thread, as errno is
+ * (see the conventions above): @p rt is not consulted and may be NULL (as
+ * after a failed cua_runtime_create()); a failure on another thread, even
+ * on the same runtime, never replaces this thread's message, and a call
+ * that succeeds leaves it as it was. The string belongs to the thread and
+ * stays unchanged until its next failing call. Never NULL.
  */
 CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
 /** Waits until every submission made so far has completed. Returns 0;
  * failures are reported by each submission's future. */
 CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
-/** The backend's name, as its descriptor declares it ("cuda", "host"...). */
+/** The backend's name, as its descriptor declares it ("cuda", "host"...);
+ * NULL for a NULL @p rt. */
 CUA_EXTERN const char *cua_runtime_backend(const cua_runtime *rt);
 /** The configuration file that was read, or NULL for built-in or text. */
 CUA_EXTERN const char *cua_runtime_config_path(const cua_runtime *rt);
 /** The name of the runtime-wide policy in use. */
 CUA_EXTERN const char *cua_runtime_policy(const cua_runtime *rt);
-/** Number of devices the runtime uses (after `devices =`). */
+/** Number of devices the runtime uses (after `devices =`); 0 for a NULL
+ * @p rt. */
 CUA_EXTERN int cua_device_count(const cua_runtime *rt);
 /** Describes device @p device (0-based runtime index). */
 CUA_EXTERN int cua_device_get_info(const cua_runtime *rt, int device,
@@ -197,11 +227,12 @@ CUA_EXTERN int cua_buffer_create(cua_buffer **buf, cua_runtime *rt, int device,
 CUA_EXTERN void cua_buffer_destroy(cua_buffer *buf);
 /** Takes another reference; returns @p buf. */
 CUA_EXTERN cua_buffer *cua_buffer_retain(cua_buffer *buf);
-/** Size in bytes. */
+/** Size in bytes (0 for NULL). */
 CUA_EXTERN size_t cua_buffer_size(const cua_buffer *buf);
-/** Runtime device index the memory lives on. */
+/** Runtime device index the memory lives on (#CUA_ERR_INVAL for NULL). */
 CUA_EXTERN int cua_buffer_device(const cua_buffer *buf);
-/** Device address (NULL while a lazy buffer is not allocated yet). Reading
+/** Device address (NULL while a lazy buffer is not allocated yet, and once
+ * its runtime is closed). Reading
  * or writing through it outside an op bypasses the ordering guarantees. */
 CUA_EXTERN void *cua_buffer_ptr(const cua_buffer *buf);
 /**
@@ -395,10 +426,13 @@ typedef struct cua_hints {
   { sizeof(cua_hints), NULL, NULL, -1, 0, 0, 0, 0 }
 /**
  * Sets an op's hints. Allowed only until the op is frozen, that is until it
- * is referenced by another op or submitted: then CUA_ERR_BUSY.
+ * is referenced by another op or submitted: then CUA_ERR_BUSY (also while
+ * another thread is setting the same op's hints). Referencing an op from
+ * another thread at the same time is safe: either the hints are set before
+ * it freezes, or this call fails with CUA_ERR_BUSY.
  */
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
-/** The op's kind. */
+/** The op's kind; 0 (no kind) for NULL. */
 CUA_EXTERN cua_op_kind cua_op_get_kind(const cua_op *op);
 /** The name of an op kind, as #CUA_OP_KIND_MAP spells it ("fill",
  * "memcpy_d2h"...; static storage); "?" for a value that is not a kind. */
@@ -446,9 +480,17 @@ CUA_EXTERN int cua_future_poll(const cua_future *fut);
 /** Completion callback: called once, with the status. */
 typedef void (*cua_future_cb)(cua_future *fut, int status, void *arg);
 /**
- * Registers the callback (one per future). It runs on the completion thread
- * when the future completes, or at once on the calling thread if it has
- * already; it must not destroy the future. CUA_ERR_BUSY if one is set.
+ * Registers the callback (one per future: CUA_ERR_BUSY if one is set). It
+ * runs once: on the completion thread when the future completes, or at once
+ * on the calling thread if it has already.
+ *
+ * What the callback may do with @p fut: use it throughout (result, error,
+ * fd), because cua_future_destroy() of the same future on another thread
+ * waits until the callback has returned; and destroy it, as its last use.
+ * If the future was destroyed before it completed, the callback still runs,
+ * with @p fut NULL. A callback runs on the completion thread, so it must be
+ * short, must not wait for other submissions, and must not wait for a lock
+ * that a thread destroying its future may hold (that thread waits for it).
  */
 CUA_EXTERN int cua_future_on_complete(cua_future *fut, cua_future_cb cb,
                                       void *arg);
@@ -472,7 +514,10 @@ CUA_EXTERN const char *cua_future_error(const cua_future *fut);
  */
 CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
                                       void *native);
-/** Releases a future; the submission still runs to completion. */
+/** Releases a future; the submission still runs to completion (and a
+ * registered callback still fires, with a NULL future). If the future's
+ * callback is running on another thread, waits for it to return first;
+ * from within the callback itself it returns at once. */
 CUA_EXTERN void cua_future_destroy(cua_future *fut);
 /**@}*/
 

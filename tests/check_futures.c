@@ -250,6 +250,97 @@ START_TEST(eight_threads_submit_100k_ops) {
 }
 END_TEST
 
+/* The callback against cua_future_destroy(): a thread that waits for a
+ * future and destroys it at once must not pull the handle from under a
+ * callback still running on the completion thread. destroy() waits for
+ * it, so the callback can still use its future. */
+static atomic_int destroyed, cb_saw_destroyed, cb_result_rc, cb_finished;
+static void slow_cb(cua_future *f, int status, void *arg) {
+  (void)status;
+  (void)arg;
+  usleep(30000);
+  void *r;
+  atomic_store(&cb_result_rc, f ? cua_future_result(f, &r) : -999);
+  atomic_store(&cb_saw_destroyed, atomic_load(&destroyed));
+  atomic_store(&cb_finished, 1);
+}
+
+static void wait_flag(atomic_int *flag) {
+  for (int i = 0; i < 10000 && !atomic_load(flag); i++)
+    usleep(1000);
+  ck_assert_msg(atomic_load(flag), "the callback did not run");
+}
+
+START_TEST(destroy_waits_for_a_running_callback) {
+  for (int k = 0; k < 5; k++) {
+    atomic_store(&destroyed, 0);
+    atomic_store(&cb_finished, 0);
+    cua_op *op = spin_op(1000000);
+    cua_future *f;
+    ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+    ck_assert_int_eq(cua_future_on_complete(f, slow_cb, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(f), 0);
+    cua_future_destroy(f);
+    atomic_store(&destroyed, 1);
+    wait_flag(&cb_finished);
+    ck_assert_msg(atomic_load(&cb_saw_destroyed) == 0,
+                  "cua_future_destroy() returned while the callback ran");
+    ck_assert_int_eq(atomic_load(&cb_result_rc), 0);
+    cua_op_destroy(op);
+  }
+}
+END_TEST
+
+/* A callback may destroy its own future (destroy does not wait for
+ * itself). */
+static atomic_int self_destroyed;
+static void destroy_cb(cua_future *f, int status, void *arg) {
+  (void)status;
+  (void)arg;
+  cua_future_destroy(f);
+  atomic_store(&self_destroyed, 1);
+}
+
+START_TEST(a_callback_may_destroy_its_future) {
+  atomic_store(&self_destroyed, 0);
+  cua_op *op = spin_op(5000000);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_on_complete(f, destroy_cb, NULL), 0);
+  wait_flag(&self_destroyed);
+  /* Also when the future is complete already (the callback runs here). */
+  atomic_store(&self_destroyed, 0);
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_int_eq(cua_future_on_complete(f, destroy_cb, NULL), 0);
+  ck_assert_int_eq(atomic_load(&self_destroyed), 1);
+  cua_op_destroy(op);
+}
+END_TEST
+
+/* A future destroyed before it completes still fires its callback, with
+ * no handle. */
+static atomic_int null_cb_calls, null_cb_got_null;
+static void null_cb(cua_future *f, int status, void *arg) {
+  (void)status;
+  (void)arg;
+  atomic_store(&null_cb_got_null, f == NULL);
+  atomic_store(&null_cb_calls, 1);
+}
+
+START_TEST(callback_of_a_destroyed_future_gets_no_handle) {
+  atomic_store(&null_cb_calls, 0);
+  cua_op *op = spin_op(20000000);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_on_complete(f, null_cb, NULL), 0);
+  cua_future_destroy(f);
+  wait_flag(&null_cb_calls);
+  ck_assert_int_eq(atomic_load(&null_cb_got_null), 1);
+  cua_op_destroy(op);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("futures");
   TCase *tc = tcase_create("core");
@@ -262,6 +353,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, destroying_the_runtime_waits_for_work);
   tcase_add_test(tc, submit_errors_leave_no_future);
   tcase_add_test(tc, eight_threads_submit_100k_ops);
+  tcase_add_test(tc, destroy_waits_for_a_running_callback);
+  tcase_add_test(tc, a_callback_may_destroy_its_future);
+  tcase_add_test(tc, callback_of_a_destroyed_future_gets_no_handle);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -29,6 +29,7 @@ UNIT_TESTS = \
 	tests/check_futures \
 	tests/check_conformance \
 	tests/check_sched \
+	tests/check_misuse \
 	tests/check_cuda
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS)
@@ -96,6 +97,9 @@ tests_check_conformance_LDADD = $(TEST_LIBS)
 tests_check_sched_SOURCES = tests/check_sched.c tests/helpers.h
 tests_check_sched_CFLAGS = $(TEST_CFLAGS)
 tests_check_sched_LDADD = $(TEST_LIBS)
+tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
+tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
+tests_check_misuse_LDADD = $(TEST_LIBS)
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(TEST_LIBS)

@@ -6,7 +6,20 @@
  * success, one of the negative codes below on failure. The code says the
  * class of failure; the detailed message (file and line of a config error,
  * the dlerror() text of a failed load, the CUDA error of a failed op) is kept
- * per runtime (cua_runtime_error()) or per future (cua_future_error()).
+ * per thread (cua_runtime_error()) or per future (cua_future_error()).
+ *
+ * #CUA_ERR_CANCELED is also the code of any call given a handle (op,
+ * buffer, tile, module) whose runtime was closed by cua_runtime_destroy().
+ *
+ * Reserved: three codes are never returned by this version, and are kept
+ * (never renumbered or reused) for the cases they name:
+ * - #CUA_ERR_DEVICE_FAULT: for a backend that can pin an asynchronous
+ *   fault on one op. CUDA cannot: a device fault is a sticky error of the
+ *   whole context, reported as #CUA_ERR_DEVICE_LOST.
+ * - #CUA_ERR_CYCLE: ops are immutable and reference only ops that exist
+ *   before them, so a graph cannot have a cycle.
+ * - #CUA_ERR_RESULT: a future's result is the failure's code while failed
+ *   and #CUA_ERR_AGAIN while pending; there is no other case.
  */
 #ifndef CUASYNC_ERRORS_H
 #define CUASYNC_ERRORS_H

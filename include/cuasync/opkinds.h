@@ -55,7 +55,7 @@
   X(MAP, 16, "map", 0, "host-side transform of a result; no device work")      \
   X(THEN, 17, "then", 0, "sequence: second op after the first")                \
   X(SHARED, 18, "shared", 0, "runs its inner op once for all consumers")       \
-  X(KERNEL, 19, "kernel", 1, "kernel from a loaded PTX/cubin module")        \
+  X(KERNEL, 19, "kernel", 1, "kernel from a loaded PTX/cubin module")          \
   X(WAIT_NATIVE, 20, "wait_native", 0,                                         \
     "waits for the work queued on a stream the application owns")
 
