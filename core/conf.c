@@ -1115,8 +1115,10 @@ int cua__config_params(const cua__config *cfg, const char *name,
   if (err != NULL && errlen > 0)
     err[0] = '\0';
   values = calloc(nspec > 0 ? nspec : 1, sizeof *values);
-  if (values == NULL)
+  if (values == NULL) {
+    put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;
+  }
 
   /* Defaults first: a module whose own default does not parse is a bug in
    * the module, reported as such whatever the file says. */
