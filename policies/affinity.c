@@ -227,10 +227,10 @@ static int af_create(const cua_policy_host *host, const cua_param_value *params,
     if (af->fallback < AF_SPREAD || af->fallback > AF_ERROR)
       af->fallback = AF_SPREAD;
   }
-  /* Whether `within` names this policy again is for the host to say: a
-   * path or another file name may mean the same module, which only the
-   * loaded module tells (nested_open() refuses it). */
-  if (*within == '\0') {
+  /* The name is refused here with a plain message; any other spelling of
+   * this module (a path, a link, a copy) only the loaded module tells, and
+   * the host's nested_open() refuses those. */
+  if (*within == '\0' || strcmp(within, "affinity") == 0) {
     host->log(host->core, CUA_LOG_ERROR,
               "within = '%s': name another policy to pick streams", within);
     rc = CUA_ERR_INVAL;

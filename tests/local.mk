@@ -93,6 +93,13 @@ check_LTLIBRARIES += \
 	tests/modules/broken-noplace.la \
 	tests/modules/broken-placement.la \
 	tests/modules/broken-undefined.la \
+	tests/modules/broken-emptyname.la \
+	tests/modules/broken-ctrlname.la \
+	tests/modules/broken-dupparam.la \
+	tests/modules/broken-pointers.la \
+	tests/modules/broken-badplace.la \
+	tests/modules/broken-tiny.la \
+	tests/modules/broken-funcentry.la \
 	tests/modules/random.la
 # The out-of-tree example policy, built here too so the conformance suite
 # holds it to the same rules as the standard ones.
@@ -116,6 +123,21 @@ tests_modules_broken_noplace_la_SOURCES = tests/modules/broken-noplace.c
 tests_modules_broken_noplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_placement_la_SOURCES = tests/modules/broken-placement.c
 tests_modules_broken_placement_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+# Descriptors that are not what they claim (check_loader.c, defects).
+tests_modules_broken_emptyname_la_SOURCES = tests/modules/broken-emptyname.c
+tests_modules_broken_emptyname_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_ctrlname_la_SOURCES = tests/modules/broken-ctrlname.c
+tests_modules_broken_ctrlname_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_dupparam_la_SOURCES = tests/modules/broken-dupparam.c
+tests_modules_broken_dupparam_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_pointers_la_SOURCES = tests/modules/broken-pointers.c
+tests_modules_broken_pointers_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_badplace_la_SOURCES = tests/modules/broken-badplace.c
+tests_modules_broken_badplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_tiny_la_SOURCES = tests/modules/broken-tiny.c
+tests_modules_broken_tiny_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_funcentry_la_SOURCES = tests/modules/broken-funcentry.c
+tests_modules_broken_funcentry_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # Links against a symbol nobody defines: dlopen(RTLD_NOW) must refuse it.
 tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
 tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
