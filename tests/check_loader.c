@@ -639,6 +639,18 @@ START_TEST(one_byte_entry_symbol_is_refused) {
 }
 END_TEST
 
+START_TEST(misaligned_entry_symbol_is_refused) {
+  char want[128];
+
+  snprintf(want, sizeof want,
+           "not aligned to %zu bytes as a descriptor must be",
+           _Alignof(size_t));
+  expect_refusal("broken-unaligned", CUA_ERR_MODULE_BAD_SIZE,
+                 mod_path("broken-unaligned"),
+                 "the cua_policy_entry symbol is at", want, NULL);
+}
+END_TEST
+
 START_TEST(function_entry_symbol_is_refused) {
   expect_refusal("broken-funcentry", CUA_ERR_MODULE_NO_ENTRY,
                  mod_path("broken-funcentry"),
@@ -651,7 +663,7 @@ END_TEST
 /* cuasync-info scans every module of the path (the test environment's
  * includes these broken ones): it must list the refusals, not crash. */
 START_TEST(info_lists_broken_descriptors_without_crashing) {
-  char cmd[8300], line[4096];
+  char cmd[16800], line[4096];
   int saw_pointers = 0, saw_tiny = 0, status;
   FILE *p;
 
@@ -700,6 +712,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, name_pointing_nowhere_is_refused);
   tcase_add_test(tc, operation_pointing_nowhere_is_refused);
   tcase_add_test(tc, one_byte_entry_symbol_is_refused);
+  tcase_add_test(tc, misaligned_entry_symbol_is_refused);
   tcase_add_test(tc, function_entry_symbol_is_refused);
   tcase_add_test(tc, info_lists_broken_descriptors_without_crashing);
   suite_add_tcase(s, tc);
