@@ -627,6 +627,22 @@ START_TEST(operation_pointing_nowhere_is_refused) {
 }
 END_TEST
 
+/* Backends share the loader, and its checks. */
+START_TEST(backend_string_pointing_nowhere_is_refused) {
+  char err[ERRLEN];
+  cua__module *mod = (cua__module *)1;
+  int rc =
+      cua__module_load(&mod, CUA__MODULE_BACKEND, mod_path("broken-backend"),
+                       NULL, 0, 1, err, sizeof err);
+
+  ck_assert_msg(rc == CUA_ERR_MODULE_INCOMPLETE, "%s: %s", code_name(rc), err);
+  ck_assert_ptr_null(mod);
+  ck_assert_msg(strstr(err, "the backend descriptor's description (0x100) "
+                            "does not point to a string in the module") != NULL,
+                "%s", err);
+}
+END_TEST
+
 START_TEST(one_byte_entry_symbol_is_refused) {
   char want[128];
 
@@ -713,6 +729,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, operation_pointing_nowhere_is_refused);
   tcase_add_test(tc, one_byte_entry_symbol_is_refused);
   tcase_add_test(tc, misaligned_entry_symbol_is_refused);
+  tcase_add_test(tc, backend_string_pointing_nowhere_is_refused);
   tcase_add_test(tc, function_entry_symbol_is_refused);
   tcase_add_test(tc, info_lists_broken_descriptors_without_crashing);
   suite_add_tcase(s, tc);

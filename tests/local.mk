@@ -101,6 +101,7 @@ check_LTLIBRARIES += \
 	tests/modules/broken-tiny.la \
 	tests/modules/broken-funcentry.la \
 	tests/modules/broken-unaligned.la \
+	tests/modules/broken-backend.la \
 	tests/modules/random.la
 # The out-of-tree example policy, built here too so the conformance suite
 # holds it to the same rules as the standard ones.
@@ -141,6 +142,8 @@ tests_modules_broken_funcentry_la_SOURCES = tests/modules/broken-funcentry.c
 tests_modules_broken_funcentry_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_unaligned_la_SOURCES = tests/modules/broken-unaligned.c
 tests_modules_broken_unaligned_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_backend_la_SOURCES = tests/modules/broken-backend.c
+tests_modules_broken_backend_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # Links against a symbol nobody defines: dlopen(RTLD_NOW) must refuse it.
 tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
 tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
