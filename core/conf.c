@@ -29,11 +29,14 @@
 #include "config.h"
 
 #include "conf.h"
+#include "internal.h"
 
 #include <ini.h>
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -42,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef CUA_SYSCONFDIR
 #error "CUA_SYSCONFDIR must be defined on the compile line"
@@ -172,13 +177,14 @@ static int is_blank(char c) {
 
 static cua__section *add_section(cua__config *cfg, const char *name, size_t n,
                                  int line) {
-  cua__section *v, *s;
+  cua__section *s;
 
-  v = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *v);
-  if (v == NULL)
+  /* Arrays grow geometrically: a file of thousands of lines must not cost
+   * a reallocation (and a copy) per line. */
+  if (cua__grow(&cfg->sections, &cfg->seccap, cfg->nsections + 1,
+                sizeof *cfg->sections) != 0)
     return NULL;
-  cfg->sections = v;
-  s = &v[cfg->nsections];
+  s = &cfg->sections[cfg->nsections];
   memset(s, 0, sizeof *s);
   s->name = dup_mem(name, n);
   if (s->name == NULL)
@@ -190,13 +196,11 @@ static cua__section *add_section(cua__config *cfg, const char *name, size_t n,
 
 static int add_kv(cua__section *s, const char *key, const char *value,
                   int line) {
-  cua__kv *v, *kv;
+  cua__kv *kv;
 
-  v = realloc(s->kv, (s->nkv + 1) * sizeof *v);
-  if (v == NULL)
+  if (cua__grow(&s->kv, &s->kvcap, s->nkv + 1, sizeof *s->kv) != 0)
     return CUA_ERR_NOMEM;
-  s->kv = v;
-  kv = &v[s->nkv];
+  kv = &s->kv[s->nkv];
   kv->key = dup_str(key);
   kv->value = dup_str(value);
   kv->line = line;
@@ -633,51 +637,134 @@ static void syntax_error(parser *p, int line) {
 /* ------------------------------------------------------------------ */
 /* Loading. */
 
-/* Reads a whole file. Returns 0, or -1 with errno set. */
-static int read_file(const char *path, char **text, size_t *len) {
-  FILE *f;
-  char *buf = NULL, *grown;
-  size_t cap = 0, n = 0, got;
-  int saved;
+/* The largest configuration file read. Real ones are a few kilobytes; the
+ * limit makes a wrong path (a log, a disk image, a device) fail at once
+ * instead of filling memory. */
+#define MAX_CONFIG_SIZE ((size_t)16 << 20)
 
-  f = fopen(path, "rb");
-  if (f == NULL)
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode) {
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+/*
+ * Reads a whole regular file. Returns 0, or -1 with errno set and the
+ * reason in @p why. The file is opened with O_NONBLOCK so that a FIFO with
+ * no writer cannot block the open, and anything but a regular file is
+ * refused before it is read: a FIFO would block the read instead, and
+ * /dev/zero never ends. Directories keep their errno (EISDIR).
+ */
+static int read_file(const char *path, char **text, size_t *len, char *why,
+                     size_t whylen) {
+  struct stat st;
+  char *buf = NULL, *grown;
+  size_t cap, n = 0;
+  ssize_t got;
+  int fd, saved;
+
+  fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    put_err(why, whylen, "%s", strerror(errno));
     return -1;
+  }
+  if (fstat(fd, &st) != 0) {
+    put_err(why, whylen, "%s", strerror(errno));
+    goto fail;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    errno = EISDIR;
+    put_err(why, whylen, "%s", strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    put_err(why, whylen, "it is %s, not a regular file", file_kind(st.st_mode));
+    goto fail;
+  }
+  if (st.st_size < 0 || (uintmax_t)st.st_size > MAX_CONFIG_SIZE) {
+    errno = EFBIG;
+    put_err(why, whylen,
+            "it is %jd bytes, more than the %zu MiB a configuration file "
+            "may have",
+            (intmax_t)st.st_size, MAX_CONFIG_SIZE >> 20);
+    goto fail;
+  }
+  /* The size is a hint: the file may change while it is read, and some
+   * (in /proc) say 0. The limit holds whatever the reads return. */
+  cap = (size_t)st.st_size + 4096;
+  if (cap > MAX_CONFIG_SIZE + 2)
+    cap = MAX_CONFIG_SIZE + 2;
+  buf = malloc(cap);
+  if (buf == NULL)
+    goto nomem;
   for (;;) {
-    if (cap - n < 4096) {
-      cap = cap == 0 ? 8192 : cap * 2;
-      grown = realloc(buf, cap + 1);
-      if (grown == NULL) {
-        errno = ENOMEM;
-        goto fail;
-      }
+    if (n + 1 >= cap) {
+      cap = cap > (MAX_CONFIG_SIZE + 2) / 2 ? MAX_CONFIG_SIZE + 2 : cap * 2;
+      grown = realloc(buf, cap);
+      if (grown == NULL)
+        goto nomem;
       buf = grown;
     }
-    got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        /* fread() on a directory fails with EISDIR, which is what the
-         * message should say. */
-        if (errno == 0)
-          errno = EIO;
-        goto fail;
-      }
+    got = read(fd, buf + n, cap - 1 - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      put_err(why, whylen, "%s", strerror(errno));
+      goto fail;
+    }
+    if (got == 0)
       break;
+    n += (size_t)got;
+    if (n > MAX_CONFIG_SIZE) {
+      errno = EFBIG;
+      put_err(why, whylen,
+              "it has more than the %zu MiB a configuration file may have",
+              MAX_CONFIG_SIZE >> 20);
+      goto fail;
     }
   }
-  fclose(f);
+  close(fd);
   buf[n] = '\0';
   *text = buf;
   *len = n;
   return 0;
 
+nomem:
+  errno = ENOMEM;
+  put_err(why, whylen, "%s", strerror(errno));
 fail:
   saved = errno;
-  fclose(f);
+  close(fd);
   free(buf);
   errno = saved;
   return -1;
+}
+
+/* A copy of @p path for messages: whole when short, else its head and tail
+ * around "...", so that a message built around a very long path still
+ * ends with the reason. */
+static char *short_path(const char *path) {
+  enum { KEEP = 120 };
+  size_t n = strlen(path);
+  char *s;
+
+  if (n <= 2 * KEEP + 3)
+    return dup_str(path);
+  s = malloc(2 * KEEP + 4);
+  if (s != NULL) {
+    memcpy(s, path, KEEP);
+    memcpy(s + KEEP, "...", 3);
+    memcpy(s + KEEP + 3, path + n - KEEP, KEEP + 1);
+  }
+  return s;
 }
 
 /* The directory part of @p path ("." when it has none). */
@@ -740,7 +827,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
                      unsigned flags, char *err, size_t errlen) {
   cua__config *cfg;
   const char *file = NULL, *env = NULL;
-  char *buf = NULL, *dir = NULL;
+  char *buf = NULL, *dir = NULL, why[256];
   size_t len = 0;
   int rc;
 
@@ -762,7 +849,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
              (env = getenv("CUASYNC_CONFIG")) != NULL && *env != '\0') {
     file = env;
   } else if (text == NULL && !(flags & CUA_RUNTIME_NO_SYSTEM_CONFIG)) {
-    if (read_file(SYSTEM_CONFIG, &buf, &len) == 0) {
+    if (read_file(SYSTEM_CONFIG, &buf, &len, why, sizeof why) == 0) {
       file = SYSTEM_CONFIG;
     } else if (errno == ENOMEM) {
       goto nomem;
@@ -770,7 +857,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       /* Present but unreadable: silently using the default instead would
        * hide the administrator's configuration. */
       put_err(err, errlen, "%s: cannot read the configuration file: %s",
-              SYSTEM_CONFIG, strerror(errno));
+              SYSTEM_CONFIG, why);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
@@ -782,21 +869,20 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       goto nomem;
     rc = parse_text(cfg, text, strlen(text), NULL, err, errlen);
   } else if (file != NULL) {
-    if (buf == NULL && read_file(file, &buf, &len) != 0) {
-      if (errno == ENOMEM)
+    if (buf == NULL && read_file(file, &buf, &len, why, sizeof why) != 0) {
+      char *shown;
+      if (errno == ENOMEM || (shown = short_path(file)) == NULL)
         goto nomem;
-      if (file == env)
-        put_err(err, errlen,
-                "$CUASYNC_CONFIG=%s: cannot read the configuration file: %s",
-                file, strerror(errno));
-      else
-        put_err(err, errlen, "%s: cannot read the configuration file: %s", file,
-                strerror(errno));
+      put_err(err, errlen, "%s%s: cannot read the configuration file: %s",
+              file == env ? "$CUASYNC_CONFIG=" : "", shown, why);
+      free(shown);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
     cfg->path = dup_str(file);
-    cfg->origin = dup_str(file);
+    /* Messages name the file by its origin, which for a very long path is
+     * shortened so that they still end with what is wrong. */
+    cfg->origin = short_path(file);
     dir = dir_of(file);
     if (cfg->path == NULL || cfg->origin == NULL || dir == NULL)
       goto nomem;
@@ -951,17 +1037,25 @@ static int store_text(cua_param_value *v, const char *text, int multi) {
   if (s == NULL)
     return CUA_ERR_NOMEM;
   if (multi) {
+    /* The list's capacity is not stored (the struct is the module ABI's):
+     * it is the smallest power of two, at least 4, that holds count, so
+     * the list grows, doubling, when count is 0 or such a power. */
+    size_t c = v->count;
+    list = (const char **)v->list;
     item = dup_str(text);
-    list = realloc((void *)v->list, (v->count + 1) * sizeof *list);
+    if (item != NULL && (c == 0 || (c >= 4 && (c & (c - 1)) == 0))) {
+      list = c <= SIZE_MAX / 2 / sizeof *list
+                 ? realloc((void *)v->list, (c ? 2 * c : 4) * sizeof *list)
+                 : NULL;
+      if (list != NULL)
+        v->list = list;
+    }
     if (item == NULL || list == NULL) {
       free(item);
       free(s);
-      if (list != NULL)
-        v->list = list;
       return CUA_ERR_NOMEM;
     }
     list[v->count++] = item;
-    v->list = list;
   }
   free((void *)v->s);
   v->s = s;
@@ -1024,8 +1118,10 @@ int cua__config_params(const cua__config *cfg, const char *name,
   if (err != NULL && errlen > 0)
     err[0] = '\0';
   values = calloc(nspec > 0 ? nspec : 1, sizeof *values);
-  if (values == NULL)
+  if (values == NULL) {
+    put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;
+  }
 
   /* Defaults first: a module whose own default does not parse is a bug in
    * the module, reported as such whatever the file says. */

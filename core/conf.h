@@ -28,6 +28,7 @@ typedef struct cua__section {
   int line;   /* line of the [header], 0 for the built-in default */
   cua__kv *kv;
   size_t nkv;
+  size_t kvcap; /* entries allocated in kv */
 } cua__section;
 
 /** on_policy_error = error | fallback */
@@ -36,9 +37,11 @@ enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 /** A parsed and checked configuration. */
 typedef struct cua__config {
   char *path;   /* file read; NULL for built-in default or config_text */
-  char *origin; /* for messages: the path, "<text>" or "<built-in>" */
+  char *origin; /* for messages: the path (a long one shortened in the
+                   middle with "..."), "<text>" or "<built-in>" */
   cua__section *sections;
   size_t nsections;
+  size_t seccap; /* entries allocated in sections */
   /* [runtime], resolved (defaults filled in, $CUASYNC_POLICY applied). */
   char *backend;       /* "auto" (default), a backend name or a path */
   int backend_line;    /* line of `backend =`, 0 if defaulted */
@@ -54,7 +57,9 @@ typedef struct cua__config {
 
 /**
  * Loads the configuration: @p text if not NULL (origin "<text>"), else
- * @p path if not NULL (CUA_ERR_CONFIG_NOT_FOUND if it cannot be opened),
+ * @p path if not NULL (CUA_ERR_CONFIG_NOT_FOUND if it cannot be opened, is
+ * not a regular file (a directory, FIFO or device), or has more than
+ * 16 MiB; the message says which),
  * else $CUASYNC_CONFIG unless @p flags has CUA_RUNTIME_IGNORE_ENV (not found:
  * CUA_ERR_CONFIG_NOT_FOUND naming the variable), else
  * CUA_SYSCONFDIR "/cuasync.ini" if it exists and @p flags lacks

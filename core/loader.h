@@ -48,12 +48,21 @@ void cua__strv_free(char **v, size_t n);
  *
  * Checks, in order, each with its own code (see policy.h): dlopen with
  * RTLD_NOW | RTLD_LOCAL (CUA_ERR_MODULE_DLOPEN, with dlerror()), the entry
- * symbol (CUA_ERR_MODULE_NO_ENTRY), abi_major (CUA_ERR_MODULE_ABI_MAJOR,
+ * symbol (CUA_ERR_MODULE_NO_ENTRY), that it is a data object
+ * (CUA_ERR_MODULE_NO_ENTRY, saying what it is instead), of at least a
+ * descriptor header's size, aligned, inside the module
+ * (CUA_ERR_MODULE_BAD_SIZE), abi_major (CUA_ERR_MODULE_ABI_MAJOR,
  * naming the module's and the core's versions), abi_minor
  * (CUA_ERR_MODULE_ABI_MINOR, both versions), size at least the 1.0
- * descriptor's (CUA_ERR_MODULE_BAD_SIZE, both sizes), name equal to @p name
- * (CUA_ERR_MODULE_NAME_MISMATCH, both names), required operations present
- * (CUA_ERR_MODULE_INCOMPLETE, naming the missing one).
+ * descriptor's and at most the symbol's (CUA_ERR_MODULE_BAD_SIZE, both
+ * sizes), every pointer of the descriptor inside the module's own loaded
+ * segments (strings and the schema readable, operations executable;
+ * CUA_ERR_MODULE_INCOMPLETE naming the field), a name that is not empty and
+ * has no control characters (CUA_ERR_MODULE_INCOMPLETE), no parameter
+ * named twice (CUA_ERR_MODULE_INCOMPLETE, naming both), name equal to
+ * @p name (CUA_ERR_MODULE_NAME_MISMATCH, both names), required operations
+ * present (CUA_ERR_MODULE_INCOMPLETE, naming the missing one). Nothing the
+ * descriptor points to is read before it has been checked.
  * Does not call create(): the caller does.
  */
 int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,

@@ -70,16 +70,76 @@ static int h_device_info(void *core, int device, cua_device_info *out) {
   return rt->be->device_info(rt->bst, device, out);
 }
 
+/*
+ * The instances whose create() is running on this thread, outermost first.
+ * A policy opens its nested ones from create(), on the thread that opens
+ * it and under the runtime lock, so this is the chain of nesting; it lives
+ * per thread because two runtimes may be opening policies at once.
+ */
+#define MAX_NESTING 8
+static _Thread_local cua__polinst *creating[MAX_NESTING];
+static _Thread_local int ncreating;
+
+static int polinst_load(cua_runtime *rt, const char *name, cua__module **mod);
+static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
+                          cua__polinst **out);
+
+/* The nesting chain that ends at @p p: the instances being created around
+ * it, or p alone when it opens a nested policy outside create(). Returns
+ * its length. */
+static int nesting_chain(cua__polinst *p, cua__polinst ***chain) {
+  for (int i = 0; i < ncreating; i++)
+    if (creating[i] == p) {
+      *chain = creating;
+      return i + 1;
+    }
+  *chain = NULL;
+  return 1;
+}
+
+/*
+ * A policy may not nest itself, directly or through another. Which module
+ * a name means is known only once it is loaded: a path, a symbolic link or
+ * a second directory may all name one file, and dlopen() then hands back
+ * the same descriptor. So the check compares the loaded descriptor with
+ * every policy being created around this one, and also the names the
+ * descriptors declare (a copy of a module is a different file, but the
+ * same policy). The depth limit is the backstop.
+ */
 static int h_nested_open(void *core, const char *name,
                          cua_policy_nested **out) {
-  cua__polinst *p = core, *q;
+  cua__polinst *p = core, *q, **chain;
+  cua__module *mod = NULL;
+  int depth, rc;
+
   if (name == NULL || out == NULL)
     return CUA_ERR_INVAL;
-  if (strcmp(name, p->name) == 0) {
-    h_log(core, CUA_LOG_ERROR, "a policy cannot nest itself ('%s')", name);
+  depth = nesting_chain(p, &chain);
+  if (depth >= MAX_NESTING) {
+    h_log(core, CUA_LOG_ERROR,
+          "nested policy '%s': policies nest at most %d deep", name,
+          MAX_NESTING);
     return CUA_ERR_INVAL;
   }
-  int rc = cua__polinst_open(p->rt, name, &q);
+  rc = polinst_load(p->rt, name, &mod);
+  if (rc) {
+    h_log(core, CUA_LOG_ERROR, "nested policy '%s': %s", name,
+          cua_runtime_error(p->rt));
+    return rc;
+  }
+  for (int i = 0; i < depth; i++) {
+    const cua__polinst *a = chain != NULL ? chain[i] : p;
+    if (a->d == mod->desc.policy ||
+        strcmp(a->d->name, mod->desc.policy->name) == 0) {
+      h_log(core, CUA_LOG_ERROR,
+            "a policy cannot nest itself: '%s' is policy '%s' (%s), which "
+            "is already open around it",
+            name, mod->desc.policy->name, mod->path ? mod->path : "?");
+      cua__module_unload(mod);
+      return CUA_ERR_INVAL;
+    }
+  }
+  rc = polinst_create(p->rt, name, mod, &q);
   if (rc) {
     h_log(core, CUA_LOG_ERROR, "nested policy '%s': %s", name,
           cua_runtime_error(p->rt));
@@ -141,25 +201,30 @@ void cua__polinst_release(cua__polinst *p) {
     polinst_free(p);
 }
 
-/* Loads, configures from [policy.NAME] and creates an instance. Runs with
- * the runtime lock held (policies may open nested ones from create()). */
-int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
+/* Loads policy module @p name; on failure sets the runtime's error. */
+static int polinst_load(cua_runtime *rt, const char *name, cua__module **mod) {
   char err[CUA__ERRLEN];
-  cua__module *mod = NULL;
   int rc =
-      cua__module_load(&mod, CUA__MODULE_POLICY, name, rt->cfg->policy_path,
+      cua__module_load(mod, CUA__MODULE_POLICY, name, rt->cfg->policy_path,
                        rt->cfg->npolicy_path, rt->ignore_env, err, sizeof err);
-  if (rc)
-    return cua__fail(rt, rc, "%s", err);
+  return rc ? cua__fail(rt, rc, "%s", err) : 0;
+}
+
+/* Configures from [policy.NAME] and creates an instance of the loaded
+ * module @p mod, which it takes over (unloaded on failure). */
+static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
+                          cua__polinst **out) {
+  char err[CUA__ERRLEN];
+  int rc;
   cua__polinst *p = cua__calloc(1, sizeof *p);
-  if (p == NULL) {
+  if (p == NULL || (p->name = cua__strdup(mod->desc.policy->name)) == NULL) {
+    free(p);
     cua__module_unload(mod);
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
   p->rt = rt;
   p->mod = mod;
   p->d = mod->desc.policy;
-  p->name = cua__strdup(p->d->name);
   p->refs = 1;
   /* A policy loaded by path is configured from the section of the name it
    * declares. */
@@ -193,7 +258,14 @@ int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
   h->nested_close = h_nested_close;
   p->next = rt->policies;
   rt->policies = p;
+  /* h_nested_open() checks nesting against the instances being created;
+   * the depth limit there keeps this within the array. */
+  int slot = ncreating < MAX_NESTING ? ncreating++ : -1;
+  if (slot >= 0)
+    creating[slot] = p;
   rc = p->d->create(h, p->params, &p->state);
+  if (slot >= 0)
+    ncreating = slot;
   if (rc != 0) {
     char log[sizeof p->log], path[1024];
     snprintf(log, sizeof log, "%s", p->log);
@@ -206,6 +278,16 @@ int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
   }
   *out = p;
   return 0;
+}
+
+/* Loads, configures from [policy.NAME] and creates an instance. Runs with
+ * the runtime lock held (policies may open nested ones from create()). */
+int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
+  cua__module *mod = NULL;
+  int rc = polinst_load(rt, name, &mod);
+  if (rc)
+    return rc;
+  return polinst_create(rt, name, mod, out);
 }
 
 /* Drops the runtime's own references; what remains was opened by the user

@@ -10,7 +10,9 @@
  *             with a log line quoting the rule.
  *   within    STRING, default "round-robin". The policy, opened through the
  *             host (configured from its own [policy.NAME] section), that
- *             picks the stream within the chosen device.
+ *             picks the stream within the chosen device. Naming affinity
+ *             itself, by name or by any path to the module, fails the
+ *             creation (the host refuses a policy that nests itself).
  *   fallback  ENUM spread|first|error, default spread. When nothing below
  *             decides the device: spread lets the nested policy choose any
  *             device, first uses device 0, error fails the op with
@@ -225,6 +227,9 @@ static int af_create(const cua_policy_host *host, const cua_param_value *params,
     if (af->fallback < AF_SPREAD || af->fallback > AF_ERROR)
       af->fallback = AF_SPREAD;
   }
+  /* The name is refused here with a plain message; any other spelling of
+   * this module (a path, a link, a copy) only the loaded module tells, and
+   * the host's nested_open() refuses those. */
   if (*within == '\0' || strcmp(within, "affinity") == 0) {
     host->log(host->core, CUA_LOG_ERROR,
               "within = '%s': name another policy to pick streams", within);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ERRLEN 1024
@@ -953,6 +954,160 @@ START_TEST(printed_configuration_reads_back_the_same) {
 END_TEST
 
 /* The lookup tests set the variables they need, and only those. */
+/* ------------------------------------------------------------------ */
+/* Files that are not configuration files. */
+
+/* Loads @p path and asserts CUA_ERR_CONFIG_NOT_FOUND with @p needle. */
+static void expect_file_refused(const char *path, const char *needle) {
+  cua__config *cfg = (cua__config *)1;
+  char err[ERRLEN];
+  int rc;
+
+  rc = cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err);
+  ck_assert_msg(rc == CUA_ERR_CONFIG_NOT_FOUND, "%s: got %s (%s)", path,
+                code_name(rc), rc != 0 ? err : "");
+  ck_assert_ptr_null(cfg);
+  ck_assert_msg(strstr(err, "cannot read the configuration file") != NULL &&
+                    strstr(err, needle) != NULL,
+                "message '%s' lacks '%s'", err, needle);
+}
+
+/* A FIFO without a writer blocked fopen() for ever. */
+START_TEST(fifo_as_config_is_refused_at_once) {
+  char dir[] = "/tmp/cuasync-fifo-XXXXXX", path[64];
+
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/config.ini", dir);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  expect_file_refused(path, "it is a FIFO, not a regular file");
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* /dev/zero was read without end. */
+START_TEST(device_as_config_is_refused) {
+  expect_file_refused("/dev/zero", "it is a character device, not a regular");
+  expect_file_refused("/dev/urandom", "it is a character device");
+}
+END_TEST
+
+START_TEST(config_over_16_mib_is_refused) {
+  char path[] = "/tmp/cuasync-big-XXXXXX";
+  int fd = mkstemp(path);
+
+  ck_assert_int_ge(fd, 0);
+  /* Sparse: no disk is used. */
+  ck_assert_int_eq(ftruncate(fd, ((off_t)16 << 20) + 1), 0);
+  close(fd);
+  expect_file_refused(path, "it is 16777217 bytes, more than the 16 MiB a "
+                            "configuration file may have");
+  unlink(path);
+}
+END_TEST
+
+/* Messages about a very long path used to be cut (at 2 KB in the
+ * runtime's message) before the reason. */
+START_TEST(long_config_path_message_keeps_the_reason) {
+  char path[5100], err[ERRLEN];
+  cua__config *cfg = NULL;
+  cua_runtime *rt = NULL;
+  cua_runtime_options o;
+  int rc;
+
+  strcpy(path, "/nonexistent/");
+  memset(path + 13, 'a', 5000 - 13);
+  strcpy(path + 5000, ".ini");
+  rc = cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_NOT_FOUND);
+  ck_assert_msg(strstr(err, "aaa...aaa") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, strerror(ENAMETOOLONG)) != NULL,
+                "message '%s' lacks the reason", err);
+
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.config_path = path;
+  o.flags = HERMETIC;
+  ck_assert_int_eq(cua_runtime_create_ex(&rt, &o), CUA_ERR_CONFIG_NOT_FOUND);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), strerror(ENAMETOOLONG)) != NULL,
+                "message '%s' lacks the reason", cua_runtime_error(NULL));
+}
+END_TEST
+
+/* The same for an error inside a file whose path is long (but openable):
+ * every message names it by its shortened origin. */
+START_TEST(long_config_path_syntax_error_keeps_the_reason) {
+  char base[] = "/tmp/cuasync-long-XXXXXX", path[4000], name[201];
+  cua__config *cfg = NULL;
+  char err[ERRLEN];
+  size_t n;
+  int i, rc;
+  FILE *f;
+
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  memset(name, 'd', 200);
+  name[200] = '\0';
+  n = (size_t)snprintf(path, sizeof path, "%s", base);
+  for (i = 0; i < 15; i++) {
+    n += (size_t)snprintf(path + n, sizeof path - n, "/%s", name);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+  }
+  snprintf(path + n, sizeof path - n, "/c.ini");
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("[runtime]\nnoequals\n", f);
+  fclose(f);
+  rc = cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err);
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_SYNTAX);
+  ck_assert_msg(strstr(err, "ddd...ddd") != NULL &&
+                    strstr(err, "/c.ini:2: expected 'key = value'") != NULL,
+                "message '%s' lacks the reason", err);
+  /* Clean up, innermost first. */
+  unlink(path);
+  for (i = 0; i < 15; i++) {
+    *strrchr(path, '/') = '\0';
+    rmdir(path);
+  }
+  rmdir(base);
+}
+END_TEST
+
+/* Each `rule =` line cost a reallocation of every array it lands in
+ * (20k lines: 46 s under ASan). The arrays grow geometrically now; the test
+ * proves that 20000 keys parse, in order, within the suite's timeout. */
+START_TEST(twenty_thousand_lines_parse) {
+  enum { N = 20000 };
+  static const cua_param_spec spec[] = {
+      {"rule", CUA_PARAM_STRING, NULL, 0, 0, NULL, "", CUA_PARAM_MULTI},
+  };
+  size_t cap = (size_t)N * 32 + 64, n = 0;
+  char *text = malloc(cap), err[ERRLEN];
+  cua_param_value *v = NULL;
+  const cua__section *sec;
+  cua__config *cfg;
+  int i;
+
+  ck_assert_ptr_nonnull(text);
+  n += (size_t)snprintf(text + n, cap - n, "[policy.big]\n");
+  for (i = 0; i < N; i++)
+    n += (size_t)snprintf(text + n, cap - n, "rule = tag:t%d -> 0\n", i);
+  cfg = load_ok(text);
+  sec = cua__config_section(cfg, "policy.big");
+  ck_assert_ptr_nonnull(sec);
+  ck_assert_uint_eq(sec->nkv, N);
+  ck_assert_int_eq(sec->kv[N - 1].line, N + 1);
+  ck_assert_uint_le(sec->kvcap, 2 * (size_t)N); /* grown by doubling */
+  ck_assert_int_eq(
+      cua__config_params(cfg, "policy.big", spec, 1, &v, err, sizeof err), 0);
+  ck_assert_uint_eq(v[0].count, N);
+  ck_assert_str_eq(v[0].list[0], "tag:t0 -> 0");
+  ck_assert_str_eq(v[0].list[N - 1], "tag:t19999 -> 0");
+  cua__config_params_free(v, 1);
+  cua__config_free(cfg);
+  free(text);
+}
+END_TEST
+
 static void clear_env(void) {
   unsetenv("CUASYNC_CONFIG");
   unsetenv("CUASYNC_POLICY");
@@ -1010,6 +1165,18 @@ static Suite *suite(void) {
   tcase_add_test(tc, no_system_config_gives_the_built_in_default);
   tcase_add_test(tc, system_config_is_read_when_present);
   tcase_add_test(tc, env_policy_overrides_the_file);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("not_config_files");
+  /* A hang (FIFO) or an endless read (/dev/zero) fails here, not at the
+   * suite's timeout. */
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, fifo_as_config_is_refused_at_once);
+  tcase_add_test(tc, device_as_config_is_refused);
+  tcase_add_test(tc, config_over_16_mib_is_refused);
+  tcase_add_test(tc, long_config_path_message_keeps_the_reason);
+  tcase_add_test(tc, long_config_path_syntax_error_keeps_the_reason);
+  tcase_add_test(tc, twenty_thousand_lines_parse);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("params");

@@ -200,14 +200,21 @@ START_TEST(unknown_backend_section) {
 }
 END_TEST
 
-START_TEST(auto_backend_falls_back_to_host_without_gpu) {
-  if (getenv("CUASYNC_EXPECT_GPU") != NULL)
-    return; /* on a GPU machine auto picks cuda */
+/* What auto must pick is decided by what this machine has: the CUDA
+ * backend when it opens (a built module and a device), else host. The test
+ * runs in a child of the suite (fork mode), so the probe's CUDA context
+ * does not outlive it. */
+START_TEST(auto_backend_picks_cuda_when_it_opens_else_host) {
   cua_runtime *rt = NULL;
   int rc =
-      open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
+      open_text(&rt, "[runtime]\nbackend = cuda\npolicy = single-stream\n");
+  /* Any failure (no module built, no driver, no device) means host. */
+  const char *want = rc == 0 ? "cuda" : "host";
+  cua_runtime_destroy(rt);
+  rt = NULL;
+  rc = open_text(&rt, "[runtime]\nbackend = auto\npolicy = single-stream\n");
   ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
-  ck_assert_str_eq(cua_runtime_backend(rt), "host");
+  ck_assert_str_eq(cua_runtime_backend(rt), want);
   cua_runtime_destroy(rt);
 }
 END_TEST
@@ -296,6 +303,132 @@ START_TEST(affinity_rule_errors_fail_create_quoting_the_rule) {
 }
 END_TEST
 
+/* affinity's `within` naming affinity itself, by any spelling, recursed
+ * until the stack overflowed: the check compared names as written. The
+ * host now compares the loaded module (and the name it declares) with
+ * every policy being created around the nested one. */
+static void expect_self_nesting_refused(const char *within,
+                                        const char *needle) {
+  char text[8192];
+  cua_runtime *rt = NULL;
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = affinity\n"
+           "[policy.affinity]\nwithin = %s\n",
+           within);
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == CUA_ERR_MODULE_CREATE, "within = %s: %s: %s", within,
+                cua_err_name(rc), cua_runtime_error(NULL));
+  ck_assert_ptr_null(rt);
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, needle) != NULL, "within = %s: '%s' lacks '%s'",
+                within, m, needle);
+}
+
+#define SELF "a policy cannot nest itself: "
+
+START_TEST(affinity_within_itself_by_path_is_refused) {
+  char path[4096], dir[] = "/tmp/cuasync-nest-XXXXXX", link[4200];
+  snprintf(path, sizeof path, "%s", built("policies/.libs/affinity.so"));
+  expect_self_nesting_refused(path, SELF);
+  expect_self_nesting_refused("affinity", "name another policy");
+  /* Other spellings of the same file. */
+  char *slash = strrchr(path, '/');
+  char spelled[4200];
+  snprintf(spelled, sizeof spelled, "%.*s/.//%s", (int)(slash - path), path,
+           slash + 1);
+  expect_self_nesting_refused(spelled, SELF);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(link, sizeof link, "%s/other-name.so", dir);
+  ck_assert_int_eq(symlink(path, link), 0);
+  expect_self_nesting_refused(link, SELF);
+  unlink(link);
+  /* A copy is another file, but the same policy. */
+  snprintf(link, sizeof link, "%s/copy.so", dir);
+  char cmd[8500];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, link);
+  ck_assert_int_eq(system(cmd), 0);
+  expect_self_nesting_refused(link, SELF);
+  unlink(link);
+  rmdir(dir);
+}
+END_TEST
+
+/* The same check holds when the outer policy is opened by path and the
+ * nested one by name. */
+START_TEST(affinity_by_path_within_itself_by_other_path_is_refused) {
+  char text[16384], path[4096];
+  cua_runtime *rt = NULL;
+  snprintf(path, sizeof path, "%s", built("policies/.libs/affinity.so"));
+  char *slash = strrchr(path, '/');
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = %s\n"
+           "[policy.affinity]\nwithin = %.*s/./%s\n",
+           path, (int)(slash - path), path, slash + 1);
+  ck_assert_err(NULL, open_text(&rt, text), CUA_ERR_MODULE_CREATE,
+                "a policy cannot nest itself");
+  /* A legitimate nesting still works. */
+  ck_assert_int_eq(open_text(&rt,
+                             "[runtime]\nbackend = host\npolicy = affinity\n"
+                             "[policy.affinity]\nwithin = single-stream\n"),
+                   0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* Allocation failures on the policy-open path. The suite is linked with
+ * -Wl,--wrap=malloc,--wrap=calloc (tests/local.mk), so that the k-th
+ * allocation made by the core (linked in statically) can be made to fail;
+ * modules, libc and Check allocate through the real functions. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+static long fail_at = -1, nallocs;
+
+void *__wrap_malloc(size_t n) {
+  if (fail_at >= 0 && nallocs++ == fail_at)
+    return NULL;
+  return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size) {
+  if (fail_at >= 0 && nallocs++ == fail_at)
+    return NULL;
+  return __real_calloc(n, size);
+}
+
+/* cua__polinst_open() did not check the copy of the policy's name, and a
+ * nested open then compared a name with NULL (SIGSEGV). Every allocation
+ * of opening affinity (which nests round-robin) fails in turn: each must
+ * give an error naming the lack of memory, and none may crash. */
+START_TEST(policy_open_survives_each_failed_allocation) {
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(
+      open_text(&rt, "[runtime]\nbackend = host\npolicy = single-stream\n"), 0);
+  long k;
+  for (k = 0; k < 1000; k++) {
+    cua_policy *pol = NULL;
+    nallocs = 0;
+    fail_at = k;
+    int rc = cua_policy_open(&pol, rt, "affinity");
+    fail_at = -1;
+    if (rc == 0) {
+      cua_policy_close(pol);
+      if (nallocs <= k)
+        break; /* no allocation failed: every one has been tried */
+      continue;
+    }
+    const char *m = cua_runtime_error(rt);
+    ck_assert_msg(rc == CUA_ERR_NOMEM || rc == CUA_ERR_MODULE_CREATE,
+                  "allocation %ld: %s: %s", k, cua_err_name(rc), m);
+    ck_assert_msg(strstr(m, "out of") != NULL || strstr(m, "NOMEM") != NULL,
+                  "allocation %ld: %s: %s", k, cua_err_name(rc), m);
+  }
+  ck_assert_msg(k > 3 && k < 1000, "%ld allocations", k);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("e2e");
   TCase *tc = tcase_create("core");
@@ -310,12 +443,15 @@ static Suite *suite(void) {
   tcase_add_test(tc, policy_section_validated_against_schema);
   tcase_add_test(tc, device_section_beyond_device_count);
   tcase_add_test(tc, unknown_backend_section);
-  tcase_add_test(tc, auto_backend_falls_back_to_host_without_gpu);
+  tcase_add_test(tc, auto_backend_picks_cuda_when_it_opens_else_host);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
   tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
                       sizeof bad_params / sizeof *bad_params);
   tcase_add_test(tc, affinity_rule_errors_fail_create_quoting_the_rule);
+  tcase_add_test(tc, affinity_within_itself_by_path_is_refused);
+  tcase_add_test(tc, affinity_by_path_within_itself_by_other_path_is_refused);
+  tcase_add_test(tc, policy_open_survives_each_failed_allocation);
   suite_add_tcase(s, tc);
   return s;
 }

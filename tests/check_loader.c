@@ -574,6 +574,139 @@ START_TEST(scan_for_policies_skips_backends) {
 }
 END_TEST
 
+/* Descriptors that are not what they claim: each is refused, with its
+ * reason, before anything it points to is read. */
+START_TEST(empty_name_is_refused) {
+  char err[ERRLEN];
+  cua__module *mod = (cua__module *)1;
+
+  expect_refusal("broken-emptyname", CUA_ERR_MODULE_INCOMPLETE,
+                 mod_path("broken-emptyname"),
+                 "the policy descriptor's name is empty", NULL);
+  /* By path too, where the name is not compared with the file's. */
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_POLICY,
+                                    mod_path("broken-emptyname"), NULL, 0, 1,
+                                    err, sizeof err),
+                   CUA_ERR_MODULE_INCOMPLETE);
+  ck_assert_ptr_null(mod);
+  ck_assert_ptr_nonnull(strstr(err, "name is empty"));
+}
+END_TEST
+
+START_TEST(control_character_in_name_is_refused) {
+  expect_refusal(
+      "broken-ctrlname", CUA_ERR_MODULE_INCOMPLETE, mod_path("broken-ctrlname"),
+      "name contains a control character (byte 0x0a at offset 6)", NULL);
+}
+END_TEST
+
+START_TEST(duplicate_parameter_names_are_refused) {
+  expect_refusal("broken-dupparam", CUA_ERR_MODULE_INCOMPLETE,
+                 mod_path("broken-dupparam"),
+                 "parameters 0 and 2 of the descriptor's schema are both "
+                 "named 'streams'",
+                 NULL);
+}
+END_TEST
+
+START_TEST(name_pointing_nowhere_is_refused) {
+  expect_refusal("broken-pointers", CUA_ERR_MODULE_INCOMPLETE,
+                 mod_path("broken-pointers"),
+                 "the policy descriptor's name (0x100) does not point to a "
+                 "string in the module",
+                 NULL);
+}
+END_TEST
+
+START_TEST(operation_pointing_nowhere_is_refused) {
+  expect_refusal("broken-badplace", CUA_ERR_MODULE_INCOMPLETE,
+                 mod_path("broken-badplace"),
+                 "the policy descriptor's place() (0x200) does not point to "
+                 "code in the module",
+                 NULL);
+}
+END_TEST
+
+/* Backends share the loader, and its checks. */
+START_TEST(backend_string_pointing_nowhere_is_refused) {
+  char err[ERRLEN];
+  cua__module *mod = (cua__module *)1;
+  int rc =
+      cua__module_load(&mod, CUA__MODULE_BACKEND, mod_path("broken-backend"),
+                       NULL, 0, 1, err, sizeof err);
+
+  ck_assert_msg(rc == CUA_ERR_MODULE_INCOMPLETE, "%s: %s", code_name(rc), err);
+  ck_assert_ptr_null(mod);
+  ck_assert_msg(strstr(err, "the backend descriptor's description (0x100) "
+                            "does not point to a string in the module") != NULL,
+                "%s", err);
+}
+END_TEST
+
+START_TEST(one_byte_entry_symbol_is_refused) {
+  char want[128];
+
+  snprintf(want, sizeof want,
+           "the cua_policy_entry symbol has 1 byte(s), fewer than the %zu of "
+           "a descriptor's header",
+           2 * sizeof(uint32_t) + sizeof(size_t));
+  expect_refusal("broken-tiny", CUA_ERR_MODULE_BAD_SIZE,
+                 mod_path("broken-tiny"), want, NULL);
+}
+END_TEST
+
+START_TEST(misaligned_entry_symbol_is_refused) {
+  char want[128];
+
+  snprintf(want, sizeof want,
+           "not aligned to %zu bytes as a descriptor must be",
+           _Alignof(size_t));
+  expect_refusal("broken-unaligned", CUA_ERR_MODULE_BAD_SIZE,
+                 mod_path("broken-unaligned"),
+                 "the cua_policy_entry symbol is at", want, NULL);
+}
+END_TEST
+
+START_TEST(function_entry_symbol_is_refused) {
+  expect_refusal("broken-funcentry", CUA_ERR_MODULE_NO_ENTRY,
+                 mod_path("broken-funcentry"),
+                 "the cua_policy_entry symbol is a function, not a policy "
+                 "descriptor",
+                 NULL);
+}
+END_TEST
+
+/* cuasync-info scans every module of the path (the test environment's
+ * includes these broken ones): it must list the refusals, not crash. */
+START_TEST(info_lists_broken_descriptors_without_crashing) {
+  char cmd[16800], line[4096];
+  int saw_pointers = 0, saw_tiny = 0, status;
+  FILE *p;
+
+  char ini[8300];
+  snprintf(ini, sizeof ini, "%s/info.ini", tmp);
+  p = fopen(ini, "w");
+  ck_assert_ptr_nonnull(p);
+  fputs("[runtime]\nbackend = host\n", p);
+  fclose(p);
+  snprintf(cmd, sizeof cmd, "'%s' -c '%s' 2>&1", built("tools/cuasync-info"),
+           ini);
+  p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  while (fgets(line, sizeof line, p) != NULL) {
+    if (strstr(line, "does not point to a string in the module") != NULL)
+      saw_pointers = 1;
+    if (strstr(line, "fewer than the") != NULL)
+      saw_tiny = 1;
+  }
+  status = pclose(p);
+  ck_assert_msg(WIFEXITED(status), "cuasync-info died (status %d)", status);
+  ck_assert_msg(saw_pointers && saw_tiny,
+                "cuasync-info did not list the refusals");
+  unlink(ini);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("loader");
   TCase *tc;
@@ -589,6 +722,16 @@ static Suite *suite(void) {
   tcase_add_test(tc, undefined_symbol_fails_at_dlopen_with_dlerror_text);
   tcase_add_test(tc, failing_create_still_loads);
   tcase_add_test(tc, policy_is_not_a_backend);
+  tcase_add_test(tc, empty_name_is_refused);
+  tcase_add_test(tc, control_character_in_name_is_refused);
+  tcase_add_test(tc, duplicate_parameter_names_are_refused);
+  tcase_add_test(tc, name_pointing_nowhere_is_refused);
+  tcase_add_test(tc, operation_pointing_nowhere_is_refused);
+  tcase_add_test(tc, one_byte_entry_symbol_is_refused);
+  tcase_add_test(tc, misaligned_entry_symbol_is_refused);
+  tcase_add_test(tc, backend_string_pointing_nowhere_is_refused);
+  tcase_add_test(tc, function_entry_symbol_is_refused);
+  tcase_add_test(tc, info_lists_broken_descriptors_without_crashing);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("search");

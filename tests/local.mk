@@ -79,6 +79,8 @@ tests_check_policies_LDADD = $(TEST_LIBS)
 tests_check_e2e_SOURCES = tests/check_e2e.c tests/helpers.h
 tests_check_e2e_CFLAGS = $(TEST_CFLAGS)
 tests_check_e2e_LDADD = $(TEST_LIBS)
+# Lets the suite make the core's allocations fail (see check_e2e.c).
+tests_check_e2e_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=calloc
 tests_check_ops_SOURCES = tests/check_ops.c tests/helpers.h
 tests_check_ops_CFLAGS = $(TEST_CFLAGS)
 tests_check_ops_LDADD = $(TEST_LIBS)
@@ -117,6 +119,15 @@ check_LTLIBRARIES += \
 	tests/modules/broken-noplace.la \
 	tests/modules/broken-placement.la \
 	tests/modules/broken-undefined.la \
+	tests/modules/broken-emptyname.la \
+	tests/modules/broken-ctrlname.la \
+	tests/modules/broken-dupparam.la \
+	tests/modules/broken-pointers.la \
+	tests/modules/broken-badplace.la \
+	tests/modules/broken-tiny.la \
+	tests/modules/broken-funcentry.la \
+	tests/modules/broken-unaligned.la \
+	tests/modules/broken-backend.la \
 	tests/modules/random.la \
 	tests/modules/launchtime.la \
 	tests/modules/nodevice.la
@@ -150,6 +161,25 @@ tests_modules_broken_noplace_la_SOURCES = tests/modules/broken-noplace.c
 tests_modules_broken_noplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_placement_la_SOURCES = tests/modules/broken-placement.c
 tests_modules_broken_placement_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+# Descriptors that are not what they claim (check_loader.c, defects).
+tests_modules_broken_emptyname_la_SOURCES = tests/modules/broken-emptyname.c
+tests_modules_broken_emptyname_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_ctrlname_la_SOURCES = tests/modules/broken-ctrlname.c
+tests_modules_broken_ctrlname_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_dupparam_la_SOURCES = tests/modules/broken-dupparam.c
+tests_modules_broken_dupparam_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_pointers_la_SOURCES = tests/modules/broken-pointers.c
+tests_modules_broken_pointers_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_badplace_la_SOURCES = tests/modules/broken-badplace.c
+tests_modules_broken_badplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_tiny_la_SOURCES = tests/modules/broken-tiny.c
+tests_modules_broken_tiny_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_funcentry_la_SOURCES = tests/modules/broken-funcentry.c
+tests_modules_broken_funcentry_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_unaligned_la_SOURCES = tests/modules/broken-unaligned.c
+tests_modules_broken_unaligned_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_backend_la_SOURCES = tests/modules/broken-backend.c
+tests_modules_broken_backend_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # Links against a symbol nobody defines: dlopen(RTLD_NOW) must refuse it.
 tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
 tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
