@@ -191,6 +191,25 @@ for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
 done
 pass "bad usage exits 2 with a message"
 
+# bench-ops, what tools/bench/callgrind-per-op.sh runs under valgrind: one
+# run of one DAG in each submission mode; bad usage exits 2.
+OPS=${CUASYNC_BENCH_OPS:-$(dirname "$TOOL")/bench-ops}
+if [ -x "$OPS" ]; then
+  for m in whole task level; do
+    "$OPS" random 200 "$m" >"$OUT" 2>"$ERR" ||
+      fail "bench-ops random 200 $m failed"
+    expect "$OUT" "^random 200 tasks, submit $m, policy round-robin: " \
+      "bench-ops random 200 $m"
+  done
+  for args in "" "chain 0 task" "chain 10 each" "nosuch 10 task"; do
+    status=0
+    # shellcheck disable=SC2086 # the words are meant to split
+    "$OPS" $args >"$OUT" 2>"$ERR" || status=$?
+    [ "$status" -eq 2 ] || fail "bench-ops $args exited $status, not 2"
+  done
+  pass "bench-ops runs each submission mode, refuses bad usage"
+fi
+
 # A policy that does not exist: exit 1, named on stderr.
 run 1 --quick --backend host --policy no-such-policy
 expect "$ERR" "no-such-policy" "an unknown policy: stderr"

@@ -212,17 +212,6 @@ static int known_workload(const char *w) {
   return 0;
 }
 
-const char *bench_submit_name(int mode) {
-  switch (mode) {
-  case BENCH_SUBMIT_TASK:
-    return "task";
-  case BENCH_SUBMIT_LEVEL:
-    return "level";
-  default:
-    return "whole";
-  }
-}
-
 /* --submit: a comma-separated list of modes, each once. */
 static int parse_submit(options *o, const char *list) {
   char *copy = strdup(list), *save = NULL;
