@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -36,6 +37,18 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Under valgrind, which runs one thread at a time, a computing spin would
+ * stall every other thread: spins sleep there (see spin_for()). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define HOST_UNDER_VALGRIND() (RUNNING_ON_VALGRIND != 0)
+#endif
+#endif
+#ifndef HOST_UNDER_VALGRIND
+#define HOST_UNDER_VALGRIND() 0
+#endif
 
 #ifdef PACKAGE_VERSION
 #define HOST_VERSION PACKAGE_VERSION
@@ -406,10 +419,13 @@ static void sleep_until(uint64_t deadline) {
  * passed (the calibration ran fast), keeps computing until it has: a spin
  * never ends early, and is longer than ns only where its CPU was taken
  * away from it. The deadline saturates: a spin of UINT64_MAX runs until
- * the process ends. */
+ * the process ends. Under valgrind (where it can tell) a spin sleeps until
+ * its deadline instead: valgrind runs one thread at a time, and a thread
+ * that computes would hold back the others, the submitting thread too. */
 #define SPIN_CHUNK 256u        /* iterations between clock reads */
 #define SPIN_CALIB_ITERS 65536 /* iterations of one calibration round */
 #define SPIN_CALIB_ROUNDS 5
+#define SPIN_YIELD_CHUNKS 256 /* chunks between sched_yield() calls */
 
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
 static double spin_iters_per_ns = 1.0; /* written once, by spin_calibrate() */
@@ -450,16 +466,24 @@ static uint64_t deadline_after(uint64_t now, uint64_t ns) {
 
 static void spin_for(uint64_t ns) {
   uint64_t deadline = deadline_after(mono_ns(), ns);
+  if (HOST_UNDER_VALGRIND()) {
+    sleep_until(deadline);
+    return;
+  }
   double want = (double)ns * spin_iters_per_ns;
   /* 2^64 as a double; a cast of anything at or above it is undefined. */
   uint64_t iters = want >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)want;
   /* Not from a constant: the compiler would fold the loop (1.0 is the
    * map's fixed point). */
   double x = spin_seed;
-  while (iters > 0) {
+  for (unsigned chunk = 1; iters > 0; chunk++) {
     uint64_t step = iters < SPIN_CHUNK ? iters : SPIN_CHUNK;
     x = spin_work(x, step);
     iters -= step;
+    /* About every 100 us, a thread waiting for a CPU may have this one: a
+     * spin should not hold back the host threads that launch work. */
+    if (chunk % SPIN_YIELD_CHUNKS == 0)
+      sched_yield();
   }
   spin_sink = x; /* the work is done before the clock is read */
   while (mono_ns() < deadline)

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ struct bench_threads {
 #define SPIN_CHUNK 256u
 #define SPIN_CALIB_ITERS 65536
 #define SPIN_CALIB_ROUNDS 5
+#define SPIN_YIELD_CHUNKS 256 /* chunks between sched_yield() calls */
 
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
 static double spin_iters_per_ns = 1.0;
@@ -92,10 +94,14 @@ void bench_threads_spin(uint64_t ns) {
   /* Not from a constant: the compiler would fold the loop (1.0 is the
    * map's fixed point). */
   double x = spin_seed;
-  while (iters > 0) {
+  for (unsigned chunk = 1; iters > 0; chunk++) {
     uint64_t step = iters < SPIN_CHUNK ? iters : SPIN_CHUNK;
     x = spin_work(x, step);
     iters -= step;
+    /* About every 100 us, a thread waiting for a CPU may have this one: a
+     * spin should not hold back the host threads that launch work. */
+    if (chunk % SPIN_YIELD_CHUNKS == 0)
+      sched_yield();
   }
   spin_sink = x; /* the work is done before the clock is read */
   while (bench_now_ns() < deadline)
