@@ -5,7 +5,7 @@
 # Run by `make check` from the build directory, with CUASYNC_MODULE_PATH
 # pointing at the modules just built (AM_TESTS_ENVIRONMENT). Every check
 # names what it expected; the first one that fails ends the test with
-# status 1. The whole test takes a few seconds (two --quick runs).
+# status 1. The whole test takes a few seconds (a few --quick runs).
 
 set -u
 
@@ -18,12 +18,13 @@ unset CUASYNC_CONFIG CUASYNC_POLICY GNUPLOT
 POLICIES="single-stream round-robin least-loaded affinity"
 PATTERNS="trivial chain stencil tree random pipeline multigpu"
 MICROS="micro-chain micro-indep micro-random"
+SUBMITS="submit submit-mt"
 
 # --help: usage on stdout, exit 0, the options named.
 run 0 --help
 for opt in --config --policy --backend --workload --tasks --width \
-  --duration --blocks --seed --repeat --metg --format --output --plot \
-  --quick --version; do
+  --duration --blocks --seed --repeat --metg --submit --format --output \
+  --plot --quick --version; do
   expect "$OUT" "$opt" "--help"
 done
 pass "--help exits 0 and lists the options"
@@ -40,16 +41,22 @@ end=$(date +%s)
 [ -s "$ERR" ] && fail "a run piped to files wrote to stderr (progress?)"
 expect "$OUT" '^# cuasync-bench [0-9]' "CSV metadata"
 expect "$OUT" '^# cpu: ' "CSV metadata: the machine"
-expect "$OUT" '^workload,contender,kind,backend,tasks,' "CSV header"
+expect "$OUT" '^# parameters: .*submission whole$' "CSV metadata: --submit"
+expect "$OUT" '^workload,contender,kind,backend,submit,tasks,' "CSV header"
 for w in $PATTERNS $MICROS; do
-  expect "$OUT" "^$w,threads,baseline,host," "CSV: $w threads baseline"
+  expect "$OUT" "^$w,threads,baseline,host,-," "CSV: $w threads baseline"
   for p in $POLICIES; do
-    expect "$OUT" "^$w,$p,cuasync,host," "CSV: $w under $p"
+    expect "$OUT" "^$w,$p,cuasync,host,whole," "CSV: $w under $p"
   done
 done
-expect "$OUT" '^latency,threads-task,baseline,host,' "CSV: latency baseline"
+expect "$OUT" '^latency,threads-task,baseline,host,-,' "CSV: latency baseline"
+expect "$OUT" '^submit,threads-post,baseline,host,-,' "CSV: submit baseline"
+expect "$OUT" '^submit-mt,threads-post-mt,baseline,host,-,' \
+  "CSV: submit-mt baseline"
 for p in $POLICIES; do
-  expect "$OUT" "^latency,$p,cuasync,host," "CSV: latency under $p"
+  for w in latency $SUBMITS; do
+    expect "$OUT" "^$w,$p,cuasync,host,task," "CSV: $w under $p"
+  done
 done
 expect "$OUT" '^dispatch,static round-robin.c,baseline,' "CSV: dispatch"
 expect "$OUT" '^dispatch,module round-robin.so,cuasync,' "CSV: dispatch"
@@ -65,9 +72,17 @@ awk -F, 'NR == 1 { n = NF; next }
   END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
   fail "CSV rows: wrong field count, invalid or failed rows"
 # The makespan column of workload rows holds a positive number.
-awk -F, 'NR > 1 && $1 != "latency" && !($13 > 0) { print; bad = 1 }
+awk -F, 'NR == 1 && $14 != "makespan_ns" { print "column 14: " $14; bad = 1 }
+  NR > 1 && $1 != "latency" && !($14 > 0) { print; bad = 1 }
   END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
   fail "CSV rows: a workload row without a makespan"
+# submit-mt rows compare with one thread: a positive thread_scaling.
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "thread_scaling") c = i
+    if (!c) { print "no thread_scaling column"; bad = 1 } next }
+  $1 == "submit-mt" && !($c > 0) { print; bad = 1 }
+  $1 != "submit-mt" && $c != "" { print; bad = 1 }
+  END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
+  fail "CSV rows: submit-mt without thread_scaling, or another row with it"
 pass "CSV rows are well formed, valid and complete"
 
 elapsed=$((end - start))
@@ -77,7 +92,7 @@ pass "the quick host run took ${elapsed}s"
 
 # JSON: one document that parses, with the system facts and every policy.
 run 0 --quick --backend host --workload trivial,stencil,latency \
-  --format json --output "$TMP/out.json"
+  --submit whole,task --format json --output "$TMP/out.json"
 [ -s "$OUT" ] && fail "--output: something still went to stdout"
 cp "$TMP/out.json" "$OUT"
 if command -v python3 >/dev/null 2>&1; then
@@ -100,6 +115,18 @@ for w in ("trivial", "stencil"):
 lat = [r for r in rows if r["workload"] == "latency"]
 assert len(lat) == 5 and all(r["lat_p99_ns"] >= r["lat_p50_ns"] > 0
                              for r in lat), lat
+assert d["parameters"]["submit"] == "whole,task", d["parameters"]
+for r in rows:
+    if r["kind"] == "baseline":
+        assert r["submit"] is None, r
+    elif r["workload"] == "latency":
+        assert r["submit"] == "task", r
+    else:
+        assert r["submit"] in ("whole", "task"), r
+for w in ("trivial", "stencil"):
+    modes = {(r["contender"], r["submit"]) for r in rows
+             if r["workload"] == w and r["kind"] == "cuasync"}
+    assert len(modes) == 8, (w, modes)
 ' <"$OUT" 2>"$ERR" || fail "--format json: the output does not parse or lacks a field"
 elif command -v jq >/dev/null 2>&1; then
   jq -e '.results | length > 0' <"$OUT" >/dev/null 2>"$ERR" ||
@@ -117,18 +144,71 @@ run 0 --quick --backend host --workload chain --tasks 16 --metg \
 expect "$OUT" '^workload  *contender' "table header"
 expect "$OUT" '^chain  *round-robin  *host ' "table: the contender row"
 expect "$OUT" '^chain  *threads  *host ' "table: the baseline row"
-awk '$1 == "chain" && $NF == "-" { bad = 1 } END { exit bad }' "$OUT" ||
+awk '$1 == "chain" && $(NF - 1) == "-" { bad = 1 } END { exit bad }' "$OUT" ||
   fail "--metg: a row without METG"
 pass "the table and --metg"
 
+# One submission per task and per level: on every pattern, every row is
+# complete and not faster than its critical path (a dependency that
+# crosses submissions was honoured), under every policy.
+run 0 --quick --backend host --workload "$(echo $PATTERNS micro-chain micro-random | tr ' ' ,)" \
+  --submit task,level --repeat 1 --format csv
+grep -v '^#' "$OUT" >"$TMP/rows.csv"
+for w in $PATTERNS micro-chain micro-random; do
+  for p in $POLICIES; do
+    for m in task level; do
+      expect "$OUT" "^$w,$p,cuasync,host,$m," "--submit task,level: $w under $p"
+    done
+  done
+done
+grep -q ',whole,' "$TMP/rows.csv" && fail "--submit task,level ran whole"
+awk -F, 'NR == 1 { n = NF; next }
+  NF != n { print "row " NR " has " NF " fields, header " n; bad = 1 }
+  $(NF - 1) != 1 { print "row " NR " is not valid: " $0; bad = 1 }
+  $NF != "" { print "row " NR " failed: " $0; bad = 1 }
+  END { exit bad }' "$TMP/rows.csv" >"$ERR" ||
+  fail "--submit task,level: invalid or failed rows"
+pass "--submit task,level runs every pattern, dependencies honoured"
+
+# METG with one submission per task, over 2 streams, beside the threads
+# baseline (issue 9's host target), in the table.
+run 0 --quick --backend host --workload stencil --tasks 16 --streams 2 \
+  --metg --repeat 1 --policy round-robin --submit task
+expect "$OUT" '^workload  *contender  *be  *submit ' "table header: submit"
+expect "$OUT" '^stencil  *round-robin  *host  *task ' "table: the task row"
+expect "$OUT" '^stencil  *threads  *host  *- ' "table: the baseline row"
+awk '$1 == "stencil" && $(NF - 1) == "-" { bad = 1 } END { exit bad }' \
+  "$OUT" || fail "--metg --submit task: a row without METG"
+pass "--metg with --submit task"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
-  "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray"; do
+  "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
+  "--submit each" "--submit task,task" "--submit ," "--submit"; do
   # shellcheck disable=SC2086 # the words are meant to split
   run 2 $args
   [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"
 done
 pass "bad usage exits 2 with a message"
+
+# bench-ops, what tools/bench/callgrind-per-op.sh runs under valgrind: one
+# run of one DAG in each submission mode; bad usage exits 2.
+OPS=${CUASYNC_BENCH_OPS:-$(dirname "$TOOL")/bench-ops}
+if [ -x "$OPS" ]; then
+  for m in whole task level; do
+    "$OPS" random 200 "$m" >"$OUT" 2>"$ERR" ||
+      fail "bench-ops random 200 $m failed"
+    expect "$OUT" "^random 200 tasks, submit $m, policy round-robin: " \
+      "bench-ops random 200 $m"
+  done
+  for args in "" "chain 0 task" "chain 10 each" "nosuch 10 task"; do
+    status=0
+    # shellcheck disable=SC2086 # the words are meant to split
+    "$OPS" $args >"$OUT" 2>"$ERR" || status=$?
+    [ "$status" -eq 2 ] || fail "bench-ops $args exited $status, not 2"
+  done
+  pass "bench-ops runs each submission mode, refuses bad usage"
+fi
 
 # A policy that does not exist: exit 1, named on stderr.
 run 1 --quick --backend host --policy no-such-policy

@@ -25,6 +25,17 @@
 
 #define MS 1000000ull
 
+/* Spins sleep under valgrind (plugins/host/host.c, spin_for()). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() (RUNNING_ON_VALGRIND != 0)
+#endif
+#endif
+#ifndef UNDER_VALGRIND
+#define UNDER_VALGRIND() 0
+#endif
+
 /* ------------------------------------------------------------- fixture */
 
 static void *module;
@@ -489,6 +500,50 @@ START_TEST(spin_takes_at_least_its_duration) {
   ck_assert_uint_ge(dur, 30 * MS);
   ck_assert_uint_lt(dur, 10000 * MS);
   B->destroy(st);
+}
+END_TEST
+
+static uint64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A spin computes (Task Bench's compute-bound kernel) instead of sleeping:
+ * the process spends CPU time on it (not under valgrind, where it sleeps). */
+START_TEST(spin_computes_instead_of_sleeping) {
+  void *st = open_backend(1, 0);
+  cua_backend_stream *s = new_stream(st, 0);
+  uint64_t c0 = cpu_ns(), t0 = now_ns();
+  launch_spin(st, s, 1, 40 * MS);
+  sync_stream(st, s, 1);
+  uint64_t cpu = cpu_ns() - c0, wall = now_ns() - t0;
+  ck_assert_uint_ge(wall, 40 * MS);
+  /* Most of the 40 ms on a CPU; a loaded machine may take some away. */
+  ck_assert_msg(cpu >= 15 * MS || UNDER_VALGRIND(),
+                "a 40 ms spin used %llu ns of CPU", (unsigned long long)cpu);
+  B->destroy(st);
+}
+END_TEST
+
+/* spin(UINT64_MAX) used to wrap its deadline and end at once. It has no
+ * end now, and spins cannot be cancelled: the test ends its (forked)
+ * process itself once it has seen the spin still running. */
+START_TEST(a_huge_spin_does_not_end_at_once) {
+  void *st = open_backend(1, 0);
+  cua_backend_stream *s = new_stream(st, 0);
+  launch_spin(st, s, 1, UINT64_MAX);
+  ck_assert_int_eq(B->mark(st, s, 1), CUA_OK);
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  ck_assert_uint_eq(progress_of(st, s), 0);
+  /* UINT64_MAX - now used to wrap too. */
+  cua_backend_stream *s2 = new_stream(st, 0);
+  launch_spin(st, s2, 1, UINT64_MAX - now_ns() + 1);
+  ck_assert_int_eq(B->mark(st, s2, 1), CUA_OK);
+  nanosleep(&ts, NULL);
+  ck_assert_uint_eq(progress_of(st, s2), 0);
+  _exit(0); /* the suite forks every test (run_suite(): CK_FORK) */
 }
 END_TEST
 
@@ -1066,6 +1121,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, builtin_ops_have_their_effects);
   tcase_add_test(tc, fresh_device_memory_is_garbage_filled);
   tcase_add_test(tc, spin_takes_at_least_its_duration);
+  tcase_add_test(tc, spin_computes_instead_of_sleeping);
+  tcase_add_test(tc, a_huge_spin_does_not_end_at_once);
   tcase_add_test(tc, marks_set_progress);
   tcase_add_test(tc, functions_get_the_native_stream_on_a_named_worker);
   tcase_add_test(tc, kernel_ops_and_unknown_kinds_are_refused);

@@ -40,6 +40,18 @@ EXTRA_DIST += %reldir%/bench/raw.cu %reldir%/bench/raw-none.c
 dist_man_MANS += doc/man/cuasync-bench.1
 EXTRA_DIST += conf/bench-streams8.ini conf/bench-affinity.ini
 
+# bench-ops: one run of one workload DAG and nothing else, for the
+# instruction counts of tools/bench/callgrind-per-op.sh (not installed).
+noinst_PROGRAMS += %reldir%/bench-ops
+%canon_reldir%_bench_ops_SOURCES = \
+	%reldir%/bench/bench.h \
+	%reldir%/bench/cuasync_run.h \
+	%reldir%/bench/ops.c \
+	%reldir%/bench/workloads.c \
+	%reldir%/bench/cuasync_run.c
+%canon_reldir%_bench_ops_LDADD = libcuasync.la -lm
+EXTRA_DIST += %reldir%/bench/callgrind-per-op.sh
+
 # cuasync-bench's options, formats and exit codes, on the host backend.
 TESTS += tests/check_bench.sh
 EXTRA_DIST += tests/check_bench.sh

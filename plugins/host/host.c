@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -36,6 +37,18 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Under valgrind, which runs one thread at a time, a computing spin would
+ * stall every other thread: spins sleep there (see spin_for()). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define HOST_UNDER_VALGRIND() (RUNNING_ON_VALGRIND != 0)
+#endif
+#endif
+#ifndef HOST_UNDER_VALGRIND
+#define HOST_UNDER_VALGRIND() 0
+#endif
 
 #ifdef PACKAGE_VERSION
 #define HOST_VERSION PACKAGE_VERSION
@@ -386,14 +399,96 @@ static void push_error(cua_backend_stream *s, uint64_t seq, int code,
   notify(s->st);
 }
 
-/* Sleeps until an absolute monotonic time, as a GPU kernel busy for that
- * long would, without burning a CPU of the machine running the tests. */
+/* Sleeps until an absolute monotonic time (polling loops only: spins
+ * compute, see spin_for()). */
 static void sleep_until(uint64_t deadline) {
   struct timespec ts;
   ts.tv_sec = (time_t)(deadline / 1000000000u);
   ts.tv_nsec = (long)(deadline % 1000000000u);
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
     ;
+}
+
+/* Spins: a SPIN op of ns nanoseconds keeps its worker's CPU busy computing
+ * for that long, as Task Bench's compute-bound kernel does, so that spins
+ * compete for CPUs as real tasks do and end without a sleep's timer slack.
+ * The work is a dependent chain of multiply-adds; how many of them take a
+ * nanosecond is measured once per process (spin_calibrate(), the fastest of
+ * a few rounds, at the first host_create()). A spin runs its calibrated
+ * iteration count, then, if the monotonic clock says that less than ns has
+ * passed (the calibration ran fast), keeps computing until it has: a spin
+ * never ends early, and is longer than ns only where its CPU was taken
+ * away from it. The deadline saturates: a spin of UINT64_MAX runs until
+ * the process ends. Under valgrind (where it can tell) a spin sleeps until
+ * its deadline instead: valgrind runs one thread at a time, and a thread
+ * that computes would hold back the others, the submitting thread too. */
+#define SPIN_CHUNK 256u        /* iterations between clock reads */
+#define SPIN_CALIB_ITERS 65536 /* iterations of one calibration round */
+#define SPIN_CALIB_ROUNDS 5
+#define SPIN_YIELD_CHUNKS 256 /* chunks between sched_yield() calls */
+
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+static double spin_iters_per_ns = 1.0; /* written once, by spin_calibrate() */
+/* The work's input (read-only) and output (per thread, so that workers do
+ * not race): volatile, so that the compiler keeps the work and keeps it
+ * where it is. */
+static const volatile double spin_seed = 0.5;
+static _Thread_local volatile double spin_sink;
+
+static double spin_work(double x, uint64_t iters) {
+  for (uint64_t i = 0; i < iters; i++)
+    x = x * 0.999999 + 1e-6;
+  return x;
+}
+
+static void spin_calibrate(void) {
+  uint64_t best = UINT64_MAX;
+  double x = spin_work(spin_seed, SPIN_CALIB_ITERS); /* warms the CPU up */
+  for (int r = 0; r < SPIN_CALIB_ROUNDS; r++) {
+    uint64_t t0 = mono_ns();
+    x = spin_work(x, SPIN_CALIB_ITERS);
+    /* A volatile store between the clock reads: the compiler may not move
+     * the (otherwise unobservable) work out of the timed interval. */
+    spin_sink = x;
+    uint64_t t = mono_ns() - t0;
+    if (t > 0 && t < best)
+      best = t;
+  }
+  spin_sink = x;
+  if (best != UINT64_MAX)
+    spin_iters_per_ns = (double)SPIN_CALIB_ITERS / (double)best;
+}
+
+/* Saturating now + ns. */
+static uint64_t deadline_after(uint64_t now, uint64_t ns) {
+  return ns > UINT64_MAX - now ? UINT64_MAX : now + ns;
+}
+
+static void spin_for(uint64_t ns) {
+  uint64_t deadline = deadline_after(mono_ns(), ns);
+  if (HOST_UNDER_VALGRIND()) {
+    sleep_until(deadline);
+    return;
+  }
+  double want = (double)ns * spin_iters_per_ns;
+  /* 2^64 as a double; a cast of anything at or above it is undefined. */
+  uint64_t iters = want >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)want;
+  /* Not from a constant: the compiler would fold the loop (1.0 is the
+   * map's fixed point). */
+  double x = spin_seed;
+  for (unsigned chunk = 1; iters > 0; chunk++) {
+    uint64_t step = iters < SPIN_CHUNK ? iters : SPIN_CHUNK;
+    x = spin_work(x, step);
+    iters -= step;
+    /* About every 100 us, a thread waiting for a CPU may have this one: a
+     * spin should not hold back the host threads that launch work. */
+    if (chunk % SPIN_YIELD_CHUNKS == 0)
+      sched_yield();
+  }
+  spin_sink = x; /* the work is done before the clock is read */
+  while (mono_ns() < deadline)
+    x = spin_work(x, SPIN_CHUNK);
+  spin_sink = x;
 }
 
 static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
@@ -436,10 +531,8 @@ static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
       memset(op->dst, op->byte_value, op->bytes);
     break;
   case CUA_OP_SPIN:
-    /* A sleep that has nothing to wait for still costs the timer slack
-     * (tens of microseconds): skip it for empty spins. */
     if (op->spin.ns > 0)
-      sleep_until(mono_ns() + op->spin.ns);
+      spin_for(op->spin.ns);
     break;
   default:
     break; /* launch() let no other kind in */
@@ -1088,6 +1181,7 @@ static int host_create(const cua_backend_host *host,
     }
   }
 
+  pthread_once(&spin_once, spin_calibrate);
   host_state *st = calloc(1, sizeof *st);
   if (st == NULL) {
     set_err(err, "out of host memory");

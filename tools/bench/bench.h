@@ -20,13 +20,26 @@
 extern "C" {
 #endif
 
+/** How cuasync contenders submit a workload DAG (--submit). */
+enum bench_submit {
+  BENCH_SUBMIT_WHOLE = 0, /**< the whole DAG in one cua_submit() */
+  BENCH_SUBMIT_TASK = 1,  /**< one submission per task, in task order */
+  BENCH_SUBMIT_LEVEL = 2, /**< one submission per level (depth) */
+  BENCH_SUBMIT_MODES = 3
+};
+/** "whole", "task" or "level". */
+const char *bench_submit_name(int mode);
+
+/** Submitting threads of the submit-mt workload. */
+#define BENCH_SUBMIT_THREADS 4
+
 /** Most predecessors a task may have (the random pattern draws 1 to 5). */
 #define BENCH_MAX_PRED 5
 
 /** What a task does. SPIN and AXPY are compute tasks (they count in the
  * ideal time); the copies of the pipeline pattern count as zero. */
 enum bench_task_kind {
-  BENCH_SPIN = 0, /**< calibrated spin kernel (host: sleep) of dag->ns */
+  BENCH_SPIN = 0, /**< calibrated spin kernel (host: compute) of dag->ns */
   BENCH_AXPY = 1, /**< y = a * x + y over dag->bytes, y = buffer buf */
   BENCH_H2D = 2,  /**< pinned host chunk buf -> device buffer buf */
   BENCH_D2H = 3   /**< device buffer buf -> pinned host chunk buf */
@@ -141,6 +154,17 @@ int bench_raw_open(bench_raw **raw, const bench_dag *dag,
  * synchronisation. */
 int bench_raw_run(bench_raw *raw, uint64_t *ns, char *err, size_t len);
 void bench_raw_close(bench_raw *raw);
+/** Submission rate: @p nthreads threads at once launch @p n spin kernels
+ * of 0 ns in all (thread t its share, round-robin over @p nstreams streams
+ * from stream t), then every stream is synchronised; *ns from the start of
+ * the launches to the end of the synchronisation. */
+int bench_raw_submit(int nthreads, size_t n, int nstreams, uint64_t *ns,
+                     char *err, size_t len);
+/** Launch + synchronise latency: @p iters times, a spin kernel of 0 ns then
+ * cudaStreamSynchronize() on one idle stream; samples[i] from the launch
+ * call to the synchronisation's return. */
+int bench_raw_sync_latency(size_t iters, uint64_t *samples, char *err,
+                           size_t len);
 /** Host-callback latency: @p iters times, an empty kernel then
  * cudaLaunchHostFunc() on one idle stream; samples[i] is the time from the
  * kernel's launch call to the callback's first instruction. */
@@ -155,13 +179,23 @@ int bench_raw_axpy_ns(size_t bytes, uint64_t *ns, char *err, size_t len);
 typedef struct bench_threads bench_threads;
 
 /** Sets up the threads baseline: @p nthreads workers that execute the DAG
- * with a mutex/condvar dependency count (SPIN sleeps its duration, AXPY and
- * copies run on host memory). */
+ * with a mutex/condvar dependency count (SPIN computes for its duration as
+ * the host backend does, AXPY and copies run on host memory). */
 int bench_threads_open(bench_threads **th, const bench_dag *dag, int nthreads,
                        char *err, size_t len);
 /** One run: *ns from releasing the workers to the last task's end. */
 int bench_threads_run(bench_threads *th, uint64_t *ns, char *err, size_t len);
 void bench_threads_close(bench_threads *th);
+/** Submission rate of a plain thread pool: @p nworkers workers, each with
+ * its own queue (a stream); @p nthreads threads at once post @p n empty
+ * tasks in all, round-robin over the queues (lock, append, signal), then
+ * wait until every queue has run what it was given; *ns from the first
+ * post to the end of the wait. */
+int bench_threads_submit(int nthreads, size_t n, int nworkers, uint64_t *ns,
+                         char *err, size_t len);
+/** Busy computation for @p ns nanoseconds, calibrated as the host
+ * backend's spins are (a SPIN task of the threads baseline). */
+void bench_threads_spin(uint64_t ns);
 /** Wake-up latency of a worker thread: post an empty task, wait for its
  * completion on a condition variable. */
 int bench_threads_latency(size_t iters, uint64_t *samples, char *err,

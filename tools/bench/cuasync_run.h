@@ -12,11 +12,16 @@
 /** A workload DAG built as cuasync ops on one runtime. */
 typedef struct bench_cua bench_cua;
 
-/** Creates the DAG's buffers (untimed) and ops (timed into *build_ns). */
+/** Creates the DAG's buffers (untimed) and ops (timed into *build_ns), for
+ * submission mode @p mode (enum bench_submit). */
 int bench_cua_open(bench_cua **g, cua_runtime *rt, const bench_dag *dag,
-                   uint64_t *build_ns, char *err, size_t len);
-/** One run: *ns from cua_submit() to the return of cua_future_wait() on an
- * idle runtime; *delta the runtime's counters over the run. */
+                   int mode, uint64_t *build_ns, char *err, size_t len);
+/** Build cost: the ops, plus (task and level modes) the mean cost of the
+ * shared wrappers each run makes before its clock starts. */
+uint64_t bench_cua_build_ns(const bench_cua *g);
+/** One run: *ns from the first cua_submit() to the return of the last
+ * cua_future_wait() on an idle runtime; *delta the runtime's counters over
+ * the run. */
 int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
                   size_t len);
 /** Waits for the runtime, then frees the ops, buffers and host chunks. */
@@ -25,6 +30,14 @@ void bench_cua_close(bench_cua *g);
  * of 0 ns and wait; samples[i] is submit-to-wait-return. */
 int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
                       uint64_t *samples, char *err, size_t len);
+
+/** Submission rate: @p nthreads threads at once submit one spin op of 0 ns
+ * @p n times in all (each submission its own future), then each waits for
+ * its futures in order; *ns from the first submission to the last thread's
+ * last wait. Untimed before: a warm-up that lets the policy open its
+ * streams. */
+int bench_cua_submit(cua_runtime *rt, int nthreads, size_t n, uint64_t *ns,
+                     char *err, size_t len);
 
 /** Policy dispatch: @p calls place() calls through round-robin's module
  * (dlopen()ed from $CUASYNC_MODULE_PATH or the installed policies) and

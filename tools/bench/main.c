@@ -8,7 +8,9 @@
  * serial, streams, graph; host: plain threads) and every contender of that
  * backend runs it: one warm-up run, then --repeat timed runs, of which the
  * median is reported. Derived metrics compare each row with the fastest
- * baseline of its backend. See cuasync-bench(1) for every definition.
+ * baseline of its backend. Contenders run each DAG once per submission
+ * mode of --submit (whole, task, level: cuasync_run.c). See
+ * cuasync-bench(1) for every definition.
  */
 #include "config.h"
 
@@ -36,7 +38,8 @@ static const char *const standard_policies[] = {"single-stream", "round-robin",
 
 /* The micro-benchmarks, after the patterns in `--workload all`. */
 static const char *const micro_workloads[] = {
-    "micro-chain", "micro-indep", "micro-random", "latency", "dispatch", NULL};
+    "micro-chain", "micro-indep", "micro-random", "latency",
+    "submit",      "submit-mt",   "dispatch",     NULL};
 
 typedef struct contender {
   const char *spec; /* policy name or config path, as given */
@@ -57,6 +60,8 @@ typedef struct options {
   uint64_t duration, seed;
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
+  int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
+  int nsubmit;
 } options;
 
 /* A backend in use: what its DAGs and baselines need. */
@@ -110,7 +115,7 @@ static void usage(FILE *out) {
           "                        trivial chain stencil tree random pipeline\n"
           "                        multigpu micro-chain micro-indep "
           "micro-random\n"
-          "                        latency dispatch\n"
+          "                        latency submit submit-mt dispatch\n"
           "  -n, --tasks N         tasks per pattern (1024; --quick 64)\n"
           "  -W, --width W         chains / stencil and random width (8; "
           "quick 4)\n"
@@ -127,6 +132,13 @@ static void usage(FILE *out) {
           "quick 3)\n"
           "  -m, --metg            sweep the task duration 1us..10ms, report "
           "METG(50%%)\n"
+          "  -u, --submit M        how contenders submit each DAG: whole "
+          "(one\n"
+          "                        submission, default), task (one per "
+          "task),\n"
+          "                        level (one per level), or a "
+          "comma-separated\n"
+          "                        list (a row per mode)\n"
           "  -q, --quick           small sizes: the default run in seconds\n"
           "\n"
           "Output:\n"
@@ -198,6 +210,30 @@ static int known_workload(const char *w) {
     if (strcmp(w, micro_workloads[i]) == 0)
       return 1;
   return 0;
+}
+
+/* --submit: a comma-separated list of modes, each once. */
+static int parse_submit(options *o, const char *list) {
+  char *copy = strdup(list), *save = NULL;
+  if (copy == NULL)
+    return -1;
+  o->nsubmit = 0;
+  for (char *m = strtok_r(copy, ",", &save); m;
+       m = strtok_r(NULL, ",", &save)) {
+    int mode = -1, dup = 0;
+    for (int i = 0; i < BENCH_SUBMIT_MODES; i++)
+      if (strcmp(m, bench_submit_name(i)) == 0)
+        mode = i;
+    for (int i = 0; i < o->nsubmit; i++)
+      dup |= o->submit[i] == mode;
+    if (mode < 0 || dup) {
+      free(copy);
+      return -1;
+    }
+    o->submit[o->nsubmit++] = mode;
+  }
+  free(copy);
+  return o->nsubmit > 0 ? 0 : -1;
 }
 
 static int is_pattern(const char *w) {
@@ -297,13 +333,15 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
   snprintf(row->contender, sizeof row->contender, "%s", who);
   row->kind = kind;
   snprintf(row->backend, sizeof row->backend, "%s", backend);
+  snprintf(row->submit, sizeof row->submit, "-");
   row->valid = 1;
   double *nans[] = {
       &row->task_ns,       &row->makespan_ns, &row->per_task_ns,
       &row->throughput,    &row->overhead_ns, &row->ideal_ns,
       &row->efficiency,    &row->concurrency, &row->events_per_kop,
       &row->waits_per_kop, &row->ratio,       &row->build_ns_per_op,
-      &row->lat_p50_ns,    &row->lat_p99_ns,  &row->metg_ns};
+      &row->lat_p50_ns,    &row->lat_p99_ns,  &row->metg_ns,
+      &row->scaling};
   for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
     *nans[i] = NAN;
   return row;
@@ -335,6 +373,7 @@ typedef struct series {
   cua_runtime *rt;
   int streams;
   const bench_plan *plan;
+  int submit; /* S_CUASYNC: enum bench_submit */
 } series;
 
 typedef struct measure {
@@ -373,7 +412,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     rc = bench_threads_open(&th, dag, s->streams * dag->ndevices, err, len);
     break;
   case S_CUASYNC:
-    rc = bench_cua_open(&g, s->rt, dag, &build, err, len);
+    rc = bench_cua_open(&g, s->rt, dag, s->submit, &build, err, len);
     break;
   }
   for (int i = 0; rc == 0 && i <= repeat; i++) {
@@ -401,7 +440,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     if (s->kind == S_CUASYNC) {
       m->events_per_kop = 1000.0 * (double)events / ops;
       m->waits_per_kop = 1000.0 * (double)waits / ops;
-      m->build_ns_per_op = (double)build / (double)dag->n;
+      m->build_ns_per_op = (double)bench_cua_build_ns(g) / (double)dag->n;
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {
@@ -515,20 +554,24 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
                         const bench_plan *plan, series *out) {
   size_t n = 0;
   if (strcmp(gr->backend, "cuda") == 0) {
-    out[n++] = (series){S_RAW_SERIAL, "raw-serial", NULL, 1, plan};
+    out[n++] = (series){S_RAW_SERIAL, "raw-serial", NULL, 1, plan, 0};
     out[n++] =
-        (series){S_RAW_STREAMS, "raw-streams", NULL, b->o->streams, plan};
-    out[n++] = (series){S_RAW_GRAPH, "raw-graph", NULL, b->o->streams, plan};
+        (series){S_RAW_STREAMS, "raw-streams", NULL, b->o->streams, plan, 0};
+    out[n++] = (series){S_RAW_GRAPH, "raw-graph", NULL, b->o->streams, plan, 0};
   } else {
-    out[n++] = (series){S_THREADS, "threads", NULL, b->o->streams, plan};
+    out[n++] = (series){S_THREADS, "threads", NULL, b->o->streams, plan, 0};
   }
   for (size_t i = 0; i < b->ncont; i++) {
     const contender *c = &b->cont[i];
     if (strcmp(c->backend, gr->backend) != 0)
       continue;
-    out[n++] = (series){S_CUASYNC, c->label,
-                        strcmp(w, "multigpu") == 0 ? c->rt_all : c->rt_one,
-                        b->o->streams, plan};
+    for (int m = 0; m < b->o->nsubmit; m++)
+      out[n++] = (series){S_CUASYNC,
+                          c->label,
+                          strcmp(w, "multigpu") == 0 ? c->rt_all : c->rt_one,
+                          b->o->streams,
+                          plan,
+                          b->o->submit[m]};
   }
   return n;
 }
@@ -607,7 +650,7 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
   bench_plan plan;
   const char *pattern;
   char err[ERRLEN];
-  series *ser = calloc(b->ncont + 4, sizeof *ser);
+  series *ser = calloc(b->ncont * BENCH_SUBMIT_MODES + 4, sizeof *ser);
   size_t first = b->rows.n;
 
   if (ser == NULL) {
@@ -634,6 +677,9 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     bench_row *row =
         row_new(&b->rows, w, s->name,
                 is_baseline(s->kind) ? "baseline" : "cuasync", gr->backend);
+    if (!is_baseline(s->kind))
+      snprintf(row->submit, sizeof row->submit, "%s",
+               bench_submit_name(s->submit));
     measure m;
     if (strcmp(gr->backend, "cuda") == 0 && is_baseline(s->kind) &&
         !gr->raw_ok) {
@@ -644,7 +690,8 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
       row_fail(&b->rows, row, "the AXPY duration could not be measured");
       continue;
     }
-    progress("%s: %s", w, s->name);
+    progress("%s: %s%s%s", w, s->name, is_baseline(s->kind) ? "" : " ",
+             is_baseline(s->kind) ? "" : row->submit);
     if (run_series(s, &dag, b->o->repeat, &m, err, sizeof err) != 0) {
       row_fail(&b->rows, row, err);
       continue;
@@ -692,22 +739,32 @@ static void run_latency(bench *b, const group *gr) {
   if (v == NULL)
     return;
   int cuda = strcmp(gr->backend, "cuda") == 0;
-  bench_row *row =
-      row_new(&b->rows, "latency", cuda ? "raw-callback" : "threads-task",
-              "baseline", gr->backend);
-  progress("latency: %s", row->contender);
-  if (cuda && !gr->raw_ok)
-    row_fail(&b->rows, row, gr->raw_why);
-  else if ((cuda ? bench_raw_callback_latency(iters, v, err, sizeof err)
-                 : bench_threads_latency(iters, v, err, sizeof err)) != 0)
-    row_fail(&b->rows, row, err);
-  else
-    latency_row(b, row, v, iters);
+  /* The first baseline is what the ratios compare with: a launch and a
+   * synchronisation (CUDA), or a post and a wait (threads). */
+  for (int k = 0; k < (cuda ? 2 : 1); k++) {
+    bench_row *row = row_new(&b->rows, "latency",
+                             !cuda    ? "threads-task"
+                             : k == 0 ? "raw-sync"
+                                      : "raw-callback",
+                             "baseline", gr->backend);
+    progress("latency: %s", row->contender);
+    if (cuda && !gr->raw_ok)
+      row_fail(&b->rows, row, gr->raw_why);
+    else if ((!cuda ? bench_threads_latency(iters, v, err, sizeof err)
+              : k == 0
+                  ? bench_raw_sync_latency(iters, v, err, sizeof err)
+                  : bench_raw_callback_latency(iters, v, err, sizeof err)) != 0)
+      row_fail(&b->rows, row, err);
+    else
+      latency_row(b, row, v, iters);
+  }
   for (size_t i = 0; i < b->ncont; i++) {
     const contender *c = &b->cont[i];
     if (strcmp(c->backend, gr->backend) != 0)
       continue;
-    row = row_new(&b->rows, "latency", c->label, "cuasync", gr->backend);
+    bench_row *row =
+        row_new(&b->rows, "latency", c->label, "cuasync", gr->backend);
+    snprintf(row->submit, sizeof row->submit, "task");
     progress("latency: %s", c->label);
     if (bench_cua_latency(c->rt_one, iters, 10, v, err, sizeof err) != 0)
       row_fail(&b->rows, row, err);
@@ -723,6 +780,116 @@ static void run_latency(bench *b, const group *gr) {
     }
   }
   free(v);
+}
+
+/* The submit workloads: @p nthreads threads submit (or launch, or post)
+ * small independent tasks as fast as they can, each with its own future;
+ * the rate is submissions per second of host time, waits included. With
+ * several threads, each row's scaling is its aggregate rate over its own
+ * rate from one thread (the submit row of this run, or measured here). */
+static void submit_fill(bench *b, bench_row *r, size_t n, uint64_t *t,
+                        int nthreads) {
+  r->tasks = n;
+  r->repeat = b->o->repeat;
+  r->streams = b->o->streams;
+  r->devices = 1;
+  r->width = nthreads;
+  r->duration_ns = 0;
+  r->blocks = 1;
+  r->makespan_ns = median(t, (size_t)b->o->repeat);
+  r->per_task_ns = r->makespan_ns / (double)n;
+  r->throughput = (double)n * 1e9 / r->makespan_ns;
+}
+
+/* One measurement: warm-up and --repeat runs, median into @p r. */
+static int submit_measure(bench *b, const group *gr, const contender *c,
+                          int nthreads, size_t n, bench_row *r, char *err,
+                          size_t len) {
+  uint64_t *t = calloc((size_t)b->o->repeat + 1, sizeof *t);
+  int rc = 0;
+  if (t == NULL) {
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i <= b->o->repeat && rc == 0; i++) {
+    if (c != NULL)
+      rc = bench_cua_submit(c->rt_one, nthreads, n, &t[i], err, len);
+    else if (strcmp(gr->backend, "cuda") == 0)
+      rc = bench_raw_submit(nthreads, n, b->o->streams, &t[i], err, len);
+    else
+      rc = bench_threads_submit(nthreads, n, b->o->streams, &t[i], err, len);
+  }
+  if (rc == 0)
+    submit_fill(b, r, n, t + 1, nthreads);
+  free(t);
+  return rc;
+}
+
+static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
+  size_t n = b->o->quick ? 1000 : 10000;
+  size_t first = b->rows.n;
+  char err[ERRLEN];
+  int cuda = strcmp(gr->backend, "cuda") == 0;
+  const char *base = cuda ? (nthreads > 1 ? "raw-launch-mt" : "raw-launch")
+                          : (nthreads > 1 ? "threads-post-mt" : "threads-post");
+  bench_row *row = row_new(&b->rows, w, base, "baseline", gr->backend);
+  progress("%s: %s", w, base);
+  if (cuda && !gr->raw_ok)
+    row_fail(&b->rows, row, gr->raw_why);
+  else if (submit_measure(b, gr, NULL, nthreads, n, row, err, sizeof err))
+    row_fail(&b->rows, row, err);
+  for (size_t i = 0; i < b->ncont; i++) {
+    const contender *c = &b->cont[i];
+    if (strcmp(c->backend, gr->backend) != 0)
+      continue;
+    row = row_new(&b->rows, w, c->label, "cuasync", gr->backend);
+    snprintf(row->submit, sizeof row->submit, "task");
+    progress("%s: %s", w, c->label);
+    if (submit_measure(b, gr, c, nthreads, n, row, err, sizeof err))
+      row_fail(&b->rows, row, err);
+  }
+  /* Ratios: makespan over the baseline's (lower is better, as for the
+   * DAGs); scaling: aggregate rate over one thread's. */
+  const bench_row *br = &b->rows.v[first];
+  for (size_t i = first; i < b->rows.n; i++) {
+    bench_row *r = &b->rows.v[i];
+    if (isnan(r->makespan_ns))
+      continue;
+    if (!isnan(br->makespan_ns)) {
+      r->ratio = r->makespan_ns / br->makespan_ns;
+      r->overhead_ns = (r->makespan_ns - br->makespan_ns) / (double)r->tasks;
+      snprintf(r->best_raw, sizeof r->best_raw, "%s", br->contender);
+    }
+    if (nthreads == 1)
+      continue;
+    double one = NAN;
+    for (size_t j = 0; j < first; j++) {
+      const bench_row *o = &b->rows.v[j];
+      if (strcmp(o->workload, "submit") == 0 &&
+          strcmp(o->backend, r->backend) == 0 &&
+          strcmp(o->kind, r->kind) == 0 &&
+          (strcmp(o->contender, r->contender) == 0 ||
+           (i == first && strcmp(o->kind, "baseline") == 0)) &&
+          !isnan(o->throughput))
+        one = o->throughput;
+    }
+    if (isnan(one)) {
+      /* Not in this run: measure one thread now (not reported). */
+      bench_row tmp;
+      const contender *c = NULL;
+      for (size_t k = 0; i != first && k < b->ncont; k++)
+        if (strcmp(b->cont[k].label, r->contender) == 0 &&
+            strcmp(b->cont[k].backend, r->backend) == 0)
+          c = &b->cont[k];
+      memset(&tmp, 0, sizeof tmp);
+      progress("%s: %s, one thread", w, r->contender);
+      if (submit_measure(b, gr, c, 1, n, &tmp, err, sizeof err) == 0)
+        one = tmp.throughput;
+      else
+        one = NAN;
+    }
+    r->scaling = r->throughput / one;
+  }
 }
 
 static void run_dispatch(bench *b) {
@@ -877,6 +1044,12 @@ static void fill_meta(bench_meta *m, const bench *b) {
   m->seed = o->seed;
   m->blocks = (uint32_t)o->blocks;
   m->bytes = o->bytes;
+  m->submit[0] = '\0';
+  for (int i = 0; i < o->nsubmit; i++) {
+    if (i)
+      strcat(m->submit, ",");
+    strcat(m->submit, bench_submit_name(o->submit[i]));
+  }
 }
 
 /* ------------------------------------------------------------ main */
@@ -903,6 +1076,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"seed", required_argument, NULL, 's'},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
+      {"submit", required_argument, NULL, 'u'},
       {"quick", no_argument, NULL, 'q'},
       {"format", required_argument, NULL, 'f'},
       {"output", required_argument, NULL, 'o'},
@@ -926,10 +1100,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
   o.repeat = 5;
   o.bytes = 256 * 1024;
   o.format = BENCH_FMT_TABLE;
+  o.submit[0] = BENCH_SUBMIT_WHOLE;
+  o.nsubmit = 1;
   if (specs == NULL)
     return EXIT_RUN;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":c:p:b:w:n:W:d:B:k:S:s:r:mqf:o:P:hV",
+  while ((c = getopt_long(argc, argv, ":c:p:b:w:n:W:d:B:k:S:s:r:mu:qf:o:P:hV",
                           longopts, NULL)) != -1) {
     switch (c) {
     case 'c':
@@ -1020,6 +1196,14 @@ static int bench_main(int argc, char **argv, spec *specs) {
       break;
     case 'm':
       o.metg = 1;
+      break;
+    case 'u':
+      if (parse_submit(&o, optarg))
+        return free(o.workloads),
+               usage_error("--submit wants whole, task or level, or a "
+                           "comma-separated list of them, each once, not "
+                           "'%s'",
+                           optarg);
       break;
     case 'q':
       o.quick = 1;
@@ -1174,6 +1358,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
     for (size_t g = 0; g < b.ngroups; g++) {
       if (strcmp(w, "latency") == 0)
         run_latency(&b, &b.groups[g]);
+      else if (strcmp(w, "submit") == 0)
+        run_submit(&b, w, &b.groups[g], 1);
+      else if (strcmp(w, "submit-mt") == 0)
+        run_submit(&b, w, &b.groups[g], BENCH_SUBMIT_THREADS);
       else
         run_dag_workload(&b, w, &b.groups[g]);
     }

@@ -17,11 +17,12 @@
 #include <unistd.h>
 
 static const char *const csv_columns =
-    "workload,contender,kind,backend,tasks,width,streams,devices,repeat,"
+    "workload,contender,kind,backend,submit,tasks,width,streams,devices,"
+    "repeat,"
     "duration_ns,blocks,task_ns,makespan_ns,per_task_ns,throughput_per_s,"
     "overhead_ns_per_op,ideal_ns,efficiency,concurrency,events_per_kop,"
     "waits_per_kop,ratio_vs_best_raw,best_raw,build_ns_per_op,lat_p50_ns,"
-    "lat_p99_ns,metg_ns,metg_state,valid,error";
+    "lat_p99_ns,metg_ns,metg_state,thread_scaling,valid,error";
 
 static const char *metg_state_name(int s) {
   switch (s) {
@@ -112,10 +113,10 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
   fprintf(out,
           "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
           "for baselines and ideal, seed %llu, median of %d run(s) after 1 "
-          "warm-up%s%s\n",
+          "warm-up%s%s, submission %s\n",
           prefix, m->tasks, m->width, task, m->streams,
           (unsigned long long)m->seed, m->repeat, m->quick ? ", quick" : "",
-          m->metg ? ", METG sweep" : "");
+          m->metg ? ", METG sweep" : "", m->submit);
 }
 
 static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
@@ -127,26 +128,26 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
   }
   header_lines(out, "# ", m);
   fprintf(out,
-          "%-13s %-*s %-4s %7s %9s %9s %8s %9s %5s %5s %7s %7s %8s %8s "
-          "%8s\n",
-          "workload", cw, "contender", "be", "tasks", "makespan", "per-task",
-          "tasks/s", "ovh/op", "eff", "conc", "ev/kop", "vs-raw", "p50", "p99",
-          "METG");
+          "%-13s %-*s %-4s %-6s %7s %9s %9s %8s %9s %5s %5s %7s %7s %8s "
+          "%8s %8s %6s\n",
+          "workload", cw, "contender", "be", "submit", "tasks", "makespan",
+          "per-task", "tasks/s", "ovh/op", "eff", "conc", "ev/kop", "vs-raw",
+          "p50", "p99", "METG", "x1thr");
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32],
-        mm[32];
+        mm[32], sc[32];
     char who[sizeof r->contender + 2];
     snprintf(who, sizeof who, "%s%s", r->contender, r->valid ? "" : "!");
     if (r->error[0]) {
-      fprintf(out, "%-13s %-*s %-4s FAILED: %s\n", r->workload, cw, who,
-              r->backend, r->error);
+      fprintf(out, "%-13s %-*s %-4s %-6s FAILED: %s\n", r->workload, cw, who,
+              r->backend, r->submit, r->error);
       continue;
     }
     fprintf(out,
-            "%-13s %-*s %-4s %7zu %9s %9s %8s %9s %5s %5s %7s %7s %8s %8s "
-            "%8s\n",
-            r->workload, cw, who, r->backend, r->tasks,
+            "%-13s %-*s %-4s %-6s %7zu %9s %9s %8s %9s %5s %5s %7s %7s %8s "
+            "%8s %8s %6s\n",
+            r->workload, cw, who, r->backend, r->submit, r->tasks,
             fmt_time(a, sizeof a, r->makespan_ns),
             fmt_time(b, sizeof b, r->per_task_ns),
             fmt_rate(c, sizeof c, r->throughput),
@@ -156,11 +157,12 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
             fmt_fixed(g, sizeof g, r->events_per_kop, 0),
             fmt_fixed(h, sizeof h, r->ratio, 2),
             fmt_time(k, sizeof k, r->lat_p50_ns),
-            fmt_time(l, sizeof l, r->lat_p99_ns), fmt_metg(mm, sizeof mm, r));
+            fmt_time(l, sizeof l, r->lat_p99_ns), fmt_metg(mm, sizeof mm, r),
+            fmt_fixed(sc, sizeof sc, r->scaling, 2));
   }
   fprintf(out, "# vs-raw: makespan (latency: p50; dispatch: ns per call) "
                "divided by the best baseline's; ! marks a run faster than "
-               "its critical path\n");
+               "its critical path; x1thr: submit-mt rate over one thread's\n");
 }
 
 /* ------------------------------------------------------------ CSV */
@@ -193,8 +195,8 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_str(out, r->workload);
     fputc(',', out);
     csv_str(out, r->contender);
-    fprintf(out, ",%s,%s,%zu,%d,%d,%d,%d,%llu,%u,", r->kind, r->backend,
-            r->tasks, r->width, r->streams, r->devices, r->repeat,
+    fprintf(out, ",%s,%s,%s,%zu,%d,%d,%d,%d,%llu,%u,", r->kind, r->backend,
+            r->submit, r->tasks, r->width, r->streams, r->devices, r->repeat,
             (unsigned long long)r->duration_ns, r->blocks);
     const double v[] = {r->task_ns,       r->makespan_ns, r->per_task_ns,
                         r->throughput,    r->overhead_ns, r->ideal_ns,
@@ -213,7 +215,9 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_num(out, r->lat_p99_ns);
     fputc(',', out);
     csv_num(out, r->metg_ns);
-    fprintf(out, ",%s,%d,", metg_state_name(r->metg_state), r->valid);
+    fprintf(out, ",%s,", metg_state_name(r->metg_state));
+    csv_num(out, r->scaling);
+    fprintf(out, ",%d,", r->valid);
     csv_str(out, r->error);
     fputc('\n', out);
   }
@@ -273,11 +277,12 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           "},\n  \"parameters\": {\"tasks\": %zu, \"width\": %d, "
           "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
           "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"repeat\": %d, "
-          "\"quick\": %s, \"metg\": %s},\n  \"results\": [",
+          "\"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
+          "  \"results\": [",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
           (unsigned long long)m->seed, m->repeat, m->quick ? "true" : "false",
-          m->metg ? "true" : "false");
+          m->metg ? "true" : "false", m->submit);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);
@@ -286,11 +291,15 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     fputs(", \"contender\": ", out);
     json_str(out, r->contender);
     fprintf(out,
-            ", \"kind\": \"%s\", \"backend\": \"%s\", \"tasks\": %zu, "
+            ", \"kind\": \"%s\", \"backend\": \"%s\", \"submit\": %s%s%s, "
+            "\"tasks\": %zu, "
             "\"width\": %d, \"streams\": %d, \"devices\": %d, \"repeat\": %d, "
             "\"duration_ns\": %llu, \"blocks\": %u, ",
-            r->kind, r->backend, r->tasks, r->width, r->streams, r->devices,
-            r->repeat, (unsigned long long)r->duration_ns, r->blocks);
+            r->kind, r->backend, strcmp(r->submit, "-") ? "\"" : "",
+            strcmp(r->submit, "-") ? r->submit : "null",
+            strcmp(r->submit, "-") ? "\"" : "", r->tasks, r->width, r->streams,
+            r->devices, r->repeat, (unsigned long long)r->duration_ns,
+            r->blocks);
     json_num(out, "task_ns", r->task_ns, 1);
     json_num(out, "makespan_ns", r->makespan_ns, 1);
     json_num(out, "per_task_ns", r->per_task_ns, 1);
@@ -302,6 +311,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "events_per_kop", r->events_per_kop, 1);
     json_num(out, "waits_per_kop", r->waits_per_kop, 1);
     json_num(out, "ratio_vs_best_raw", r->ratio, 1);
+    json_num(out, "thread_scaling", r->scaling, 1);
     fputs("\"best_raw\": ", out);
     if (r->best_raw[0])
       json_str(out, r->best_raw);
@@ -393,6 +403,15 @@ static void gp_word(FILE *gp, const char *s) {
   fputc('"', gp);
 }
 
+/* A series' name in plots: the contender, with its submission mode where
+ * that is not the default. */
+static const char *series_name(const bench_row *r, char *buf, size_t len) {
+  if (strcmp(r->submit, "-") == 0 || strcmp(r->submit, "whole") == 0)
+    return r->contender;
+  snprintf(buf, len, "%s [%s]", r->contender, r->submit);
+  return buf;
+}
+
 static int has_makespan_ratio(const bench_row *r) {
   return !isnan(r->ratio) && strcmp(r->workload, "latency") != 0 &&
          strcmp(r->workload, "dispatch") != 0;
@@ -401,17 +420,19 @@ static int has_makespan_ratio(const bench_row *r) {
 /* Bars: makespan / best baseline, workloads clustered, one bar per
  * contender or baseline. */
 static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
-  const char *who[64];
+  static char who[64][192];
   const char *wl[64];
+  char nm[192];
   size_t nwho = 0, nwl = 0;
   for (size_t i = 0; i < n; i++) {
     if (!has_makespan_ratio(&rows[i]))
       continue;
     size_t j;
-    for (j = 0; j < nwho && strcmp(who[j], rows[i].contender); j++)
+    const char *name = series_name(&rows[i], nm, sizeof nm);
+    for (j = 0; j < nwho && strcmp(who[j], name); j++)
       ;
     if (j == nwho && nwho < 64)
-      who[nwho++] = rows[i].contender;
+      snprintf(who[nwho++], sizeof who[0], "%s", name);
     for (j = 0; j < nwl && strcmp(wl[j], rows[i].workload); j++)
       ;
     if (j == nwl && nwl < 64)
@@ -430,7 +451,7 @@ static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
       for (size_t i = 0; i < n; i++)
         if (has_makespan_ratio(&rows[i]) &&
             strcmp(rows[i].workload, wl[w]) == 0 &&
-            strcmp(rows[i].contender, who[j]) == 0)
+            strcmp(series_name(&rows[i], nm, sizeof nm), who[j]) == 0)
           v = rows[i].ratio;
       if (isnan(v))
         fputs(" ?", gp);
@@ -480,10 +501,11 @@ static void plot_metg(FILE *gp, const bench_row *rows, size_t n) {
         "plot",
         gp);
   for (size_t i = 0; i < n; i++) {
-    char title[256];
+    char title[256], nm[192];
     if (rows[i].metg_points == 0)
       continue;
-    snprintf(title, sizeof title, "%s %s", rows[i].workload, rows[i].contender);
+    snprintf(title, sizeof title, "%s %s", rows[i].workload,
+             series_name(&rows[i], nm, sizeof nm));
     fprintf(gp, "%s $C%zu with linespoints title ", k ? "," : "", i);
     gp_str(gp, title);
     k++;

@@ -44,6 +44,24 @@ void bench_raw_close(bench_raw *raw) {
   (void)raw;
 }
 
+int bench_raw_submit(int nthreads, size_t n, int nstreams, uint64_t *ns,
+                     char *err, size_t len) {
+  (void)nthreads;
+  (void)n;
+  (void)nstreams;
+  *ns = 0;
+  snprintf(err, len, "%s", no_cuda);
+  return -1;
+}
+
+int bench_raw_sync_latency(size_t iters, uint64_t *samples, char *err,
+                           size_t len) {
+  (void)iters;
+  (void)samples;
+  snprintf(err, len, "%s", no_cuda);
+  return -1;
+}
+
 int bench_raw_callback_latency(size_t iters, uint64_t *samples, char *err,
                                size_t len) {
   (void)iters;

@@ -11,6 +11,9 @@
  *            from and joined back to the first stream) and instantiated
  *            before any run; a run is one cudaGraphLaunch().
  *
+ * and the raw sides of the micro-benchmarks: submission rate (launches from
+ * one or more threads), launch + synchronise latency, callback latency.
+ *
  * Every task uses the same launchers as the CUDA backend
  * (kernels/kernels.h); copies are cudaMemcpyAsync() with pinned host
  * memory. Every CUDA call is checked. A run starts on idle devices (every
@@ -26,6 +29,7 @@
 
 #include <cuda_runtime.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +408,146 @@ extern "C" int bench_raw_run(bench_raw *r, uint64_t *ns, char *err,
   }
   *ns = bench_now_ns() - t0;
   return 0;
+}
+
+namespace {
+
+/* The submit workload: what one launching thread does. */
+struct submit_ctx {
+  cudaStream_t *streams;
+  int nstreams, nthreads, t;
+  size_t n;
+  pthread_mutex_t *mu;
+  pthread_cond_t *cv;
+  int *gate; /* 0: wait, 1: go, 2: give up */
+  cudaError_t err;
+};
+
+void submit_launch(submit_ctx *c) {
+  size_t share = c->n / (size_t)c->nthreads +
+                 ((size_t)c->t < c->n % (size_t)c->nthreads ? 1 : 0);
+  c->err = cudaSetDevice(0);
+  for (size_t i = 0; i < share && c->err == cudaSuccess; i++)
+    c->err = (cudaError_t)cua__kernel_spin(
+        0, 1, c->streams[((size_t)c->t + i) % (size_t)c->nstreams]);
+}
+
+void *submit_thread(void *arg) {
+  submit_ctx *c = (submit_ctx *)arg;
+  pthread_mutex_lock(c->mu);
+  while (*c->gate == 0)
+    pthread_cond_wait(c->cv, c->mu);
+  int go = *c->gate == 1;
+  pthread_mutex_unlock(c->mu);
+  if (go)
+    submit_launch(c);
+  return NULL;
+}
+
+void open_gate(pthread_mutex_t *mu, pthread_cond_t *cv, int *gate, int v) {
+  pthread_mutex_lock(mu);
+  *gate = v;
+  pthread_cond_broadcast(cv);
+  pthread_mutex_unlock(mu);
+}
+
+} // namespace
+
+extern "C" int bench_raw_submit(int nthreads, size_t n, int nstreams,
+                                uint64_t *ns, char *err, size_t len) {
+  if (nthreads < 1)
+    nthreads = 1;
+  if (nthreads > 64)
+    nthreads = 64;
+  if (nstreams < 1)
+    nstreams = 1;
+  cudaStream_t *streams =
+      (cudaStream_t *)calloc((size_t)nstreams, sizeof *streams);
+  submit_ctx ctx[64];
+  pthread_t th[64];
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  int gate = 0, made = 0, posters = 0, rc = 0;
+  if (streams == NULL) {
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  rc = ck(cudaSetDevice(0), "cudaSetDevice", err, len);
+  for (int i = 0; i < nstreams && rc == 0; i++) {
+    rc = ck(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags", err, len);
+    if (rc == 0)
+      made++;
+  }
+  /* Warm-up: every stream has run a kernel before the clock starts. */
+  for (int i = 0; i < nstreams && rc == 0; i++)
+    rc = ck_int(cua__kernel_spin(0, 1, streams[i]), "spin launch", err, len);
+  if (rc == 0)
+    rc = ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err, len);
+  for (int t = 0; t < nthreads; t++) {
+    ctx[t].streams = streams;
+    ctx[t].nstreams = nstreams;
+    ctx[t].nthreads = nthreads;
+    ctx[t].t = t;
+    ctx[t].n = n;
+    ctx[t].mu = &mu;
+    ctx[t].cv = &cv;
+    ctx[t].gate = &gate;
+    ctx[t].err = cudaSuccess;
+  }
+  for (int t = 0; rc == 0 && nthreads > 1 && t < nthreads; t++) {
+    int e = pthread_create(&th[t], NULL, submit_thread, &ctx[t]);
+    if (e != 0) {
+      snprintf(err, len, "pthread_create: %s", strerror(e));
+      rc = -1;
+    } else {
+      posters++;
+    }
+  }
+  uint64_t t0 = bench_now_ns();
+  if (rc == 0 && nthreads > 1)
+    open_gate(&mu, &cv, &gate, 1);
+  else if (rc == 0)
+    submit_launch(&ctx[0]);
+  else
+    open_gate(&mu, &cv, &gate, 2);
+  for (int t = 0; t < posters; t++)
+    pthread_join(th[t], NULL);
+  for (int t = 0; rc == 0 && t < nthreads; t++)
+    rc = ck(ctx[t].err, "spin launch", err, len);
+  for (int i = 0; i < made && rc == 0; i++)
+    rc = ck(cudaStreamSynchronize(streams[i]), "cudaStreamSynchronize", err,
+            len);
+  if (rc == 0)
+    *ns = bench_now_ns() - t0;
+  for (int i = 0; i < made; i++) {
+    cudaStreamSynchronize(streams[i]);
+    cudaStreamDestroy(streams[i]);
+  }
+  free(streams);
+  return rc ? -1 : 0;
+}
+
+extern "C" int bench_raw_sync_latency(size_t iters, uint64_t *samples,
+                                      char *err, size_t len) {
+  cudaStream_t s = NULL;
+  const size_t warmup = 10;
+  if (ck(cudaSetDevice(0), "cudaSetDevice", err, len) ||
+      ck(cudaDeviceSynchronize(), "cudaDeviceSynchronize", err, len) ||
+      ck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+         "cudaStreamCreateWithFlags", err, len))
+    return -1;
+  int rc = 0;
+  for (size_t i = 0; i < warmup + iters && rc == 0; i++) {
+    uint64_t t0 = bench_now_ns();
+    rc = ck_int(cua__kernel_spin(0, 1, s), "spin launch", err, len) ||
+         ck(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, len);
+    uint64_t t1 = bench_now_ns();
+    if (rc == 0 && i >= warmup)
+      samples[i - warmup] = t1 - t0;
+  }
+  cudaStreamDestroy(s);
+  return rc ? -1 : 0;
 }
 
 namespace {

@@ -27,6 +27,7 @@ typedef struct bench_row {
   char contender[160]; /**< policy label, or the baseline's name */
   const char *kind;    /**< "cuasync" or "baseline" */
   char backend[8];     /**< "cuda" or "host" */
+  char submit[8];      /**< cuasync rows: "whole", "task", "level"; "-" */
   size_t tasks;
   int width, streams, devices, repeat;
   uint64_t duration_ns; /**< SPIN duration (nominal) */
@@ -41,6 +42,7 @@ typedef struct bench_row {
   double concurrency; /**< compute tasks * task_ns / makespan */
   double events_per_kop, waits_per_kop;
   double ratio;       /**< makespan (or p50) / best raw baseline's */
+  double scaling;     /**< submit-mt: rate / the same row's one-thread rate */
   char best_raw[160]; /**< which baseline that was */
   double build_ns_per_op;
   double lat_p50_ns, lat_p99_ns;
@@ -67,6 +69,7 @@ typedef struct bench_meta {
   uint64_t duration_ns, seed;
   uint32_t blocks;
   size_t bytes;
+  char submit[24]; /**< the --submit modes, comma-separated */
 } bench_meta;
 
 enum { BENCH_FMT_TABLE = 0, BENCH_FMT_CSV = 1, BENCH_FMT_JSON = 2 };

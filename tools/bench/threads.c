@@ -5,10 +5,13 @@
  * one FIFO of ready tasks under a mutex; each task has a count of
  * unfinished predecessors, and the worker that finishes a task decrements
  * its successors' counts and queues those that reach zero. A SPIN task
- * sleeps its duration exactly as the host backend does (clock_nanosleep()
- * to an absolute deadline), an AXPY runs on host memory, a copy is a
- * memcpy(). The workers are created once and wait between runs, as a
- * thread pool would.
+ * computes for its duration exactly as the host backend's spins do (a
+ * calibrated chain of multiply-adds, topped up to the deadline by the
+ * clock), an AXPY runs on host memory, a copy is a memcpy(). The workers
+ * are created once and wait between runs, as a thread pool would.
+ *
+ * Also here: the plain-threads equivalents of the submit and latency
+ * workloads.
  */
 #include "config.h"
 
@@ -16,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +44,69 @@ struct bench_threads {
   int stop;
 };
 
-static void sleep_until(uint64_t deadline) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)(deadline / 1000000000u);
-  ts.tv_nsec = (long)(deadline % 1000000000u);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-    ;
+/* The host backend's spin (plugins/host/host.c, spin_for()), copied: the
+ * same work, the same calibration. */
+#define SPIN_CHUNK 256u
+#define SPIN_CALIB_ITERS 65536
+#define SPIN_CALIB_ROUNDS 5
+#define SPIN_YIELD_CHUNKS 256 /* chunks between sched_yield() calls */
+
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+static double spin_iters_per_ns = 1.0;
+/* The work's input (read-only) and output (per thread, so that workers do
+ * not race): volatile, so that the compiler keeps the work and keeps it
+ * where it is. */
+static const volatile double spin_seed = 0.5;
+static _Thread_local volatile double spin_sink;
+
+static double spin_work(double x, uint64_t iters) {
+  for (uint64_t i = 0; i < iters; i++)
+    x = x * 0.999999 + 1e-6;
+  return x;
+}
+
+static void spin_calibrate(void) {
+  uint64_t best = UINT64_MAX;
+  double x = spin_work(spin_seed, SPIN_CALIB_ITERS);
+  for (int r = 0; r < SPIN_CALIB_ROUNDS; r++) {
+    uint64_t t0 = bench_now_ns();
+    x = spin_work(x, SPIN_CALIB_ITERS);
+    /* A volatile store between the clock reads: the compiler may not move
+     * the (otherwise unobservable) work out of the timed interval. */
+    spin_sink = x;
+    uint64_t t = bench_now_ns() - t0;
+    if (t > 0 && t < best)
+      best = t;
+  }
+  spin_sink = x;
+  if (best != UINT64_MAX)
+    spin_iters_per_ns = (double)SPIN_CALIB_ITERS / (double)best;
+}
+
+void bench_threads_spin(uint64_t ns) {
+  if (ns == 0)
+    return;
+  pthread_once(&spin_once, spin_calibrate);
+  uint64_t now = bench_now_ns();
+  uint64_t deadline = ns > UINT64_MAX - now ? UINT64_MAX : now + ns;
+  double want = (double)ns * spin_iters_per_ns;
+  uint64_t iters = want >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)want;
+  /* Not from a constant: the compiler would fold the loop (1.0 is the
+   * map's fixed point). */
+  double x = spin_seed;
+  for (unsigned chunk = 1; iters > 0; chunk++) {
+    uint64_t step = iters < SPIN_CHUNK ? iters : SPIN_CHUNK;
+    x = spin_work(x, step);
+    iters -= step;
+    /* About every 100 us, a thread waiting for a CPU may have this one: a
+     * spin should not hold back the host threads that launch work. */
+    if (chunk % SPIN_YIELD_CHUNKS == 0)
+      sched_yield();
+  }
+  spin_sink = x; /* the work is done before the clock is read */
+  while (bench_now_ns() < deadline)
+    x = spin_work(x, SPIN_CHUNK);
+  spin_sink = x;
 }
 
 static void axpy(float *y, const float *x, size_t n) {
@@ -57,7 +118,7 @@ static void execute(bench_threads *th, const bench_task *t) {
   const bench_dag *d = th->dag;
   switch (t->kind) {
   case BENCH_SPIN:
-    sleep_until(bench_now_ns() + d->ns);
+    bench_threads_spin(d->ns);
     break;
   case BENCH_AXPY:
     axpy(th->dev[t->buf], th->x, d->bytes / sizeof(float));
@@ -169,6 +230,7 @@ int bench_threads_open(bench_threads **out, const bench_dag *d, int nthreads,
   }
   th->dag = d;
   th->nthreads = nthreads > 0 ? nthreads : 1;
+  pthread_once(&spin_once, spin_calibrate); /* untimed */
   pthread_mutex_init(&th->mu, NULL);
   pthread_cond_init(&th->work, NULL);
   pthread_cond_init(&th->idle, NULL);
@@ -252,11 +314,7 @@ static void *pong(void *arg) {
       pthread_cond_wait(&p->cv, &p->mu);
     if (p->stop)
       break;
-    /* The task: a spin of 0 ns, as the host backend runs it. */
-    uint64_t now = bench_now_ns();
-    pthread_mutex_unlock(&p->mu);
-    sleep_until(now);
-    pthread_mutex_lock(&p->mu);
+    /* The task: a spin of 0 ns, which the host backend skips. */
     p->acked = p->posted;
     pthread_cond_broadcast(&p->cv);
   }
@@ -297,6 +355,162 @@ int bench_threads_latency(size_t iters, uint64_t *samples, char *err,
   pthread_mutex_destroy(&p.mu);
   pthread_cond_destroy(&p.cv);
   return 0;
+}
+
+/* ------------------------------------------------------------- submit */
+
+/* One worker and its queue of empty tasks: a counter is a queue whose
+ * items are all alike. */
+typedef struct sub_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t work, idle;
+  uint64_t posted, done;
+  int sleeping, stop;
+  pthread_t th;
+} sub_queue;
+
+typedef struct sub_pool {
+  sub_queue *q;
+  int nq;
+  int nthreads;
+  size_t n;
+  pthread_mutex_t gate_mu; /* the posters start together */
+  pthread_cond_t gate_cv;
+  int gate; /* 0: wait, 1: go, 2: give up */
+} sub_pool;
+
+static void *sub_worker(void *arg) {
+  sub_queue *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->stop && q->done == q->posted) {
+      q->sleeping = 1;
+      pthread_cond_wait(&q->work, &q->mu);
+      q->sleeping = 0;
+    }
+    if (q->stop)
+      break;
+    /* Runs the task (empty) outside the lock, as a pool would. */
+    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_lock(&q->mu);
+    if (++q->done == q->posted)
+      pthread_cond_broadcast(&q->idle);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+typedef struct sub_arg {
+  sub_pool *pool;
+  int t;
+} sub_arg;
+
+static void sub_post(sub_pool *p, int t) {
+  size_t share = p->n / (size_t)p->nthreads +
+                 ((size_t)t < p->n % (size_t)p->nthreads ? 1 : 0);
+  for (size_t i = 0; i < share; i++) {
+    sub_queue *q = &p->q[((size_t)t + i) % (size_t)p->nq];
+    pthread_mutex_lock(&q->mu);
+    q->posted++;
+    if (q->sleeping)
+      pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->mu);
+  }
+}
+
+static void *sub_thread(void *arg) {
+  sub_arg *a = arg;
+  sub_pool *p = a->pool;
+  pthread_mutex_lock(&p->gate_mu);
+  while (p->gate == 0)
+    pthread_cond_wait(&p->gate_cv, &p->gate_mu);
+  int go = p->gate == 1;
+  pthread_mutex_unlock(&p->gate_mu);
+  if (go)
+    sub_post(p, a->t);
+  return NULL;
+}
+
+static void sub_open_gate(sub_pool *p, int state) {
+  pthread_mutex_lock(&p->gate_mu);
+  p->gate = state;
+  pthread_cond_broadcast(&p->gate_cv);
+  pthread_mutex_unlock(&p->gate_mu);
+}
+
+int bench_threads_submit(int nthreads, size_t n, int nworkers, uint64_t *ns,
+                         char *err, size_t len) {
+  sub_pool p;
+  pthread_t th[64];
+  sub_arg args[64];
+  int started = 0, made = 0, rc = 0;
+  memset(&p, 0, sizeof p);
+  p.nq = nworkers > 0 ? nworkers : 1;
+  p.nthreads = nthreads < 1 ? 1 : nthreads > 64 ? 64 : nthreads;
+  p.n = n;
+  p.q = calloc((size_t)p.nq, sizeof *p.q);
+  if (p.q == NULL) {
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < p.nq && rc == 0; i++) {
+    sub_queue *q = &p.q[i];
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->work, NULL);
+    pthread_cond_init(&q->idle, NULL);
+    made++;
+    rc = pthread_create(&q->th, NULL, sub_worker, q);
+    if (rc == 0)
+      started++;
+  }
+  pthread_mutex_init(&p.gate_mu, NULL);
+  pthread_cond_init(&p.gate_cv, NULL);
+  int posters = 0;
+  for (int t = 0; rc == 0 && p.nthreads > 1 && t < p.nthreads; t++) {
+    args[t] = (sub_arg){&p, t};
+    rc = pthread_create(&th[t], NULL, sub_thread, &args[t]);
+    if (rc == 0)
+      posters++;
+  }
+  if (rc == 0) {
+    uint64_t t0 = bench_now_ns();
+    if (p.nthreads > 1)
+      sub_open_gate(&p, 1);
+    else
+      sub_post(&p, 0);
+    for (int t = 0; t < posters; t++)
+      pthread_join(th[t], NULL);
+    for (int i = 0; i < p.nq; i++) {
+      sub_queue *q = &p.q[i];
+      pthread_mutex_lock(&q->mu);
+      while (q->done != q->posted)
+        pthread_cond_wait(&q->idle, &q->mu);
+      pthread_mutex_unlock(&q->mu);
+    }
+    *ns = bench_now_ns() - t0;
+  } else {
+    snprintf(err, len, "pthread_create: %s", strerror(rc));
+    sub_open_gate(&p, 2);
+    for (int t = 0; t < posters; t++)
+      pthread_join(th[t], NULL);
+  }
+  pthread_mutex_destroy(&p.gate_mu);
+  pthread_cond_destroy(&p.gate_cv);
+  for (int i = 0; i < started; i++) {
+    sub_queue *q = &p.q[i];
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->th, NULL);
+  }
+  for (int i = 0; i < made; i++) {
+    pthread_mutex_destroy(&p.q[i].mu);
+    pthread_cond_destroy(&p.q[i].work);
+    pthread_cond_destroy(&p.q[i].idle);
+  }
+  free(p.q);
+  return rc ? -1 : 0;
 }
 
 uint64_t bench_threads_axpy_ns(size_t bytes) {

@@ -19,6 +19,17 @@
 const char *const bench_patterns[] = {"trivial", "chain",    "stencil",  "tree",
                                       "random",  "pipeline", "multigpu", NULL};
 
+const char *bench_submit_name(int mode) {
+  switch (mode) {
+  case BENCH_SUBMIT_TASK:
+    return "task";
+  case BENCH_SUBMIT_LEVEL:
+    return "level";
+  default:
+    return "whole";
+  }
+}
+
 uint64_t bench_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
