@@ -10,6 +10,9 @@ AM_TESTS_ENVIRONMENT = \
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(INIH_CFLAGS)
 TEST_LIBS = core/libcuasync-core.la $(CHECK_LIBS) $(INIH_LIBS)
+# Suites that use only public functions link the public library, as a user
+# program does (and so test its exports); the others reach internals.
+PUBLIC_TEST_LIBS = libcuasync.la $(CHECK_LIBS)
 EXTRA_DIST += %reldir%/helpers.h %reldir%/fixtures
 
 TEST_MODULE_LDFLAGS = $(MODULE_LDFLAGS) -rpath /nowhere
@@ -60,7 +63,7 @@ EXTRA_DIST += $(LAUNCHTIME_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)
-tests_check_version_LDADD = $(TEST_LIBS)
+tests_check_version_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_config_SOURCES = tests/check_config.c tests/helpers.h
 tests_check_config_CFLAGS = $(TEST_CFLAGS)
 tests_check_config_LDADD = $(TEST_LIBS)
@@ -72,10 +75,10 @@ tests_check_backends_CFLAGS = $(TEST_CFLAGS)
 tests_check_backends_LDADD = $(TEST_LIBS)
 tests_check_host_backend_SOURCES = tests/check_host_backend.c tests/helpers.h
 tests_check_host_backend_CFLAGS = $(TEST_CFLAGS)
-tests_check_host_backend_LDADD = $(TEST_LIBS)
+tests_check_host_backend_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_policies_SOURCES = tests/check_policies.c tests/helpers.h
 tests_check_policies_CFLAGS = $(TEST_CFLAGS)
-tests_check_policies_LDADD = $(TEST_LIBS)
+tests_check_policies_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_e2e_SOURCES = tests/check_e2e.c tests/helpers.h
 tests_check_e2e_CFLAGS = $(TEST_CFLAGS)
 tests_check_e2e_LDADD = $(TEST_LIBS)
@@ -83,28 +86,28 @@ tests_check_e2e_LDADD = $(TEST_LIBS)
 tests_check_e2e_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=calloc
 tests_check_ops_SOURCES = tests/check_ops.c tests/helpers.h
 tests_check_ops_CFLAGS = $(TEST_CFLAGS)
-tests_check_ops_LDADD = $(TEST_LIBS)
+tests_check_ops_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_ordering_SOURCES = tests/check_ordering.c tests/helpers.h
 tests_check_ordering_CFLAGS = $(TEST_CFLAGS)
-tests_check_ordering_LDADD = $(TEST_LIBS)
+tests_check_ordering_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_random_dag_SOURCES = tests/check_random_dag.c tests/helpers.h
 tests_check_random_dag_CFLAGS = $(TEST_CFLAGS)
-tests_check_random_dag_LDADD = $(TEST_LIBS)
+tests_check_random_dag_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_futures_SOURCES = tests/check_futures.c tests/helpers.h
 tests_check_futures_CFLAGS = $(TEST_CFLAGS)
-tests_check_futures_LDADD = $(TEST_LIBS)
+tests_check_futures_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_conformance_SOURCES = tests/check_conformance.c tests/helpers.h
 tests_check_conformance_CFLAGS = $(TEST_CFLAGS)
-tests_check_conformance_LDADD = $(TEST_LIBS)
+tests_check_conformance_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_sched_SOURCES = tests/check_sched.c tests/helpers.h
 tests_check_sched_CFLAGS = $(TEST_CFLAGS)
-tests_check_sched_LDADD = $(TEST_LIBS)
+tests_check_sched_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
 tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
-tests_check_misuse_LDADD = $(TEST_LIBS)
+tests_check_misuse_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
-tests_check_cuda_LDADD = $(TEST_LIBS)
+tests_check_cuda_LDADD = $(PUBLIC_TEST_LIBS)
 
 # Test-only policy modules: a scattering policy for ordering tests, and
 # deliberately broken ones for every loader error path (tests/modules/).
