@@ -109,4 +109,10 @@ const char *cua__config_device_policy(const cua__config *cfg, int device,
 /** Writes the resolved configuration as INI text (for cuasync-info). */
 void cua__config_print(const cua__config *cfg, void *file);
 
+/* conffile.c */
+int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
+                        size_t whylen);
+char *cua__conf_short_path(const char *path);
+char *cua__conf_dir_of(const char *path);
+
 #endif /* CUA_CORE_CONF_H */
