@@ -42,23 +42,6 @@
   (offsetof(cua_backend_descriptor, module_function) +                         \
    sizeof(((cua_backend_descriptor *)0)->module_function))
 
-/* The first fields of every descriptor, fixed for all ABI versions. */
-typedef struct desc_head {
-  uint32_t abi_major;
-  uint32_t abi_minor;
-  size_t size;
-} desc_head;
-
-/* What differs between the two kinds of module. */
-typedef struct kind_info {
-  const char *word;   /* "policy" or "backend", for messages */
-  const char *symbol; /* the entry symbol */
-  const char *subdir; /* under CUA_PKGLIBDIR */
-  uint32_t abi_major;
-  uint32_t abi_minor;
-  size_t min_size;
-} kind_info;
-
 static const kind_info kinds[2] = {
     {"policy", CUA_POLICY_ENTRY_SYMBOL, "policies", CUA_POLICY_ABI_MAJOR,
      CUA_POLICY_ABI_MINOR, POLICY_DESC_MIN_SIZE},
@@ -257,280 +240,6 @@ static void desc_name_params(cua__module_kind kind, const void *desc,
   }
 }
 
-/* ------------------------------------------------------------------ */
-/* Checking a descriptor before it is read. */
-
-/*
- * Nothing in a descriptor is trusted before it is checked: a module may
- * export its entry symbol as a function or a single byte, or fill the
- * descriptor with pointers to nowhere, and reading through them would
- * crash the program that loads it (cuasync-info included). So the entry
- * symbol must be a data object (STT_OBJECT, from dladdr1()'s symbol entry)
- * big enough and aligned for a descriptor, and every pointer the core
- * follows (strings, the schema and its strings, the operations) must lie
- * in a loaded segment of the module itself: strings and the schema in a
- * readable one, with the string's NUL in the same segment, operations in
- * an executable one. The segments come from the module's program headers
- * (dl_iterate_phdr()), which, unlike dladdr(), leave out the gaps between
- * them.
- */
-#define MAX_SEGMENTS 16
-
-typedef struct mod_segment {
-  uintptr_t lo, hi; /* [lo, hi) */
-  unsigned flags;   /* PF_R, PF_W, PF_X */
-} mod_segment;
-
-typedef struct mod_map {
-  const char *name; /* link_map's l_name, to find it among the objects */
-  uintptr_t base;   /* link_map's l_addr */
-  mod_segment seg[MAX_SEGMENTS];
-  int n;
-} mod_map;
-
-static int collect_segments(struct dl_phdr_info *info, size_t size, void *arg) {
-  mod_map *m = arg;
-  int i;
-
-  (void)size;
-  if (info->dlpi_addr != m->base || info->dlpi_name == NULL ||
-      strcmp(info->dlpi_name, m->name) != 0)
-    return 0;
-  for (i = 0; i < info->dlpi_phnum && m->n < MAX_SEGMENTS; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || ph->p_memsz == 0)
-      continue;
-    m->seg[m->n].lo = info->dlpi_addr + ph->p_vaddr;
-    m->seg[m->n].hi = m->seg[m->n].lo + ph->p_memsz;
-    m->seg[m->n].flags = ph->p_flags;
-    m->n++;
-  }
-  return 1;
-}
-
-/* Fills @p m with the loaded segments of @p dl. Returns 0 or -1. */
-static int map_module(void *dl, mod_map *m) {
-  struct link_map *lm = NULL;
-
-  memset(m, 0, sizeof *m);
-  if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-    return -1;
-  m->name = lm->l_name;
-  m->base = lm->l_addr;
-  dl_iterate_phdr(collect_segments, m);
-  return m->n > 0 ? 0 : -1;
-}
-
-/* The segment of @p m with @p flags that holds [p, p + n), or NULL. */
-static const mod_segment *segment_of(const mod_map *m, const void *p, size_t n,
-                                     unsigned flags) {
-  uintptr_t a = (uintptr_t)p;
-  int i;
-
-  for (i = 0; i < m->n; i++) {
-    const mod_segment *g = &m->seg[i];
-    if ((g->flags & flags) == flags && a >= g->lo && a < g->hi &&
-        n <= g->hi - a)
-      return g;
-  }
-  return NULL;
-}
-
-/* 1 if @p s is NULL or a string wholly inside a readable segment. */
-static int string_ok(const mod_map *m, const char *s) {
-  const mod_segment *g;
-
-  if (s == NULL)
-    return 1;
-  g = segment_of(m, s, 1, PF_R);
-  return g != NULL && memchr(s, '\0', g->hi - (uintptr_t)s) != NULL;
-}
-
-/* What an ELF symbol type is, for messages. */
-static const char *symbol_kind(unsigned type) {
-  switch (type) {
-  case STT_FUNC:
-    return "a function";
-  case STT_NOTYPE:
-    return "a symbol without a type";
-  case STT_TLS:
-    return "a thread-local variable";
-  case STT_GNU_IFUNC:
-    return "an indirect function";
-  default:
-    return "not a data object";
-  }
-}
-
-/* Checks the entry symbol at @p head: a data object of at least the
- * descriptor's header, aligned for it. Sets *symsize to its size. Returns
- * 0, or a code with the reason in @p err. */
-static int check_entry(const kind_info *k, const char *path, const void *head,
-                       const mod_map *m, size_t *symsize, char *err,
-                       size_t errlen) {
-  const ElfW(Sym) *sym = NULL;
-  Dl_info info;
-  size_t align = _Alignof(desc_head);
-
-  if (dladdr1(head, &info, (void **)&sym, RTLD_DL_SYMENT) == 0 || sym == NULL ||
-      info.dli_saddr != head) {
-    put_err(err, errlen, "%s: the %s symbol has no symbol table entry", path,
-            k->symbol);
-    return CUA_ERR_MODULE_NO_ENTRY;
-  }
-  if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT) {
-    put_err(err, errlen, "%s: the %s symbol is %s, not a %s descriptor", path,
-            k->symbol, symbol_kind(ELF64_ST_TYPE(sym->st_info)), k->word);
-    return CUA_ERR_MODULE_NO_ENTRY;
-  }
-  if (sym->st_size < sizeof(desc_head)) {
-    put_err(err, errlen,
-            "%s: the %s symbol has %zu byte(s), fewer than the %zu of a "
-            "descriptor's header",
-            path, k->symbol, (size_t)sym->st_size, sizeof(desc_head));
-    return CUA_ERR_MODULE_BAD_SIZE;
-  }
-  if ((uintptr_t)head % align != 0) {
-    put_err(err, errlen,
-            "%s: the %s symbol is at %p, not aligned to %zu bytes as a "
-            "descriptor must be",
-            path, k->symbol, head, align);
-    return CUA_ERR_MODULE_BAD_SIZE;
-  }
-  if (segment_of(m, head, (size_t)sym->st_size, PF_R) == NULL) {
-    put_err(err, errlen,
-            "%s: the %s symbol lies outside the module's loaded segments", path,
-            k->symbol);
-    return CUA_ERR_MODULE_BAD_SIZE;
-  }
-  *symsize = (size_t)sym->st_size;
-  return 0;
-}
-
-/* Checks every pointer of descriptor @p desc (whose first @p size bytes
- * are known to be readable) against the module's segments. Returns 0, or
- * CUA_ERR_MODULE_INCOMPLETE naming the first bad field. */
-static int check_pointers(cua__module_kind kind, const kind_info *k,
-                          const char *path, const void *desc, size_t size,
-                          const mod_map *m, char *err, size_t errlen) {
-  const cua_policy_descriptor *pd = desc;
-  const cua_param_spec *params = pd->params;
-  size_t nparams = pd->nparams, i, off, first, known;
-  const char *bad;
-  typedef void (*any_fn)(void);
-
-  /* name, version, description, params and nparams sit at the same
-   * offsets in both descriptors. */
-  const char *const strings[3] = {pd->name, pd->version, pd->description};
-  static const char *const fields[3] = {"name", "version", "description"};
-  for (i = 0; i < 3; i++) {
-    if (!string_ok(m, strings[i])) {
-      put_err(err, errlen,
-              "%s: the %s descriptor's %s (%p) does not point to a string "
-              "in the module",
-              path, k->word, fields[i], (const void *)strings[i]);
-      return CUA_ERR_MODULE_INCOMPLETE;
-    }
-  }
-  if (params != NULL &&
-      (nparams > SIZE_MAX / sizeof *params ||
-       segment_of(m, params, nparams * sizeof *params, PF_R) == NULL)) {
-    put_err(err, errlen,
-            "%s: the %s descriptor's params (%p, %zu entries) do not lie in "
-            "the module",
-            path, k->word, (const void *)params, nparams);
-    return CUA_ERR_MODULE_INCOMPLETE;
-  }
-  for (i = 0; params != NULL && i < nparams; i++) {
-    const cua_param_spec *ps = &params[i];
-    bad = !string_ok(m, ps->name)            ? "name"
-          : !string_ok(m, ps->default_value) ? "default value"
-          : !string_ok(m, ps->choices)       ? "choices"
-          : !string_ok(m, ps->help)          ? "help"
-                                             : NULL;
-    if (bad != NULL) {
-      put_err(err, errlen,
-              "%s: the %s of parameter %zu of the descriptor does not point "
-              "to a string in the module",
-              path, bad, i);
-      return CUA_ERR_MODULE_INCOMPLETE;
-    }
-  }
-  /* The operations: every field from create() to the end of what both
-   * the module and the core know is a function pointer, but the backend's
-   * priority (an int, in a pointer-sized slot). */
-  first = kind == CUA__MODULE_POLICY ? offsetof(cua_policy_descriptor, create)
-                                     : offsetof(cua_backend_descriptor, create);
-  known = kind == CUA__MODULE_POLICY ? sizeof(cua_policy_descriptor)
-                                     : sizeof(cua_backend_descriptor);
-  if (size > known)
-    size = known;
-  for (off = first; off + sizeof(any_fn) <= size; off += sizeof(any_fn)) {
-    if (kind != CUA__MODULE_POLICY &&
-        off == offsetof(cua_backend_descriptor, priority) / sizeof(any_fn) *
-                   sizeof(any_fn))
-      continue;
-    any_fn fn;
-    memcpy(&fn, (const char *)desc + off, sizeof fn);
-    if (fn != NULL &&
-        segment_of(m, (const void *)(uintptr_t)fn, 1, PF_X) == NULL) {
-      static const char *const policy_ops[] = {"create()",    "destroy()",
-                                               "place()",     "submitted()",
-                                               "completed()", "dump()"};
-      size_t op = (off - first) / sizeof(any_fn);
-      char what[64];
-      if (kind == CUA__MODULE_POLICY &&
-          op < sizeof policy_ops / sizeof policy_ops[0])
-        snprintf(what, sizeof what, "%s", policy_ops[op]);
-      else
-        snprintf(what, sizeof what, "operation at offset %zu", off);
-      put_err(err, errlen,
-              "%s: the %s descriptor's %s (%p) does not point to code in the "
-              "module",
-              path, k->word, what, (void *)(uintptr_t)fn);
-      return CUA_ERR_MODULE_INCOMPLETE;
-    }
-  }
-  return 0;
-}
-
-/* Checks the name a descriptor declares (known to be a string) and its
- * schema's parameter names. Returns 0, or CUA_ERR_MODULE_INCOMPLETE. */
-static int check_names(const kind_info *k, const char *path, const char *name,
-                       const cua_param_spec *params, size_t nparams, char *err,
-                       size_t errlen) {
-  size_t i, j;
-
-  if (*name == '\0') {
-    put_err(err, errlen, "%s: the %s descriptor's name is empty", path,
-            k->word);
-    return CUA_ERR_MODULE_INCOMPLETE;
-  }
-  /* A name becomes a file name, a section name and a word in messages. */
-  for (i = 0; name[i] != '\0'; i++) {
-    unsigned char c = (unsigned char)name[i];
-    if (c < 0x20 || c == 0x7f) {
-      put_err(err, errlen,
-              "%s: the %s descriptor's name contains a control character "
-              "(byte 0x%02x at offset %zu)",
-              path, k->word, c, i);
-      return CUA_ERR_MODULE_INCOMPLETE;
-    }
-  }
-  /* Two parameters of one name would make a key mean either. */
-  for (i = 0; params != NULL && i < nparams; i++)
-    for (j = 0; j < i; j++)
-      if (params[i].name != NULL && params[j].name != NULL &&
-          strcmp(params[i].name, params[j].name) == 0) {
-        put_err(err, errlen,
-                "%s: parameters %zu and %zu of the descriptor's schema are "
-                "both named '%s'",
-                path, j, i, params[i].name);
-        return CUA_ERR_MODULE_INCOMPLETE;
-      }
-  return 0;
-}
-
 /*
  * Loads and checks @p path as a module of @p kind; @p expect is the name it
  * must declare (NULL: any). On failure writes "PATH: reason" into @p err
@@ -577,12 +286,12 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
     rc = CUA_ERR_MODULE_NO_ENTRY;
     goto fail;
   }
-  if (map_module(dl, &map) != 0) {
+  if (cua__modcheck_map(dl, &map) != 0) {
     put_err(err, errlen, "%s: cannot find the module's loaded segments", path);
     rc = CUA_ERR_MODULE_DLOPEN;
     goto fail;
   }
-  rc = check_entry(k, path, head, &map, &symsize, err, errlen);
+  rc = cua__modcheck_entry(k, path, head, &map, &symsize, err, errlen);
   if (rc != 0)
     goto fail;
   if (head->abi_major != k->abi_major) {
@@ -619,7 +328,8 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
     rc = CUA_ERR_MODULE_BAD_SIZE;
     goto fail;
   }
-  rc = check_pointers(kind, k, path, head, head->size, &map, err, errlen);
+  rc = cua__modcheck_pointers(kind, k, path, head, head->size, &map, err,
+                              errlen);
   if (rc != 0)
     goto fail;
   desc_name_params(kind, head, &name, &params, &nparams);
@@ -628,7 +338,7 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
     rc = CUA_ERR_MODULE_INCOMPLETE;
     goto fail;
   }
-  rc = check_names(k, path, name, params, nparams, err, errlen);
+  rc = cua__modcheck_names(k, path, name, params, nparams, err, errlen);
   if (rc != 0)
     goto fail;
   if (expect != NULL && strcmp(name, expect) != 0) {

@@ -92,4 +92,48 @@ void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
                       void (*cb)(const cua__module_report *r, void *arg),
                       void *arg);
 
+/* ------------------------------------------- loader.c and modcheck.c */
+
+/* The first fields of every descriptor, fixed for all ABI versions. */
+typedef struct desc_head {
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t size;
+} desc_head;
+
+/* What differs between the two kinds of module. */
+typedef struct kind_info {
+  const char *word;   /* "policy" or "backend", for messages */
+  const char *symbol; /* the entry symbol */
+  const char *subdir; /* under CUA_PKGLIBDIR */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  size_t min_size;
+} kind_info;
+
+#define MAX_SEGMENTS 16
+
+typedef struct mod_segment {
+  uintptr_t lo, hi; /* [lo, hi) */
+  unsigned flags;   /* PF_R, PF_W, PF_X */
+} mod_segment;
+
+typedef struct mod_map {
+  const char *name; /* link_map's l_name, to find it among the objects */
+  uintptr_t base;   /* link_map's l_addr */
+  mod_segment seg[MAX_SEGMENTS];
+  int n;
+} mod_map;
+
+int cua__modcheck_map(void *dl, mod_map *m);
+int cua__modcheck_entry(const kind_info *k, const char *path, const void *head,
+                        const mod_map *m, size_t *symsize, char *err,
+                        size_t errlen);
+int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
+                           const char *path, const void *desc, size_t size,
+                           const mod_map *m, char *err, size_t errlen);
+int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
+                        const cua_param_spec *params, size_t nparams, char *err,
+                        size_t errlen);
+
 #endif /* CUA_CORE_LOADER_H */

@@ -10,6 +10,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/params.c \
 	%reldir%/loader.h \
 	%reldir%/loader.c \
+	%reldir%/modcheck.c \
 	%reldir%/runtime.c \
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
