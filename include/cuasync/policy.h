@@ -11,7 +11,13 @@
  * - abi_minor is newer than the core's (CUA_ERR_MODULE_ABI_MINOR);
  * - size is smaller than the ABI 1.0 descriptor (CUA_ERR_MODULE_BAD_SIZE);
  * - name differs from the name it was loaded by (CUA_ERR_MODULE_NAME_MISMATCH);
- * - create or place is NULL (CUA_ERR_MODULE_INCOMPLETE);
+ * - the symbol is not a data object, is smaller than a descriptor's header
+ *   or misaligned, or its size field exceeds the symbol
+ *   (CUA_ERR_MODULE_BAD_SIZE / CUA_ERR_MODULE_INCOMPLETE);
+ * - create or place is NULL, a pointer in the descriptor (strings, schema,
+ *   operations) lies outside the module's own loaded segments, the name is
+ *   empty or has control characters, or the schema names a parameter twice
+ *   (CUA_ERR_MODULE_INCOMPLETE, each with its own message);
  * - create() returns non-zero (CUA_ERR_MODULE_CREATE).
  * Fields beyond the descriptor's size count as absent.
  *
