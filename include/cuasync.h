@@ -334,7 +334,9 @@ CUA_EXTERN int cua_op_copy(cua_op **op, cua_buffer *dst, cua_buffer *src);
 /** Built-in kernel: y[i] = a * x[i] + y[i] for float32 (sizes equal). */
 CUA_EXTERN int cua_op_axpy(cua_op **op, cua_buffer *y, float a, cua_buffer *x);
 /** Built-in calibrated kernel that keeps @p blocks blocks busy for about
- * @p ns nanoseconds (benchmarks; the host backend sleeps-spins). */
+ * @p ns nanoseconds (benchmarks). The host backend computes for that long
+ * (a loop calibrated once per process; under valgrind it sleeps), and a
+ * duration too large for its clock never ends there. */
 CUA_EXTERN int cua_op_spin(cua_op **op, cua_runtime *rt, uint64_t ns,
                            uint32_t blocks);
 /** Copies @p bytes from host memory @p src into @p dst at @p dst_off.
