@@ -429,11 +429,13 @@ static void sleep_until(uint64_t deadline) {
 
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
 static double spin_iters_per_ns = 1.0; /* written once, by spin_calibrate() */
-/* The work's input (read-only) and output (per thread, so that workers do
- * not race): volatile, so that the compiler keeps the work and keeps it
- * where it is. */
+/* The work's input (read-only, volatile so that the compiler cannot fold
+ * the loop) and its output (SPIN_SINK below). */
 static const volatile double spin_seed = 0.5;
-static _Thread_local volatile double spin_sink;
+/* Keeps the compiler from dropping the spin loop's arithmetic. Not a
+ * thread-local: TLS in a dlopen()ed module made LeakSanitizer's tracer
+ * crash (signal 11) at every leak check. */
+#define SPIN_SINK(x) __asm__ volatile("" : : "x"(x))
 
 static double spin_work(double x, uint64_t iters) {
   for (uint64_t i = 0; i < iters; i++)
@@ -449,12 +451,12 @@ static void spin_calibrate(void) {
     x = spin_work(x, SPIN_CALIB_ITERS);
     /* A volatile store between the clock reads: the compiler may not move
      * the (otherwise unobservable) work out of the timed interval. */
-    spin_sink = x;
+    SPIN_SINK(x);
     uint64_t t = mono_ns() - t0;
     if (t > 0 && t < best)
       best = t;
   }
-  spin_sink = x;
+  SPIN_SINK(x);
   if (best != UINT64_MAX)
     spin_iters_per_ns = (double)SPIN_CALIB_ITERS / (double)best;
 }
@@ -485,10 +487,10 @@ static void spin_for(uint64_t ns) {
     if (chunk % SPIN_YIELD_CHUNKS == 0)
       sched_yield();
   }
-  spin_sink = x; /* the work is done before the clock is read */
+  SPIN_SINK(x); /* the work is done before the clock is read */
   while (mono_ns() < deadline)
     x = spin_work(x, SPIN_CHUNK);
-  spin_sink = x;
+  SPIN_SINK(x);
 }
 
 static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
