@@ -12,9 +12,6 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(INIH_CFLAGS)
 TEST_LIBS = core/libcuasync-core.la $(CHECK_LIBS) $(INIH_LIBS)
 # Suites that use only public functions link the public library, as a user
 # program does (and so test its exports); the others reach internals.
-# check_misuse stays on the convenience library: under ASan, LeakSanitizer's
-# tracer crashed (signal 11) on its many forked tests when it linked the
-# shared library.
 PUBLIC_TEST_LIBS = libcuasync.la $(CHECK_LIBS)
 EXTRA_DIST += %reldir%/helpers.h %reldir%/fixtures
 
@@ -107,7 +104,7 @@ tests_check_sched_CFLAGS = $(TEST_CFLAGS)
 tests_check_sched_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
 tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
-tests_check_misuse_LDADD = $(TEST_LIBS)
+tests_check_misuse_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(PUBLIC_TEST_LIBS)
