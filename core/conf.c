@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include "conf.h"
+#include "internal.h"
 
 #include <ini.h>
 
@@ -125,7 +126,7 @@ static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
 
   if (d != NULL)
     memcpy(d, s, n);
@@ -133,7 +134,7 @@ static char *dup_str(const char *s) {
 }
 
 static char *dup_mem(const char *s, size_t n) {
-  char *d = malloc(n + 1);
+  char *d = cua__malloc(n + 1);
 
   if (d != NULL) {
     memcpy(d, s, n);
@@ -174,7 +175,7 @@ static cua__section *add_section(cua__config *cfg, const char *name, size_t n,
                                  int line) {
   cua__section *v, *s;
 
-  v = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *v);
+  v = cua__realloc(cfg->sections, (cfg->nsections + 1) * sizeof *v);
   if (v == NULL)
     return NULL;
   cfg->sections = v;
@@ -192,7 +193,7 @@ static int add_kv(cua__section *s, const char *key, const char *value,
                   int line) {
   cua__kv *v, *kv;
 
-  v = realloc(s->kv, (s->nkv + 1) * sizeof *v);
+  v = cua__realloc(s->kv, (s->nkv + 1) * sizeof *v);
   if (v == NULL)
     return CUA_ERR_NOMEM;
   s->kv = v;
@@ -361,7 +362,7 @@ static int set_devices(parser *p, const char *value) {
         goto fail;
       }
     }
-    grown = realloc(list, (n + 1) * sizeof *list);
+    grown = cua__realloc(list, (n + 1) * sizeof *list);
     if (grown == NULL) {
       parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
       goto fail;
@@ -421,7 +422,7 @@ static int set_policy_path(parser *p, const char *value) {
     }
     if (s[0] != '/' && p->dir != NULL) {
       size_t dl = strlen(p->dir);
-      d = malloc(dl + 1 + len + 1);
+      d = cua__malloc(dl + 1 + len + 1);
       if (d != NULL) {
         memcpy(d, p->dir, dl);
         d[dl] = '/';
@@ -433,7 +434,7 @@ static int set_policy_path(parser *p, const char *value) {
     }
     if (d == NULL)
       goto nomem;
-    grown = realloc(dirs, (n + 1) * sizeof *dirs);
+    grown = cua__realloc(dirs, (n + 1) * sizeof *dirs);
     if (grown == NULL) {
       free(d);
       goto nomem;
@@ -643,7 +644,7 @@ static int read_file(const char *path, char **text, size_t *len) {
   for (;;) {
     if (cap - n < 4096) {
       cap = cap == 0 ? 8192 : cap * 2;
-      grown = realloc(buf, cap + 1);
+      grown = cua__realloc(buf, cap + 1);
       if (grown == NULL) {
         errno = ENOMEM;
         goto fail;
@@ -746,7 +747,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   *out = NULL;
   if (err != NULL && errlen > 0)
     err[0] = '\0';
-  cfg = calloc(1, sizeof *cfg);
+  cfg = cua__calloc(1, sizeof *cfg);
   if (cfg == NULL)
     return CUA_ERR_NOMEM;
 
@@ -949,7 +950,7 @@ static int store_text(cua_param_value *v, const char *text, int multi) {
     return CUA_ERR_NOMEM;
   if (multi) {
     item = dup_str(text);
-    list = realloc((void *)v->list, (v->count + 1) * sizeof *list);
+    list = cua__realloc((void *)v->list, (v->count + 1) * sizeof *list);
     if (item == NULL || list == NULL) {
       free(item);
       free(s);
@@ -1020,7 +1021,7 @@ int cua__config_params(const cua__config *cfg, const char *name,
   *out = NULL;
   if (err != NULL && errlen > 0)
     err[0] = '\0';
-  values = calloc(nspec > 0 ? nspec : 1, sizeof *values);
+  values = cua__calloc(nspec > 0 ? nspec : 1, sizeof *values);
   if (values == NULL)
     return CUA_ERR_NOMEM;
 

@@ -160,6 +160,11 @@ int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out) {
   p->mod = mod;
   p->d = mod->desc.policy;
   p->name = cua__strdup(p->d->name);
+  if (p->name == NULL) {
+    cua__module_unload(mod);
+    free(p);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  }
   p->refs = 1;
   /* A policy loaded by path is configured from the section of the name it
    * declares. */
