@@ -391,7 +391,7 @@ int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
     if (ops[i] == NULL || ops[i]->rt != rt)
       return cua__fail(rt, CUA_ERR_INVAL,
                        "cua_op_zip: op %zu is NULL or of another runtime", i);
-  cua_op *op;
+  cua_op *op = NULL;
   int rc = new_op(&op, rt, CUA_OP_ZIP);
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = add_input(op, ops[i]);
@@ -445,7 +445,7 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
   }
   if (rc)
     return rc;
-  cua_op *op;
+  cua_op *op = NULL;
   rc = new_op(&op, zip->rt, CUA_OP_UNZIP);
   if (rc == 0) {
     op->index = index;

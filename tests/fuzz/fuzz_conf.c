@@ -9,8 +9,9 @@
  * sections and keys, and every [policy.X] / [backend.X] section is checked
  * against a schema holding every parameter type.
  */
-#include "conf.h"
 #include "config.h"
+
+#include "conf.h"
 #include "internal.h"
 
 #include <stdint.h>

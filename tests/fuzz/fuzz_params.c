@@ -14,8 +14,9 @@
  * Needs $CUASYNC_MODULE_PATH to name the build tree's policies/.libs and
  * plugins/.libs (tests/fuzz/run.sh sets it).
  */
-#include "conf.h"
 #include "config.h"
+
+#include "conf.h"
 #include "internal.h"
 
 #include <stdint.h>
