@@ -748,8 +748,10 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   if (err != NULL && errlen > 0)
     err[0] = '\0';
   cfg = cua__calloc(1, sizeof *cfg);
-  if (cfg == NULL)
+  if (cfg == NULL) {
+    put_err(err, errlen, "out of memory while reading the configuration");
     return CUA_ERR_NOMEM;
+  }
 
   /* Lookup order: the text, the explicit path, $CUASYNC_CONFIG, the
    * installed file, the built-in default. An empty $CUASYNC_CONFIG counts
@@ -1022,8 +1024,10 @@ int cua__config_params(const cua__config *cfg, const char *name,
   if (err != NULL && errlen > 0)
     err[0] = '\0';
   values = cua__calloc(nspec > 0 ? nspec : 1, sizeof *values);
-  if (values == NULL)
+  if (values == NULL) {
+    put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;
+  }
 
   /* Defaults first: a module whose own default does not parse is a bug in
    * the module, reported as such whatever the file says. */

@@ -28,7 +28,8 @@ static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
 static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
   cua__access *a = cua__realloc(op->acc, (op->nacc + 1) * sizeof *a);
   if (a == NULL)
-    return CUA_ERR_NOMEM;
+    return cua__fail(op->rt, CUA_ERR_NOMEM,
+                     "out of host memory building an op");
   op->acc = a;
   a[op->nacc].buf = cua_buffer_retain(b);
   a[op->nacc].mode = mode;
@@ -39,7 +40,8 @@ static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
 static int add_input(cua_op *op, cua_op *in) {
   cua_op **v = cua__realloc(op->inputs, (op->ninputs + 1) * sizeof *v);
   if (v == NULL)
-    return CUA_ERR_NOMEM;
+    return cua__fail(op->rt, CUA_ERR_NOMEM,
+                     "out of host memory building an op");
   op->inputs = v;
   v[op->ninputs++] = cua_op_retain(in);
   cua__op_freeze(in);

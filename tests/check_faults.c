@@ -367,9 +367,21 @@ static int finish_one(const char *policy, int kind, child ch, sweep_stats *st,
       st->nomsg++;
       const char *in = strstr(res, " in ");
       size_t u = strlen(st->nomsg_list);
-      if (in != NULL && u < sizeof st->nomsg_list - 80)
+      char stack[8192], where[256] = "";
+      symbolize(rep, stack, sizeof stack);
+      /* The allocation's caller in core/, and its caller. */
+      int nw = 0;
+      for (char *l = strtok(stack, "\n"); l != NULL && nw < 2;
+           l = strtok(NULL, "\n"))
+        if (strstr(l, "(core/") != NULL && strstr(l, "core/util.c") == NULL) {
+          size_t wl = strlen(where);
+          snprintf(where + wl, sizeof where - wl, "%s%s", nw++ ? " <-" : "",
+                   l + 3);
+        }
+      if (in != NULL && u < sizeof st->nomsg_list - 400)
         snprintf(st->nomsg_list + u, sizeof st->nomsg_list - u,
-                 "\n    #%ld%.*s", k, (int)strcspn(in, ":\n"), in);
+                 "\n    #%ld%.*s: failed allocation in%s", k,
+                 (int)strcspn(in, ":\n"), in, where);
     }
     return fired || res == NULL;
   }
