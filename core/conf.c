@@ -130,7 +130,7 @@ static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
 
   if (d != NULL)
     memcpy(d, s, n);
@@ -138,7 +138,7 @@ static char *dup_str(const char *s) {
 }
 
 static char *dup_mem(const char *s, size_t n) {
-  char *d = malloc(n + 1);
+  char *d = cua__malloc(n + 1);
 
   if (d != NULL) {
     memcpy(d, s, n);
@@ -368,7 +368,7 @@ static int set_devices(parser *p, const char *value) {
         goto fail;
       }
     }
-    grown = realloc(list, (n + 1) * sizeof *list);
+    grown = cua__realloc(list, (n + 1) * sizeof *list);
     if (grown == NULL) {
       parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
       goto fail;
@@ -428,7 +428,7 @@ static int set_policy_path(parser *p, const char *value) {
     }
     if (s[0] != '/' && p->dir != NULL) {
       size_t dl = strlen(p->dir);
-      d = malloc(dl + 1 + len + 1);
+      d = cua__malloc(dl + 1 + len + 1);
       if (d != NULL) {
         memcpy(d, p->dir, dl);
         d[dl] = '/';
@@ -440,7 +440,7 @@ static int set_policy_path(parser *p, const char *value) {
     }
     if (d == NULL)
       goto nomem;
-    grown = realloc(dirs, (n + 1) * sizeof *dirs);
+    grown = cua__realloc(dirs, (n + 1) * sizeof *dirs);
     if (grown == NULL) {
       free(d);
       goto nomem;
@@ -695,9 +695,11 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   *out = NULL;
   if (err != NULL && errlen > 0)
     err[0] = '\0';
-  cfg = calloc(1, sizeof *cfg);
-  if (cfg == NULL)
+  cfg = cua__calloc(1, sizeof *cfg);
+  if (cfg == NULL) {
+    put_err(err, errlen, "out of memory while reading the configuration");
     return CUA_ERR_NOMEM;
+  }
 
   /* Lookup order: the text, the explicit path, $CUASYNC_CONFIG, the
    * installed file, the built-in default. An empty $CUASYNC_CONFIG counts

@@ -41,7 +41,7 @@ static void put_err(char *err, size_t errlen, const char *fmt, ...) {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
 
   if (d != NULL)
     memcpy(d, s, n);
@@ -113,13 +113,13 @@ int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
   cap = (size_t)st.st_size + 4096;
   if (cap > MAX_CONFIG_SIZE + 2)
     cap = MAX_CONFIG_SIZE + 2;
-  buf = malloc(cap);
+  buf = cua__malloc(cap);
   if (buf == NULL)
     goto nomem;
   for (;;) {
     if (n + 1 >= cap) {
       cap = cap > (MAX_CONFIG_SIZE + 2) / 2 ? MAX_CONFIG_SIZE + 2 : cap * 2;
-      grown = realloc(buf, cap);
+      grown = cua__realloc(buf, cap);
       if (grown == NULL)
         goto nomem;
       buf = grown;
@@ -169,7 +169,7 @@ char *cua__conf_short_path(const char *path) {
 
   if (n <= 2 * KEEP + 3)
     return dup_str(path);
-  s = malloc(2 * KEEP + 4);
+  s = cua__malloc(2 * KEEP + 4);
   if (s != NULL) {
     memcpy(s, path, KEEP);
     memcpy(s + KEEP, "...", 3);
@@ -188,7 +188,7 @@ char *cua__conf_dir_of(const char *path) {
     return dup_str("/");
   {
     size_t n = (size_t)(slash - path);
-    char *d = malloc(n + 1);
+    char *d = cua__malloc(n + 1);
     if (d != NULL) {
       memcpy(d, path, n);
       d[n] = '\0';

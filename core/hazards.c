@@ -256,7 +256,56 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
   return rc;
 }
 
-/* Adds the buffer hazards of @p n and records it in the buffers' states. */
+/* Runs @p body for each buffer state a device node of @p b touches, once per
+ * distinct buffer of each node, in order. */
+#define FOR_EACH_STATE(b, n, st, body)                                         \
+  for (size_t i_ = 0; i_ < (b)->n; i_++) {                                     \
+    cua__node *n = (b)->order[i_];                                             \
+    if (n->cls != CUA__CLASS_DEVICE)                                           \
+      continue;                                                                \
+    for (size_t a_ = 0; a_ < n->op->nacc; a_++) {                              \
+      int dup_ = 0;                                                            \
+      for (size_t k_ = 0; k_ < a_; k_++)                                       \
+        if (n->op->acc[k_].buf == n->op->acc[a_].buf)                          \
+          dup_ = 1;                                                            \
+      if (dup_)                                                                \
+        continue;                                                              \
+      cua__bstate *st = cua__buffer_state(n->op->acc[a_].buf);                 \
+      body                                                                     \
+    }                                                                          \
+  }
+
+/* Recording hazards must not fail half-way (an edge or a reader lost is a
+ * wrong result, not an error): before anything changes, this reserves
+ * every array cua__add_hazards() may grow, for the whole submission. An
+ * upper bound per node: every writer and reader its buffers' states hold
+ * now, plus every earlier node of the submission on the same buffer. */
+int cua__reserve_hazards(cua__build *b) {
+  int rc = 0;
+  FOR_EACH_STATE(b, n, st, {
+    size_t bound = st->nwriters + st->nreaders + st->pending;
+    st->pending++;
+    if (rc == 0 && cua__grow_inl(&n->deps, &n->capdeps, n->ndeps + bound + 1,
+                                 sizeof *n->deps, n->deps_inl) != 0)
+      rc = CUA_ERR_NOMEM;
+  });
+  FOR_EACH_STATE(b, n, st, {
+    (void)n;
+    if (st->pending > 0 && rc == 0 &&
+        (cua__grow(&st->readers, &st->capreaders, st->nreaders + st->pending,
+                   sizeof *st->readers) != 0 ||
+         cua__grow(&st->writers, &st->capwriters,
+                   st->nwriters > 0 ? st->nwriters : 1,
+                   sizeof *st->writers) != 0))
+      rc = CUA_ERR_NOMEM;
+    st->pending = 0;
+  });
+  return rc;
+}
+
+/* Adds the buffer hazards of @p n and records it in the buffers' states
+ * (the arrays were reserved by cua__reserve_hazards(): nothing here
+ * allocates). */
 int cua__add_hazards(cua__node *n) {
   cua_op *op = n->op;
   int rc = 0;
@@ -289,10 +338,13 @@ int cua__add_hazards(cua__node *n) {
           rc = cua__add_dep(n, st->readers[i], 0);
       if (rc)
         break;
-      cua__bstate old = *st;
-      memset(st, 0, sizeof *st);
+      /* The arrays stay (reserved); their nodes are let go. */
+      for (size_t i = 0; i < st->nwriters; i++)
+        cua__bstate_drop(st->writers[i]);
+      for (size_t i = 0; i < st->nreaders; i++)
+        cua__bstate_drop(st->readers[i]);
+      st->nwriters = st->nreaders = 0;
       rc = cua__bstate_add(&st->writers, &st->nwriters, &st->capwriters, n);
-      cua__bstate_clear(&old);
     } else {
       /* Forget readers that completed without failing. */
       size_t k = 0;

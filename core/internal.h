@@ -33,10 +33,34 @@
 
 /* ------------------------------------------------------------------ util */
 
+/* Every allocation, thread creation and dlopen of core/ goes through these,
+ * so that tests can make the k-th one fail (cua__fault_arm()). */
 void *cua__malloc(size_t n);
 void *cua__calloc(size_t n, size_t size);
 void *cua__realloc(void *p, size_t n);
 char *cua__strdup(const char *s);
+int cua__pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                        void *(*fn)(void *), void *arg);
+void *cua__dlopen(const char *path, int flags);
+/* dlerror(), or "injected failure" after a failure cua__dlopen() made. */
+const char *cua__dlerror(void);
+
+/* Fault injection, for tests: after cua__fault_arm(kind, k), the k-th call
+ * of that kind fails (once); k = 0 disarms every kind but keeps counting. */
+enum {
+  CUA__FAULT_ALLOC = 0,
+  CUA__FAULT_THREAD,
+  CUA__FAULT_DLOPEN,
+  CUA__FAULT_KINDS
+};
+void cua__fault_arm(int kind, long k);
+/* Calls of @p kind since the last cua__fault_arm(), and whether one failed. */
+long cua__fault_calls(int kind);
+int cua__fault_fired(int kind);
+/* Called (on the failing thread) when an injected failure happens. */
+void cua__fault_set_hook(void (*hook)(int kind));
+/* 1 if this call of @p kind must fail. */
+int cua__fault(int kind);
 uint64_t cua__now_ns(void);
 /* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM.
  * With @p inl not NULL, *arr may point at that inline storage (of *cap
@@ -184,6 +208,7 @@ typedef struct cua__bstate {
   size_t nwriters, capwriters;
   cua__node **readers; /* reads since */
   size_t nreaders, capreaders;
+  size_t pending; /* cua__reserve_hazards()'s count, 0 between calls */
 } cua__bstate;
 
 struct cua_buffer {
@@ -521,6 +546,7 @@ int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
 
 /* hazards.c: buffer states and cross-stream waits. */
 int cua__validate(cua__build *b, char *msg, size_t len);
+int cua__reserve_hazards(cua__build *b);
 int cua__add_hazards(cua__node *n);
 cua__point *cua__record_point(cua__round *r, cua__stream *s);
 int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,

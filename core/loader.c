@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include "internal.h"
 #include "loader.h"
 
 #include <dirent.h>
@@ -89,7 +90,7 @@ static void add_err(char *err, size_t errlen, const char *fmt, ...) {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
 
   if (d != NULL)
     memcpy(d, s, n);
@@ -98,7 +99,7 @@ static char *dup_str(const char *s) {
 
 static char *join_path(const char *dir, const char *name, const char *ext) {
   size_t dl = strlen(dir), nl = strlen(name), el = strlen(ext);
-  char *p = malloc(dl + 1 + nl + el + 1);
+  char *p = cua__malloc(dl + 1 + nl + el + 1);
 
   if (p == NULL)
     return NULL;
@@ -135,12 +136,12 @@ static int strv_add(char ***v, size_t *nv, const char *s, size_t n) {
   for (i = 0; i < *nv; i++)
     if (strlen((*v)[i]) == n && memcmp((*v)[i], s, n) == 0)
       return 0;
-  d = malloc(n + 1);
+  d = cua__malloc(n + 1);
   if (d == NULL)
     return -1;
   memcpy(d, s, n);
   d[n] = '\0';
-  grown = realloc(*v, (*nv + 1) * sizeof *grown);
+  grown = cua__realloc(*v, (*nv + 1) * sizeof *grown);
   if (grown == NULL) {
     free(d);
     return -1;
@@ -270,9 +271,9 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
    * code, and any file may be that one (a scan for policies opens backends
    * too). A module loaded once stays mapped for the life of the process;
    * dlclose() still drops the reference. */
-  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  dl = cua__dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (dl == NULL) {
-    const char *why = dlerror();
+    const char *why = cua__dlerror();
     put_err(err, errlen, "%s: dlopen failed: %s", path,
             why != NULL ? why : "unknown reason");
     return CUA_ERR_MODULE_DLOPEN;
@@ -373,7 +374,7 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
     }
   }
 
-  mod = calloc(1, sizeof *mod);
+  mod = cua__calloc(1, sizeof *mod);
   if (mod == NULL || (mod->path = dup_str(path)) == NULL) {
     put_err(err, errlen, "%s: out of memory", path);
     rc = CUA_ERR_NOMEM;
@@ -477,7 +478,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   }
   /* Each refusal is kept whole in its own buffer and collected, so that
    * the caller's buffer can receive a summary in one go at the end. */
-  refusals = malloc(4096);
+  refusals = cua__malloc(4096);
   if (refusals == NULL)
     goto nomem;
   refusals[0] = '\0';

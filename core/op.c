@@ -45,7 +45,8 @@ static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
 static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
   cua__access *a = cua__realloc(op->acc, (op->nacc + 1) * sizeof *a);
   if (a == NULL)
-    return CUA_ERR_NOMEM;
+    return cua__fail(op->rt, CUA_ERR_NOMEM,
+                     "out of host memory building an op");
   op->acc = a;
   a[op->nacc].buf = cua_buffer_retain(b);
   a[op->nacc].mode = mode;
@@ -56,7 +57,8 @@ static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
 static int add_input(cua_op *op, cua_op *in) {
   cua_op **v = cua__realloc(op->inputs, (op->ninputs + 1) * sizeof *v);
   if (v == NULL)
-    return CUA_ERR_NOMEM;
+    return cua__fail(op->rt, CUA_ERR_NOMEM,
+                     "out of host memory building an op");
   op->inputs = v;
   v[op->ninputs++] = cua_op_retain(in);
   cua__op_freeze(in);
@@ -459,7 +461,7 @@ int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
     if (ops[i] == NULL || ops[i]->rt != rt)
       return cua__fail(rt, CUA_ERR_INVAL,
                        "cua_op_zip: op %zu is NULL or of another runtime", i);
-  cua_op *op;
+  cua_op *op = NULL;
   int rc = new_op(&op, rt, CUA_OP_ZIP);
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = add_input(op, ops[i]);
@@ -519,7 +521,7 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
   }
   if (rc)
     return rc;
-  cua_op *op;
+  cua_op *op = NULL;
   rc = new_op(&op, zip->rt, CUA_OP_UNZIP);
   if (rc == 0) {
     op->index = index;

@@ -38,7 +38,7 @@ static void put_err(char *err, size_t errlen, const char *fmt, ...) {
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
 
   if (d != NULL)
     memcpy(d, s, n);
@@ -152,7 +152,7 @@ static int store_text(cua_param_value *v, const char *text, int multi) {
     item = dup_str(text);
     if (item != NULL && (c == 0 || (c >= 4 && (c & (c - 1)) == 0))) {
       list = c <= SIZE_MAX / 2 / sizeof *list
-                 ? realloc((void *)v->list, (c ? 2 * c : 4) * sizeof *list)
+                 ? cua__realloc((void *)v->list, (c ? 2 * c : 4) * sizeof *list)
                  : NULL;
       if (list != NULL)
         v->list = list;
@@ -224,7 +224,7 @@ int cua__config_params(const cua__config *cfg, const char *name,
   *out = NULL;
   if (err != NULL && errlen > 0)
     err[0] = '\0';
-  values = calloc(nspec > 0 ? nspec : 1, sizeof *values);
+  values = cua__calloc(nspec > 0 ? nspec : 1, sizeof *values);
   if (values == NULL) {
     put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;

@@ -272,7 +272,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     goto fail;
-  if (pthread_create(&rt->thread, NULL, cua__completion_thread, rt) != 0) {
+  if (cua__pthread_create(&rt->thread, NULL, cua__completion_thread, rt)) {
     rc =
         cua__fail(NULL, CUA_ERR_INTERNAL, "cannot start the completion thread");
     goto fail;
@@ -473,7 +473,7 @@ int cua_host_alloc(cua_runtime *rt, size_t bytes, void **ptr) {
   if (bytes == 0)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_host_alloc: 0 bytes");
   if (rt->be->host_alloc == NULL) {
-    *ptr = malloc(bytes);
+    *ptr = cua__malloc(bytes);
     return *ptr ? 0 : cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
   cua_backend_err err = {{0}};

@@ -71,6 +71,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)
     rc = cua__validate(&b, msg, sizeof msg);
+  if (rc == 0)
+    rc = cua__reserve_hazards(&b);
   if (rc != 0) {
     /* Nothing ran: undo the nodes and any shared op this submission made
      * the owner of its node. The new nodes may hold each other in a

@@ -1,12 +1,16 @@
 /*
  * core/util.c: version, error and op kind names and messages, small
- * helpers.
+ * helpers, and the fault injection points of allocation, thread creation
+ * and dlopen.
  *
  * The last error message is per thread (see cua__vfail()): no lock.
  */
 #include "config.h"
 #include "internal.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +72,68 @@ const char *cua_op_kind_name(cua_op_kind kind) {
 CUA_OP_KIND_MAP(CUA__KIND_BELOW_COUNT)
 #undef CUA__KIND_BELOW_COUNT
 
+/* Fault injection (tests/check_faults.c): cua__fault_arm(kind, k) makes the
+ * k-th call of that kind from then on fail, once. Compiled always, so that
+ * the normal and the sanitizer builds test what ships; unarmed, it costs
+ * one relaxed load and a branch predicted not taken per call. */
+static atomic_int fault_armed;
+static atomic_long fault_left[CUA__FAULT_KINDS];
+static atomic_long fault_calls[CUA__FAULT_KINDS];
+static atomic_int fault_fired[CUA__FAULT_KINDS];
+static void (*_Atomic fault_hook)(int kind);
+
+void cua__fault_set_hook(void (*hook)(int kind)) {
+  atomic_store(&fault_hook, hook);
+}
+
+void cua__fault_arm(int kind, long k) {
+  for (int i = 0; i < CUA__FAULT_KINDS; i++) {
+    atomic_store(&fault_calls[i], 0);
+    atomic_store(&fault_fired[i], 0);
+    atomic_store(&fault_left[i], i == kind ? k : 0);
+  }
+  atomic_store(&fault_armed, 1);
+}
+
+long cua__fault_calls(int kind) {
+  return atomic_load(&fault_calls[kind]);
+}
+
+int cua__fault_fired(int kind) {
+  return atomic_load(&fault_fired[kind]);
+}
+
+int cua__fault(int kind) {
+  if (__builtin_expect(
+          !atomic_load_explicit(&fault_armed, memory_order_relaxed), 1))
+    return 0;
+  atomic_fetch_add(&fault_calls[kind], 1);
+  if (atomic_load(&fault_left[kind]) > 0 &&
+      atomic_fetch_sub(&fault_left[kind], 1) == 1) {
+    atomic_store(&fault_fired[kind], 1);
+    void (*hook)(int) = atomic_load(&fault_hook);
+    if (hook != NULL)
+      hook(kind);
+    return 1;
+  }
+  return 0;
+}
+
 void *cua__malloc(size_t n) {
+  if (cua__fault(CUA__FAULT_ALLOC))
+    return NULL;
   return malloc(n ? n : 1);
 }
 
 void *cua__calloc(size_t n, size_t size) {
+  if (cua__fault(CUA__FAULT_ALLOC))
+    return NULL;
   return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *cua__realloc(void *p, size_t n) {
+  if (cua__fault(CUA__FAULT_ALLOC))
+    return NULL;
   return realloc(p, n ? n : 1);
 }
 
@@ -84,10 +141,28 @@ char *cua__strdup(const char *s) {
   if (s == NULL)
     return NULL;
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cua__malloc(n);
   if (d != NULL)
     memcpy(d, s, n);
   return d;
+}
+
+int cua__pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                        void *(*fn)(void *), void *arg) {
+  if (cua__fault(CUA__FAULT_THREAD))
+    return EAGAIN;
+  return pthread_create(t, attr, fn, arg);
+}
+
+void *cua__dlopen(const char *path, int flags) {
+  if (cua__fault(CUA__FAULT_DLOPEN))
+    return NULL;
+  return dlopen(path, flags);
+}
+
+const char *cua__dlerror(void) {
+  const char *e = dlerror();
+  return e != NULL ? e : "injected failure";
 }
 
 uint64_t cua__now_ns(void) {
@@ -105,11 +180,11 @@ int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl) {
     n *= 2;
   void *q;
   if (inl != NULL && *p == inl) {
-    q = malloc(n * size);
+    q = cua__malloc(n * size);
     if (q != NULL)
       memcpy(q, inl, *cap * size);
   } else {
-    q = realloc(*p, n * size);
+    q = cua__realloc(*p, n * size);
   }
   if (q == NULL)
     return CUA_ERR_NOMEM;

@@ -33,7 +33,9 @@ UNIT_TESTS = \
 	tests/check_conformance \
 	tests/check_sched \
 	tests/check_misuse \
-	tests/check_cuda
+	tests/check_cuda \
+	tests/check_faults \
+	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS)
 
@@ -105,6 +107,13 @@ tests_check_sched_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
 tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
 tests_check_misuse_LDADD = $(PUBLIC_TEST_LIBS)
+tests_check_faults_SOURCES = tests/check_faults.c tests/helpers.h
+tests_check_faults_CFLAGS = $(TEST_CFLAGS)
+tests_check_faults_LDADD = $(TEST_LIBS)
+tests_check_stress_SOURCES = tests/check_stress.c tests/helpers.h \
+	tests/fuzz/dagprog.h
+tests_check_stress_CFLAGS = $(TEST_CFLAGS)
+tests_check_stress_LDADD = $(TEST_LIBS)
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(PUBLIC_TEST_LIBS)
@@ -193,3 +202,27 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
 tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
 tests/cuda/sched.sh.log: tests/check_cuda.log
+
+# libFuzzer targets (./configure CC=clang --enable-fuzzing, in a build
+# directory of their own), run by tests/fuzz/run.sh from .ci/run.
+FUZZ_TARGETS = \
+	tests/fuzz/fuzz_conf \
+	tests/fuzz/fuzz_params \
+	tests/fuzz/fuzz_dag
+if ENABLE_FUZZING
+noinst_PROGRAMS += $(FUZZ_TARGETS)
+endif
+FUZZ_LIBS = core/libcuasync-core.la $(INIH_LIBS)
+tests_fuzz_fuzz_conf_SOURCES = tests/fuzz/fuzz_conf.c
+tests_fuzz_fuzz_conf_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
+tests_fuzz_fuzz_params_SOURCES = tests/fuzz/fuzz_params.c
+tests_fuzz_fuzz_params_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+tests_fuzz_fuzz_params_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_params_LDADD = $(FUZZ_LIBS)
+tests_fuzz_fuzz_dag_SOURCES = tests/fuzz/fuzz_dag.c tests/fuzz/dagprog.h
+tests_fuzz_fuzz_dag_CFLAGS = $(AM_CFLAGS)
+tests_fuzz_fuzz_dag_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_dag_LDADD = $(FUZZ_LIBS)
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
