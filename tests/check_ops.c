@@ -214,7 +214,7 @@ END_TEST
 START_TEST(barrier_orders_after_everything_before) {
   cua_buffer *x = buf(N);
   cua_op *spin, *fill, *bar, *after, *rd;
-  ck_assert_int_eq(cua_op_spin(&spin, rt, 20000000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&spin, rt, 200000000, 1), 0);
   ck_assert_int_eq(cua_op_fill(&fill, x, 9.0f), 0);
   cua_future *f1;
   ck_assert_int_eq(cua_op_then(&rd, spin, fill), 0);
@@ -223,9 +223,9 @@ START_TEST(barrier_orders_after_everything_before) {
   ck_assert_int_eq(cua_submit_wait(rt, bar, NULL, NULL), 0);
   /* The barrier completed, so everything before it has; f1's future
    * itself completes once the completion thread sees its stream's mark,
-   * which may come a moment after the barrier's stream's (a spin of 20 ms
+   * which may come a moment after the barrier's stream's (the 200 ms spin
    * would still be running if the barrier had not waited for it). */
-  ck_assert_int_eq(cua_future_wait_timeout(f1, 5000000), 0);
+  ck_assert_int_eq(cua_future_wait_timeout(f1, 100000000), 0);
   cua_future_destroy(f1);
   (void)after;
   cua_op_destroy(spin);
