@@ -290,6 +290,38 @@ START_TEST(submit_options_without_size_are_refused) {
 }
 END_TEST
 
+/* A place() that returns a code outside the error list: the message says
+ * which number it returned, not just "unknown error". */
+START_TEST(place_codes_outside_the_list_are_named) {
+  cua_runtime *rt = NULL;
+  char text[256];
+  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = broken-code\n",
+           test_backend());
+  ck_assert_int_eq(open_text(&rt, text), 0);
+  cua_buffer *x = buffer(rt);
+  int codes[] = {-12345, 3};
+  for (size_t i = 0; i < 2; i++) {
+    cua_op *op = NULL;
+    ck_assert_int_eq(cua_op_fill(&op, x, 1.0f), 0);
+    cua_hints h = CUA_HINTS_INIT;
+    h.priority = codes[i];
+    ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+    cua_future *f = NULL;
+    ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(f), CUA_ERR_POLICY);
+    char want[96];
+    snprintf(want, sizeof want,
+             "returned %d, which is not a cuasync error code", codes[i]);
+    ck_assert_msg(strstr(cua_future_error(f), want) != NULL, "%s",
+                  cua_future_error(f));
+    cua_future_destroy(f);
+    cua_op_destroy(op);
+  }
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* The stream-function context accessors answer NULL neutrally. */
 START_TEST(context_accessors_take_null) {
   ck_assert_ptr_null(cua_ctx_stream(NULL));
@@ -446,6 +478,7 @@ int main(void) {
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
+  tcase_add_test(tc, place_codes_outside_the_list_are_named);
   tcase_add_test(tc, idle_runtime_uses_no_cpu);
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);

@@ -130,6 +130,7 @@ check_LTLIBRARIES += \
 	tests/modules/broken-create.la \
 	tests/modules/broken-noplace.la \
 	tests/modules/broken-placement.la \
+	tests/modules/broken-code.la \
 	tests/modules/broken-undefined.la \
 	tests/modules/broken-emptyname.la \
 	tests/modules/broken-ctrlname.la \
@@ -173,6 +174,8 @@ tests_modules_broken_noplace_la_SOURCES = tests/modules/broken-noplace.c
 tests_modules_broken_noplace_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_placement_la_SOURCES = tests/modules/broken-placement.c
 tests_modules_broken_placement_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_code_la_SOURCES = tests/modules/broken-code.c
+tests_modules_broken_code_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # Descriptors that are not what they claim (check_loader.c, defects).
 tests_modules_broken_emptyname_la_SOURCES = tests/modules/broken-emptyname.c
 tests_modules_broken_emptyname_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)

@@ -11,13 +11,15 @@
  * #CUA_ERR_CANCELED is also the code of any call given a handle (op,
  * buffer, tile, module) whose runtime was closed by cua_runtime_destroy().
  *
- * Reserved: three codes are never returned by this version, and are kept
+ * #CUA_ERR_CYCLE: cua_submit() of a DAG in which a then places an op
+ * after itself (the same op twice in one DAG runs once, so then(S, S)
+ * would make it wait for itself).
+ *
+ * Reserved: two codes are never returned by this version, and are kept
  * (never renumbered or reused) for the cases they name:
  * - #CUA_ERR_DEVICE_FAULT: for a backend that can pin an asynchronous
  *   fault on one op. CUDA cannot: a device fault is a sticky error of the
  *   whole context, reported as #CUA_ERR_DEVICE_LOST.
- * - #CUA_ERR_CYCLE: ops are immutable and reference only ops that exist
- *   before them, so a graph cannot have a cycle.
  * - #CUA_ERR_RESULT: a future's result is the failure's code while failed
  *   and #CUA_ERR_AGAIN while pending; there is no other case.
  */
