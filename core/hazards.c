@@ -258,7 +258,7 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
 
 /* Runs @p body for each buffer state a device node of @p b touches, once per
  * distinct buffer of each node, in order. */
-#define FOR_EACH_STATE(b, n, st, body)                                         \
+#define FOR_EACH_STATE(b, n, st, ...)                                          \
   for (size_t i_ = 0; i_ < (b)->n; i_++) {                                     \
     cua__node *n = (b)->order[i_];                                             \
     if (n->cls != CUA__CLASS_DEVICE)                                           \
@@ -271,34 +271,55 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
       if (dup_)                                                                \
         continue;                                                              \
       cua__bstate *st = cua__buffer_state(n->op->acc[a_].buf);                 \
-      body                                                                     \
+      __VA_ARGS__                                                              \
     }                                                                          \
   }
 
 /* Recording hazards must not fail half-way (an edge or a reader lost is a
  * wrong result, not an error): before anything changes, this reserves
- * every array cua__add_hazards() may grow, for the whole submission. An
- * upper bound per node: every writer and reader its buffers' states hold
- * now, plus every earlier node of the submission on the same buffer. */
+ * every array cua__add_hazards() may grow, for the whole submission, by
+ * replaying the submission's accesses on counters: the edges a node gets
+ * are at most the writers and readers its buffer's state holds when it
+ * comes; a write leaves one writer and no reader, a read adds a reader. */
 int cua__reserve_hazards(cua__build *b) {
   int rc = 0;
   FOR_EACH_STATE(b, n, st, {
-    size_t bound = st->nwriters + st->nreaders + st->pending;
-    st->pending++;
-    if (rc == 0 && cua__grow_inl(&n->deps, &n->capdeps, n->ndeps + bound + 1,
+    cua_buffer *buf = n->op->acc[a_].buf, *root = cua__buffer_root(buf);
+    unsigned mode = 0;
+    for (size_t k_ = a_; k_ < n->op->nacc; k_++)
+      if (n->op->acc[k_].buf == buf)
+        mode |= n->op->acc[k_].mode;
+    if (!st->sim_on) {
+      st->sim_on = 1;
+      st->sim_w = st->nwriters;
+      st->sim_r = st->sim_rmax = st->nreaders;
+    }
+    if (!root->planned && !root->sim_planned) {
+      mode |= CUA_WRITE; /* its first access allocates it */
+      root->sim_planned = 1;
+    }
+    if (rc == 0 && cua__grow_inl(&n->deps, &n->capdeps,
+                                 n->ndeps + st->sim_w + st->sim_r + 1,
                                  sizeof *n->deps, n->deps_inl) != 0)
       rc = CUA_ERR_NOMEM;
+    if (mode & CUA_WRITE) {
+      st->sim_w = 1;
+      st->sim_r = 0;
+    } else if (++st->sim_r > st->sim_rmax) {
+      st->sim_rmax = st->sim_r;
+    }
   });
   FOR_EACH_STATE(b, n, st, {
-    (void)n;
-    if (st->pending > 0 && rc == 0 &&
-        (cua__grow(&st->readers, &st->capreaders, st->nreaders + st->pending,
+    cua__buffer_root(n->op->acc[a_].buf)->sim_planned = 0;
+    if (st->sim_on && rc == 0 &&
+        (cua__grow(&st->readers, &st->capreaders, st->sim_rmax,
                    sizeof *st->readers) != 0 ||
          cua__grow(&st->writers, &st->capwriters,
                    st->nwriters > 0 ? st->nwriters : 1,
                    sizeof *st->writers) != 0))
       rc = CUA_ERR_NOMEM;
-    st->pending = 0;
+    st->sim_on = 0;
+    st->sim_w = st->sim_r = st->sim_rmax = 0;
   });
   return rc;
 }

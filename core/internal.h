@@ -208,7 +208,10 @@ typedef struct cua__bstate {
   size_t nwriters, capwriters;
   cua__node **readers; /* reads since */
   size_t nreaders, capreaders;
-  size_t pending; /* cua__reserve_hazards()'s count, 0 between calls */
+  /* cua__reserve_hazards()'s simulation of the submission; zero between
+   * calls. */
+  size_t sim_w, sim_r, sim_rmax;
+  int sim_on;
 } cua__bstate;
 
 struct cua_buffer {
@@ -227,7 +230,8 @@ struct cua_buffer {
   cua__bstate *tstates;   /* root, while partitioned: one per tile */
   size_t ntiles;
   struct cua_buffer *reg_prev, *reg_next; /* the runtime's registry */
-  int planned; /* root: allocated, or an op decided that allocates it */
+  int planned;     /* root: allocated, or an op decided that allocates it */
+  int sim_planned; /* cua__reserve_hazards() scratch, 0 between calls */
 };
 
 /* ------------------------------------------------------------- exec graph */
