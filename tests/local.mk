@@ -47,7 +47,8 @@ CUDA_TESTS = \
 	tests/cuda/random_dag.sh \
 	tests/cuda/futures.sh \
 	tests/cuda/conformance.sh \
-	tests/cuda/sched.sh
+	tests/cuda/sched.sh \
+	tests/cuda/stress.sh
 EXTRA_DIST += $(CUDA_TESTS)
 
 # The op, ordering, property and conformance suites again on the launchtime
@@ -204,7 +205,7 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 # memory on purpose: under make -j they start only once it has finished.
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
 tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
-tests/cuda/sched.sh.log: tests/check_cuda.log
+tests/cuda/sched.sh.log tests/cuda/stress.sh.log: tests/check_cuda.log
 
 # libFuzzer targets (./configure CC=clang --enable-fuzzing, in a build
 # directory of their own), run by tests/fuzz/run.sh from .ci/run.
