@@ -142,6 +142,8 @@ typedef struct cua__polinst {
   int nested;                /* opened by another policy, which closes it */
   char log[1024];            /* recent log lines, for create() failures */
   struct cua__polinst *next; /* the runtime's list of instances */
+  int user; /* an application handle (cua_policy_open()) not yet closed */
+  int dead; /* its runtime closed: only the name is left, for the handle */
 } cua__polinst;
 
 /* ------------------------------------------------------------------ ops */

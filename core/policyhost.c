@@ -181,7 +181,8 @@ static void h_nested_close(void *core, cua_policy_nested *nested) {
   cua__polinst_release(q);
 }
 
-static void polinst_free(cua__polinst *p) {
+/* Destroys the instance and unlinks it; the struct and its name stay. */
+static void polinst_teardown(cua__polinst *p) {
   cua_runtime *rt = p->rt;
   for (cua__polinst **pp = &rt->policies; *pp; pp = &(*pp)->next)
     if (*pp == p) {
@@ -190,8 +191,15 @@ static void polinst_free(cua__polinst *p) {
     }
   if (p->state != NULL && p->d->destroy != NULL)
     p->d->destroy(p->state);
+  p->state = NULL;
   cua__config_params_free(p->params, p->nparams);
+  p->params = NULL;
   cua__module_unload(p->mod);
+  p->mod = NULL;
+}
+
+static void polinst_free(cua__polinst *p) {
+  polinst_teardown(p);
   free(p->name);
   free(p);
 }
@@ -310,7 +318,15 @@ void cua__polinst_close_all(cua_runtime *rt) {
       p = rt->policies;
     if (p == NULL)
       break;
-    polinst_free(p);
+    if (p->user) {
+      /* The application still holds a handle: the instance goes with the
+       * runtime, the handle stays valid for cua_policy_name() and
+       * cua_policy_close() (which frees it), and submissions refuse it. */
+      polinst_teardown(p);
+      p->dead = 1;
+    } else {
+      polinst_free(p);
+    }
   }
 }
 
@@ -322,6 +338,8 @@ int cua_policy_open(cua_policy **out, cua_runtime *rt, const char *name) {
   cua__polinst *p;
   pthread_mutex_lock(&rt->lock);
   int rc = cua__polinst_open(rt, name, &p);
+  if (rc == 0)
+    p->user = 1;
   pthread_mutex_unlock(&rt->lock);
   *out = rc ? NULL : (cua_policy *)p;
   return rc;
@@ -331,9 +349,16 @@ void cua_policy_close(cua_policy *pol) {
   if (pol == NULL)
     return;
   cua__polinst *p = (cua__polinst *)pol;
+  if (p->dead) {
+    /* Its runtime is gone, and the instance with it. */
+    free(p->name);
+    free(p);
+    return;
+  }
   cua_runtime *rt = p->rt;
   pthread_mutex_lock(&rt->lock);
   p->closed = 1;
+  p->user = 0;
   cua__polinst_release(p);
   pthread_mutex_unlock(&rt->lock);
 }

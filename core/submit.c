@@ -173,6 +173,19 @@ int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                        opts->size, sizeof(cua_submit_options));
     }
     pol = (cua__polinst *)opts->policy;
+    if (pol != NULL && pol->dead) {
+      if (fut != NULL)
+        *fut = NULL;
+      return cua__fail(rt, CUA_ERR_CANCELED,
+                       "cua_submit: the policy's runtime is closed "
+                       "(cua_runtime_destroy() was called)");
+    }
+    if (pol != NULL && rt != NULL && pol->rt != rt) {
+      if (fut != NULL)
+        *fut = NULL;
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_submit: the policy belongs to another runtime");
+    }
   }
   return do_submit(fut, rt, op, pol, opts);
 }

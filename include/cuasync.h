@@ -183,7 +183,10 @@ CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
  * Loads a policy instance by name or path, configured from the runtime's
  * [policy.NAME] section (defaults where absent). Usable per submission
  * (cua_submit_options::policy) or runtime-wide (cua_runtime_set_policy()).
- * The policy handle must be closed before its runtime.
+ * A handle still open when its runtime is destroyed loses its instance but
+ * stays valid: cua_policy_name() answers, a submission given it fails with
+ * CUA_ERR_CANCELED, and cua_policy_close() frees it. Given to a submission
+ * of another runtime: CUA_ERR_INVAL.
  */
 CUA_EXTERN int cua_policy_open(cua_policy **pol, cua_runtime *rt,
                                const char *name);

@@ -322,6 +322,38 @@ START_TEST(place_codes_outside_the_list_are_named) {
 }
 END_TEST
 
+/* A policy handle outlives its runtime: its name stays, submissions refuse
+ * it, closing frees it (ASan and valgrind see no use after free). */
+START_TEST(policy_handle_outlives_its_runtime) {
+  cua_runtime *rt = open_two_streams(), *rt2 = open_two_streams();
+  cua_policy *p = NULL;
+  ck_assert_int_eq(cua_policy_open(&p, rt, "single-stream"), 0);
+  cua_buffer *x = buffer(rt2);
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_fill(&op, x, 1.0f), 0);
+  cua_submit_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.policy = p;
+  cua_future *f = (cua_future *)&f;
+  ck_assert_err(rt2, cua_submit(&f, rt2, op, &o), CUA_ERR_INVAL,
+                "the policy belongs to another runtime");
+  ck_assert_ptr_null(f);
+  cua_runtime_destroy(rt);
+  ck_assert_str_eq(cua_policy_name(p), "single-stream");
+  ck_assert_err(rt2, cua_submit(&f, rt2, op, &o), CUA_ERR_CANCELED,
+                "the policy's runtime is closed");
+  cua_policy_close(p);
+  o.policy = NULL;
+  ck_assert_int_eq(cua_submit(&f, rt2, op, &o), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt2);
+}
+END_TEST
+
 /* The stream-function context accessors answer NULL neutrally. */
 START_TEST(context_accessors_take_null) {
   ck_assert_ptr_null(cua_ctx_stream(NULL));
@@ -479,6 +511,7 @@ int main(void) {
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
   tcase_add_test(tc, place_codes_outside_the_list_are_named);
+  tcase_add_test(tc, policy_handle_outlives_its_runtime);
   tcase_add_test(tc, idle_runtime_uses_no_cpu);
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
