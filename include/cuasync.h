@@ -120,14 +120,16 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
 /**
  * Closes a runtime: waits for every submission to complete, fires their
  * callbacks, then frees streams, events, policies, modules and the memory
- * of every buffer. @p rt is invalid afterwards; policy handles must be
- * closed before. The other handles the caller still holds stay valid:
+ * of every buffer. @p rt is invalid afterwards. The other handles the
+ * caller still holds stay valid:
+ * - policy handles keep their name, a submission given one fails with
+ *   #CUA_ERR_CANCELED, and cua_policy_close() frees them;
  * - futures work as before (wait, poll, result, error, fd, callback);
  * - ops and buffers (tiles too) can be queried (cua_op_get_kind(),
  *   cua_buffer_size(), cua_buffer_device(); cua_buffer_ptr() gives NULL),
  *   retained and destroyed; every other function given one fails with
- *   #CUA_ERR_CANCELED and a message saying its runtime is closed, and
- *   cua_submit() to another runtime refuses it (#CUA_ERR_INVAL);
+ *   #CUA_ERR_CANCELED and a message saying its runtime is closed (so
+ *   does cua_submit(), to any runtime);
  * - modules can be destroyed; cua_op_kernel() refuses them
  *   (#CUA_ERR_CANCELED).
  */
