@@ -21,33 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes a failure's message into the caller's buffer (truncated if it
- * must be). */
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = cua__malloc(n);
-
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
-}
-
 /* The largest configuration file read. Real ones are a few kilobytes; the
  * limit makes a wrong path (a log, a disk image, a device) fail at once
  * instead of filling memory. */
@@ -83,29 +56,30 @@ int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
 
   fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    put_err(why, whylen, "%s", strerror(errno));
+    cua__put_err(why, whylen, "%s", strerror(errno));
     return -1;
   }
   if (fstat(fd, &st) != 0) {
-    put_err(why, whylen, "%s", strerror(errno));
+    cua__put_err(why, whylen, "%s", strerror(errno));
     goto fail;
   }
   if (S_ISDIR(st.st_mode)) {
     errno = EISDIR;
-    put_err(why, whylen, "%s", strerror(errno));
+    cua__put_err(why, whylen, "%s", strerror(errno));
     goto fail;
   }
   if (!S_ISREG(st.st_mode)) {
     errno = EINVAL;
-    put_err(why, whylen, "it is %s, not a regular file", file_kind(st.st_mode));
+    cua__put_err(why, whylen, "it is %s, not a regular file",
+                 file_kind(st.st_mode));
     goto fail;
   }
   if (st.st_size < 0 || (uintmax_t)st.st_size > MAX_CONFIG_SIZE) {
     errno = EFBIG;
-    put_err(why, whylen,
-            "it is %jd bytes, more than the %zu MiB a configuration file "
-            "may have",
-            (intmax_t)st.st_size, MAX_CONFIG_SIZE >> 20);
+    cua__put_err(why, whylen,
+                 "it is %jd bytes, more than the %zu MiB a configuration file "
+                 "may have",
+                 (intmax_t)st.st_size, MAX_CONFIG_SIZE >> 20);
     goto fail;
   }
   /* The size is a hint: the file may change while it is read, and some
@@ -128,7 +102,7 @@ int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0) {
-      put_err(why, whylen, "%s", strerror(errno));
+      cua__put_err(why, whylen, "%s", strerror(errno));
       goto fail;
     }
     if (got == 0)
@@ -136,9 +110,9 @@ int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
     n += (size_t)got;
     if (n > MAX_CONFIG_SIZE) {
       errno = EFBIG;
-      put_err(why, whylen,
-              "it has more than the %zu MiB a configuration file may have",
-              MAX_CONFIG_SIZE >> 20);
+      cua__put_err(why, whylen,
+                   "it has more than the %zu MiB a configuration file may have",
+                   MAX_CONFIG_SIZE >> 20);
       goto fail;
     }
   }
@@ -150,7 +124,7 @@ int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
 
 nomem:
   errno = ENOMEM;
-  put_err(why, whylen, "%s", strerror(errno));
+  cua__put_err(why, whylen, "%s", strerror(errno));
 fail:
   saved = errno;
   close(fd);
@@ -168,7 +142,7 @@ char *cua__conf_short_path(const char *path) {
   char *s;
 
   if (n <= 2 * KEEP + 3)
-    return dup_str(path);
+    return cua__strdup(path);
   s = cua__malloc(2 * KEEP + 4);
   if (s != NULL) {
     memcpy(s, path, KEEP);
@@ -183,9 +157,9 @@ char *cua__conf_dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
 
   if (slash == NULL)
-    return dup_str(".");
+    return cua__strdup(".");
   if (slash == path)
-    return dup_str("/");
+    return cua__strdup("/");
   {
     size_t n = (size_t)(slash - path);
     char *d = cua__malloc(n + 1);

@@ -39,6 +39,13 @@ void *cua__malloc(size_t n);
 void *cua__calloc(size_t n, size_t size);
 void *cua__realloc(void *p, size_t n);
 char *cua__strdup(const char *s);
+/* Writes a failure's message into a caller's buffer (truncated if it must
+ * be; nothing when @p err is NULL). */
+void cua__put_err(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 int cua__pthread_create(pthread_t *t, const pthread_attr_t *attr,
                         void *(*fn)(void *), void *arg);
 void *cua__dlopen(const char *path, int flags);

@@ -20,21 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 /* ------------------------------------------------------------------ */
 /* Checking a descriptor before it is read. */
 
@@ -139,33 +124,34 @@ int cua__modcheck_entry(const kind_info *k, const char *path, const void *head,
 
   if (dladdr1(head, &info, (void **)&sym, RTLD_DL_SYMENT) == 0 || sym == NULL ||
       info.dli_saddr != head) {
-    put_err(err, errlen, "%s: the %s symbol has no symbol table entry", path,
-            k->symbol);
+    cua__put_err(err, errlen, "%s: the %s symbol has no symbol table entry",
+                 path, k->symbol);
     return CUA_ERR_MODULE_NO_ENTRY;
   }
   if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT) {
-    put_err(err, errlen, "%s: the %s symbol is %s, not a %s descriptor", path,
-            k->symbol, symbol_kind(ELF64_ST_TYPE(sym->st_info)), k->word);
+    cua__put_err(err, errlen, "%s: the %s symbol is %s, not a %s descriptor",
+                 path, k->symbol, symbol_kind(ELF64_ST_TYPE(sym->st_info)),
+                 k->word);
     return CUA_ERR_MODULE_NO_ENTRY;
   }
   if (sym->st_size < sizeof(desc_head)) {
-    put_err(err, errlen,
-            "%s: the %s symbol has %zu byte(s), fewer than the %zu of a "
-            "descriptor's header",
-            path, k->symbol, (size_t)sym->st_size, sizeof(desc_head));
+    cua__put_err(err, errlen,
+                 "%s: the %s symbol has %zu byte(s), fewer than the %zu of a "
+                 "descriptor's header",
+                 path, k->symbol, (size_t)sym->st_size, sizeof(desc_head));
     return CUA_ERR_MODULE_BAD_SIZE;
   }
   if ((uintptr_t)head % align != 0) {
-    put_err(err, errlen,
-            "%s: the %s symbol is at %p, not aligned to %zu bytes as a "
-            "descriptor must be",
-            path, k->symbol, head, align);
+    cua__put_err(err, errlen,
+                 "%s: the %s symbol is at %p, not aligned to %zu bytes as a "
+                 "descriptor must be",
+                 path, k->symbol, head, align);
     return CUA_ERR_MODULE_BAD_SIZE;
   }
   if (segment_of(m, head, (size_t)sym->st_size, PF_R) == NULL) {
-    put_err(err, errlen,
-            "%s: the %s symbol lies outside the module's loaded segments", path,
-            k->symbol);
+    cua__put_err(err, errlen,
+                 "%s: the %s symbol lies outside the module's loaded segments",
+                 path, k->symbol);
     return CUA_ERR_MODULE_BAD_SIZE;
   }
   *symsize = (size_t)sym->st_size;
@@ -190,20 +176,21 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
   static const char *const fields[3] = {"name", "version", "description"};
   for (i = 0; i < 3; i++) {
     if (!string_ok(m, strings[i])) {
-      put_err(err, errlen,
-              "%s: the %s descriptor's %s (%p) does not point to a string "
-              "in the module",
-              path, k->word, fields[i], (const void *)strings[i]);
+      cua__put_err(err, errlen,
+                   "%s: the %s descriptor's %s (%p) does not point to a string "
+                   "in the module",
+                   path, k->word, fields[i], (const void *)strings[i]);
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }
   if (params != NULL &&
       (nparams > SIZE_MAX / sizeof *params ||
        segment_of(m, params, nparams * sizeof *params, PF_R) == NULL)) {
-    put_err(err, errlen,
-            "%s: the %s descriptor's params (%p, %zu entries) do not lie in "
-            "the module",
-            path, k->word, (const void *)params, nparams);
+    cua__put_err(
+        err, errlen,
+        "%s: the %s descriptor's params (%p, %zu entries) do not lie in "
+        "the module",
+        path, k->word, (const void *)params, nparams);
     return CUA_ERR_MODULE_INCOMPLETE;
   }
   for (i = 0; params != NULL && i < nparams; i++) {
@@ -214,10 +201,11 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
           : !string_ok(m, ps->help)          ? "help"
                                              : NULL;
     if (bad != NULL) {
-      put_err(err, errlen,
-              "%s: the %s of parameter %zu of the descriptor does not point "
-              "to a string in the module",
-              path, bad, i);
+      cua__put_err(
+          err, errlen,
+          "%s: the %s of parameter %zu of the descriptor does not point "
+          "to a string in the module",
+          path, bad, i);
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }
@@ -249,10 +237,11 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
         snprintf(what, sizeof what, "%s", policy_ops[op]);
       else
         snprintf(what, sizeof what, "operation at offset %zu", off);
-      put_err(err, errlen,
-              "%s: the %s descriptor's %s (%p) does not point to code in the "
-              "module",
-              path, k->word, what, (void *)(uintptr_t)fn);
+      cua__put_err(
+          err, errlen,
+          "%s: the %s descriptor's %s (%p) does not point to code in the "
+          "module",
+          path, k->word, what, (void *)(uintptr_t)fn);
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }
@@ -267,18 +256,18 @@ int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
   size_t i, j;
 
   if (*name == '\0') {
-    put_err(err, errlen, "%s: the %s descriptor's name is empty", path,
-            k->word);
+    cua__put_err(err, errlen, "%s: the %s descriptor's name is empty", path,
+                 k->word);
     return CUA_ERR_MODULE_INCOMPLETE;
   }
   /* A name becomes a file name, a section name and a word in messages. */
   for (i = 0; name[i] != '\0'; i++) {
     unsigned char c = (unsigned char)name[i];
     if (c < 0x20 || c == 0x7f) {
-      put_err(err, errlen,
-              "%s: the %s descriptor's name contains a control character "
-              "(byte 0x%02x at offset %zu)",
-              path, k->word, c, i);
+      cua__put_err(err, errlen,
+                   "%s: the %s descriptor's name contains a control character "
+                   "(byte 0x%02x at offset %zu)",
+                   path, k->word, c, i);
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }
@@ -287,10 +276,11 @@ int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
     for (j = 0; j < i; j++)
       if (params[i].name != NULL && params[j].name != NULL &&
           strcmp(params[i].name, params[j].name) == 0) {
-        put_err(err, errlen,
-                "%s: parameters %zu and %zu of the descriptor's schema are "
-                "both named '%s'",
-                path, j, i, params[i].name);
+        cua__put_err(
+            err, errlen,
+            "%s: parameters %zu and %zu of the descriptor's schema are "
+            "both named '%s'",
+            path, j, i, params[i].name);
         return CUA_ERR_MODULE_INCOMPLETE;
       }
   return 0;

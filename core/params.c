@@ -18,33 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes a failure's message into the caller's buffer (truncated if it
- * must be). */
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = cua__malloc(n);
-
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
-}
-
 /* ------------------------------------------------------------------ */
 /* Module parameters. */
 
@@ -64,12 +37,12 @@ static int parse_value(const cua_param_spec *spec, const char *text,
     errno = 0;
     x = strtoll(text, &end, 10);
     if (end == text || *end != '\0' || isspace((unsigned char)text[0])) {
-      put_err(why, whylen, "'%s' is not an integer", text);
+      cua__put_err(why, whylen, "'%s' is not an integer", text);
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
     if (errno == ERANGE || (double)x < spec->min || (double)x > spec->max) {
-      put_err(why, whylen, "%s is out of range [%.0f, %.0f]", text, spec->min,
-              spec->max);
+      cua__put_err(why, whylen, "%s is out of range [%.0f, %.0f]", text,
+                   spec->min, spec->max);
       return CUA_ERR_CONFIG_OUT_OF_RANGE;
     }
     v->i = x;
@@ -82,12 +55,12 @@ static int parse_value(const cua_param_spec *spec, const char *text,
     x = strtod(text, &end);
     if (end == text || *end != '\0' || isspace((unsigned char)text[0]) ||
         isnan(x) || (isinf(x) && errno != ERANGE)) {
-      put_err(why, whylen, "'%s' is not a finite number", text);
+      cua__put_err(why, whylen, "'%s' is not a finite number", text);
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
     if ((errno == ERANGE && isinf(x)) || x < spec->min || x > spec->max) {
-      put_err(why, whylen, "%s is out of range [%g, %g]", text, spec->min,
-              spec->max);
+      cua__put_err(why, whylen, "%s is out of range [%g, %g]", text, spec->min,
+                   spec->max);
       return CUA_ERR_CONFIG_OUT_OF_RANGE;
     }
     v->d = x;
@@ -101,8 +74,9 @@ static int parse_value(const cua_param_spec *spec, const char *text,
         return 0;
       }
     }
-    put_err(why, whylen,
-            "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", text);
+    cua__put_err(why, whylen,
+                 "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)",
+                 text);
     return CUA_ERR_CONFIG_BAD_VALUE;
   case CUA_PARAM_STRING:
     return 0;
@@ -111,7 +85,7 @@ static int parse_value(const cua_param_spec *spec, const char *text,
     size_t n = strlen(text);
     int64_t idx = 0;
     if (c == NULL) {
-      put_err(why, whylen, "the enum parameter has no choices");
+      cua__put_err(why, whylen, "the enum parameter has no choices");
       return CUA_ERR_INTERNAL;
     }
     for (;;) {
@@ -127,18 +101,19 @@ static int parse_value(const cua_param_spec *spec, const char *text,
       c = bar + 1;
       idx++;
     }
-    put_err(why, whylen, "'%s' is not one of %s", text, spec->choices);
+    cua__put_err(why, whylen, "'%s' is not one of %s", text, spec->choices);
     return CUA_ERR_CONFIG_BAD_VALUE;
   }
   }
-  put_err(why, whylen, "the parameter has an unknown type %d", (int)spec->type);
+  cua__put_err(why, whylen, "the parameter has an unknown type %d",
+               (int)spec->type);
   return CUA_ERR_INTERNAL;
 }
 
 /* Appends a copy of @p text to a value: to its list for a MULTI parameter,
  * and as its s (replacing an earlier one) in every case. */
 static int store_text(cua_param_value *v, const char *text, int multi) {
-  char *s = dup_str(text), *item = NULL;
+  char *s = cua__strdup(text), *item = NULL;
   const char **list;
 
   if (s == NULL)
@@ -149,7 +124,7 @@ static int store_text(cua_param_value *v, const char *text, int multi) {
      * the list grows, doubling, when count is 0 or such a power. */
     size_t c = v->count;
     list = (const char **)v->list;
-    item = dup_str(text);
+    item = cua__strdup(text);
     if (item != NULL && (c == 0 || (c >= 4 && (c & (c - 1)) == 0))) {
       list = c <= SIZE_MAX / 2 / sizeof *list
                  ? cua__realloc((void *)v->list, (c ? 2 * c : 4) * sizeof *list)
@@ -226,7 +201,7 @@ int cua__config_params(const cua__config *cfg, const char *name,
     err[0] = '\0';
   values = cua__calloc(nspec > 0 ? nspec : 1, sizeof *values);
   if (values == NULL) {
-    put_err(err, errlen, "out of memory");
+    cua__put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;
   }
 
@@ -235,10 +210,10 @@ int cua__config_params(const cua__config *cfg, const char *name,
   for (i = 0; i < nspec; i++) {
     const cua_param_spec *ps = &spec[i];
     if (ps->name == NULL) {
-      put_err(err, errlen,
-              "[%s]: parameter %zu of the module's schema has "
-              "no name",
-              name, i);
+      cua__put_err(err, errlen,
+                   "[%s]: parameter %zu of the module's schema has "
+                   "no name",
+                   name, i);
       rc = CUA_ERR_INTERNAL;
       goto fail;
     }
@@ -251,8 +226,8 @@ int cua__config_params(const cua__config *cfg, const char *name,
     if (rc == CUA_ERR_NOMEM)
       goto nomem;
     if (rc != 0) {
-      put_err(err, errlen, "[%s] %s: the module's default is invalid: %s", name,
-              ps->name, why);
+      cua__put_err(err, errlen, "[%s] %s: the module's default is invalid: %s",
+                   name, ps->name, why);
       rc = CUA_ERR_INTERNAL;
       goto fail;
     }
@@ -272,8 +247,9 @@ int cua__config_params(const cua__config *cfg, const char *name,
     }
     if (ps == NULL) {
       list_keys(spec, nspec, keys, sizeof keys);
-      put_err(err, errlen, "%s:%d: [%s] %s: unknown key; valid keys are %s",
-              origin, kv->line, name, kv->key, keys);
+      cua__put_err(err, errlen,
+                   "%s:%d: [%s] %s: unknown key; valid keys are %s", origin,
+                   kv->line, name, kv->key, keys);
       rc = CUA_ERR_CONFIG_UNKNOWN_KEY;
       goto fail;
     }
@@ -288,8 +264,9 @@ int cua__config_params(const cua__config *cfg, const char *name,
           break;
         }
       }
-      put_err(err, errlen, "%s:%d: [%s] %s: given twice (first at line %d)",
-              origin, kv->line, name, kv->key, first);
+      cua__put_err(err, errlen,
+                   "%s:%d: [%s] %s: given twice (first at line %d)", origin,
+                   kv->line, name, kv->key, first);
       rc = CUA_ERR_CONFIG_DUPLICATE_KEY;
       goto fail;
     }
@@ -298,13 +275,13 @@ int cua__config_params(const cua__config *cfg, const char *name,
       clear_value(v);
     rc = parse_value(ps, kv->value, v, why, sizeof why);
     if (rc == CUA_ERR_INTERNAL) {
-      put_err(err, errlen, "[%s] %s: the module's schema is invalid: %s", name,
-              ps->name, why);
+      cua__put_err(err, errlen, "[%s] %s: the module's schema is invalid: %s",
+                   name, ps->name, why);
       goto fail;
     }
     if (rc != 0) {
-      put_err(err, errlen, "%s:%d: [%s] %s: %s", origin, kv->line, name,
-              kv->key, why);
+      cua__put_err(err, errlen, "%s:%d: [%s] %s: %s", origin, kv->line, name,
+                   kv->key, why);
       goto fail;
     }
     if (store_text(v, kv->value, multi) != 0)
@@ -315,7 +292,7 @@ int cua__config_params(const cua__config *cfg, const char *name,
   return 0;
 
 nomem:
-  put_err(err, errlen, "out of memory");
+  cua__put_err(err, errlen, "out of memory");
   rc = CUA_ERR_NOMEM;
 fail:
   cua__config_params_free(values, nspec);

@@ -137,6 +137,16 @@ void *cua__realloc(void *p, size_t n) {
   return realloc(p, n ? n : 1);
 }
 
+void cua__put_err(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+
+  if (err == NULL || errlen == 0)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
 char *cua__strdup(const char *s) {
   if (s == NULL)
     return NULL;
