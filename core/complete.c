@@ -292,31 +292,45 @@ void *cua__completion_thread(void *arg) {
       cua__node_release(n);
       cua__round_flush(rt, &r, 1);
     }
-    /* Futures to fire, outside the lock. */
-    while (rt->done_head != NULL) {
-      cua__sub *s = rt->done_head;
-      rt->done_head = s->next_done;
+    /* Futures to fire, outside the lock, all that are done at once: the
+     * lock is taken twice per batch, not per submission. */
+    if (rt->done_head != NULL) {
+      cua__sub *done = rt->done_head;
+      rt->done_head = NULL;
+      for (cua__sub *s = done; s != NULL; s = s->next_done)
+        if (s->policy != NULL) {
+          /* The policy handle of this submission may be closed now. */
+          cua__polinst_release(s->policy);
+          s->policy = NULL;
+        }
       pthread_mutex_unlock(&rt->lock);
-      cua__sub_fire(s);
+      for (cua__sub *s = done; s != NULL; s = s->next_done)
+        cua__sub_fire(s);
       pthread_mutex_lock(&rt->lock);
-      if (s->prev)
-        s->prev->next = s->next;
-      else
-        rt->subs = s->next;
-      if (s->next)
-        s->next->prev = s->prev;
-      rt->nsubs--;
-      /* The submission no longer needs its nodes, except the root whose
-       * result the future reports. */
-      for (size_t i = 0; i < s->nnodes; i++)
-        cua__node_release(s->nodes[i]);
-      if (s->nodes != s->nodes_inl)
-        free(s->nodes);
-      s->nodes = NULL;
-      s->nnodes = 0;
+      for (cua__sub *s = done; s != NULL; s = s->next_done) {
+        if (s->prev)
+          s->prev->next = s->next;
+        else
+          rt->subs = s->next;
+        if (s->next)
+          s->next->prev = s->prev;
+        rt->nsubs--;
+      }
       pthread_cond_broadcast(&rt->idle);
       pthread_mutex_unlock(&rt->lock);
-      cua__sub_release(s);
+      while (done != NULL) {
+        cua__sub *s = done;
+        done = s->next_done;
+        /* The submission no longer needs its nodes, except the root whose
+         * result the future reports. */
+        for (size_t i = 0; i < s->nnodes; i++)
+          cua__node_release(s->nodes[i]);
+        if (s->nodes != s->nodes_inl)
+          free(s->nodes);
+        s->nodes = NULL;
+        s->nnodes = 0;
+        cua__sub_release(s);
+      }
       pthread_mutex_lock(&rt->lock);
     }
     if (rt->stopping && rt->nsubs == 0 && !pending_device_work(rt))

@@ -16,6 +16,8 @@
 #include "config.h"
 #include "internal.h"
 
+#include <stddef.h>
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -24,21 +26,36 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Submissions come from their runtime's pool; the mutex and condition
+ * variable stay initialised there between uses. */
 cua__sub *cua__sub_new(cua_runtime *rt) {
-  cua__sub *s = cua__calloc(1, sizeof *s);
+  int fresh;
+  cua__sub *s = cua__pool_get(&rt->sub_pool, &fresh);
   if (s == NULL)
     return NULL;
+  memset(s, 0, offsetof(cua__sub, mu));
+  if (fresh) {
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   atomic_init(&s->refs, 1);
+  atomic_init(&s->done, 0);
   s->rt = rt;
   s->efd = -1;
   s->nodes = s->nodes_inl;
-  pthread_mutex_init(&s->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&s->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  s->fut.sub = s;
+  cua__runtime_hold(rt);
   return s;
+}
+
+void cua__sub_fini(void *p) {
+  cua__sub *s = p;
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
 }
 
 void cua__sub_release(cua__sub *s) {
@@ -53,9 +70,9 @@ void cua__sub_release(cua__sub *s) {
   if (s->efd >= 0)
     close(s->efd);
   free(s->msg);
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  free(s);
+  cua_runtime *rt = s->rt;
+  cua__pool_put(&rt->sub_pool, s);
+  cua__runtime_release(rt);
 }
 
 static void signal_fd(int fd) {
@@ -64,22 +81,12 @@ static void signal_fd(int fd) {
   (void)w;
 }
 
-/* Called by the completion thread, without the runtime lock. */
+/* Called by the completion thread, without the runtime lock, which it held
+ * since status and msg were last written (so they are settled; readers
+ * read them under mu once done is set). */
 void cua__sub_fire(cua__sub *s) {
-  cua_runtime *rt = s->rt;
-  pthread_mutex_lock(&rt->lock);
-  /* The policy handle of this submission may be closed now. */
-  if (s->policy != NULL) {
-    cua__polinst_release(s->policy);
-    s->policy = NULL;
-  }
-  int status = s->status;
-  char *msg = s->msg;
-  s->msg = NULL;
-  pthread_mutex_unlock(&rt->lock);
   pthread_mutex_lock(&s->mu);
-  s->status = status;
-  s->msg = msg;
+  int status = s->status;
   atomic_store_explicit(&s->done, 1, memory_order_release);
   if (s->efd >= 0)
     signal_fd(s->efd);
@@ -244,5 +251,4 @@ void cua_future_destroy(cua_future *f) {
   s->cb_future = NULL;
   pthread_mutex_unlock(&s->mu);
   cua__sub_release(s);
-  free(f);
 }

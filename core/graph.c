@@ -25,10 +25,14 @@
 /* ------------------------------------------------------------ node basics */
 
 static cua__node *node_new(cua_runtime *rt, cua_op *op) {
-  cua__node *n = cua__calloc(1, sizeof *n);
+  int fresh;
+  cua__node *n = cua__pool_get(&rt->node_pool, &fresh);
   if (n == NULL)
     return NULL;
+  memset(n, 0, sizeof *n);
   atomic_init(&n->refs, 1);
+  n->rt = rt;
+  cua__runtime_hold(rt);
   n->op = cua_op_retain(op);
   n->kind = op->kind;
   n->cls = op->kind == CUA_OP_ZIP || op->kind == CUA_OP_UNZIP ||
@@ -108,7 +112,9 @@ void cua__node_release(cua__node *n) {
       free(n->ctx->msg);
     free(n->ctx);
     cua_op_destroy(n->op);
-    free(n);
+    cua_runtime *rt = n->rt;
+    cua__pool_put(&rt->node_pool, n);
+    cua__runtime_release(rt);
     n = todo;
   }
 }
@@ -396,10 +402,10 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     cua_op *op;
     size_t next;
   } frame;
-  size_t cap = 64, len = 0;
-  frame *st = cua__malloc(cap * sizeof *st);
-  if (st == NULL)
-    return CUA_ERR_NOMEM;
+  /* Small DAGs (most submissions) need no allocation for the stack. */
+  frame inl[32];
+  size_t cap = sizeof inl / sizeof *inl, len = 0;
+  frame *st = inl;
   st[len++] = (frame){root, 0};
   int rc = 0;
   while (len > 0 && rc == 0) {
@@ -430,14 +436,9 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       if (cua__build_get(b, in) != NULL)
         b->reused = 1;
       else {
-        if (len == cap) {
-          frame *s2 = cua__realloc(st, 2 * cap * sizeof *st);
-          if (s2 == NULL) {
-            rc = CUA_ERR_NOMEM;
-            break;
-          }
-          st = s2;
-          cap *= 2;
+        if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
+          rc = CUA_ERR_NOMEM;
+          break;
         }
         st[len++] = (frame){in, 0};
       }
@@ -480,7 +481,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     cua__node_release(n);
     len--;
   }
-  free(st);
+  if (st != inl)
+    free(st);
   return rc;
 }
 

@@ -44,19 +44,35 @@ static int vc_fit(uint64_t **vc, size_t *n, size_t need) {
  * after s's own earlier work), kept in s's list by increasing seq. */
 static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
                              const uint64_t *vc, size_t nvc) {
-  cua__point *p = cua__calloc(1, sizeof *p);
+  int fresh;
+  cua__point *p = cua__pool_get(&rt->point_pool, &fresh);
   if (p == NULL)
     return NULL;
+  /* A reused point keeps its clock's array. */
+  uint64_t *keep = fresh ? NULL : p->vc;
+  size_t capvc = fresh ? 0 : p->capvc;
+  memset(p, 0, sizeof *p);
+  p->vc = keep;
+  p->capvc = capvc;
   if (cua__event_get(rt, s->device, &p->event) != 0) {
-    free(p);
+    cua__pool_put(&rt->point_pool, p);
     return NULL;
   }
   rt->stats.events_recorded++;
   p->seq = seq;
   p->stream = s;
   size_t need = vc != NULL && nvc > (size_t)s->gidx ? nvc : (size_t)s->gidx + 1;
-  p->vc = cua__calloc(need, sizeof *p->vc);
-  if (p->vc != NULL) {
+  if (need > p->capvc) {
+    uint64_t *v = cua__realloc(p->vc, need * sizeof *v);
+    if (v != NULL) {
+      p->vc = v;
+      p->capvc = need;
+    }
+  }
+  /* Without its clock (out of memory), a point only orders its own
+   * stream's work: nvc stays 0. */
+  if (need <= p->capvc) {
+    memset(p->vc, 0, need * sizeof *p->vc);
     if (vc != NULL)
       memcpy(p->vc, vc, (nvc < need ? nvc : need) * sizeof *p->vc);
     p->vc[s->gidx] = seq;
@@ -84,8 +100,12 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
 
 void cua__point_free(cua_runtime *rt, cua__point *p) {
   cua__event_put(rt, p->stream->device, p->event);
-  free(p->vc);
-  free(p);
+  cua__pool_put(&rt->point_pool, p);
+}
+
+/* The point pool's: what a kept point owns. */
+void cua__point_fini(void *p) {
+  free(((cua__point *)p)->vc);
 }
 
 /* Records an event at the current end of @p s (after the last op decided

@@ -76,6 +76,25 @@ int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl);
 #define cua__grow(arr, cap, need, size)                                        \
   cua__grow_inl(arr, cap, need, size, NULL)
 
+/* pool.c: caches of fixed-size blocks, per runtime, so that the hot path
+ * does not call the allocator (see pool.c for the locking). */
+typedef struct cua__pool {
+  _Atomic(void *) returned; /* given back by any thread (lock-free) */
+  pthread_mutex_t mu;       /* guards taken; a leaf lock */
+  void *taken;              /* popped by whoever holds mu */
+  atomic_size_t count;      /* blocks kept in both */
+  size_t size, max;
+  void (*fini)(void *); /* before a kept block goes back to the allocator */
+} cua__pool;
+void cua__pool_init(cua__pool *p, size_t size, size_t max,
+                    void (*fini)(void *));
+/* A block of the pool's size, not zeroed; *fresh says it comes from the
+ * allocator (never used before). NULL when out of memory (an allocation
+ * for fault injection). */
+void *cua__pool_get(cua__pool *p, int *fresh);
+void cua__pool_put(cua__pool *p, void *obj);
+void cua__pool_drain(cua__pool *p);
+
 /* Sets the calling thread's last error message, which cua_runtime_error()
  * returns, and returns @p code. @p rt is not used (the message is per
  * thread, so it may be NULL or a closed runtime); it says which runtime the
@@ -96,7 +115,7 @@ typedef struct cua__point {
   uint64_t seq;
   cua_backend_event *event;
   uint64_t *vc; /* vc[g]: highest seq of stream g ordered before this point */
-  size_t nvc;
+  size_t nvc, capvc;
   struct cua__point *next;
   /* The command that records it: its stream and ticket there. A wait for
    * the point is executed only once that command has been. */
@@ -167,10 +186,13 @@ struct cua_op {
   cua_runtime *rt;
   cua_hints hints;
   char *name, *tag;
-  cua__access *acc;
-  size_t nacc;
-  cua_op **inputs; /* combinator inputs, then's (first, next) */
-  size_t ninputs;
+  cua__access *acc; /* acc_inl, or an allocation once it outgrows it */
+  size_t nacc, capacc;
+  cua_op **inputs; /* combinator inputs, then's (first, next); inputs_inl
+                      or an allocation */
+  size_t ninputs, capinputs;
+  cua__access acc_inl[2];
+  cua_op *inputs_inl[2];
   /* Kind-specific parameters. */
   cua_stream_fn fn;
   cua_host_fn host_fn;
@@ -282,8 +304,9 @@ typedef struct cua__sub cua__sub;
 
 struct cua__node {
   atomic_int refs;
-  cua_op *op; /* dropped once done: see finish_node() */
-  char *name; /* the op's hinted name, kept once op is dropped */
+  cua_runtime *rt; /* held (cua__runtime_hold()): its pool outlives us */
+  cua_op *op;      /* dropped once done: see finish_node() */
+  char *name;      /* the op's hinted name, kept once op is dropped */
   cua_op_kind kind;
   int cls;
   int state;
@@ -339,6 +362,11 @@ struct cua_stream_ctx {
   char *msg;
 };
 
+/* The handle of a submission, which lives in it. */
+struct cua_future {
+  cua__sub *sub;
+};
+
 /* A submission; also the object behind a future. */
 struct cua__sub {
   atomic_int refs; /* the user's future + the runtime while in flight */
@@ -353,8 +381,6 @@ struct cua__sub {
   size_t nnodes;
   size_t pending;
   /* Completion state, guarded by mu (outlives the runtime). */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
   atomic_int done;
   int status;
   char *msg;
@@ -368,13 +394,14 @@ struct cua__sub {
    * on another thread waits while it runs (see future.c). */
   int cb_state; /* CUA__CB_* */
   pthread_t cb_thread;
+  struct cua_future fut; /* the user's handle: holds a reference */
+  /* Last: kept initialised while the submission sits in its runtime's
+   * pool (cua__sub_new() clears what comes before). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
 };
 
 enum { CUA__CB_IDLE = 0, CUA__CB_RUNNING, CUA__CB_DONE };
-
-struct cua_future {
-  cua__sub *sub;
-};
 
 /* ------------------------------------------------------ rounds, commands */
 
@@ -499,6 +526,9 @@ struct cua_runtime {
    * closed runtime, with no registry to keep. */
   atomic_int closed;
   atomic_size_t holds;
+  /* Caches of the hot path's objects (pool.c). Ops, nodes and submissions
+   * hold the runtime struct, so these stay while any of them lives. */
+  cua__pool op_pool, node_pool, sub_pool, point_pool;
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -566,6 +596,7 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
                   cua__node *producer);
 int cua__exact_points(cua__round *r);
 void cua__point_free(cua_runtime *rt, cua__point *p);
+void cua__point_fini(void *p);
 
 /* place.c: policy calls and their validation. */
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
@@ -594,5 +625,6 @@ void *cua__completion_thread(void *arg);
 cua__sub *cua__sub_new(cua_runtime *rt);
 void cua__sub_release(cua__sub *s);
 void cua__sub_fire(cua__sub *s);
+void cua__sub_fini(void *s);
 
 #endif /* CUA_CORE_INTERNAL_H */

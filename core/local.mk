@@ -4,6 +4,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 %canon_reldir%_libcuasync_core_la_SOURCES = \
 	%reldir%/internal.h \
 	%reldir%/util.c \
+	%reldir%/pool.c \
 	%reldir%/conf.h \
 	%reldir%/conf.c \
 	%reldir%/conffile.c \

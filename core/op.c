@@ -28,9 +28,15 @@
 static pthread_mutex_t unzip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
-  cua_op *op = cua__calloc(1, sizeof *op);
+  int fresh;
+  cua_op *op = cua__pool_get(&rt->op_pool, &fresh);
   if (op == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory building an op");
+  memset(op, 0, sizeof *op);
+  op->acc = op->acc_inl;
+  op->capacc = sizeof op->acc_inl / sizeof *op->acc_inl;
+  op->inputs = op->inputs_inl;
+  op->capinputs = sizeof op->inputs_inl / sizeof *op->inputs_inl;
   atomic_init(&op->refs, 1);
   atomic_init(&op->frozen, 0);
   op->kind = kind;
@@ -43,11 +49,11 @@ static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
 }
 
 static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
-  cua__access *a = cua__realloc(op->acc, (op->nacc + 1) * sizeof *a);
-  if (a == NULL)
+  if (cua__grow_inl(&op->acc, &op->capacc, op->nacc + 1, sizeof *op->acc,
+                    op->acc_inl))
     return cua__fail(op->rt, CUA_ERR_NOMEM,
                      "out of host memory building an op");
-  op->acc = a;
+  cua__access *a = op->acc;
   a[op->nacc].buf = cua_buffer_retain(b);
   a[op->nacc].mode = mode;
   op->nacc++;
@@ -55,12 +61,11 @@ static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
 }
 
 static int add_input(cua_op *op, cua_op *in) {
-  cua_op **v = cua__realloc(op->inputs, (op->ninputs + 1) * sizeof *v);
-  if (v == NULL)
+  if (cua__grow_inl(&op->inputs, &op->capinputs, op->ninputs + 1,
+                    sizeof *op->inputs, op->inputs_inl))
     return cua__fail(op->rt, CUA_ERR_NOMEM,
                      "out of host memory building an op");
-  op->inputs = v;
-  v[op->ninputs++] = cua_op_retain(in);
+  op->inputs[op->ninputs++] = cua_op_retain(in);
   cua__op_freeze(in);
   return 0;
 }
@@ -657,15 +662,18 @@ void cua_op_destroy(cua_op *op) {
       cua__node_release(op->shared_node);
     if (op->mod != NULL)
       cua_module_destroy(op->mod);
-    cua__runtime_release(op->rt);
-    free(op->acc);
-    free(op->inputs);
+    if (op->acc != op->acc_inl)
+      free(op->acc);
+    if (op->inputs != op->inputs_inl)
+      free(op->inputs);
     free(op->name);
     free(op->tag);
     free(op->argdata);
     free(op->argoff);
     free(op->argbuf);
-    free(op);
+    cua_runtime *rt = op->rt;
+    cua__pool_put(&rt->op_pool, op);
+    cua__runtime_release(rt);
     op = next;
   }
 }

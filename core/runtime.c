@@ -243,6 +243,10 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
+  cua__pool_init(&rt->op_pool, sizeof(cua_op), 4096, NULL);
+  cua__pool_init(&rt->node_pool, sizeof(cua__node), 4096, NULL);
+  cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 1024, cua__sub_fini);
+  cua__pool_init(&rt->point_pool, sizeof(cua__point), 1024, cua__point_fini);
   rt->stats.size = sizeof rt->stats;
   rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
   char err[CUA__ERRLEN];
@@ -308,8 +312,7 @@ static void runtime_free(cua_runtime *rt) {
       cua__point *p = s->points_head;
       s->points_head = p->next;
       rt->be->event_destroy(rt->bst, p->event);
-      free(p->vc);
-      free(p);
+      cua__pool_put(&rt->point_pool, p);
     }
     rt->be->stream_destroy(rt->bst, s->bs);
     free(s->vc);
@@ -349,17 +352,24 @@ static void runtime_free(cua_runtime *rt) {
  * under reg_lock would cost every op a lock and four pointer writes, and
  * detaching would then write op->rt, which op functions read unlocked.
  * Instead each op holds the runtime struct itself (one atomic increment at
- * creation, one decrement when freed). cua_runtime_destroy() frees all the
- * runtime owns and sets closed; the struct, now only `closed` and `holds`,
- * stays until the last op of it is freed, so op->rt is never dangling and
- * never reused by another runtime. */
+ * creation, one decrement when freed); so do nodes and submissions, which
+ * may outlive the runtime in ops and futures. cua_runtime_destroy() frees
+ * all the runtime owns and sets closed; the struct, now only `closed`,
+ * `holds` and the pools these objects go back to, stays until the last of
+ * them is freed, so op->rt is never dangling and never reused by another
+ * runtime. */
 void cua__runtime_hold(cua_runtime *rt) {
   atomic_fetch_add_explicit(&rt->holds, 1, memory_order_relaxed);
 }
 
 void cua__runtime_release(cua_runtime *rt) {
-  if (atomic_fetch_sub_explicit(&rt->holds, 1, memory_order_acq_rel) == 1)
-    free(rt);
+  if (atomic_fetch_sub_explicit(&rt->holds, 1, memory_order_acq_rel) != 1)
+    return;
+  cua__pool_drain(&rt->op_pool);
+  cua__pool_drain(&rt->node_pool);
+  cua__pool_drain(&rt->sub_pool);
+  cua__pool_drain(&rt->point_pool);
+  free(rt);
 }
 
 int cua__runtime_closed(const cua_runtime *rt, const char *what) {

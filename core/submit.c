@@ -146,14 +146,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__kick(rt);
   /* Decided: apply the commands with the lock released. */
   cua__round_flush(rt, &r, 0);
-  cua_future *f = cua__malloc(sizeof *f);
-  if (f == NULL) {
-    /* The work runs anyway; the caller just cannot wait for it. */
-    cua__sub_release(sub);
-    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
-  }
-  f->sub = sub;
-  *fut = f;
+  *fut = &sub->fut;
   return 0;
 }
 
