@@ -80,14 +80,21 @@ int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl);
  * does not call the allocator (see pool.c for the locking). */
 typedef struct cua__pool {
   _Atomic(void *) returned; /* given back by any thread (lock-free) */
-  pthread_mutex_t mu;       /* guards taken; a leaf lock */
+  pthread_mutex_t mu;       /* guards taken (unless outer); a leaf lock */
   void *taken;              /* popped by whoever holds mu */
   atomic_size_t count;      /* blocks kept in both */
   size_t size, max;
   void (*fini)(void *); /* before a kept block goes back to the allocator */
+  int outer;            /* taken only under a lock of the caller's, not mu */
+  /* Under mu (or the outer lock): blocks are carved from slabs of 64 while the
+   * slabs hold fewer than max blocks; slabs go back to the allocator at drain.
+   */
+  void *slabs;
+  char *carve, *carve_end;
+  size_t slab_blocks;
 } cua__pool;
-void cua__pool_init(cua__pool *p, size_t size, size_t max,
-                    void (*fini)(void *));
+void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
+                    int outer);
 /* A block of the pool's size, not zeroed; *fresh says it comes from the
  * allocator (never used before). NULL when out of memory (an allocation
  * for fault injection). */

@@ -10,8 +10,15 @@
  * never held while anything else is called) and, when `taken` is empty,
  * moves the whole of `returned` there with one exchange. Only the holder
  * of the mutex pops, so a popped block cannot come back in the middle of a
- * pop (no ABA). `count` bounds what a pool keeps: past `max` blocks, a
- * block goes back to the allocator.
+ * pop (no ABA). A pool whose blocks are only ever taken under another lock
+ * (`outer`: nodes, submissions and points are made under rt->lock) skips
+ * its own mutex: that lock serialises the pops.
+ *
+ * New blocks are carved from slabs of 64, so a burst of new objects (a
+ * large DAG built at once) costs the allocator one call per 64, until the
+ * slabs hold `max` blocks; blocks past that come from the allocator one by
+ * one and go back to it when the pool already keeps `max`. So a pool keeps
+ * at most about `max` blocks, and its slabs until the runtime goes.
  *
  * Blocks are not zeroed: the caller initialises what it takes, and a block
  * says whether it is fresh from the allocator (for state kept across
@@ -25,6 +32,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -38,19 +46,64 @@
 #define POOL_KEEPS 1
 #endif
 
+/* A free block's first word links it into a list; the word before every
+ * block says where it came from. */
 typedef struct block {
   struct block *next;
 } block;
 
-void cua__pool_init(cua__pool *p, size_t size, size_t max,
-                    void (*fini)(void *)) {
+#define HDR 16 /* keeps blocks 16-byte aligned, as malloc's */
+#define FROM_HEAP ((uintptr_t)1)
+#define FROM_SLAB ((uintptr_t)2)
+#define SLAB_BLOCKS 64
+
+static uintptr_t *origin(void *obj) {
+  return (uintptr_t *)((char *)obj - HDR);
+}
+
+void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
+                    int outer) {
   atomic_init(&p->returned, NULL);
   pthread_mutex_init(&p->mu, NULL);
   p->taken = NULL;
   atomic_init(&p->count, 0);
-  p->size = size < sizeof(block) ? sizeof(block) : size;
+  size = size < sizeof(block) ? sizeof(block) : size;
+  p->size = (size + HDR - 1) / HDR * HDR;
   p->max = POOL_KEEPS ? max : 0;
   p->fini = fini;
+  p->outer = outer;
+  p->slabs = NULL;
+  p->carve = p->carve_end = NULL;
+  p->slab_blocks = 0;
+}
+
+/* A block never used, under p->mu: carved from the current slab while
+ * the pool's slabs hold fewer than max blocks, else from the allocator. */
+static void *fresh_block(cua__pool *p) {
+  size_t stride = HDR + p->size;
+  if (p->carve == p->carve_end && p->slab_blocks + SLAB_BLOCKS <= p->max) {
+    /* The slab's first HDR + sizeof(void *) bytes link the slabs. */
+    char *slab = malloc(HDR + SLAB_BLOCKS * stride);
+    if (slab != NULL) {
+      *(void **)slab = p->slabs;
+      p->slabs = slab;
+      p->carve = slab + HDR;
+      p->carve_end = p->carve + SLAB_BLOCKS * stride;
+      p->slab_blocks += SLAB_BLOCKS;
+    }
+  }
+  char *b;
+  if (p->carve != p->carve_end) {
+    b = p->carve;
+    p->carve += stride;
+    *(uintptr_t *)b = FROM_SLAB;
+  } else {
+    b = malloc(stride);
+    if (b == NULL)
+      return NULL;
+    *(uintptr_t *)b = FROM_HEAP;
+  }
+  return b + HDR;
 }
 
 void *cua__pool_get(cua__pool *p, int *fresh) {
@@ -58,32 +111,45 @@ void *cua__pool_get(cua__pool *p, int *fresh) {
    * not, so that a sweep reaches every caller's failure path. */
   if (cua__fault(CUA__FAULT_ALLOC))
     return NULL;
-  block *b = NULL;
-  if (p->max > 0 && atomic_load_explicit(&p->count, memory_order_relaxed)) {
-    pthread_mutex_lock(&p->mu);
-    b = p->taken;
-    if (b == NULL)
-      b = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
-    if (b != NULL) {
-      p->taken = b->next;
-      atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&p->mu);
+  if (p->max == 0) {
+    *fresh = 1;
+    return malloc(p->size);
   }
-  *fresh = b == NULL;
+  if (!p->outer)
+    pthread_mutex_lock(&p->mu);
+  block *b = p->taken;
   if (b == NULL)
-    b = malloc(p->size);
+    b = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
+  if (b != NULL) {
+    p->taken = b->next;
+    atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
+    *fresh = 0;
+  } else {
+    b = fresh_block(p);
+    *fresh = 1;
+  }
+  if (!p->outer)
+    pthread_mutex_unlock(&p->mu);
   return b;
 }
 
 void cua__pool_put(cua__pool *p, void *obj) {
   if (obj == NULL)
     return;
-  if (atomic_fetch_add_explicit(&p->count, 1, memory_order_relaxed) >= p->max) {
-    atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
+  if (p->max == 0) {
     if (p->fini != NULL)
       p->fini(obj);
     free(obj);
+    return;
+  }
+  /* Slab blocks are always kept (their slab goes at drain); blocks of
+   * the allocator while fewer than max are. */
+  if (atomic_fetch_add_explicit(&p->count, 1, memory_order_relaxed) >= p->max &&
+      *origin(obj) == FROM_HEAP) {
+    atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
+    if (p->fini != NULL)
+      p->fini(obj);
+    free(origin(obj));
     return;
   }
   block *b = obj;
@@ -94,7 +160,8 @@ void cua__pool_put(cua__pool *p, void *obj) {
       &p->returned, &head, b, memory_order_release, memory_order_relaxed));
 }
 
-/* Frees every block kept; no other thread may use the pool any more. */
+/* Frees every block kept and every slab; no other thread may use the pool
+ * any more, and every block taken from it must have been given back. */
 void cua__pool_drain(cua__pool *p) {
   block *lists[2] = {p->taken, atomic_exchange(&p->returned, NULL)};
   p->taken = NULL;
@@ -103,9 +170,15 @@ void cua__pool_drain(cua__pool *p) {
       block *next = lists[i]->next;
       if (p->fini != NULL)
         p->fini(lists[i]);
-      free(lists[i]);
+      if (*origin(lists[i]) == FROM_HEAP)
+        free(origin(lists[i]));
       lists[i] = next;
     }
+  while (p->slabs != NULL) {
+    void *next = *(void **)p->slabs;
+    free(p->slabs);
+    p->slabs = next;
+  }
   atomic_store(&p->count, 0);
   pthread_mutex_destroy(&p->mu);
 }

@@ -243,10 +243,13 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
-  cua__pool_init(&rt->op_pool, sizeof(cua_op), 4096, NULL);
-  cua__pool_init(&rt->node_pool, sizeof(cua__node), 4096, NULL);
-  cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 1024, cua__sub_fini);
-  cua__pool_init(&rt->point_pool, sizeof(cua__point), 1024, cua__point_fini);
+  /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions and
+   * points are kept for reuse. Ops are made on any thread; the rest only
+   * under rt->lock, which then guards taking from their pools. */
+  cua__pool_init(&rt->op_pool, sizeof(cua_op), 16384, NULL, 0);
+  cua__pool_init(&rt->node_pool, sizeof(cua__node), 16384, NULL, 1);
+  cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 4096, cua__sub_fini, 1);
+  cua__pool_init(&rt->point_pool, sizeof(cua__point), 4096, cua__point_fini, 1);
   rt->stats.size = sizeof rt->stats;
   rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
   char err[CUA__ERRLEN];

@@ -29,14 +29,16 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   if (op->rt != rt)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_submit: the op belongs to another runtime");
-  cua__sub *sub = cua__sub_new(rt);
-  if (sub == NULL)
-    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   pthread_mutex_lock(&rt->lock);
   if (rt->stopping) {
     pthread_mutex_unlock(&rt->lock);
-    cua__sub_release(sub);
     return cua__fail(rt, CUA_ERR_CANCELED, "cua_submit: runtime closing");
+  }
+  /* Under rt->lock, which guards taking from the submission pool. */
+  cua__sub *sub = cua__sub_new(rt);
+  if (sub == NULL) {
+    pthread_mutex_unlock(&rt->lock);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
   sub->id = ++rt->next_sub;
   sub->policy = pol;
