@@ -102,3 +102,16 @@ extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s) {
   return (int)cudaLaunchKernel((const void *)spin_kernel,
                                dim3(blocks ? blocks : 1), dim3(1), args, 0, s);
 }
+
+extern "C" int cua__kernels_preload(void) {
+  const void *kernels[] = {(const void *)fill_kernel, (const void *)copy_kernel,
+                           (const void *)axpy_kernel,
+                           (const void *)spin_kernel};
+  for (const void *k : kernels) {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, k);
+    if (e != cudaSuccess)
+      return (int)e;
+  }
+  return (int)cudaSuccess;
+}

@@ -37,6 +37,13 @@ int cua__kernel_axpy(float *y, const float *x, size_t n, float a,
  * measured by the GPU's global timer. */
 int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
 
+/** Loads the kernels above on the current device now, so that their first
+ * launch does not: with CUDA's lazy loading (the default since 12.2), a
+ * kernel's module is loaded at its first use, and that load waits for the
+ * kernels running on the device. Returns the cudaError_t of the first
+ * failure, or 0. */
+int cua__kernels_preload(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -689,6 +689,17 @@ static int device_open(backend *be, int d, int64_t release_mb,
   dv->info.compute_minor = prop.minor;
   dv->info.multiprocessors = prop.multiProcessorCount;
 
+  /* Loaded now rather than at their first launch, which would wait for
+   * whatever runs on the device then (lazy loading). A failure here shows
+   * again, with its context, at that launch. */
+  int pe = cua__kernels_preload();
+  if (pe != 0) {
+    (void)cudaGetLastError();
+    be_log(be, CUA_LOG_WARN,
+           "preloading the built-in kernels on CUDA device %d: %s", dv->ordinal,
+           cudaGetErrorName((cudaError_t)pe));
+  }
+
   e = cudaStreamCreateWithFlags(&dv->internal, cudaStreamNonBlocking);
   if (e != cudaSuccess)
     return cuda_fail(be, d, err, CUA_ERR_BACKEND, e,
