@@ -95,6 +95,20 @@ void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r) {
  * memory (nothing was appended, no ticket taken). */
 cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s) {
   cua__cmdlist *cl = &r->cmds;
+  if (cl->v == NULL && cl->box == NULL) {
+    /* The round's first command: a list kept from an earlier round
+     * (rt->lock guards taking from the pool). */
+    int fresh;
+    cua__cmdlist *box = cua__pool_get(&r->rt->list_pool, &fresh);
+    if (box != NULL) {
+      if (fresh)
+        memset(box, 0, sizeof *box);
+      *cl = *box;
+      cl->n = 0;
+      cl->box = box;
+      cl->next = NULL;
+    }
+  }
   if (cl->n == cl->cap && cua__grow(&cl->v, &cl->cap, cl->n + 1, sizeof *cl->v))
     return NULL;
   cua__cmd *c = &cl->v[cl->n++];
@@ -217,33 +231,28 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
 void cua__round_init(cua_runtime *rt, cua__round *r) {
   memset(r, 0, sizeof *r);
   r->rt = rt;
-  /* The runtime keeps one command array too; the executor, which holds
-   * it last, gives it back without the lock (cua__cmdlist_release()). */
-  cua__cmdlist *box = atomic_exchange(&rt->cmd_cache, NULL);
-  if (box != NULL) {
-    r->cmds = *box;
-    r->cmds.n = 0;
-    r->cmds.box = box;
-  }
 }
 
+/* Command lists (a holder and its array) come from the runtime's pool at a
+ * round's first command and go back to it, array kept, once applied: by
+ * the executor, without the lock. */
 void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *box = cl->box;
-  if (box == NULL && cl->v != NULL)
-    box = cua__malloc(sizeof *box);
   if (box != NULL) {
-    *box = *cl;
-    box->n = 0;
-    box->box = box;
-    cua__cmdlist *expect = NULL;
-    if (atomic_compare_exchange_strong(&rt->cmd_cache, &expect, box)) {
-      memset(cl, 0, sizeof *cl);
-      return;
-    }
-    free(box);
+    cua__cmdlist keep = *cl;
+    keep.n = 0;
+    keep.box = NULL;
+    keep.next = NULL;
+    *box = keep;
+    cua__pool_put(&rt->list_pool, box);
+  } else {
+    free(cl->v);
   }
-  free(cl->v);
   memset(cl, 0, sizeof *cl);
+}
+
+void cua__cmdlist_fini(void *p) {
+  free(((cua__cmdlist *)p)->v);
 }
 
 /* Applies the round's commands. Called with rt->lock held; releases it
@@ -256,6 +265,12 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
+  if (cua__launcher_push(rt, &r->cmds) == 0) {
+    if (!relock)
+      pthread_mutex_unlock(&rt->lock);
+    r->first_launch = 0;
+    return;
+  }
   pthread_mutex_unlock(&rt->lock);
   cua__exec(rt, &r->cmds);
   cua__cmdlist_release(rt, &r->cmds);

@@ -321,15 +321,13 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
     if (d != NULL) {
       d->rt = rt;
       d->cl = *cl;
-      d->cl.box = NULL;
       d->next = NULL;
       if (tls_tail)
         tls_tail->next = d;
       else
         tls_head = d;
       tls_tail = d;
-      cl->v = NULL;
-      cl->n = cl->cap = 0;
+      memset(cl, 0, sizeof *cl); /* the deferred copy owns it now */
       return;
     }
     /* No memory to defer: apply it now, which is safe unless a command
@@ -349,4 +347,104 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
     }
   }
   tls_depth--;
+}
+
+/* ----------------------------------------------------------- launch thread */
+
+/* How long an idle launch thread watches its queue before it sleeps: long
+ * enough to stay awake between the submissions of a busy program (a few
+ * microseconds apart), short enough that an idle runtime costs no CPU. */
+#define LAUNCHER_SPIN_NS 50000u
+
+int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
+  if (!rt->launcher_started || tls_depth > 0)
+    return -1;
+  /* A stream function that the backend runs at launch would hold the
+   * launch thread, and every list queued behind it, for as long as it
+   * runs: lists that launch one are applied by the thread that decided
+   * them, as without a launch thread. */
+  if (!rt->host_exec)
+    for (size_t i = 0; i < cl->n; i++)
+      if (cl->v[i].kind == CUA__CMD_LAUNCH &&
+          cl->v[i].node->kind == CUA_OP_FUNC)
+        return -1;
+  /* The list travels in its holder (a list without one, whose holder
+   * could not be had, is applied by the caller). */
+  cua__cmdlist *h = cl->box;
+  if (h == NULL)
+    return -1;
+  *h = *cl;
+  h->next = NULL;
+  memset(cl, 0, sizeof *cl);
+  pthread_mutex_lock(&rt->lq_mu);
+  if (rt->lq_tail != NULL)
+    rt->lq_tail->next = h;
+  else
+    rt->lq_head = h;
+  rt->lq_tail = h;
+  atomic_fetch_add_explicit(&rt->lq_queued, 1, memory_order_release);
+  if (rt->lq_sleeping)
+    pthread_cond_signal(&rt->lq_cv);
+  pthread_mutex_unlock(&rt->lq_mu);
+  return 0;
+}
+
+static void *launcher_main(void *arg) {
+  cua_runtime *rt = arg;
+  pthread_mutex_lock(&rt->lq_mu);
+  for (;;) {
+    if (rt->lq_head == NULL && !rt->lq_stop) {
+      /* Watch the queue for a while, then sleep. */
+      pthread_mutex_unlock(&rt->lq_mu);
+      uint64_t until = cua__now_ns() + LAUNCHER_SPIN_NS;
+      while (atomic_load_explicit(&rt->lq_queued, memory_order_acquire) == 0 &&
+             cua__now_ns() < until)
+        sched_yield();
+      pthread_mutex_lock(&rt->lq_mu);
+      while (rt->lq_head == NULL && !rt->lq_stop) {
+        rt->lq_sleeping = 1;
+        pthread_cond_wait(&rt->lq_cv, &rt->lq_mu);
+        rt->lq_sleeping = 0;
+      }
+    }
+    if (rt->lq_head == NULL)
+      break; /* stopping, and everything queued is applied */
+    cua__cmdlist *h = rt->lq_head;
+    rt->lq_head = rt->lq_tail = NULL;
+    pthread_mutex_unlock(&rt->lq_mu);
+    while (h != NULL) {
+      cua__cmdlist *next = h->next;
+      atomic_fetch_sub_explicit(&rt->lq_queued, 1, memory_order_relaxed);
+      /* Applied from a copy: releasing clears the list it is given,
+       * and the holder itself goes back to the pool. */
+      cua__cmdlist cl = *h;
+      cl.next = NULL;
+      cua__exec(rt, &cl);
+      cua__cmdlist_release(rt, &cl);
+      h = next;
+    }
+    pthread_mutex_lock(&rt->lq_mu);
+  }
+  pthread_mutex_unlock(&rt->lq_mu);
+  return NULL;
+}
+
+int cua__launcher_start(cua_runtime *rt) {
+  if (!rt->launch_thread)
+    return 0;
+  if (cua__pthread_create(&rt->launcher, NULL, launcher_main, rt) != 0)
+    return CUA_ERR_INTERNAL;
+  rt->launcher_started = 1;
+  return 0;
+}
+
+void cua__launcher_stop(cua_runtime *rt) {
+  if (!rt->launcher_started)
+    return;
+  pthread_mutex_lock(&rt->lq_mu);
+  rt->lq_stop = 1;
+  pthread_cond_signal(&rt->lq_cv);
+  pthread_mutex_unlock(&rt->lq_mu);
+  pthread_join(rt->launcher, NULL);
+  rt->launcher_started = 0;
 }

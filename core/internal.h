@@ -442,7 +442,8 @@ typedef struct cua__cmd {
 typedef struct cua__cmdlist {
   cua__cmd *v;
   size_t n, cap;
-  struct cua__cmdlist *box; /* the runtime's cached holder, if taken */
+  struct cua__cmdlist *box;  /* the runtime's cached holder, if taken */
+  struct cua__cmdlist *next; /* in the launch thread's queue */
 } cua__cmdlist;
 
 typedef struct cua__round {
@@ -525,7 +526,18 @@ struct cua_runtime {
   pthread_cond_t exec_cv;
   atomic_int exec_waiters;
   atomic_int executing; /* command lists being applied (destroy waits) */
-  _Atomic(struct cua__cmdlist *) cmd_cache; /* a command array, kept */
+  /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
+   * their lists here, under rt->lock so the queue keeps decision order,
+   * and it applies them while the deciding thread goes on. */
+  int launch_thread;           /* configured */
+  int launcher_started;        /* running */
+  pthread_t launcher;          /* */
+  pthread_mutex_t lq_mu;       /* guards the queue; a leaf lock */
+  pthread_cond_t lq_cv;        /* wakes a sleeping launch thread */
+  cua__cmdlist *lq_head;       /* queued lists, in decision order */
+  cua__cmdlist *lq_tail;       /* */
+  int lq_sleeping, lq_stop;    /* under lq_mu */
+  atomic_int lq_queued;        /* lists in the queue, watched spinning */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see
@@ -536,6 +548,7 @@ struct cua_runtime {
   /* Caches of the hot path's objects (pool.c). Ops, nodes and submissions
    * hold the runtime struct, so these stay while any of them lives. */
   cua__pool op_pool, node_pool, sub_pool, point_pool;
+  cua__pool list_pool; /* command lists, arrays kept (commands.c) */
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -617,9 +630,18 @@ void cua__round_init(cua_runtime *rt, cua__round *r);
 void cua__run_round(cua_runtime *rt, cua__round *r);
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
 void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
+void cua__cmdlist_fini(void *cl);
 
 /* executor.c: applying a command list, with no core lock held. */
 void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
+/* Queues @p cl (emptied) for the launch thread; called under rt->lock, for
+ * a list whose rt->executing count the caller took. 0, or -1 when there is
+ * no launch thread or this thread is applying a list (then the caller
+ * applies it itself). */
+int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* Starts / stops (after its queue is applied) the launch thread. */
+int cua__launcher_start(cua_runtime *rt);
+void cua__launcher_stop(cua_runtime *rt);
 void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p);
 int cua__backend_has_native(const cua_runtime *rt);
 int cua__in_user_code(void);

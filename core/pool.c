@@ -46,11 +46,10 @@
 #define POOL_KEEPS 1
 #endif
 
-/* A free block's first word links it into a list; the word before every
- * block says where it came from. */
-typedef struct block {
-  struct block *next;
-} block;
+/* Every block has a header of two words before it: where it came from,
+ * and, while it is free, the next free block. A free block's own bytes are
+ * left as they were, for state kept across reuses. */
+typedef struct block block;
 
 #define HDR 16 /* keeps blocks 16-byte aligned, as malloc's */
 #define FROM_HEAP ((uintptr_t)1)
@@ -61,13 +60,17 @@ static uintptr_t *origin(void *obj) {
   return (uintptr_t *)((char *)obj - HDR);
 }
 
+static block **link_of(void *obj) {
+  return (block **)((char *)obj - HDR + sizeof(uintptr_t));
+}
+
 void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
                     int outer) {
   atomic_init(&p->returned, NULL);
   pthread_mutex_init(&p->mu, NULL);
   p->taken = NULL;
   atomic_init(&p->count, 0);
-  size = size < sizeof(block) ? sizeof(block) : size;
+  size = size ? size : 1;
   p->size = (size + HDR - 1) / HDR * HDR;
   p->max = POOL_KEEPS ? max : 0;
   p->fini = fini;
@@ -121,7 +124,7 @@ void *cua__pool_get(cua__pool *p, int *fresh) {
   if (b == NULL)
     b = atomic_exchange_explicit(&p->returned, NULL, memory_order_acquire);
   if (b != NULL) {
-    p->taken = b->next;
+    p->taken = *link_of(b);
     atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
     *fresh = 0;
   } else {
@@ -155,7 +158,7 @@ void cua__pool_put(cua__pool *p, void *obj) {
   block *b = obj;
   block *head = atomic_load_explicit(&p->returned, memory_order_relaxed);
   do
-    b->next = head;
+    *link_of(b) = head;
   while (!atomic_compare_exchange_weak_explicit(
       &p->returned, &head, b, memory_order_release, memory_order_relaxed));
 }
@@ -167,7 +170,7 @@ void cua__pool_drain(cua__pool *p) {
   p->taken = NULL;
   for (int i = 0; i < 2; i++)
     while (lists[i] != NULL) {
-      block *next = lists[i]->next;
+      block *next = *link_of(lists[i]);
       if (p->fini != NULL)
         p->fini(lists[i]);
       if (*origin(lists[i]) == FROM_HEAP)

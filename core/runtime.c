@@ -243,6 +243,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
+  pthread_mutex_init(&rt->lq_mu, NULL);
+  pthread_cond_init(&rt->lq_cv, NULL);
   /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions and
    * points are kept for reuse. Ops are made on any thread; the rest only
    * under rt->lock, which then guards taking from their pools. */
@@ -250,6 +252,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   cua__pool_init(&rt->node_pool, sizeof(cua__node), 16384, NULL, 1);
   cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 4096, cua__sub_fini, 1);
   cua__pool_init(&rt->point_pool, sizeof(cua__point), 4096, cua__point_fini, 1);
+  cua__pool_init(&rt->list_pool, sizeof(cua__cmdlist), 64, cua__cmdlist_fini,
+                 1);
   rt->stats.size = sizeof rt->stats;
   rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
   char err[CUA__ERRLEN];
@@ -279,6 +283,14 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     goto fail;
+  {
+    const char *lt = getenv("CUASYNC_LAUNCH_THREAD");
+    rt->launch_thread = lt != NULL && strcmp(lt, "1") == 0;
+  }
+  if ((rc = cua__launcher_start(rt)) != 0) {
+    cua__fail(NULL, rc, "cannot start the launch thread");
+    goto fail;
+  }
   if (cua__pthread_create(&rt->thread, NULL, cua__completion_thread, rt)) {
     rc =
         cua__fail(NULL, CUA_ERR_INTERNAL, "cannot start the completion thread");
@@ -288,6 +300,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   *out = rt;
   return 0;
 fail:
+  cua__launcher_stop(rt);
   runtime_free(rt);
   return rc;
 }
@@ -330,11 +343,6 @@ static void runtime_free(cua_runtime *rt) {
     free(dv->streams);
   }
   free(rt->devs);
-  cua__cmdlist *box = atomic_exchange(&rt->cmd_cache, NULL);
-  if (box != NULL) {
-    free(box->v);
-    free(box);
-  }
   if (rt->be != NULL) {
     rt->be->destroy(rt->bst);
     cua__config_params_free(rt->bparams, rt->nbparams);
@@ -348,6 +356,8 @@ static void runtime_free(cua_runtime *rt) {
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
   pthread_cond_destroy(&rt->idle);
+  pthread_mutex_destroy(&rt->lq_mu);
+  pthread_cond_destroy(&rt->lq_cv);
   cua__runtime_release(rt);
 }
 
@@ -372,6 +382,7 @@ void cua__runtime_release(cua_runtime *rt) {
   cua__pool_drain(&rt->node_pool);
   cua__pool_drain(&rt->sub_pool);
   cua__pool_drain(&rt->point_pool);
+  cua__pool_drain(&rt->list_pool);
   free(rt);
 }
 
@@ -401,6 +412,7 @@ void cua_runtime_destroy(cua_runtime *rt) {
    * completed its future. */
   while (atomic_load(&rt->executing) > 0)
     sched_yield();
+  cua__launcher_stop(rt);
   runtime_free(rt);
 }
 
