@@ -11,8 +11,9 @@
  * shared by all (and written by none: those submissions must fail). A
  * swapper thread replaces the runtime-wide policy all the while.
  *
- * $CUASYNC_KNOWN_BUGS: also run the reproducers of known defects (they
- * fail until fixed), and destroy futures whose callback may be running.
+ * Futures with a callback are destroyed also while it may be running
+ * (cua_future_destroy() waits for it).
+ *
  * $CUASYNC_STRESS_SECONDS: how long (default 10; .ci/run uses fewer under
  * the sanitizers). $CUASYNC_STRESS_SEED: the first seed (default fixed).
  */
@@ -79,11 +80,7 @@ static void *work(void *arg) {
   snprintf(who, sizeof who, "stress worker %d", w->id);
   c->who = who;
   c->rt = rt;
-  /* Destroying a future whose callback is about to run races with it: a
-   * known defect of core/future.c (issue 14: cua__sub_fire() reads
-   * cb_future after dropping the lock cua_future_destroy() writes it
-   * under; ThreadSanitizer reports it). Only with $CUASYNC_KNOWN_BUGS. */
-  c->allow_early_destroy_with_cb = getenv("CUASYNC_KNOWN_BUGS") != NULL;
+  c->allow_early_destroy_with_cb = 1;
   for (int b = 0; b < DP_NBUF - 1; b++) {
     must(cua_buffer_create(&c->buf[b], rt, 0, sizeof c->ref[b], 0), "buffer");
     fill_wait(c->buf[b], (float)(b + w->id));

@@ -561,8 +561,8 @@ static void dp_submit(dp_ctx *c) {
 
 static void dp_forget(dp_ctx *c, size_t i) {
   /* A future whose callback is on its way is destroyed only once it has
-   * run: destroying it earlier races with the completion thread (a known
-   * defect of core/future.c, issue 14), unless the driver asks for it. */
+   * run, unless the driver allows destroying it earlier (then
+   * cua_future_destroy() waits for a callback that is running). */
   if (c->fut[i].cb != NULL && !c->allow_early_destroy_with_cb &&
       cua_future_poll(c->fut[i].f) != CUA_ERR_AGAIN)
     while (!atomic_load(&c->fut[i].cb->ran))
