@@ -220,7 +220,8 @@ struct cua_op {
   size_t *argoff;         /* offsets into argdata, per argument */
   int *argbuf;            /* index into acc, or -1 */
   size_t nargs;
-  /* SHARED: the node of its one run, once submitted. */
+  /* SHARED: the node of its one run, once submitted. ZIP: the node of its
+   * unzips' shared wrapper's run, kept once that wrapper is gone (op.c). */
   cua__node *shared_node;
   /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
   cua_op *unzip_shared;

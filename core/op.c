@@ -9,7 +9,9 @@
  *   cua_op_set_hints() writes the hints. Freezing waits out a 2, so no
  *   reader of a frozen op's hints races with a writer.
  * - unzip_shared (a zip's weak link to its shared wrapper): unzip_lock.
- * - shared_node: the runtime lock (exec.c).
+ * - shared_node of a SHARED op: the runtime lock (graph.c, submit.c).
+ * - shared_node of a ZIP (the run of its unzips' wrapper, kept once that
+ *   wrapper is gone): unzip_lock.
  * Every op holds its runtime's struct (cua__runtime_hold()), so op->rt
  * stays readable after cua_runtime_destroy(); functions given an op of a
  * closed runtime fail with CUA_ERR_CANCELED, and destroying it works.
@@ -23,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Guards the weak zip -> shared wrapper links of cua_op_unzip(). A leaf
- * lock: nothing is called while it is held. */
+/* Guards the weak zip -> shared wrapper links of cua_op_unzip(), and the
+ * run a zip keeps once its wrapper is gone. A leaf lock: nothing is called
+ * while it is held but cua_op_shared(), which takes no lock. */
 static pthread_mutex_t unzip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
@@ -486,6 +489,56 @@ int cua_op_shared(cua_op **out, cua_op *inner) {
   return finish(out, op, add_input(op, inner));
 }
 
+/* Under unzip_lock: @p sh, the shared wrapper @p zip links to, has no
+ * reference left. The link goes, and the zip keeps the node of the
+ * wrapper's run, if it was submitted (the same node when the zip has one
+ * already: then the wrapper's reference goes with the wrapper). A wrapper
+ * goes only once its node is done (a node holds its op until then), and a
+ * done node holds no op, so the zip does not keep itself alive. */
+static void unlink_wrapper(cua_op *zip, cua_op *sh) {
+  zip->unzip_shared = NULL;
+  if (zip->shared_node == NULL) {
+    zip->shared_node = sh->shared_node;
+    sh->shared_node = NULL;
+  }
+}
+
+/* The shared wrapper for a new unzip of @p zip (a reference for the
+ * caller): the one its unzips use now, or a new one. The zip cannot hold
+ * its wrapper (the wrapper holds the zip), so the wrapper goes with the
+ * last unzip; but "the zip runs once, in this or any later submission"
+ * holds for the unzips made after that too: a new wrapper starts from the
+ * run the zip kept (unlink_wrapper()), so submitting it reuses that run
+ * (graph.c reuses a shared op's shared_node) instead of running the zip
+ * again. A zip never submitted through an unzip has no run: a new wrapper
+ * is built when submitted. */
+static int unzip_wrapper(cua_op **out, cua_op *zip) {
+  pthread_mutex_lock(&unzip_lock);
+  cua_op *sh = zip->unzip_shared;
+  int refs = sh ? atomic_load(&sh->refs) : 0;
+  while (refs > 0 && !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
+    ;
+  /* A wrapper whose last reference is going is not reused, but its run is:
+   * unlink it here, before cua_op_destroy() gets the lock to do it (no one
+   * holds it, so nothing else reads or writes its shared_node). */
+  if (sh != NULL && refs <= 0)
+    unlink_wrapper(zip, sh);
+  int rc = 0;
+  if (refs <= 0) {
+    rc = cua_op_shared(&sh, zip);
+    if (rc == 0) {
+      /* Not yet seen by any other thread: its shared_node is ours. */
+      sh->shared_node = zip->shared_node;
+      if (sh->shared_node != NULL)
+        atomic_fetch_add(&sh->shared_node->refs, 1);
+      zip->unzip_shared = sh;
+    }
+  }
+  pthread_mutex_unlock(&unzip_lock);
+  *out = rc ? NULL : sh;
+  return rc;
+}
+
 int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
   if (out == NULL || zip == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_unzip: NULL %s",
@@ -507,23 +560,10 @@ int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
    * unless the zip is shared already. */
   cua_op *sh = zip;
   int rc = 0;
-  if (zip->kind != CUA_OP_SHARED) {
-    pthread_mutex_lock(&unzip_lock);
-    sh = zip->unzip_shared;
-    /* A wrapper whose last reference is going is not reused. */
-    int refs = sh ? atomic_load(&sh->refs) : 0;
-    while (refs > 0 &&
-           !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
-      ;
-    if (refs <= 0) {
-      rc = cua_op_shared(&sh, zip);
-      if (rc == 0)
-        zip->unzip_shared = sh;
-    }
-    pthread_mutex_unlock(&unzip_lock);
-  } else {
+  if (zip->kind != CUA_OP_SHARED)
+    rc = unzip_wrapper(&sh, zip);
+  else
     cua_op_retain(sh);
-  }
   if (rc)
     return rc;
   cua_op *op = NULL;
@@ -646,7 +686,7 @@ void cua_op_destroy(cua_op *op) {
     if (op->kind == CUA_OP_SHARED && op->ninputs == 1) {
       pthread_mutex_lock(&unzip_lock);
       if (op->inputs[0]->unzip_shared == op)
-        op->inputs[0]->unzip_shared = NULL;
+        unlink_wrapper(op->inputs[0], op);
       pthread_mutex_unlock(&unzip_lock);
     }
     for (size_t i = 0; i < op->nacc; i++)

@@ -407,8 +407,10 @@ CUA_EXTERN int cua_op_then(cua_op **op, cua_op *first, cua_op *next);
 /** Joins @p n ops that may run concurrently; the result is an array of
  * their @p n results (valid while the future lives). */
 CUA_EXTERN int cua_op_zip(cua_op **op, cua_op *const *ops, size_t n);
-/** Selects result @p index of a zip. The zip is made shared (it runs once
- * for all its unzips, in this or any later submission). */
+/** Selects result @p index of a zip. The zip is made shared: it runs once
+ * for all its unzips, in this or any later submission, also for unzips made
+ * after every earlier one was destroyed (once run, the zip keeps that run,
+ * and its results, as long as the zip itself lives). */
 CUA_EXTERN int cua_op_unzip(cua_op **op, cua_op *zip, size_t index);
 /** A host-side transform of @p in's result, no device work. */
 typedef int (*cua_map_fn)(void *in, void *arg, void **out);

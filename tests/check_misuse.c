@@ -960,6 +960,61 @@ START_TEST(threads_unzip_one_zip) {
 }
 END_TEST
 
+/* Threads unzipping one zip, each submitting its unzip and dropping it:
+ * the last unzip of a wrapper often goes while another thread makes the
+ * next one, and the zip still runs once for all of them. */
+static atomic_int race_runs;
+static int count_race_run(void *arg, void **result) {
+  atomic_fetch_add(&race_runs, 1);
+  *result = arg;
+  return 0;
+}
+
+static void *unzip_submitter(void *arg) {
+  intptr_t id = (intptr_t)arg;
+  while (!atomic_load(&race_go))
+    ;
+  for (int k = 0; k < 100; k++) {
+    cua_op *u;
+    void *res = NULL;
+    size_t i = (size_t)(k + id) % 2;
+    if (cua_op_unzip(&u, race_zip, i) != 0)
+      return (void *)1;
+    int rc = cua_submit_wait(rt, u, NULL, &res);
+    cua_op_destroy(u);
+    if (rc != 0)
+      return (void *)2;
+    if (res != (void *)(uintptr_t)(i + 1))
+      return (void *)3;
+  }
+  return NULL;
+}
+
+START_TEST(threads_unzip_and_drop_run_the_zip_once) {
+  cua_op *a, *b;
+  atomic_store(&race_runs, 0);
+  ck_assert_int_eq(cua_op_host(&a, rt, count_race_run, (void *)1), 0);
+  ck_assert_int_eq(cua_op_host(&b, rt, count_race_run, (void *)2), 0);
+  ck_assert_int_eq(cua_op_zip(&race_zip, (cua_op *[]){a, b}, 2), 0);
+  atomic_store(&race_go, 0);
+  pthread_t th[RACERS];
+  for (intptr_t i = 0; i < RACERS; i++)
+    pthread_create(&th[i], NULL, unzip_submitter, (void *)i);
+  atomic_store(&race_go, 1);
+  for (int i = 0; i < RACERS; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    ck_assert_msg(r == NULL, "thread %d failed at step %d: %s", i,
+                  (int)(intptr_t)r, cua_runtime_error(rt));
+  }
+  int n = atomic_load(&race_runs);
+  ck_assert_msg(n == 2, "%d host steps ran: the zip ran again", n);
+  cua_op_destroy(race_zip);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+}
+END_TEST
+
 static void *hinter(void *arg) {
   (void)arg;
   cua_hints h = CUA_HINTS_INIT;
@@ -1009,6 +1064,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, messages_are_per_thread);
   tcase_add_test(tc, ops_of_a_closed_runtime_stay_apart);
   tcase_add_test(tc, threads_unzip_one_zip);
+  tcase_add_test(tc, threads_unzip_and_drop_run_the_zip_once);
   tcase_add_test(tc, set_hints_races_with_freezing);
   suite_add_tcase(s, tc);
   return s;

@@ -161,6 +161,34 @@ START_TEST(zip_unzip_and_map) {
 }
 END_TEST
 
+/* The zip runs once for all its unzips, also those made after every
+ * earlier one is gone: the shared wrapper goes with the last unzip, the
+ * run stays with the zip. Unzips dropped before any submission leave no
+ * run behind: the zip runs when an unzip is first submitted. */
+START_TEST(unzip_after_the_last_unzip_reuses_the_run) {
+  atomic_store(&runs, 0);
+  cua_op *a, *b, *z, *u;
+  ck_assert_int_eq(cua_op_host(&a, rt, count_run, (void *)10), 0);
+  ck_assert_int_eq(cua_op_host(&b, rt, count_run, (void *)20), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_unzip(&u, z, 1), 0);
+  cua_op_destroy(u);
+  ck_assert_int_eq(atomic_load(&runs), 0);
+  for (int k = 0; k < 4; k++) {
+    void *res = NULL;
+    ck_assert_int_eq(cua_op_unzip(&u, z, (size_t)k % 2), 0);
+    ck_assert_int_eq(cua_submit_wait(rt, u, NULL, &res), 0);
+    ck_assert_ptr_eq(res, (void *)(uintptr_t)(k % 2 ? 20 : 10));
+    cua_op_destroy(u);
+    int n = atomic_load(&runs);
+    ck_assert_msg(n == 2, "%d host steps ran: the zip ran again", n);
+  }
+  cua_op_destroy(z);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+}
+END_TEST
+
 START_TEST(diamond_runs_its_root_once_per_submission) {
   cua_buffer *x = buf(N), *y = buf(N), *w = buf(N);
   cua_op *root, *l, *r, *j, *d, *dag1, *dag2;
@@ -411,6 +439,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, memcpy_and_memset_in_every_direction);
   tcase_add_test(tc, shared_runs_exactly_once_across_consumers_and_submissions);
   tcase_add_test(tc, zip_unzip_and_map);
+  tcase_add_test(tc, unzip_after_the_last_unzip_reuses_the_run);
   tcase_add_test(tc, diamond_runs_its_root_once_per_submission);
   tcase_add_test(tc, lazy_buffers_alloc_and_free);
   tcase_add_test(tc, barrier_orders_after_everything_before);

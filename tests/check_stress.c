@@ -11,8 +11,9 @@
  * shared by all (and written by none: those submissions must fail). A
  * swapper thread replaces the runtime-wide policy all the while.
  *
- * $CUASYNC_KNOWN_BUGS: also run the reproducers of known defects (they
- * fail until fixed), and destroy futures whose callback may be running.
+ * Futures with a callback are destroyed also while it may be running
+ * (cua_future_destroy() waits for it).
+ *
  * $CUASYNC_STRESS_SECONDS: how long (default 10; .ci/run uses fewer under
  * the sanitizers). $CUASYNC_STRESS_SEED: the first seed (default fixed).
  */
@@ -79,11 +80,7 @@ static void *work(void *arg) {
   snprintf(who, sizeof who, "stress worker %d", w->id);
   c->who = who;
   c->rt = rt;
-  /* Destroying a future whose callback is about to run races with it: a
-   * known defect of core/future.c (issue 14: cua__sub_fire() reads
-   * cb_future after dropping the lock cua_future_destroy() writes it
-   * under; ThreadSanitizer reports it). Only with $CUASYNC_KNOWN_BUGS. */
-  c->allow_early_destroy_with_cb = getenv("CUASYNC_KNOWN_BUGS") != NULL;
+  c->allow_early_destroy_with_cb = 1;
   for (int b = 0; b < DP_NBUF - 1; b++) {
     must(cua_buffer_create(&c->buf[b], rt, 0, sizeof c->ref[b], 0), "buffer");
     fill_wait(c->buf[b], (float)(b + w->id));
@@ -185,12 +182,11 @@ START_TEST(threads_match_their_sequential_reference) {
 }
 END_TEST
 
-/* Known defect (core/op.c, cua_op_unzip()), found by the DAG fuzzer: a
- * zip's shared wrapper is weak, so once the unzips made so far are gone, a
- * new unzip makes a new wrapper and the zip runs a second time, though
- * cua_op_unzip() promises one run "in this or any later submission". Here
- * the second run copies a over b after b was set to 48. Run only with
- * $CUASYNC_KNOWN_BUGS set (it fails until op.c is fixed). */
+/* Found by the DAG fuzzer: a zip's shared wrapper is weak (the zip cannot
+ * hold it), so once the unzips made so far are gone, a new unzip makes a
+ * new wrapper; the zip must not run a second time, since cua_op_unzip()
+ * promises one run "in this or any later submission". A second run would
+ * copy a over b after b was set to 48. */
 START_TEST(unzip_later_does_not_run_the_zip_again) {
   rt = open_policy("single-stream", NULL);
   cua_buffer *a, *b;
@@ -230,8 +226,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("threads");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, threads_match_their_sequential_reference);
-  if (getenv("CUASYNC_KNOWN_BUGS") != NULL)
-    tcase_add_test(tc, unzip_later_does_not_run_the_zip_again);
+  tcase_add_test(tc, unzip_later_does_not_run_the_zip_again);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -14,9 +14,13 @@
  * reference, which is compared with the buffers' contents at check points.
  * A shared op (cua_op_shared, or the zip behind cua_op_unzip) keeps its
  * effects in a record applied once, by the first submission that runs it;
- * it is reused only once it has run (`then(S, S)` in one DAG is a known
- * defect of issue 14). An op writing the read-only buffer makes its
- * submission fail with CUA_ERR_READONLY, and nothing of it runs.
+ * it is reused only once it has run (a reuse in the DAG that runs it may
+ * place it after itself, `then(S, S)`, which cua_submit() refuses with
+ * CUA_ERR_CYCLE: the model does not predict that). The zip behind unzips
+ * runs once also when every unzip made so far was destroyed before the
+ * next one is made (dp_share() keeps none). An op writing the read-only
+ * buffer makes its submission fail with CUA_ERR_READONLY, and nothing of
+ * it runs.
  *
  * Any mismatch prints what it saw and aborts.
  */
@@ -72,8 +76,7 @@ typedef struct dp_entry {
 } dp_entry;
 
 typedef struct dp_shared {
-  cua_op *op;   /* the shared op, or the zip its unzips select from */
-  cua_op *keep; /* unzips: the first one, kept (see dp_share()) */
+  cua_op *op; /* the shared op, or the zip its unzips select from */
   size_t nzip;
   dp_effects fx;
   int applied;
@@ -418,7 +421,6 @@ static int dp_new_record(dp_ctx *c) {
             fx->v[k].kind = DP_E_NOTHING;
       }
       cua_op_destroy(c->shared[i].op);
-      cua_op_destroy(c->shared[i].keep);
       free(c->shared[i].fx.v);
       memset(&c->shared[i], 0, sizeof c->shared[i]);
       return i;
@@ -444,13 +446,9 @@ static void dp_share(dp_ctx *c, int unzip) {
   if (unzip) {
     s->op = t->op; /* the record keeps the zip */
     s->nzip = t->nzip;
+    /* No unzip is kept: the zip runs once even when every unzip made so
+     * far is gone before dp_reuse() makes a new one. */
     DP_OK(c, cua_op_unzip(&op, s->op, dp_byte(c) % s->nzip));
-    /* Known defect (core/op.c, cua_op_unzip()): the zip's shared wrapper
-     * is weak, so once every unzip made so far is gone a new unzip makes
-     * a new wrapper and the zip runs again. Keeping one unzip keeps the
-     * wrapper, unless $DAGPROG_KNOWN_BUGS asks to see the defect. */
-    if (getenv("DAGPROG_KNOWN_BUGS") == NULL)
-      s->keep = cua_op_retain(op);
   } else {
     DP_OK(c, cua_op_shared(&s->op, t->op));
     cua_op_destroy(t->op);
@@ -563,8 +561,8 @@ static void dp_submit(dp_ctx *c) {
 
 static void dp_forget(dp_ctx *c, size_t i) {
   /* A future whose callback is on its way is destroyed only once it has
-   * run: destroying it earlier races with the completion thread (a known
-   * defect of core/future.c, issue 14), unless the driver asks for it. */
+   * run, unless the driver allows destroying it earlier (then
+   * cua_future_destroy() waits for a callback that is running). */
   if (c->fut[i].cb != NULL && !c->allow_early_destroy_with_cb &&
       cua_future_poll(c->fut[i].f) != CUA_ERR_AGAIN)
     while (!atomic_load(&c->fut[i].cb->ran))
@@ -662,7 +660,6 @@ static void dp_recreate(dp_ctx *c, unsigned how) {
    * will (reuse needs a run): drop those, they may name the buffer. */
   for (int i = 0; i < DP_SHARED; i++)
     if (c->shared[i].used && !c->shared[i].applied) {
-      cua_op_destroy(c->shared[i].keep);
       cua_op_destroy(c->shared[i].op);
       free(c->shared[i].fx.v);
       memset(&c->shared[i], 0, sizeof c->shared[i]);
@@ -755,7 +752,6 @@ static void dp_finish(dp_ctx *c) {
   /* Shared ops that never ran (their DAG was never submitted) are fine. */
   for (int i = 0; i < DP_SHARED; i++) {
     if (c->shared[i].used) {
-      cua_op_destroy(c->shared[i].keep);
       cua_op_destroy(c->shared[i].op);
       free(c->shared[i].fx.v);
     }
