@@ -18,6 +18,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,31 @@ static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
 static uint64_t b_now(void *core) {
   (void)core;
   return cua__now_ns();
+}
+
+/* The backend's allocations and threads go through the core's fault
+ * injection points (cua__malloc(), cua__pthread_create()), so that
+ * tests/check_faults.c fails them as it fails the core's own. */
+static void *b_alloc(void *core, size_t bytes, size_t align) {
+  (void)core;
+  if (align <= _Alignof(max_align_t))
+    return cua__malloc(bytes);
+  if (cua__fault(CUA__FAULT_ALLOC))
+    return NULL;
+  void *p = NULL;
+  return posix_memalign(&p, align, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+
+static void b_free(void *core, void *ptr) {
+  (void)core;
+  free(ptr);
+}
+
+static int b_thread_create(void *core, pthread_t *thread,
+                           const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg) {
+  (void)core;
+  return cua__pthread_create(thread, attr, fn, arg);
 }
 
 /* Where a configuration error about the backend points: the line of
@@ -183,6 +209,9 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rt->bhost.core = rt;
   rt->bhost.log = b_log;
   rt->bhost.now_ns = b_now;
+  rt->bhost.alloc = b_alloc;
+  rt->bhost.free = b_free;
+  rt->bhost.thread_create = b_thread_create;
   cua_backend_err berr = {{0}};
   void *st = NULL;
   rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,

@@ -83,12 +83,16 @@ static uint64_t cu_test_now(void *core) {
   return cu_now_ns();
 }
 
-static const cua_backend_host cu_host_table = {CUA_BACKEND_ABI_MAJOR,
-                                               CUA_BACKEND_ABI_MINOR,
-                                               sizeof(cua_backend_host),
-                                               NULL,
-                                               cu_test_log,
-                                               cu_test_now};
+/* Designated: the fields this table leaves out (the allocation and thread
+ * services of ABI 1.2) are NULL, and the backend falls back to libc's. */
+static const cua_backend_host cu_host_table = {
+    .abi_major = CUA_BACKEND_ABI_MAJOR,
+    .abi_minor = CUA_BACKEND_ABI_MINOR,
+    .size = sizeof(cua_backend_host),
+    .core = NULL,
+    .log = cu_test_log,
+    .now_ns = cu_test_now,
+};
 
 /*
  * Builds the parameter values from the module's own schema, defaults

@@ -8,7 +8,16 @@
  * failing, for k = 1, 2, ... until a run where the k-th call never came.
  * The scenario opens a runtime on the host backend, runs a small DAG (fill,
  * axpy, then, zip, host step, map, d2h, a shared op run once and reused, a
- * per-submission policy, a policy swap) and closes it. Each run must end
+ * per-submission policy, a policy swap), then a burst of ops queued behind
+ * a stream function that holds its stream's worker (more queue items than
+ * the host backend keeps in one block, so that the queue allocates), and
+ * closes it. The burst is a zip of independent ops in a submission of its
+ * own, after the stream function's: a then from the function to the zip
+ * would give the function BURST dependents, and growing that array fails
+ * into a hang (cua__wire()'s error is dropped by do_submit(), a core
+ * defect of its own). The host backend allocates and starts its threads through
+ * the core's services (cua_backend_host alloc, thread_create), so its failures
+ * are injected too. Each run must end
  * with an error code and a message, or succeed with correct results; it
  * must not crash, hang (alarm per child) or leak (the children exit through
  * exit(), so under the ASan build LeakSanitizer checks each one).
@@ -37,9 +46,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define ELEMS 64
 #define PARALLEL 8
+/* Ops queued at once behind burst_fn on one stream: more than the host
+ * backend's ITEMS_PER_BLOCK (32) queue items. */
+#define BURST 36
 
 static const char *const kind_names[] = {"allocation", "thread creation",
                                          "dlopen"};
@@ -69,12 +82,24 @@ static void on_fault(int kind) {
   }
 }
 
-static atomic_int host_runs, cb_runs;
+static atomic_int host_runs, cb_runs, burst_runs;
 
 static int host_fn(void *arg, void **result) {
   (void)arg;
   atomic_fetch_add(&host_runs, 1);
   *result = NULL;
+  return 0;
+}
+
+/* Holds its stream's worker long enough for the rest of the burst to be
+ * queued behind it. */
+static int burst_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  (void)arg;
+  atomic_fetch_add(&burst_runs, 1);
+  struct timespec ts = {0, 30 * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
   return 0;
 }
 
@@ -134,8 +159,9 @@ static void scenario(const char *policy, outcome *o) {
   cua_buffer *a = NULL, *b = NULL;
   cua_op *fa = NULL, *fb = NULL, *z1 = NULL, *ax = NULL, *h = NULL, *d2h = NULL,
          *m = NULL, *z2 = NULL, *t1 = NULL, *t2 = NULL, *inner = NULL,
-         *sh = NULL, *cp = NULL, *t3 = NULL, *d2h2 = NULL, *t4 = NULL;
-  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL;
+         *sh = NULL, *cp = NULL, *t3 = NULL, *d2h2 = NULL, *t4 = NULL,
+         *bf = NULL, *bz = NULL, *bs[BURST] = {NULL};
+  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL, *f5 = NULL;
   cua_policy *pol = NULL;
   static float out1[ELEMS], out2[ELEMS];
 
@@ -201,14 +227,34 @@ static void scenario(const char *policy, outcome *o) {
       fail_child("%s: wrong result %g after the shared op, expected %g\n",
                  policy, out2[i], 4.0);
 
+  /* The burst, on one stream (the single-stream policy of both
+   * submissions): burst_fn, then zip(spin x BURST) queued behind it. */
+  TRY(o, rt, cua_op_func(&bf, rt, burst_fn, NULL, NULL, 0));
+  for (int i = 0; i < BURST; i++)
+    TRY(o, rt, cua_op_spin(&bs[i], rt, 0, 1));
+  TRY(o, rt, cua_op_zip(&bz, bs, BURST));
+  TRY(o, rt, cua_submit(&f4, rt, bf, &so));
+  TRY(o, rt, cua_submit(&f5, rt, bz, &so));
+  WAIT(o, f4);
+  WAIT(o, f5);
+  if (atomic_load(&burst_runs) != 1)
+    fail_child("%s: the burst's stream function ran %g times, expected %g\n",
+               policy, atomic_load(&burst_runs), 1);
+
 out:
   cua_future_destroy(f1);
   cua_future_destroy(f2);
   cua_future_destroy(f3);
+  cua_future_destroy(f4);
+  cua_future_destroy(f5);
   cua_op *ops[] = {fa, fb, z1,    ax, h,  d2h, m,    z2,
                    t1, t2, inner, sh, cp, t3,  d2h2, t4};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     cua_op_destroy(ops[i]);
+  cua_op_destroy(bf);
+  cua_op_destroy(bz);
+  for (int i = 0; i < BURST; i++)
+    cua_op_destroy(bs[i]);
   cua_buffer_destroy(a);
   cua_buffer_destroy(b);
   cua_policy_close(pol);

@@ -27,9 +27,12 @@
 #include <cuasync/common.h>
 #include <cuasync/module.h>
 
+#include <pthread.h>
+
 #define CUA_BACKEND_ABI_MAJOR 1
-/* 1.1: cua_backend_descriptor::priority. */
-#define CUA_BACKEND_ABI_MINOR 1
+/* 1.1: cua_backend_descriptor::priority, native_record, native_wait.
+ * 1.2: cua_backend_host::alloc, free, thread_create. */
+#define CUA_BACKEND_ABI_MINOR 2
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -49,12 +52,19 @@ typedef struct cua_backend_err {
   char msg[512];
 } cua_backend_err;
 
-/** The core's services for a backend. Grows only at the end. */
+/**
+ * The core's services for a backend. Grows only at the end: a backend
+ * reads a field only when @p size covers it (and the pointer is not NULL),
+ * and otherwise uses the field's documented default, so that it also runs
+ * under a core older than its headers. Every function takes #core as its
+ * first argument and may be called from any thread, the backend's own
+ * threads included, from create() until destroy() returns.
+ */
 typedef struct cua_backend_host {
   uint32_t abi_major;
   uint32_t abi_minor;
-  size_t size;
-  void *core;
+  size_t size; /**< sizeof(cua_backend_host) of the core */
+  void *core;  /**< the first argument of every function below */
   /** Logs a line prefixed with the backend's name. */
   void (*log)(void *core, cua_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -63,6 +73,32 @@ typedef struct cua_backend_host {
       ;
   /** Monotonic clock, nanoseconds. */
   uint64_t (*now_ns)(void *core);
+
+  /* ---- ABI 1.2 ---- */
+
+  /**
+   * Allocates @p bytes of host memory (at least one byte when @p bytes is
+   * 0) aligned to @p align, which is 0 (malloc()'s alignment) or a power of
+   * two. Returns NULL when out of memory: the backend then fails the call
+   * it was serving (CUA_ERR_NOMEM, CUA_ERR_DEVICE_OOM for device memory)
+   * with a message, and stays usable. The memory is released with #free,
+   * and only with it. The core's allocations and the backend's thus fail
+   * alike under the test suite's fault injection (tests/check_faults.c),
+   * which reaches a backend only through this table.
+   * Absent: the backend uses malloc() (aligned_alloc()) and free().
+   */
+  void *(*alloc)(void *core, size_t bytes, size_t align);
+  /** Releases memory from #alloc; NULL does nothing. Absent: free(). A
+   * backend uses #alloc and #free both or neither. */
+  void (*free)(void *core, void *ptr);
+  /**
+   * Starts a thread, as pthread_create() with the same arguments: returns
+   * 0, or an errno code (EAGAIN) with no thread started. The backend joins
+   * or detaches it as it would any thread. Absent: pthread_create().
+   */
+  int (*thread_create)(void *core, pthread_t *thread,
+                       const pthread_attr_t *attr, void *(*fn)(void *),
+                       void *arg);
 } cua_backend_host;
 
 /** One op for a stream, with everything resolved to addresses. */

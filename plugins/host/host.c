@@ -10,11 +10,23 @@
  * memory is host memory, so every copy kind is a memcpy and every stream may
  * access every device's memory.
  *
+ * Memory: queue items live in blocks of ITEMS_PER_BLOCK, and a stream keeps
+ * the blocks its worker has drained (up to SPARE_BLOCKS_MAX, beyond which
+ * they are freed); events are carved from chunks of EVENTS_PER_CHUNK, kept
+ * per backend instance, and a chunk whose events are all free is freed
+ * unless it is the only such chunk. A stream in steady state therefore
+ * allocates nothing per op, a burst of N items costs N / ITEMS_PER_BLOCK
+ * allocations, and what a burst took is given back once it has drained.
+ * Every allocation and worker thread goes through the core's services
+ * (cua_backend_host alloc, free, thread_create, ABI 1.2) when the core has
+ * them, so that the core's fault injection reaches this backend too.
+ *
  * Locks, and the only order in which they nest: a stream's queue lock, then
  * an event's lock (event_record() bumps the record generation while it
  * appends the record item, so that the generation a later wait captures
- * always has its record item enqueued). The state lock, a device's memory
- * lock, a stream's error lock and the wait lock are leaves.
+ * always has its record item enqueued). The state lock (stream list, event
+ * chunks), a device's memory lock, a stream's error lock and the wait lock
+ * are leaves.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -32,6 +44,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,10 +117,8 @@ typedef enum item_kind {
   ITEM_FREE,
 } item_kind;
 
-/* One entry of a stream's queue. Nodes are recycled through the stream's
- * spare list, so a stream in steady state never calls malloc(). */
+/* One entry of a stream's queue, in a block of them (item_block). */
 typedef struct item {
-  struct item *next;
   item_kind kind;
   union {
     cua_backend_op op; /* ITEM_OP: a copy, the caller's struct is transient */
@@ -119,6 +130,19 @@ typedef struct item {
     void *ptr;               /* ITEM_FREE */
   } u;
 } item;
+
+/* Items per block: a block is about 5 KiB, and a burst of N items takes
+ * N / ITEMS_PER_BLOCK allocations. */
+#define ITEMS_PER_BLOCK 32
+/* Drained blocks a stream keeps for later bursts; more are freed. */
+#define SPARE_BLOCKS_MAX 4
+
+/* A stream's queue is a list of blocks, filled in order: the launching
+ * thread writes at the tail, the worker reads from the head. */
+typedef struct item_block {
+  struct item_block *next;
+  item items[ITEMS_PER_BLOCK];
+} item_block;
 
 /* An asynchronous op failure waiting for poll_error(). */
 typedef struct stream_error {
@@ -137,8 +161,16 @@ struct cua_backend_stream {
 
   pthread_mutex_t lock; /* the queue, spare, sleeping, stopping */
   pthread_cond_t cond;  /* signalled when the sleeping worker has work */
-  item *head, *tail;
-  item *spare;
+  /* The queue: the items from head_blk->items[head_idx] to the one before
+   * tail_blk->items[tail_idx], through the blocks linked from head_blk.
+   * Never without a block: empty is head == tail. The positions move only
+   * under the lock; the items between them that the worker has taken as a
+   * batch are read by it without the lock, and the launching threads only
+   * write past the tail. */
+  item_block *head_blk, *tail_blk;
+  unsigned head_idx, tail_idx;
+  item_block *spare; /* drained blocks, nspare of them */
+  unsigned nspare;
   int sleeping;
   int running; /* the worker is executing an item it popped */
   int stopping;
@@ -152,7 +184,8 @@ struct cua_backend_stream {
 
 struct cua_backend_event {
   host_state *st;
-  cua_backend_event *prev, *next; /* the state's list; under st->lock */
+  struct event_chunk *chunk;    /* where it was carved from */
+  cua_backend_event *next_free; /* the chunk's free list; under st->lock */
   pthread_mutex_t lock;
   pthread_cond_t cond; /* signalled when completed grows and waiters > 0 */
   uint64_t recorded;   /* generations recorded so far */
@@ -164,15 +197,43 @@ struct cua_backend_event {
   atomic_int refs;
 };
 
+/* Events per chunk, and how many chunks with every event free the state
+ * keeps (a chunk is about 4 KiB). */
+#define EVENTS_PER_CHUNK 32
+#define EMPTY_CHUNKS_MAX 1
+
+/* A chunk of events. Each event's lock and condition variable are
+ * initialised once, when the chunk is made, and destroyed with it. */
+typedef struct event_chunk {
+  struct event_chunk *prev, *next; /* st->chunks_avail or chunks_full */
+  cua_backend_event *free;         /* events not in use */
+  unsigned nfree;
+  cua_backend_event events[EVENTS_PER_CHUNK];
+} event_chunk;
+
+/* The core's allocation and thread services (ABI 1.2), or the C library's
+ * where the core has none. */
+typedef struct host_svc {
+  void *core;
+  void *(*alloc)(void *core, size_t bytes, size_t align);
+  void (*free)(void *core, void *ptr);
+  int (*thread_create)(void *core, pthread_t *thread,
+                       const pthread_attr_t *attr, void *(*fn)(void *),
+                       void *arg);
+} host_svc;
+
 struct host_state {
   cua_backend_host host; /* a copy; fields beyond the core's size are 0 */
+  host_svc svc;
   host_device *devices;
   int ndevices;
   long ncpus;
 
-  pthread_mutex_t lock; /* the stream and event lists, nstreams */
+  pthread_mutex_t lock; /* the stream list, nstreams, the event chunks */
   cua_backend_stream *streams;
-  cua_backend_event *events;
+  event_chunk *chunks_avail; /* chunks with a free event */
+  event_chunk *chunks_full;  /* chunks without */
+  unsigned nempty;           /* chunks whose events are all free */
 
   /* wait()/wake(): signals counts marks and errors; wait() returns once it
    * differs from seen, so a mark executed just before wait() blocks is not
@@ -226,6 +287,60 @@ static void host_log(host_state *st, cua_log_level level, const char *fmt,
   st->host.log(st->host.core, level, "%s", line);
 }
 
+/* The C library's services, for a core without them. */
+static void *libc_alloc(void *core, size_t bytes, size_t align) {
+  (void)core;
+  if (bytes == 0)
+    bytes = 1;
+  if (align <= _Alignof(max_align_t))
+    return malloc(bytes);
+  if (bytes > SIZE_MAX - align)
+    return NULL;
+  /* aligned_alloc() wants a multiple of the alignment. */
+  return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
+
+static void libc_free(void *core, void *ptr) {
+  (void)core;
+  free(ptr);
+}
+
+static int libc_thread_create(void *core, pthread_t *thread,
+                              const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg) {
+  (void)core;
+  return pthread_create(thread, attr, fn, arg);
+}
+
+/* Whether the core's table has field f (its size covers it). */
+#define HOST_HAS(h, f)                                                         \
+  ((h)->size >= offsetof(cua_backend_host, f) + sizeof(h)->f && (h)->f != NULL)
+
+static void svc_init(host_svc *v, const cua_backend_host *host) {
+  v->core = host != NULL ? host->core : NULL;
+  v->alloc = libc_alloc;
+  v->free = libc_free;
+  v->thread_create = libc_thread_create;
+  if (host == NULL)
+    return;
+  /* Both or neither: memory is freed by the allocator it came from. */
+  if (HOST_HAS(host, alloc) && HOST_HAS(host, free)) {
+    v->alloc = host->alloc;
+    v->free = host->free;
+  }
+  if (HOST_HAS(host, thread_create))
+    v->thread_create = host->thread_create;
+}
+
+static void *svc_alloc(host_state *st, size_t bytes, size_t align) {
+  return st->svc.alloc(st->svc.core, bytes, align);
+}
+
+static void svc_free(host_state *st, void *ptr) {
+  if (ptr != NULL)
+    st->svc.free(st->svc.core, ptr);
+}
+
 static host_device *device_at(host_state *st, int device) {
   if (device < 0 || device >= st->ndevices)
     return NULL;
@@ -243,8 +358,8 @@ static void notify(host_state *st) {
 
 /* --------------------------------------------------------------- memory */
 
-static int mem_acquire(host_device *dev, size_t bytes, void **ptr,
-                       cua_backend_err *err) {
+static int mem_acquire(host_state *st, host_device *dev, size_t bytes,
+                       void **ptr, cua_backend_err *err) {
   size_t body = bytes == 0 ? HOST_ALIGN : bytes;
   if (body > SIZE_MAX - 2 * HOST_ALIGN) {
     set_err(err, "host device %d: out of memory: %zu bytes requested",
@@ -271,7 +386,7 @@ static int mem_acquire(host_device *dev, size_t bytes, void **ptr,
   dev->used += body;
   pthread_mutex_unlock(&dev->mem_lock);
 
-  mem_header *h = aligned_alloc(HOST_ALIGN, body + HOST_ALIGN);
+  mem_header *h = svc_alloc(st, body + HOST_ALIGN, HOST_ALIGN);
   if (h == NULL) {
     pthread_mutex_lock(&dev->mem_lock);
     dev->used -= body;
@@ -323,26 +438,115 @@ static void mem_release(host_state *st, void *ptr) {
   dev->used -= h->bytes;
   pthread_mutex_unlock(&dev->mem_lock);
   h->magic = 0;
-  free(h);
+  svc_free(st, h);
 }
 
 /* --------------------------------------------------------------- events */
 
-static void event_unref(cua_backend_event *e) {
-  if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1)
-    return;
-  host_state *st = e->st;
-  pthread_mutex_lock(&st->lock);
-  if (e->prev != NULL)
-    e->prev->next = e->next;
+static void chunk_push(event_chunk **list, event_chunk *c) {
+  c->prev = NULL;
+  c->next = *list;
+  if (*list != NULL)
+    (*list)->prev = c;
+  *list = c;
+}
+
+static void chunk_unlink(event_chunk **list, event_chunk *c) {
+  if (c->prev != NULL)
+    c->prev->next = c->next;
   else
-    st->events = e->next;
-  if (e->next != NULL)
-    e->next->prev = e->prev;
+    *list = c->next;
+  if (c->next != NULL)
+    c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+}
+
+static event_chunk *chunk_new(host_state *st) {
+  event_chunk *c = svc_alloc(st, sizeof *c, 0);
+  if (c == NULL)
+    return NULL;
+  memset(c, 0, sizeof *c);
+  for (int i = EVENTS_PER_CHUNK - 1; i >= 0; i--) {
+    cua_backend_event *e = &c->events[i];
+    e->st = st;
+    e->chunk = c;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    e->next_free = c->free;
+    c->free = e;
+  }
+  c->nfree = EVENTS_PER_CHUNK;
+  return c;
+}
+
+static void chunk_free(host_state *st, event_chunk *c) {
+  for (int i = 0; i < EVENTS_PER_CHUNK; i++) {
+    pthread_cond_destroy(&c->events[i].cond);
+    pthread_mutex_destroy(&c->events[i].lock);
+  }
+  svc_free(st, c);
+}
+
+/* A fresh event with one reference, or NULL when out of memory. */
+static cua_backend_event *event_alloc(host_state *st) {
+  pthread_mutex_lock(&st->lock);
+  event_chunk *c = st->chunks_avail;
+  if (c == NULL) {
+    pthread_mutex_unlock(&st->lock);
+    c = chunk_new(st);
+    if (c == NULL)
+      return NULL;
+    pthread_mutex_lock(&st->lock);
+    chunk_push(&st->chunks_avail, c);
+    st->nempty++;
+  }
+  cua_backend_event *e = c->free;
+  c->free = e->next_free;
+  if (c->nfree-- == EVENTS_PER_CHUNK)
+    st->nempty--;
+  if (c->nfree == 0) {
+    chunk_unlink(&st->chunks_avail, c);
+    chunk_push(&st->chunks_full, c);
+  }
   pthread_mutex_unlock(&st->lock);
-  pthread_cond_destroy(&e->cond);
-  pthread_mutex_destroy(&e->lock);
-  free(e);
+  /* Nobody else refers to it (its last user dropped its last reference
+   * before it went back to the chunk, under st->lock). */
+  e->next_free = NULL;
+  e->recorded = 0;
+  e->completed = 0;
+  e->waiters = 0;
+  atomic_store_explicit(&e->refs, 1, memory_order_relaxed);
+  return e;
+}
+
+/* Gives an event without references back to its chunk, and frees the chunk
+ * when all its events are free and another such chunk is kept already. */
+static void event_release(cua_backend_event *e) {
+  host_state *st = e->st;
+  event_chunk *c = e->chunk, *drop = NULL;
+  pthread_mutex_lock(&st->lock);
+  e->next_free = c->free;
+  c->free = e;
+  if (c->nfree++ == 0) {
+    chunk_unlink(&st->chunks_full, c);
+    chunk_push(&st->chunks_avail, c);
+  }
+  if (c->nfree == EVENTS_PER_CHUNK) {
+    if (st->nempty >= EMPTY_CHUNKS_MAX) {
+      chunk_unlink(&st->chunks_avail, c);
+      drop = c;
+    } else {
+      st->nempty++;
+    }
+  }
+  pthread_mutex_unlock(&st->lock);
+  if (drop != NULL)
+    chunk_free(st, drop);
+}
+
+static void event_unref(cua_backend_event *e) {
+  if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+    event_release(e);
 }
 
 /* A record item reached: generation gen of e is complete. Completion is a
@@ -371,7 +575,7 @@ static void event_block(cua_backend_event *e, uint64_t gen) {
 
 static void push_error(cua_backend_stream *s, uint64_t seq, int code,
                        const cua_backend_err *err) {
-  stream_error *e = malloc(sizeof *e);
+  stream_error *e = svc_alloc(s->st, sizeof *e, 0);
   if (e == NULL) {
     /* Without memory the failure cannot be queued for the core; it is at
      * least logged rather than dropped in silence. */
@@ -569,33 +773,78 @@ static void run_item(cua_backend_stream *s, item *it) {
   }
 }
 
+static int queue_empty(const cua_backend_stream *s) {
+  return s->head_blk == s->tail_blk && s->head_idx == s->tail_idx;
+}
+
+/* Moves the head of s to (end, end_idx) and keeps or frees the blocks
+ * before it; s->lock is held. Returns the blocks to free (linked), which
+ * the caller frees with the lock released. */
+static item_block *queue_consumed(cua_backend_stream *s, item_block *end,
+                                  unsigned end_idx) {
+  item_block *drop = NULL;
+  while (s->head_blk != end) {
+    item_block *b = s->head_blk;
+    s->head_blk = b->next;
+    if (s->nspare < SPARE_BLOCKS_MAX) {
+      b->next = s->spare;
+      s->spare = b;
+      s->nspare++;
+    } else {
+      b->next = drop;
+      drop = b;
+    }
+  }
+  s->head_idx = end_idx;
+  /* Drained: the block starts over, so that a stream that keeps up with
+   * its launches uses one block for ever. */
+  if (queue_empty(s))
+    s->head_idx = s->tail_idx = 0;
+  return drop;
+}
+
 static void *worker_main(void *arg) {
   cua_backend_stream *s = arg;
   pthread_setname_np(pthread_self(), s->name);
 
   pthread_mutex_lock(&s->lock);
   for (;;) {
-    while (s->head == NULL && !s->stopping) {
+    while (queue_empty(s) && !s->stopping) {
       s->sleeping = 1;
       pthread_cond_wait(&s->cond, &s->lock);
       s->sleeping = 0;
     }
-    if (s->head == NULL)
+    if (queue_empty(s))
       break; /* stopping, and drained */
     /* The whole queue is taken at once, so that the lock the launching
      * thread needs is taken once per batch rather than once per item. */
-    item *batch = s->head, *last = s->tail;
-    s->head = s->tail = NULL;
+    item_block *b = s->head_blk, *end = s->tail_blk;
+    unsigned i = s->head_idx, end_idx = s->tail_idx;
     s->running = 1;
     pthread_mutex_unlock(&s->lock);
 
-    for (item *it = batch; it != NULL; it = it->next)
-      run_item(s, it);
+    /* Every block before end was linked before the batch was taken. */
+    while (b != end || i != end_idx) {
+      if (i == ITEMS_PER_BLOCK) {
+        b = b->next;
+        i = 0;
+        continue;
+      }
+      run_item(s, &b->items[i++]);
+    }
 
     pthread_mutex_lock(&s->lock);
     s->running = 0;
-    last->next = s->spare;
-    s->spare = batch;
+    item_block *drop = queue_consumed(s, end, end_idx);
+    if (drop != NULL) {
+      pthread_mutex_unlock(&s->lock);
+      while (drop != NULL) {
+        item_block *next = drop->next;
+        svc_free(s->st, drop);
+        drop = next;
+      }
+      pthread_mutex_lock(&s->lock);
+    }
   }
   pthread_mutex_unlock(&s->lock);
   return NULL;
@@ -603,30 +852,39 @@ static void *worker_main(void *arg) {
 
 /* ---------------------------------------------------------------- queue */
 
-/* Takes s->lock and returns a node to fill, or NULL (lock released) when
- * no memory is left. The caller fills the node and calls queue_commit(). */
+/* Takes s->lock and returns the item past the tail to fill, or NULL (lock
+ * released) when no memory is left for a new block. The caller fills the
+ * item and calls queue_commit(). */
 static item *queue_begin(cua_backend_stream *s) {
   pthread_mutex_lock(&s->lock);
-  item *it = s->spare;
-  if (it != NULL) {
-    s->spare = it->next;
-    return it;
+  if (s->tail_idx < ITEMS_PER_BLOCK)
+    return &s->tail_blk->items[s->tail_idx];
+  item_block *b = s->spare;
+  if (b != NULL) {
+    s->spare = b->next;
+    s->nspare--;
+  } else {
+    /* Under the lock: the worker waits for it only when it has drained
+     * everything before, and this happens once per ITEMS_PER_BLOCK items
+     * of a burst. */
+    b = svc_alloc(s->st, sizeof *b, 0);
+    if (b == NULL) {
+      pthread_mutex_unlock(&s->lock);
+      return NULL;
+    }
   }
-  it = malloc(sizeof *it);
-  if (it == NULL)
-    pthread_mutex_unlock(&s->lock);
-  return it;
+  b->next = NULL;
+  s->tail_blk->next = b;
+  s->tail_blk = b;
+  s->tail_idx = 0;
+  return &b->items[0];
 }
 
-/* Appends a node from queue_begin(), releases s->lock and wakes the worker
- * if it sleeps; a busy worker finds the node when it comes back. */
+/* Appends the item from queue_begin(), releases s->lock and wakes the
+ * worker if it sleeps; a busy worker finds the item when it comes back. */
 static void queue_commit(cua_backend_stream *s, item *it) {
-  it->next = NULL;
-  if (s->tail != NULL)
-    s->tail->next = it;
-  else
-    s->head = it;
-  s->tail = it;
+  (void)it; /* it is &s->tail_blk->items[s->tail_idx] */
+  s->tail_idx++;
   int wake = s->sleeping;
   pthread_mutex_unlock(&s->lock);
   if (wake)
@@ -644,6 +902,27 @@ static void stream_stop(cua_backend_stream *s) {
     pthread_cond_signal(&s->cond);
 }
 
+/* Frees a stream whose worker is gone or never started. */
+static void stream_free(cua_backend_stream *s) {
+  host_state *st = s->st;
+  item_block *lists[2] = {s->head_blk, s->spare};
+  for (int l = 0; l < 2; l++) {
+    for (item_block *b = lists[l], *next; b != NULL; b = next) {
+      next = b->next;
+      svc_free(st, b);
+    }
+  }
+  while (s->err_head != NULL) {
+    stream_error *e = s->err_head;
+    s->err_head = e->next;
+    svc_free(st, e);
+  }
+  pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->err_lock);
+  svc_free(st, s);
+}
+
 /* Joins a stopped stream's worker (which drains its queue first) and frees
  * the stream. */
 static void stream_join_free(cua_backend_stream *s) {
@@ -659,20 +938,7 @@ static void stream_join_free(cua_backend_stream *s) {
     s->next->prev = s->prev;
   pthread_mutex_unlock(&st->lock);
 
-  while (s->spare != NULL) {
-    item *it = s->spare;
-    s->spare = it->next;
-    free(it);
-  }
-  while (s->err_head != NULL) {
-    stream_error *e = s->err_head;
-    s->err_head = e->next;
-    free(e);
-  }
-  pthread_cond_destroy(&s->cond);
-  pthread_mutex_destroy(&s->lock);
-  pthread_mutex_destroy(&s->err_lock);
-  free(s);
+  stream_free(s);
 }
 
 static int host_stream_create(void *state, int device, cua_backend_stream **out,
@@ -684,13 +950,19 @@ static int host_stream_create(void *state, int device, cua_backend_stream **out,
             device, st->ndevices);
     return CUA_ERR_BAD_DEVICE;
   }
-  cua_backend_stream *s = calloc(1, sizeof *s);
-  if (s == NULL) {
+  cua_backend_stream *s = svc_alloc(st, sizeof *s, 0);
+  item_block *first = svc_alloc(st, sizeof *first, 0);
+  if (s == NULL || first == NULL) {
+    svc_free(st, first);
+    svc_free(st, s);
     set_err(err, "stream_create: out of host memory");
     return CUA_ERR_NOMEM;
   }
+  memset(s, 0, sizeof *s);
   s->st = st;
   s->dev = dev;
+  first->next = NULL;
+  s->head_blk = s->tail_blk = first;
   atomic_init(&s->progress, 0);
   atomic_init(&s->nerrors, 0);
   pthread_mutex_init(&s->lock, NULL);
@@ -708,15 +980,13 @@ static int host_stream_create(void *state, int device, cua_backend_stream **out,
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&s->thread, NULL, worker_main, s);
+  int rc =
+      st->svc.thread_create(st->svc.core, &s->thread, NULL, worker_main, s);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     set_err(err, "stream_create: cannot start a worker thread: %s",
             strerror(rc));
-    pthread_mutex_destroy(&s->err_lock);
-    pthread_cond_destroy(&s->cond);
-    pthread_mutex_destroy(&s->lock);
-    free(s);
+    stream_free(s);
     return CUA_ERR_BACKEND;
   }
 
@@ -752,23 +1022,11 @@ static int host_event_create(void *state, int device, cua_backend_event **out,
             st->ndevices);
     return CUA_ERR_BAD_DEVICE;
   }
-  cua_backend_event *e = calloc(1, sizeof *e);
+  cua_backend_event *e = event_alloc(st);
   if (e == NULL) {
     set_err(err, "event_create: out of host memory");
     return CUA_ERR_NOMEM;
   }
-  e->st = st;
-  pthread_mutex_init(&e->lock, NULL);
-  pthread_cond_init(&e->cond, NULL);
-  atomic_init(&e->refs, 1);
-
-  pthread_mutex_lock(&st->lock);
-  e->next = st->events;
-  if (st->events != NULL)
-    st->events->prev = e;
-  st->events = e;
-  pthread_mutex_unlock(&st->lock);
-
   *out = e;
   return CUA_OK;
 }
@@ -870,7 +1128,7 @@ static int host_mem_alloc(void *state, int device, cua_backend_stream *s,
   /* Even a stream-ordered allocation is made now: memory usable earlier
    * than the stream reaches the allocation is indistinguishable to the
    * stream's ops, and only the accounting would differ. */
-  return mem_acquire(dev, bytes, ptr, err);
+  return mem_acquire(st, dev, bytes, ptr, err);
 }
 
 static void host_mem_free(void *state, int device, cua_backend_stream *s,
@@ -890,7 +1148,7 @@ static void host_mem_free(void *state, int device, cua_backend_stream *s,
      * freeing now could pull the memory from under a queued op: wait until
      * the stream is idle (polling, as this only happens out of memory). */
     pthread_mutex_lock(&s->lock);
-    while (s->head != NULL || s->running) {
+    while (!queue_empty(s) || s->running) {
       pthread_mutex_unlock(&s->lock);
       sleep_until(mono_ns() + 1000000u);
       pthread_mutex_lock(&s->lock);
@@ -902,6 +1160,7 @@ static void host_mem_free(void *state, int device, cua_backend_stream *s,
 
 static int host_host_alloc(void *state, size_t bytes, void **ptr,
                            cua_backend_err *err) {
+  host_state *st = state;
   size_t body = bytes == 0 ? HOST_ALIGN : bytes;
   if (ptr == NULL) {
     set_err(err, "host_alloc: ptr is NULL");
@@ -912,7 +1171,7 @@ static int host_host_alloc(void *state, size_t bytes, void **ptr,
     return CUA_ERR_NOMEM;
   }
   body = (body + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
-  void *p = aligned_alloc(HOST_ALIGN, body);
+  void *p = svc_alloc(st, body, HOST_ALIGN);
   if (p == NULL) {
     set_err(err, "host_alloc: out of host memory for %zu bytes", bytes);
     return CUA_ERR_NOMEM;
@@ -922,7 +1181,7 @@ static int host_host_alloc(void *state, size_t bytes, void **ptr,
 }
 
 static void host_host_free(void *state, void *ptr) {
-  free(ptr);
+  svc_free(state, ptr);
 }
 
 /* ------------------------------------------------------------ execution */
@@ -1064,7 +1323,7 @@ static int host_poll_error(void *state, cua_backend_stream *s, uint64_t *seq,
   if (code != NULL)
     *code = e->code;
   set_err(err, "%s", e->msg);
-  free(e);
+  svc_free(state, e);
   return 1;
 }
 
@@ -1141,11 +1400,11 @@ static int host_can_access(void *state, int device, int peer) {
 static void free_state(host_state *st) {
   for (int i = 0; i < st->ndevices; i++)
     pthread_mutex_destroy(&st->devices[i].mem_lock);
-  free(st->devices);
+  svc_free(st, st->devices);
   pthread_cond_destroy(&st->wait_cond);
   pthread_mutex_destroy(&st->wait_lock);
   pthread_mutex_destroy(&st->lock);
-  free(st);
+  svc_free(st, st);
 }
 
 static int host_create(const cua_backend_host *host,
@@ -1184,17 +1443,22 @@ static int host_create(const cua_backend_host *host,
   }
 
   pthread_once(&spin_once, spin_calibrate);
-  host_state *st = calloc(1, sizeof *st);
-  if (st == NULL) {
+  host_svc svc;
+  svc_init(&svc, host);
+  host_state *st = svc.alloc(svc.core, sizeof *st, 0);
+  host_device *devices = svc.alloc(svc.core, (size_t)n * sizeof *devices, 0);
+  if (st == NULL || devices == NULL) {
+    if (devices != NULL)
+      svc.free(svc.core, devices);
+    if (st != NULL)
+      svc.free(svc.core, st);
     set_err(err, "out of host memory");
     return CUA_ERR_NOMEM;
   }
-  st->devices = calloc((size_t)n, sizeof *st->devices);
-  if (st->devices == NULL) {
-    free(st);
-    set_err(err, "out of host memory");
-    return CUA_ERR_NOMEM;
-  }
+  memset(st, 0, sizeof *st);
+  memset(devices, 0, (size_t)n * sizeof *devices);
+  st->svc = svc;
+  st->devices = devices;
   if (host != NULL) {
     size_t hn = host->size < sizeof st->host ? host->size : sizeof st->host;
     memcpy(&st->host, host, hn);
@@ -1235,14 +1499,19 @@ static void host_destroy(void *state) {
     stream_join_free(st->streams);
 
   /* The workers are gone, and with them every reference from a queue item:
-   * what is left are the handles the core did not destroy. */
-  while (st->events != NULL) {
-    cua_backend_event *e = st->events;
-    st->events = e->next;
-    pthread_cond_destroy(&e->cond);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
+   * the events still in use are the handles the core did not destroy. */
+  size_t live_events = 0;
+  event_chunk *lists[2] = {st->chunks_avail, st->chunks_full};
+  for (int l = 0; l < 2; l++) {
+    for (event_chunk *c = lists[l], *next; c != NULL; c = next) {
+      next = c->next;
+      live_events += EVENTS_PER_CHUNK - c->nfree;
+      chunk_free(st, c);
+    }
   }
+  if (live_events > 0)
+    host_log(st, CUA_LOG_DEBUG, "%zu events were still live at destroy; freed",
+             live_events);
   size_t leftover = 0;
   for (int i = 0; i < st->ndevices; i++) {
     host_device *dev = &st->devices[i];
@@ -1250,7 +1519,7 @@ static void host_destroy(void *state) {
       mem_header *h = dev->allocs;
       dev->allocs = h->next;
       h->magic = 0;
-      free(h);
+      svc_free(st, h);
       leftover++;
     }
   }
