@@ -547,7 +547,7 @@ int cua__check_cycles(cua__build *b, char *msg, size_t len) {
 /* Counts what each node still waits for
  * and registers it with its producers; nodes with nothing to wait for go
  * to the round's queues. */
-int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
+void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];
     for (size_t k = 0; k < n->ndeps; k++) {
@@ -577,13 +577,17 @@ int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
       }
       if (!(fl & CUA__DEP_COMPLETE) && p->state == CUA__NODE_ENQUEUED)
         continue;
-      if (add_dependent(p, n, fl))
-        return CUA_ERR_NOMEM;
+      if (add_dependent(p, n, fl)) {
+        /* n cannot be told when p is done: it fails instead of waiting
+         * for ever, and its consumers with it (wired after it). */
+        cua__fail_node(rt, n, CUA_ERR_NOMEM,
+                       "out of host memory wiring its dependencies");
+        continue;
+      }
       n->unresolved++;
     }
   }
   for (size_t i = 0; i < b->n; i++)
     if (b->order[i]->unresolved == 0)
       cua__ready(rt, b->order[i], r);
-  return 0;
 }

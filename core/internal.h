@@ -530,15 +530,15 @@ struct cua_runtime {
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
-  int launch_thread;           /* configured */
-  int launcher_started;        /* running */
-  pthread_t launcher;          /* */
-  pthread_mutex_t lq_mu;       /* guards the queue; a leaf lock */
-  pthread_cond_t lq_cv;        /* wakes a sleeping launch thread */
-  cua__cmdlist *lq_head;       /* queued lists, in decision order */
-  cua__cmdlist *lq_tail;       /* */
-  int lq_sleeping, lq_stop;    /* under lq_mu */
-  atomic_int lq_queued;        /* lists in the queue, watched spinning */
+  int launch_thread;        /* configured */
+  int launcher_started;     /* running */
+  pthread_t launcher;       /* */
+  pthread_mutex_t lq_mu;    /* guards the queue; a leaf lock */
+  pthread_cond_t lq_cv;     /* wakes a sleeping launch thread */
+  cua__cmdlist *lq_head;    /* queued lists, in decision order */
+  cua__cmdlist *lq_tail;    /* */
+  int lq_sleeping, lq_stop; /* under lq_mu */
+  atomic_int lq_queued;     /* lists in the queue, watched spinning */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see
@@ -606,7 +606,8 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub);
 void cua__build_free(cua__build *b);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
-int cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
+/* Never fails: a node whose edge cannot be registered fails instead. */
+void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
 
 /* hazards.c: buffer states and cross-stream waits. */
 int cua__validate(cua__build *b, char *msg, size_t len);

@@ -11,16 +11,15 @@
  * per-submission policy, a policy swap), then a burst of ops queued behind
  * a stream function that holds its stream's worker (more queue items than
  * the host backend keeps in one block, so that the queue allocates), and
- * closes it. The burst is a zip of independent ops in a submission of its
- * own, after the stream function's: a then from the function to the zip
- * would give the function BURST dependents, and growing that array fails
- * into a hang (cua__wire()'s error is dropped by do_submit(), a core
- * defect of its own). The host backend allocates and starts its threads through
- * the core's services (cua_backend_host alloc, thread_create), so its failures
- * are injected too. Each run must end
- * with an error code and a message, or succeed with correct results; it
- * must not crash, hang (alarm per child) or leak (the children exit through
- * exit(), so under the ASan build LeakSanitizer checks each one).
+ * closes it. The burst is then(function, zip(BURST spins)), which gives
+ * the function BURST dependents: growing that array may fail too (the
+ * zip's ops then fail with CUA_ERR_NOMEM; it used to hang, as
+ * cua__wire()'s error was dropped). The host backend allocates and starts its
+ * threads through the core's services (cua_backend_host alloc, thread_create),
+ * so its failures are injected too. Each run must end with an error code and a
+ * message, or succeed with correct results; it must not crash, hang (alarm per
+ * child) or leak (the children exit through exit(), so under the ASan build
+ * LeakSanitizer checks each one).
  *
  * When a child fails, the stack of the injected failure is printed
  * (symbolized with addr2line). Failures whose allocation is made in
@@ -160,7 +159,7 @@ static void scenario(const char *policy, outcome *o) {
   cua_op *fa = NULL, *fb = NULL, *z1 = NULL, *ax = NULL, *h = NULL, *d2h = NULL,
          *m = NULL, *z2 = NULL, *t1 = NULL, *t2 = NULL, *inner = NULL,
          *sh = NULL, *cp = NULL, *t3 = NULL, *d2h2 = NULL, *t4 = NULL,
-         *bf = NULL, *bz = NULL, *bs[BURST] = {NULL};
+         *bf = NULL, *bz = NULL, *bt = NULL, *bs[BURST] = {NULL};
   cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL, *f5 = NULL;
   cua_policy *pol = NULL;
   static float out1[ELEMS], out2[ELEMS];
@@ -233,10 +232,9 @@ static void scenario(const char *policy, outcome *o) {
   for (int i = 0; i < BURST; i++)
     TRY(o, rt, cua_op_spin(&bs[i], rt, 0, 1));
   TRY(o, rt, cua_op_zip(&bz, bs, BURST));
-  TRY(o, rt, cua_submit(&f4, rt, bf, &so));
-  TRY(o, rt, cua_submit(&f5, rt, bz, &so));
+  TRY(o, rt, cua_op_then(&bt, bf, bz));
+  TRY(o, rt, cua_submit(&f4, rt, bt, &so));
   WAIT(o, f4);
-  WAIT(o, f5);
   if (atomic_load(&burst_runs) != 1)
     fail_child("%s: the burst's stream function ran %g times, expected %g\n",
                policy, atomic_load(&burst_runs), 1);
@@ -253,6 +251,7 @@ out:
     cua_op_destroy(ops[i]);
   cua_op_destroy(bf);
   cua_op_destroy(bz);
+  cua_op_destroy(bt);
   for (int i = 0; i < BURST; i++)
     cua_op_destroy(bs[i]);
   cua_buffer_destroy(a);
