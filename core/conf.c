@@ -83,24 +83,6 @@ typedef struct parser {
   size_t errlen;
 } parser;
 
-/* Writes the message of a failure into the caller's buffer; a truncated
- * message is better than none. */
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* Records the first error of a parse as "ORIGIN:LINE: message". Later
  * errors are dropped: they are often consequences of the first. */
 static int parse_fail(parser *p, int code, int line, const char *fmt, ...)
@@ -126,15 +108,6 @@ static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
     va_end(ap);
   }
   return code;
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = cua__malloc(n);
-
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
 }
 
 static char *dup_mem(const char *s, size_t n) {
@@ -201,8 +174,8 @@ static int add_kv(cua__section *s, const char *key, const char *value,
   if (cua__grow(&s->kv, &s->kvcap, s->nkv + 1, sizeof *s->kv) != 0)
     return CUA_ERR_NOMEM;
   kv = &s->kv[s->nkv];
-  kv->key = dup_str(key);
-  kv->value = dup_str(value);
+  kv->key = cua__strdup(key);
+  kv->value = cua__strdup(value);
   kv->line = line;
   if (kv->key == NULL || kv->value == NULL) {
     free(kv->key);
@@ -317,7 +290,7 @@ static int set_backend(parser *p, const char *value) {
     return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
                       "[runtime] backend: the value is empty; give auto, a "
                       "backend name or the path of a .so");
-  v = dup_str(value);
+  v = cua__strdup(value);
   if (v == NULL)
     return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
   free(p->cfg->backend);
@@ -396,7 +369,7 @@ static int set_policy(parser *p, const char *value) {
     return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
                       "[runtime] policy: the value is empty; give a policy "
                       "name or the path of a .so");
-  v = dup_str(value);
+  v = cua__strdup(value);
   if (v == NULL)
     return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
   free(p->cfg->policy);
@@ -663,11 +636,11 @@ static int resolve(cua__config *cfg, unsigned flags) {
   const char *env;
   char *v;
 
-  if (cfg->backend == NULL && (cfg->backend = dup_str("auto")) == NULL)
+  if (cfg->backend == NULL && (cfg->backend = cua__strdup("auto")) == NULL)
     return CUA_ERR_NOMEM;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
-    v = dup_str(env);
+    v = cua__strdup(env);
     if (v == NULL)
       return CUA_ERR_NOMEM;
     free(cfg->policy);
@@ -677,7 +650,8 @@ static int resolve(cua__config *cfg, unsigned flags) {
      * then name the variable instead. */
     cfg->policy_line = 0;
   }
-  if (cfg->policy == NULL && (cfg->policy = dup_str(DEFAULT_POLICY)) == NULL)
+  if (cfg->policy == NULL &&
+      (cfg->policy = cua__strdup(DEFAULT_POLICY)) == NULL)
     return CUA_ERR_NOMEM;
   return 0;
 }
@@ -697,7 +671,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
     err[0] = '\0';
   cfg = cua__calloc(1, sizeof *cfg);
   if (cfg == NULL) {
-    put_err(err, errlen, "out of memory while reading the configuration");
+    cua__put_err(err, errlen, "out of memory while reading the configuration");
     return CUA_ERR_NOMEM;
   }
 
@@ -717,15 +691,15 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
     } else if (errno != ENOENT) {
       /* Present but unreadable: silently using the default instead would
        * hide the administrator's configuration. */
-      put_err(err, errlen, "%s: cannot read the configuration file: %s",
-              SYSTEM_CONFIG, why);
+      cua__put_err(err, errlen, "%s: cannot read the configuration file: %s",
+                   SYSTEM_CONFIG, why);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
   }
 
   if (text != NULL) {
-    cfg->origin = dup_str("<text>");
+    cfg->origin = cua__strdup("<text>");
     if (cfg->origin == NULL)
       goto nomem;
     rc = parse_text(cfg, text, strlen(text), NULL, err, errlen);
@@ -735,13 +709,13 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       char *shown;
       if (errno == ENOMEM || (shown = cua__conf_short_path(file)) == NULL)
         goto nomem;
-      put_err(err, errlen, "%s%s: cannot read the configuration file: %s",
-              file == env ? "$CUASYNC_CONFIG=" : "", shown, why);
+      cua__put_err(err, errlen, "%s%s: cannot read the configuration file: %s",
+                   file == env ? "$CUASYNC_CONFIG=" : "", shown, why);
       free(shown);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
-    cfg->path = dup_str(file);
+    cfg->path = cua__strdup(file);
     /* Messages name the file by its origin, which for a very long path is
      * shortened so that they still end with what is wrong. */
     cfg->origin = cua__conf_short_path(file);
@@ -750,7 +724,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       goto nomem;
     rc = parse_text(cfg, buf, len, dir, err, errlen);
   } else {
-    cfg->origin = dup_str("<built-in>");
+    cfg->origin = cua__strdup("<built-in>");
     if (cfg->origin == NULL)
       goto nomem;
     rc = 0;
@@ -766,7 +740,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   return 0;
 
 nomem:
-  put_err(err, errlen, "out of memory while reading the configuration");
+  cua__put_err(err, errlen, "out of memory while reading the configuration");
   rc = CUA_ERR_NOMEM;
 fail:
   free(buf);
