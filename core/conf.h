@@ -109,6 +109,45 @@ const char *cua__config_device_policy(const cua__config *cfg, int device,
 /** Writes the resolved configuration as INI text (for cuasync-info). */
 void cua__config_print(const cua__config *cfg, void *file);
 
+/* ------------------------------------------------------------------ */
+/* Between the parts of the parser: core/conf.c reads lines, sections and
+ * keys (through inih), core/confruntime.c checks the [runtime] values. */
+
+/** The state shared by the reader and the handlers while one input is
+ * parsed. */
+typedef struct cua__conf_parser {
+  cua__config *cfg;
+  const char *text; /* the whole input */
+  size_t len;       /* its length in bytes */
+  size_t pos;       /* offset of the next line */
+  int line;         /* number of the line last handed to inih */
+  size_t cur;       /* index of the current section, or (size_t)-1 */
+  const char *dir;  /* directory of the file, for relative policy_path
+                       entries; NULL when the input is not a file */
+  int code;         /* first error, 0 if none */
+  int err_line;     /* its line */
+  char *err;
+  size_t errlen;
+} cua__conf_parser;
+
+/** Records the first error of a parse as "ORIGIN:LINE: message" and
+ * returns it (an earlier error's code if there was one). */
+int cua__conf_fail(cua__conf_parser *p, int code, int line, const char *fmt,
+                   ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/** Parses a non-negative decimal int of @p n bytes without sign, blanks or
+ * leading zeros. Returns 0 or -1. */
+int cua__conf_parse_index(const char *s, size_t n, int *out);
+
+/** Checks and stores one [runtime] key (core/confruntime.c). Returns 0 or
+ * the error recorded. */
+int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
+                          const char *value);
+
 /* conffile.c */
 int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,
                         size_t whylen);

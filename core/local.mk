@@ -6,6 +6,8 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/util.c \
 	%reldir%/conf.h \
 	%reldir%/conf.c \
+	%reldir%/confruntime.c \
+	%reldir%/confprint.c \
 	%reldir%/conffile.c \
 	%reldir%/params.c \
 	%reldir%/loader.h \

@@ -1,5 +1,6 @@
 /*
- * tests/check_config.c: the INI configuration (core/config.c).
+ * tests/check_config.c: the INI configuration (core/conf.c, confruntime.c,
+ * confprint.c, conffile.c and params.c).
  *
  * Every error class is checked for its code, its "ORIGIN:LINE:" prefix and
  * the words of its message; then the lookup order, the environment
