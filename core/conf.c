@@ -38,6 +38,7 @@
 
 #include <ini.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -274,7 +275,10 @@ static char *read_line(char *str, int num, void *stream) {
     s += 3;
     len -= 3;
   }
-  while (len > 0 && (*s == ' ' || *s == '\t')) {
+  /* Every blank inih knows (isspace(): '\v', '\f' and '\r' too) goes:
+   * inih would take a line that still starts with one for the continuation
+   * of the previous value, and see a header there behind our back. */
+  while (len > 0 && isspace((unsigned char)*s)) {
     s++;
     len--;
   }

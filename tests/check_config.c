@@ -160,6 +160,36 @@ START_TEST(indented_keys_comments_bom_and_crlf_are_accepted) {
 }
 END_TEST
 
+START_TEST(control_blanks_do_not_continue_the_previous_value) {
+  cua__config *cfg;
+  const cua__section *sec;
+
+  /* inih takes a line that starts with any blank for the continuation of
+   * the previous value; '\v', '\f' and '\r' are blanks too, and the reader
+   * dropped only spaces and tabs, so this gave k = "b = c ;d". */
+  cfg = load_ok("[policy.x]\nk = a\n\vb = c ;d\n\f\r c = d\n");
+  sec = cua__config_section(cfg, "policy.x");
+  ck_assert_ptr_nonnull(sec);
+  ck_assert_uint_eq(sec->nkv, 3);
+  ck_assert_str_eq(sec->kv[0].key, "k");
+  ck_assert_str_eq(sec->kv[0].value, "a");
+  ck_assert_str_eq(sec->kv[1].key, "b");
+  ck_assert_str_eq(sec->kv[1].value, "c");
+  ck_assert_int_eq(sec->kv[1].line, 3);
+  ck_assert_str_eq(sec->kv[2].key, "c");
+  ck_assert_str_eq(sec->kv[2].value, "d");
+  cua__config_free(cfg);
+  /* A header after such a blank is a header (inih switched sections
+   * behind the reader's back, and k landed in [runtime]). */
+  cfg = load_ok("[runtime]\nbackend = host\n\v[policy.q]\nk = v\n");
+  ck_assert_uint_eq(cfg->nsections, 2);
+  ck_assert_str_eq(cfg->sections[1].name, "policy.q");
+  ck_assert_uint_eq(cfg->sections[1].nkv, 1);
+  ck_assert_str_eq(cfg->sections[1].kv[0].value, "v");
+  cua__config_free(cfg);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Sections. */
 
@@ -1128,6 +1158,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, repeated_section_is_a_syntax_error);
   tcase_add_test(tc, first_error_in_file_order_wins);
   tcase_add_test(tc, indented_keys_comments_bom_and_crlf_are_accepted);
+  tcase_add_test(tc, control_blanks_do_not_continue_the_previous_value);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("sections");
