@@ -1,8 +1,9 @@
 /*
  * core/conf.c: the INI configuration: where it is looked up, and parsing
  * it with inih into a cua__config (sections and keys with their lines).
- * The [runtime] values are checked in core/confruntime.c, the printer is
- * core/confprint.c, reading a file is core/conffile.c. No lock:
+ * The [runtime] values are checked in core/confruntime.c, quoted values
+ * read in core/confsyntax.c, the printer is core/confprint.c, reading a
+ * file is core/conffile.c. No lock:
  * cua__config_load() runs on its caller's thread, and the configuration it
  * returns is not changed afterwards (only freed), so it is read without one.
  *
@@ -25,11 +26,12 @@
  * What the format accepts, beyond config.h: comments are lines starting
  * with ';' or '#', and ';' after a blank inside a line (inih's inline
  * comments; '#' is not one there). "key: value" is read as "key = value"
- * (inih). A key before any [section] is a syntax error. A section given
- * twice is a syntax error, not a merge: which of two [runtime] blocks a
- * reader would look at is exactly the doubt the check removes. Lines are
- * limited to inih's buffer (ini_max_line, 200 bytes in Debian's build);
- * a longer one is a syntax error rather than being split in two.
+ * (inih). A value that starts with '"' is quoted, with backslash escapes
+ * (cua__conf_unquote()). A key before any [section] is a syntax error. A
+ * section given twice is a syntax error, not a merge: which of two [runtime]
+ * blocks a reader would look at is exactly the doubt the check removes. Lines
+ * are limited to inih's buffer (ini_max_line, 200 bytes in Debian's build); a
+ * longer one is a syntax error rather than being split in two.
  */
 #include "config.h"
 
@@ -278,13 +280,16 @@ static char *read_line(char *str, int num, void *stream) {
   /* Every blank inih knows (isspace(): '\v', '\f' and '\r' too) goes:
    * inih would take a line that still starts with one for the continuation
    * of the previous value, and see a header there behind our back. */
-  while (len > 0 && isspace((unsigned char)*s)) {
+  while (len > 0 && *s != '\n' && isspace((unsigned char)*s)) {
     s++;
     len--;
   }
   /* inih's line buffer is fixed (ini_max_line); a longer line would be cut
-   * and its tail parsed as a line of its own. */
-  if (num < 3 || len > (size_t)num - 1) {
+   * and its tail parsed as a line of its own. The buffer holds the line,
+   * its newline and a NUL; a last line without a newline is held to the
+   * same length, which cua__conf_line_max() tells the printer (it ends
+   * every line with a newline). */
+  if (num < 3 || len - (nl != NULL) > (size_t)num - 2) {
     cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
                    "the line is longer than %d characters", num - 2);
     return NULL;
@@ -296,11 +301,37 @@ static char *read_line(char *str, int num, void *stream) {
   return str;
 }
 
+/* The reader's limit, from the size of inih's buffer, for the printer:
+ * inih calls the reader with it before anything else. */
+static char *probe_line(char *str, int num, void *stream) {
+  (void)str;
+  *(int *)stream = num;
+  return NULL;
+}
+
+static int probe_key(void *user, const char *section, const char *name,
+                     const char *value) {
+  (void)user;
+  (void)section;
+  (void)name;
+  (void)value;
+  return 1;
+}
+
+size_t cua__conf_line_max(void) {
+  int num = 0;
+
+  ini_parse_stream(probe_line, &num, probe_key, NULL);
+  return num < 3 ? 0 : (size_t)num - 2;
+}
+
 static int on_key(void *user, const char *section, const char *name,
-                  const char *value) {
+                  const char *raw) {
   cua__conf_parser *p = user;
   cua__section *sec;
   const cua__kv *first;
+  const char *value = raw;
+  char *unquoted = NULL;
   int rc;
 
   (void)section; /* inih truncates long names; p->cur has the whole one. */
@@ -320,20 +351,25 @@ static int on_key(void *user, const char *section, const char *name,
                    "a key name is missing before '='");
     return 1;
   }
+  if (*raw == '"') {
+    if (cua__conf_unquote(p, sec->name, name, raw, &unquoted) != 0)
+      return 1;
+    value = unquoted;
+  }
   if (strcmp(sec->name, "runtime") == 0 ||
       strncmp(sec->name, "device.", 7) == 0) {
     if (strncmp(sec->name, "device.", 7) == 0 && strcmp(name, "policy") != 0) {
       cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
                      "[%s] %s: unknown key; the only valid key is policy",
                      sec->name, name);
-      return 1;
+      goto done;
     }
     first = find_kv(sec, name);
     if (first != NULL) {
       cua__conf_fail(p, CUA_ERR_CONFIG_DUPLICATE_KEY, p->line,
                      "[%s] %s: given twice (first at line %d)", sec->name, name,
                      first->line);
-      return 1;
+      goto done;
     }
     if (strcmp(sec->name, "runtime") == 0)
       rc = cua__conf_runtime_key(p, name, value);
@@ -345,12 +381,14 @@ static int on_key(void *user, const char *section, const char *name,
     else
       rc = 0;
     if (rc != 0)
-      return 1;
+      goto done;
   }
-  /* [policy.NAME] and [backend.NAME] keys are kept as written, repeats
+  /* [policy.NAME] and [backend.NAME] keys are kept as read, repeats
    * included (CUA_PARAM_MULTI), and checked by cua__config_params(). */
   if (add_kv(sec, name, value, p->line) != 0)
     cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+done:
+  free(unquoted);
   return 1;
 }
 

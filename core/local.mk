@@ -8,6 +8,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/conf.c \
 	%reldir%/confruntime.c \
 	%reldir%/confprint.c \
+	%reldir%/confsyntax.c \
 	%reldir%/conffile.c \
 	%reldir%/params.c \
 	%reldir%/loader.h \

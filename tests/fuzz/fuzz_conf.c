@@ -188,8 +188,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t outlen = 0;
     FILE *f = has_comment_value(cfg) ? NULL : open_memstream(&out, &outlen);
     if (f != NULL) {
-      cua__config_print(cfg, f);
+      char perr[CUA__ERRLEN] = "";
+      int prc = cua__config_print(cfg, f, perr, sizeof perr);
       fclose(f);
+      if (prc != 0) {
+        fprintf(stderr, "print: %s: %s\n", cua_err_name(prc), perr);
+        check(0, "what was read does not print", text);
+      }
       cua__config *back = NULL;
       char berr[CUA__ERRLEN] = "";
       int brc = cua__config_load(&back, NULL, out, FLAGS, berr, sizeof berr);
