@@ -113,25 +113,26 @@ int cua__buffer_check(cua_buffer *b, cua_access_mode mode, char *msg,
                       size_t len) {
   cua_buffer *r = cua__buffer_root(b);
   if (r->freed) {
-    snprintf(msg, len, "the buffer was freed by an earlier cua_op_free()");
+    cua__put_err(msg, len, "the buffer was freed by an earlier cua_op_free()");
     return CUA_ERR_FREED;
   }
   if (b->parent != NULL &&
       (!b->parent->partitioned || b->gen != b->parent->partition_gen)) {
-    snprintf(msg, len, "the tile is stale: its buffer was unpartitioned since");
+    cua__put_err(msg, len,
+                 "the tile is stale: its buffer was unpartitioned since");
     return CUA_ERR_STALE;
   }
   if (b->parent == NULL && b->partitioned) {
-    snprintf(msg, len,
-             "the buffer is partitioned into %zu tiles: use the tiles, or "
-             "cua_buffer_unpartition() first",
-             b->ntiles);
+    cua__put_err(msg, len,
+                 "the buffer is partitioned into %zu tiles: use the tiles, or "
+                 "cua_buffer_unpartition() first",
+                 b->ntiles);
     return CUA_ERR_PARTITIONED;
   }
   if ((mode & CUA_WRITE) && r->shared) {
-    snprintf(msg, len,
-             "write access to a shared (read-only) buffer: "
-             "cua_buffer_unshare() it first");
+    cua__put_err(msg, len,
+                 "write access to a shared (read-only) buffer: "
+                 "cua_buffer_unshare() it first");
     return CUA_ERR_READONLY;
   }
   return 0;

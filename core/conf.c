@@ -1,5 +1,11 @@
 /*
- * core/conf.c: the INI configuration, parsed with inih.
+ * core/conf.c: the INI configuration: where it is looked up, and parsing
+ * it with inih into a cua__config (sections and keys with their lines).
+ * The [runtime] values are checked in core/confruntime.c, quoted values
+ * read in core/confsyntax.c, the printer is core/confprint.c, reading a
+ * file is core/conffile.c. No lock:
+ * cua__config_load() runs on its caller's thread, and the configuration it
+ * returns is not changed afterwards (only freed), so it is read without one.
  *
  * The whole input (a file or the caller's text) is read into memory first
  * and handed to inih line by line through our own reader. The reader is
@@ -20,11 +26,12 @@
  * What the format accepts, beyond config.h: comments are lines starting
  * with ';' or '#', and ';' after a blank inside a line (inih's inline
  * comments; '#' is not one there). "key: value" is read as "key = value"
- * (inih). A key before any [section] is a syntax error. A section given
- * twice is a syntax error, not a merge: which of two [runtime] blocks a
- * reader would look at is exactly the doubt the check removes. Lines are
- * limited to inih's buffer (ini_max_line, 200 bytes in Debian's build);
- * a longer one is a syntax error rather than being split in two.
+ * (inih). A value that starts with '"' is quoted, with backslash escapes
+ * (cua__conf_unquote()). A key before any [section] is a syntax error. A
+ * section given twice is a syntax error, not a merge: which of two [runtime]
+ * blocks a reader would look at is exactly the doubt the check removes. Lines
+ * are limited to inih's buffer (ini_max_line, 200 bytes in Debian's build); a
+ * longer one is a syntax error rather than being split in two.
  */
 #include "config.h"
 
@@ -35,18 +42,11 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #ifndef CUA_SYSCONFDIR
 #error "CUA_SYSCONFDIR must be defined on the compile line"
@@ -61,55 +61,9 @@
 /* No [section] header seen yet. */
 #define NO_SECTION ((size_t)-1)
 
-/* The keys [runtime] accepts, listed in messages. */
-static const char *const runtime_keys[] = {"backend", "devices", "policy",
-                                           "policy_path", "on_policy_error"};
-#define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
-
-/* The state shared by the reader and the handler while one input is
- * parsed. */
-typedef struct parser {
-  cua__config *cfg;
-  const char *text; /* the whole input */
-  size_t len;       /* its length in bytes */
-  size_t pos;       /* offset of the next line */
-  int line;         /* number of the line last handed to inih */
-  size_t cur;       /* index of the current section, or NO_SECTION */
-  const char *dir;  /* directory of the file, for relative policy_path
-                       entries; NULL when the input is not a file */
-  int code;         /* first error, 0 if none */
-  int err_line;     /* its line */
-  char *err;
-  size_t errlen;
-} parser;
-
-/* Writes the message of a failure into the caller's buffer; a truncated
- * message is better than none. */
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-/* Records the first error of a parse as "ORIGIN:LINE: message". Later
- * errors are dropped: they are often consequences of the first. */
-static int parse_fail(parser *p, int code, int line, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
+/* Later errors are dropped: they are often consequences of the first. */
+int cua__conf_fail(cua__conf_parser *p, int code, int line, const char *fmt,
+                   ...) {
   va_list ap;
   int n;
 
@@ -128,15 +82,6 @@ static int parse_fail(parser *p, int code, int line, const char *fmt, ...) {
   return code;
 }
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = cua__malloc(n);
-
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
-}
-
 static char *dup_mem(const char *s, size_t n) {
   char *d = cua__malloc(n + 1);
 
@@ -150,7 +95,7 @@ static char *dup_mem(const char *s, size_t n) {
 /* Parses a non-negative decimal int without sign, blanks or leading zeros,
  * so that one number has one spelling ("device.1" and "device.01" must not
  * be two sections for the same device). Returns 0 or -1. */
-static int parse_index(const char *s, size_t n, int *out) {
+int cua__conf_parse_index(const char *s, size_t n, int *out) {
   long v = 0;
   size_t i;
 
@@ -201,8 +146,8 @@ static int add_kv(cua__section *s, const char *key, const char *value,
   if (cua__grow(&s->kv, &s->kvcap, s->nkv + 1, sizeof *s->kv) != 0)
     return CUA_ERR_NOMEM;
   kv = &s->kv[s->nkv];
-  kv->key = dup_str(key);
-  kv->value = dup_str(value);
+  kv->key = cua__strdup(key);
+  kv->value = cua__strdup(value);
   kv->line = line;
   if (kv->key == NULL || kv->value == NULL) {
     free(kv->key);
@@ -236,7 +181,7 @@ const cua__section *cua__config_section(const cua__config *cfg,
 
 /* Checks a [header]'s name: "runtime", "policy.NAME", "backend.NAME" or
  * "device.N". Returns 0, or the error recorded. */
-static int check_section_name(parser *p, const char *name, size_t n) {
+static int check_section_name(cua__conf_parser *p, const char *name, size_t n) {
   static const char *const prefixes[] = {"policy.", "backend."};
   size_t i;
   int dev;
@@ -247,263 +192,60 @@ static int check_section_name(parser *p, const char *name, size_t n) {
     size_t pl = strlen(prefixes[i]);
     if (n >= pl && memcmp(name, prefixes[i], pl) == 0) {
       if (n == pl)
-        return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
-                          "[%.*s]: the section needs a module name after "
-                          "'%s'",
-                          (int)n, name, prefixes[i]);
+        return cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                              "[%.*s]: the section needs a module name after "
+                              "'%s'",
+                              (int)n, name, prefixes[i]);
       return 0;
     }
   }
   if (n >= 7 && memcmp(name, "device.", 7) == 0) {
-    if (parse_index(name + 7, n - 7, &dev) != 0)
-      return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
-                        "[%.*s]: N in [device.N] must be a non-negative "
-                        "integer (no sign, no leading zeros)",
-                        (int)n, name);
+    if (cua__conf_parse_index(name + 7, n - 7, &dev) != 0)
+      return cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                            "[%.*s]: N in [device.N] must be a non-negative "
+                            "integer (no sign, no leading zeros)",
+                            (int)n, name);
     return 0;
   }
-  return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
-                    "unknown section [%.*s]; valid sections are [runtime], "
-                    "[policy.NAME], [backend.NAME] and [device.N]",
-                    (int)n, name);
+  return cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
+                        "unknown section [%.*s]; valid sections are [runtime], "
+                        "[policy.NAME], [backend.NAME] and [device.N]",
+                        (int)n, name);
 }
 
 /* Handles a line that starts with '[': checks its syntax and name, and
  * makes it the current section. @p s is the line without leading blanks. */
-static int on_header(parser *p, const char *s) {
+static int on_header(cua__conf_parser *p, const char *s) {
   const char *close = strchr(s, ']');
   const char *rest;
   size_t n, i;
   cua__section *sec;
 
   if (close == NULL)
-    return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-                      "section header lacks its closing ']'");
+    return cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                          "section header lacks its closing ']'");
   /* inih ignores whatever follows ']'; a stray word there is more likely
    * a mistake than a comment, so only blanks and comments may follow. */
   for (rest = close + 1; is_blank(*rest); rest++)
     ;
   if (*rest != '\0' && *rest != ';' && *rest != '#')
-    return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-                      "unexpected text after ']': '%s'", rest);
+    return cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                          "unexpected text after ']': '%s'", rest);
   n = (size_t)(close - (s + 1));
   if (check_section_name(p, s + 1, n) != 0)
     return p->code;
   for (i = 0; i < p->cfg->nsections; i++) {
     const cua__section *o = &p->cfg->sections[i];
     if (strlen(o->name) == n && memcmp(o->name, s + 1, n) == 0)
-      return parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-                        "section [%s] given twice (first at line %d)", o->name,
-                        o->line);
+      return cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                            "section [%s] given twice (first at line %d)",
+                            o->name, o->line);
   }
   sec = add_section(p->cfg, s + 1, n, p->line);
   if (sec == NULL)
-    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+    return cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
   p->cur = p->cfg->nsections - 1;
   return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* [runtime] values. */
-
-/* backend = auto | NAME | PATH. Which names exist is known only once the
- * backend search path is read, when the runtime opens (core/backend.c):
- * any backend module on it is a backend, so here only an empty value is
- * refused. */
-static int set_backend(parser *p, const char *value) {
-  char *v;
-
-  if (*value == '\0')
-    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                      "[runtime] backend: the value is empty; give auto, a "
-                      "backend name or the path of a .so");
-  v = dup_str(value);
-  if (v == NULL)
-    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
-  free(p->cfg->backend);
-  p->cfg->backend = v;
-  p->cfg->backend_line = p->line;
-  return 0;
-}
-
-/* devices = all | N[,N...]: distinct non-negative device numbers. */
-static int set_devices(parser *p, const char *value) {
-  const char *s = value;
-  int *list = NULL, *grown;
-  size_t n = 0, i;
-  int dev;
-
-  if (strcmp(value, "all") == 0) {
-    free(p->cfg->devices);
-    p->cfg->devices = NULL;
-    p->cfg->ndevices = 0;
-    return 0;
-  }
-  for (;;) {
-    const char *start, *end, *comma = strchr(s, ',');
-    end = comma != NULL ? comma : s + strlen(s);
-    for (start = s; start < end && is_blank(*start); start++)
-      ;
-    while (end > start && is_blank(end[-1]))
-      end--;
-    if (start == end) {
-      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                 "[runtime] devices: '%s' has an empty entry; expected "
-                 "'all' or a comma-separated list of device numbers",
-                 value);
-      goto fail;
-    }
-    if (parse_index(start, (size_t)(end - start), &dev) != 0) {
-      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                 "[runtime] devices: '%.*s' is not a device number; "
-                 "expected 'all' or a comma-separated list of non-negative "
-                 "integers",
-                 (int)(end - start), start);
-      goto fail;
-    }
-    for (i = 0; i < n; i++) {
-      if (list[i] == dev) {
-        parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                   "[runtime] devices: device %d is listed twice", dev);
-        goto fail;
-      }
-    }
-    grown = cua__realloc(list, (n + 1) * sizeof *list);
-    if (grown == NULL) {
-      parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
-      goto fail;
-    }
-    list = grown;
-    list[n++] = dev;
-    if (comma == NULL)
-      break;
-    s = comma + 1;
-  }
-  free(p->cfg->devices);
-  p->cfg->devices = list;
-  p->cfg->ndevices = n;
-  return 0;
-
-fail:
-  free(list);
-  return p->code;
-}
-
-static int set_policy(parser *p, const char *value) {
-  char *v;
-
-  if (*value == '\0')
-    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                      "[runtime] policy: the value is empty; give a policy "
-                      "name or the path of a .so");
-  v = dup_str(value);
-  if (v == NULL)
-    return parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
-  free(p->cfg->policy);
-  p->cfg->policy = v;
-  p->cfg->policy_line = p->line;
-  return 0;
-}
-
-/* policy_path = DIR[:DIR...]. A relative entry in a file means relative to
- * that file, so that a configuration kept next to a build tree works from
- * any working directory; in text or the built-in default there is no such
- * anchor and it stays relative to the working directory. */
-static int set_policy_path(parser *p, const char *value) {
-  const char *s = value;
-  char **dirs = NULL, **grown;
-  size_t n = 0, i;
-
-  for (;;) {
-    const char *colon = strchr(s, ':');
-    size_t len = colon != NULL ? (size_t)(colon - s) : strlen(s);
-    char *d;
-
-    if (len == 0) {
-      parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                 "[runtime] policy_path: '%s' has an empty entry; expected "
-                 "':'-separated directories",
-                 value);
-      goto fail;
-    }
-    if (s[0] != '/' && p->dir != NULL) {
-      size_t dl = strlen(p->dir);
-      d = cua__malloc(dl + 1 + len + 1);
-      if (d != NULL) {
-        memcpy(d, p->dir, dl);
-        d[dl] = '/';
-        memcpy(d + dl + 1, s, len);
-        d[dl + 1 + len] = '\0';
-      }
-    } else {
-      d = dup_mem(s, len);
-    }
-    if (d == NULL)
-      goto nomem;
-    grown = cua__realloc(dirs, (n + 1) * sizeof *dirs);
-    if (grown == NULL) {
-      free(d);
-      goto nomem;
-    }
-    dirs = grown;
-    dirs[n++] = d;
-    if (colon == NULL)
-      break;
-    s = colon + 1;
-  }
-  for (i = 0; i < p->cfg->npolicy_path; i++)
-    free(p->cfg->policy_path[i]);
-  free(p->cfg->policy_path);
-  p->cfg->policy_path = dirs;
-  p->cfg->npolicy_path = n;
-  return 0;
-
-nomem:
-  parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
-fail:
-  for (i = 0; i < n; i++)
-    free(dirs[i]);
-  free(dirs);
-  return p->code;
-}
-
-static int set_on_policy_error(parser *p, const char *value) {
-  if (strcmp(value, "error") == 0)
-    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FAIL;
-  else if (strcmp(value, "fallback") == 0)
-    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FALLBACK;
-  else
-    return parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                      "[runtime] on_policy_error: '%s' is not one of error, "
-                      "fallback",
-                      value);
-  return 0;
-}
-
-static int runtime_key(parser *p, const char *key, const char *value) {
-  char valid[128];
-  size_t i, off = 0;
-
-  if (strcmp(key, "backend") == 0)
-    return set_backend(p, value);
-  if (strcmp(key, "devices") == 0)
-    return set_devices(p, value);
-  if (strcmp(key, "policy") == 0)
-    return set_policy(p, value);
-  if (strcmp(key, "policy_path") == 0)
-    return set_policy_path(p, value);
-  if (strcmp(key, "on_policy_error") == 0)
-    return set_on_policy_error(p, value);
-  valid[0] = '\0';
-  for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
-    int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",
-                     runtime_keys[i]);
-    if (n < 0)
-      break;
-    off += (size_t)n;
-  }
-  return parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
-                    "[runtime] %s: unknown key; valid keys are %s", key, valid);
 }
 
 /* ------------------------------------------------------------------ */
@@ -513,7 +255,7 @@ static int runtime_key(parser *p, const char *key, const char *value) {
  * headers on the way. Returns NULL at the end of the input or once an
  * error has been recorded, which ends the parse. */
 static char *read_line(char *str, int num, void *stream) {
-  parser *p = stream;
+  cua__conf_parser *p = stream;
   const char *s, *nl;
   size_t len;
 
@@ -525,8 +267,8 @@ static char *read_line(char *str, int num, void *stream) {
   p->pos += len;
   p->line++;
   if (memchr(s, '\0', len) != NULL) {
-    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-               "the line contains a NUL byte");
+    cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                   "the line contains a NUL byte");
     return NULL;
   }
   /* A UTF-8 byte order mark is dropped here rather than by inih, so that a
@@ -535,15 +277,21 @@ static char *read_line(char *str, int num, void *stream) {
     s += 3;
     len -= 3;
   }
-  while (len > 0 && (*s == ' ' || *s == '\t')) {
+  /* Every blank inih knows (isspace(): '\v', '\f' and '\r' too) goes:
+   * inih would take a line that still starts with one for the continuation
+   * of the previous value, and see a header there behind our back. */
+  while (len > 0 && *s != '\n' && isspace((unsigned char)*s)) {
     s++;
     len--;
   }
   /* inih's line buffer is fixed (ini_max_line); a longer line would be cut
-   * and its tail parsed as a line of its own. */
-  if (num < 3 || len > (size_t)num - 1) {
-    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-               "the line is longer than %d characters", num - 2);
+   * and its tail parsed as a line of its own. The buffer holds the line,
+   * its newline and a NUL; a last line without a newline is held to the
+   * same length, which cua__conf_line_max() tells the printer (it ends
+   * every line with a newline). */
+  if (num < 3 || len - (nl != NULL) > (size_t)num - 2) {
+    cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                   "the line is longer than %d characters", num - 2);
     return NULL;
   }
   memcpy(str, s, len);
@@ -553,11 +301,37 @@ static char *read_line(char *str, int num, void *stream) {
   return str;
 }
 
+/* The reader's limit, from the size of inih's buffer, for the printer:
+ * inih calls the reader with it before anything else. */
+static char *probe_line(char *str, int num, void *stream) {
+  (void)str;
+  *(int *)stream = num;
+  return NULL;
+}
+
+static int probe_key(void *user, const char *section, const char *name,
+                     const char *value) {
+  (void)user;
+  (void)section;
+  (void)name;
+  (void)value;
+  return 1;
+}
+
+size_t cua__conf_line_max(void) {
+  int num = 0;
+
+  ini_parse_stream(probe_line, &num, probe_key, NULL);
+  return num < 3 ? 0 : (size_t)num - 2;
+}
+
 static int on_key(void *user, const char *section, const char *name,
-                  const char *value) {
-  parser *p = user;
+                  const char *raw) {
+  cua__conf_parser *p = user;
   cua__section *sec;
   const cua__kv *first;
+  const char *value = raw;
+  char *unquoted = NULL;
   int rc;
 
   (void)section; /* inih truncates long names; p->cur has the whole one. */
@@ -567,53 +341,60 @@ static int on_key(void *user, const char *section, const char *name,
    * section: there is no section name to report, and the likely fix is a
    * missing [runtime] line above it. */
   if (p->cur == NO_SECTION) {
-    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-               "key '%s' comes before any [section] header", name);
+    cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                   "key '%s' comes before any [section] header", name);
     return 1;
   }
   sec = &p->cfg->sections[p->cur];
   if (*name == '\0') {
-    parse_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
-               "a key name is missing before '='");
+    cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, p->line,
+                   "a key name is missing before '='");
     return 1;
+  }
+  if (*raw == '"') {
+    if (cua__conf_unquote(p, sec->name, name, raw, &unquoted) != 0)
+      return 1;
+    value = unquoted;
   }
   if (strcmp(sec->name, "runtime") == 0 ||
       strncmp(sec->name, "device.", 7) == 0) {
     if (strncmp(sec->name, "device.", 7) == 0 && strcmp(name, "policy") != 0) {
-      parse_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
-                 "[%s] %s: unknown key; the only valid key is policy",
-                 sec->name, name);
-      return 1;
+      cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
+                     "[%s] %s: unknown key; the only valid key is policy",
+                     sec->name, name);
+      goto done;
     }
     first = find_kv(sec, name);
     if (first != NULL) {
-      parse_fail(p, CUA_ERR_CONFIG_DUPLICATE_KEY, p->line,
-                 "[%s] %s: given twice (first at line %d)", sec->name, name,
-                 first->line);
-      return 1;
+      cua__conf_fail(p, CUA_ERR_CONFIG_DUPLICATE_KEY, p->line,
+                     "[%s] %s: given twice (first at line %d)", sec->name, name,
+                     first->line);
+      goto done;
     }
     if (strcmp(sec->name, "runtime") == 0)
-      rc = runtime_key(p, name, value);
+      rc = cua__conf_runtime_key(p, name, value);
     else if (*value == '\0')
-      rc = parse_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                      "[%s] policy: the value is empty; give a policy name "
-                      "or the path of a .so",
-                      sec->name);
+      rc = cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[%s] policy: the value is empty; give a policy name "
+                          "or the path of a .so",
+                          sec->name);
     else
       rc = 0;
     if (rc != 0)
-      return 1;
+      goto done;
   }
-  /* [policy.NAME] and [backend.NAME] keys are kept as written, repeats
+  /* [policy.NAME] and [backend.NAME] keys are kept as read, repeats
    * included (CUA_PARAM_MULTI), and checked by cua__config_params(). */
   if (add_kv(sec, name, value, p->line) != 0)
-    parse_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+    cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+done:
+  free(unquoted);
   return 1;
 }
 
 /* Describes the line inih refused: the only lines it refuses, now that
  * headers are checked by the reader, are those without '=' or ':'. */
-static void syntax_error(parser *p, int line) {
+static void syntax_error(cua__conf_parser *p, int line) {
   const char *s = p->text, *end = p->text + p->len, *nl;
   int i;
 
@@ -629,9 +410,9 @@ static void syntax_error(parser *p, int line) {
   while (nl > s && is_blank(nl[-1]))
     nl--;
   p->code = 0; /* this error is earlier than any recorded one */
-  parse_fail(p, CUA_ERR_CONFIG_SYNTAX, line,
-             "expected 'key = value' or a [section] header, got '%.*s'",
-             (int)(nl - s), s);
+  cua__conf_fail(p, CUA_ERR_CONFIG_SYNTAX, line,
+                 "expected 'key = value' or a [section] header, got '%.*s'",
+                 (int)(nl - s), s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -639,7 +420,7 @@ static void syntax_error(parser *p, int line) {
 
 static int parse_text(cua__config *cfg, const char *text, size_t len,
                       const char *dir, char *err, size_t errlen) {
-  parser p;
+  cua__conf_parser p;
   int r;
 
   memset(&p, 0, sizeof p);
@@ -654,7 +435,7 @@ static int parse_text(cua__config *cfg, const char *text, size_t len,
   if (r > 0 && (p.code == 0 || r < p.err_line))
     syntax_error(&p, r);
   else if (r < 0 && p.code == 0)
-    parse_fail(&p, CUA_ERR_NOMEM, p.line, "inih could not allocate memory");
+    cua__conf_fail(&p, CUA_ERR_NOMEM, p.line, "inih could not allocate memory");
   return p.code;
 }
 
@@ -663,11 +444,11 @@ static int resolve(cua__config *cfg, unsigned flags) {
   const char *env;
   char *v;
 
-  if (cfg->backend == NULL && (cfg->backend = dup_str("auto")) == NULL)
+  if (cfg->backend == NULL && (cfg->backend = cua__strdup("auto")) == NULL)
     return CUA_ERR_NOMEM;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
-    v = dup_str(env);
+    v = cua__strdup(env);
     if (v == NULL)
       return CUA_ERR_NOMEM;
     free(cfg->policy);
@@ -677,7 +458,8 @@ static int resolve(cua__config *cfg, unsigned flags) {
      * then name the variable instead. */
     cfg->policy_line = 0;
   }
-  if (cfg->policy == NULL && (cfg->policy = dup_str(DEFAULT_POLICY)) == NULL)
+  if (cfg->policy == NULL &&
+      (cfg->policy = cua__strdup(DEFAULT_POLICY)) == NULL)
     return CUA_ERR_NOMEM;
   return 0;
 }
@@ -697,7 +479,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
     err[0] = '\0';
   cfg = cua__calloc(1, sizeof *cfg);
   if (cfg == NULL) {
-    put_err(err, errlen, "out of memory while reading the configuration");
+    cua__put_err(err, errlen, "out of memory while reading the configuration");
     return CUA_ERR_NOMEM;
   }
 
@@ -717,15 +499,15 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
     } else if (errno != ENOENT) {
       /* Present but unreadable: silently using the default instead would
        * hide the administrator's configuration. */
-      put_err(err, errlen, "%s: cannot read the configuration file: %s",
-              SYSTEM_CONFIG, why);
+      cua__put_err(err, errlen, "%s: cannot read the configuration file: %s",
+                   SYSTEM_CONFIG, why);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
   }
 
   if (text != NULL) {
-    cfg->origin = dup_str("<text>");
+    cfg->origin = cua__strdup("<text>");
     if (cfg->origin == NULL)
       goto nomem;
     rc = parse_text(cfg, text, strlen(text), NULL, err, errlen);
@@ -735,13 +517,13 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       char *shown;
       if (errno == ENOMEM || (shown = cua__conf_short_path(file)) == NULL)
         goto nomem;
-      put_err(err, errlen, "%s%s: cannot read the configuration file: %s",
-              file == env ? "$CUASYNC_CONFIG=" : "", shown, why);
+      cua__put_err(err, errlen, "%s%s: cannot read the configuration file: %s",
+                   file == env ? "$CUASYNC_CONFIG=" : "", shown, why);
       free(shown);
       rc = CUA_ERR_CONFIG_NOT_FOUND;
       goto fail;
     }
-    cfg->path = dup_str(file);
+    cfg->path = cua__strdup(file);
     /* Messages name the file by its origin, which for a very long path is
      * shortened so that they still end with what is wrong. */
     cfg->origin = cua__conf_short_path(file);
@@ -750,7 +532,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
       goto nomem;
     rc = parse_text(cfg, buf, len, dir, err, errlen);
   } else {
-    cfg->origin = dup_str("<built-in>");
+    cfg->origin = cua__strdup("<built-in>");
     if (cfg->origin == NULL)
       goto nomem;
     rc = 0;
@@ -766,7 +548,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   return 0;
 
 nomem:
-  put_err(err, errlen, "out of memory while reading the configuration");
+  cua__put_err(err, errlen, "out of memory while reading the configuration");
   rc = CUA_ERR_NOMEM;
 fail:
   free(buf);
@@ -817,37 +599,4 @@ const char *cua__config_device_policy(const cua__config *cfg, int device,
   if (line != NULL)
     *line = kv->line;
   return kv->value;
-}
-
-void cua__config_print(const cua__config *cfg, void *file) {
-  FILE *f = file;
-  size_t i, j;
-
-  if (cfg == NULL || f == NULL)
-    return;
-  fprintf(f, "; configuration from %s\n", cfg->origin);
-  fprintf(f, "[runtime]\nbackend = %s\ndevices = ", cfg->backend);
-  if (cfg->devices == NULL)
-    fprintf(f, "all");
-  for (i = 0; i < cfg->ndevices; i++)
-    fprintf(f, "%s%d", i > 0 ? "," : "", cfg->devices[i]);
-  fprintf(f, "\npolicy = %s%s\n", cfg->policy,
-          cfg->policy_from_env ? " ; from $CUASYNC_POLICY" : "");
-  if (cfg->npolicy_path > 0) {
-    fprintf(f, "policy_path = ");
-    for (i = 0; i < cfg->npolicy_path; i++)
-      fprintf(f, "%s%s", i > 0 ? ":" : "", cfg->policy_path[i]);
-    fprintf(f, "\n");
-  }
-  fprintf(f, "on_policy_error = %s\n",
-          cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK ? "fallback"
-                                                                : "error");
-  for (i = 0; i < cfg->nsections; i++) {
-    const cua__section *s = &cfg->sections[i];
-    if (strcmp(s->name, "runtime") == 0)
-      continue;
-    fprintf(f, "\n[%s]\n", s->name);
-    for (j = 0; j < s->nkv; j++)
-      fprintf(f, "%s = %s\n", s->kv[j].key, s->kv[j].value);
-  }
 }

@@ -1,5 +1,8 @@
 /*
- * core/conf.h: the INI configuration (core/conf.c), internal.
+ * core/conf.h: the INI configuration, internal: core/conf.c (lookup and
+ * parse), confruntime.c ([runtime] values), confsyntax.c (quoted values,
+ * what a line can hold), confprint.c (the printer), conffile.c (reading
+ * a file) and params.c (module parameters).
  *
  * cua__config_load() finds and parses the file (through inih), checks the
  * section names and the [runtime] and [device.N] keys, and keeps every
@@ -106,8 +109,94 @@ void cua__config_params_free(cua_param_value *values, size_t nspec);
 const char *cua__config_device_policy(const cua__config *cfg, int device,
                                       int *line);
 
-/** Writes the resolved configuration as INI text (for cuasync-info). */
-void cua__config_print(const cua__config *cfg, void *file);
+/**
+ * Writes the resolved configuration as INI text into @p file (a FILE *),
+ * for cuasync-info: [runtime] with every key (defaults filled in,
+ * $CUASYNC_POLICY applied, policy_path entries resolved), then the other
+ * sections with their keys in file order, under a comment naming the
+ * origin. Loading that text gives the same configuration, byte for byte:
+ * a value that a plain one cannot carry (blanks at its ends, a ';' after a
+ * blank or at its start, a leading '"', control characters) is written
+ * quoted with escapes, and a line is written without blanks around '='
+ * where the blanks would make it longer than the parser takes. Whatever
+ * cua__config_load() read prints. What does not (a policy_path entry
+ * holding ':', a $CUASYNC_POLICY longer than a line, a key or section
+ * name that no line can give) is refused: CUA_ERR_CONFIG_BAD_VALUE with
+ * "[section] key: what" in @p err, and nothing is written. CUA_ERR_INVAL
+ * for a NULL @p cfg or @p file; CUA_ERR_NOMEM if inih cannot say its line
+ * length.
+ */
+int cua__config_print(const cua__config *cfg, void *file, char *err,
+                      size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* Between the parts of the parser: core/conf.c reads lines, sections and
+ * keys (through inih), core/confruntime.c checks the [runtime] values. */
+
+/** The state shared by the reader and the handlers while one input is
+ * parsed. */
+typedef struct cua__conf_parser {
+  cua__config *cfg;
+  const char *text; /* the whole input */
+  size_t len;       /* its length in bytes */
+  size_t pos;       /* offset of the next line */
+  int line;         /* number of the line last handed to inih */
+  size_t cur;       /* index of the current section, or (size_t)-1 */
+  const char *dir;  /* directory of the file, for relative policy_path
+                       entries; NULL when the input is not a file */
+  int code;         /* first error, 0 if none */
+  int err_line;     /* its line */
+  char *err;
+  size_t errlen;
+} cua__conf_parser;
+
+/** Records the first error of a parse as "ORIGIN:LINE: message" and
+ * returns it (an earlier error's code if there was one). */
+int cua__conf_fail(cua__conf_parser *p, int code, int line, const char *fmt,
+                   ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/** Parses a non-negative decimal int of @p n bytes without sign, blanks or
+ * leading zeros. Returns 0 or -1. */
+int cua__conf_parse_index(const char *s, size_t n, int *out);
+
+/** The longest line, without its newline, that the parser reads (inih's
+ * line buffer less the newline and the NUL); 0 if inih cannot say. */
+size_t cua__conf_line_max(void);
+
+/* confsyntax.c: values and names as inih reads them. */
+
+/** Reads the quoted value @p v (it starts with '"') of key @p key in
+ * section @p sec into *out (cua__malloc(); free() it). Returns 0 or the
+ * error recorded (CUA_ERR_CONFIG_SYNTAX, CUA_ERR_NOMEM). */
+int cua__conf_unquote(cua__conf_parser *p, const char *sec, const char *key,
+                      const char *v, char **out);
+
+/** What cua__conf_plain() says of a value written as it is. */
+enum { CUA__PLAIN_NO = 0, CUA__PLAIN_RAW = 1, CUA__PLAIN_NICE = 2 };
+
+/** Whether @p v written as it is after "key =" (@p spaced: "key = ")
+ * reads back as itself: CUA__PLAIN_NICE, CUA__PLAIN_RAW when it does but
+ * holds control characters, or CUA__PLAIN_NO. */
+int cua__conf_plain(const char *v, int spaced);
+
+/** Writes @p v quoted into @p file (a FILE *, or NULL for nothing) and
+ * returns the length of that, quotes included. */
+size_t cua__conf_quote(void *file, const char *v);
+
+/** Whether a line can give key @p key (1) or not (0). */
+int cua__conf_key_ok(const char *key);
+
+/** Whether a [header] line can give section name @p name (1) or not. */
+int cua__conf_name_ok(const char *name);
+
+/** Checks and stores one [runtime] key (core/confruntime.c). Returns 0 or
+ * the error recorded. */
+int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
+                          const char *value);
 
 /* conffile.c */
 int cua__conf_read_file(const char *path, char **text, size_t *len, char *why,

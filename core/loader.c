@@ -50,23 +50,6 @@ static const kind_info kinds[2] = {
      CUA_BACKEND_ABI_MINOR, BACKEND_DESC_MIN_SIZE},
 };
 
-static void put_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-/* Writes a message into the caller's buffer; truncation is acceptable. */
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-
-  if (err == NULL || errlen == 0)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* Appends to a message already in @p err (truncating, never overflowing). */
 static void add_err(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -86,15 +69,6 @@ static void add_err(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err + n, errlen - n, fmt, ap);
   va_end(ap);
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = cua__malloc(n);
-
-  if (d != NULL)
-    memcpy(d, s, n);
-  return d;
 }
 
 static char *join_path(const char *dir, const char *name, const char *ext) {
@@ -274,21 +248,22 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   dl = cua__dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (dl == NULL) {
     const char *why = cua__dlerror();
-    put_err(err, errlen, "%s: dlopen failed: %s", path,
-            why != NULL ? why : "unknown reason");
+    cua__put_err(err, errlen, "%s: dlopen failed: %s", path,
+                 why != NULL ? why : "unknown reason");
     return CUA_ERR_MODULE_DLOPEN;
   }
   head = dlsym(dl, k->symbol);
   if (head == NULL) {
     if (other != NULL && dlsym(dl, kinds[!kind].symbol) != NULL)
       *other = 1;
-    put_err(err, errlen, "%s: no %s symbol: not a %s module", path, k->symbol,
-            k->word);
+    cua__put_err(err, errlen, "%s: no %s symbol: not a %s module", path,
+                 k->symbol, k->word);
     rc = CUA_ERR_MODULE_NO_ENTRY;
     goto fail;
   }
   if (cua__modcheck_map(dl, &map) != 0) {
-    put_err(err, errlen, "%s: cannot find the module's loaded segments", path);
+    cua__put_err(err, errlen, "%s: cannot find the module's loaded segments",
+                 path);
     rc = CUA_ERR_MODULE_DLOPEN;
     goto fail;
   }
@@ -296,36 +271,40 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   if (rc != 0)
     goto fail;
   if (head->abi_major != k->abi_major) {
-    put_err(err, errlen,
-            "%s: built for %s ABI %u.%u, this core has %u.%u (the major "
-            "versions must be equal)",
-            path, k->word, (unsigned)head->abi_major, (unsigned)head->abi_minor,
-            (unsigned)k->abi_major, (unsigned)k->abi_minor);
+    cua__put_err(err, errlen,
+                 "%s: built for %s ABI %u.%u, this core has %u.%u (the major "
+                 "versions must be equal)",
+                 path, k->word, (unsigned)head->abi_major,
+                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
+                 (unsigned)k->abi_minor);
     rc = CUA_ERR_MODULE_ABI_MAJOR;
     goto fail;
   }
   if (head->abi_minor > k->abi_minor) {
-    put_err(err, errlen,
-            "%s: built for %s ABI %u.%u, this core has %u.%u (the module "
-            "is newer than the core)",
-            path, k->word, (unsigned)head->abi_major, (unsigned)head->abi_minor,
-            (unsigned)k->abi_major, (unsigned)k->abi_minor);
+    cua__put_err(err, errlen,
+                 "%s: built for %s ABI %u.%u, this core has %u.%u (the module "
+                 "is newer than the core)",
+                 path, k->word, (unsigned)head->abi_major,
+                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
+                 (unsigned)k->abi_minor);
     rc = CUA_ERR_MODULE_ABI_MINOR;
     goto fail;
   }
   if (head->size < k->min_size) {
-    put_err(err, errlen,
-            "%s: descriptor size is %zu bytes, smaller than the %zu bytes "
-            "of the %s ABI %u.0 descriptor",
-            path, head->size, k->min_size, k->word, (unsigned)k->abi_major);
+    cua__put_err(err, errlen,
+                 "%s: descriptor size is %zu bytes, smaller than the %zu bytes "
+                 "of the %s ABI %u.0 descriptor",
+                 path, head->size, k->min_size, k->word,
+                 (unsigned)k->abi_major);
     rc = CUA_ERR_MODULE_BAD_SIZE;
     goto fail;
   }
   if (head->size > symsize) {
-    put_err(err, errlen,
-            "%s: the descriptor says it has %zu bytes, but the %s symbol has "
-            "only %zu",
-            path, head->size, k->symbol, symsize);
+    cua__put_err(
+        err, errlen,
+        "%s: the descriptor says it has %zu bytes, but the %s symbol has "
+        "only %zu",
+        path, head->size, k->symbol, symsize);
     rc = CUA_ERR_MODULE_BAD_SIZE;
     goto fail;
   }
@@ -335,7 +314,8 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
     goto fail;
   desc_name_params(kind, head, &name, &params, &nparams);
   if (name == NULL) {
-    put_err(err, errlen, "%s: the %s descriptor has no name", path, k->word);
+    cua__put_err(err, errlen, "%s: the %s descriptor has no name", path,
+                 k->word);
     rc = CUA_ERR_MODULE_INCOMPLETE;
     goto fail;
   }
@@ -343,40 +323,41 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   if (rc != 0)
     goto fail;
   if (expect != NULL && strcmp(name, expect) != 0) {
-    put_err(err, errlen,
-            "%s: the descriptor is named '%s', not '%s' as the file is", path,
-            name, expect);
+    cua__put_err(err, errlen,
+                 "%s: the descriptor is named '%s', not '%s' as the file is",
+                 path, name, expect);
     rc = CUA_ERR_MODULE_NAME_MISMATCH;
     goto fail;
   }
   if (missing_ops(kind, head, missing, sizeof missing) > 0) {
-    put_err(err, errlen, "%s: the %s descriptor lacks required operations: %s",
-            path, k->word, missing);
+    cua__put_err(err, errlen,
+                 "%s: the %s descriptor lacks required operations: %s", path,
+                 k->word, missing);
     rc = CUA_ERR_MODULE_INCOMPLETE;
     goto fail;
   }
   /* The schema is read by the configuration code without further checks
    * of its shape, so an impossible one is refused here. */
   if (nparams > 0 && params == NULL) {
-    put_err(err, errlen,
-            "%s: the descriptor has %zu parameters but no "
-            "params array",
-            path, nparams);
+    cua__put_err(err, errlen,
+                 "%s: the descriptor has %zu parameters but no "
+                 "params array",
+                 path, nparams);
     rc = CUA_ERR_MODULE_INCOMPLETE;
     goto fail;
   }
   for (i = 0; i < nparams; i++) {
     if (params[i].name == NULL) {
-      put_err(err, errlen, "%s: parameter %zu of the descriptor has no name",
-              path, i);
+      cua__put_err(err, errlen,
+                   "%s: parameter %zu of the descriptor has no name", path, i);
       rc = CUA_ERR_MODULE_INCOMPLETE;
       goto fail;
     }
   }
 
   mod = cua__calloc(1, sizeof *mod);
-  if (mod == NULL || (mod->path = dup_str(path)) == NULL) {
-    put_err(err, errlen, "%s: out of memory", path);
+  if (mod == NULL || (mod->path = cua__strdup(path)) == NULL) {
+    cua__put_err(err, errlen, "%s: out of memory", path);
     rc = CUA_ERR_NOMEM;
     goto fail;
   }
@@ -429,13 +410,13 @@ static int load_path(cua__module **out, cua__module_kind kind, const char *name,
   if (strchr(name, '/') == NULL) {
     path = join_path(".", name, "");
     if (path == NULL) {
-      put_err(err, errlen, "%s: out of memory", name);
+      cua__put_err(err, errlen, "%s: out of memory", name);
       return CUA_ERR_NOMEM;
     }
   }
   if (!exists(path != NULL ? path : name)) {
-    put_err(err, errlen, "%s: cannot load %s module: %s", name,
-            kinds[kind].word, strerror(errno));
+    cua__put_err(err, errlen, "%s: cannot load %s module: %s", name,
+                 kinds[kind].word, strerror(errno));
     rc = CUA_ERR_MODULE_NOT_FOUND;
   } else {
     rc = load_file(out, kind, path != NULL ? path : name, NULL, NULL, err,
@@ -460,7 +441,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
     err[0] = '\0';
   if (name == NULL || *name == '\0' ||
       (kind != CUA__MODULE_POLICY && kind != CUA__MODULE_BACKEND)) {
-    put_err(err, errlen, "no module name given");
+    cua__put_err(err, errlen, "no module name given");
     return CUA_ERR_INVAL;
   }
   k = &kinds[kind];
@@ -473,7 +454,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
 
   dirs = cua__module_dirs(kind, extra, nextra, ignore_env, &ndirs);
   if (dirs == NULL) {
-    put_err(err, errlen, "out of memory");
+    cua__put_err(err, errlen, "out of memory");
     return CUA_ERR_NOMEM;
   }
   /* Each refusal is kept whole in its own buffer and collected, so that
@@ -506,13 +487,14 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   }
 
   if (found == 0) {
-    put_err(err, errlen, "%s module '%s' not found: no %s.so in: ", k->word,
-            name, name);
+    cua__put_err(err, errlen,
+                 "%s module '%s' not found: no %s.so in: ", k->word, name,
+                 name);
     rc = CUA_ERR_MODULE_NOT_FOUND;
   } else {
-    put_err(err, errlen,
-            "%s module '%s' could not be loaded: %s; searched: ", k->word, name,
-            refusals);
+    cua__put_err(err, errlen,
+                 "%s module '%s' could not be loaded: %s; searched: ", k->word,
+                 name, refusals);
     rc = first;
   }
   for (i = 0; i < ndirs; i++)
@@ -520,7 +502,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   goto done;
 
 nomem:
-  put_err(err, errlen, "out of memory");
+  cua__put_err(err, errlen, "out of memory");
   rc = CUA_ERR_NOMEM;
 done:
   if (*out != NULL)

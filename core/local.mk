@@ -7,6 +7,9 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/pool.c \
 	%reldir%/conf.h \
 	%reldir%/conf.c \
+	%reldir%/confruntime.c \
+	%reldir%/confprint.c \
+	%reldir%/confsyntax.c \
 	%reldir%/conffile.c \
 	%reldir%/params.c \
 	%reldir%/loader.h \

@@ -1,5 +1,6 @@
 /*
- * tests/check_config.c: the INI configuration (core/config.c).
+ * tests/check_config.c: the INI configuration (core/conf.c, confruntime.c,
+ * confprint.c, conffile.c and params.c).
  *
  * Every error class is checked for its code, its "ORIGIN:LINE:" prefix and
  * the words of its message; then the lookup order, the environment
@@ -156,6 +157,102 @@ START_TEST(indented_keys_comments_bom_and_crlf_are_accepted) {
   ck_assert_str_eq(cfg->sections[1].kv[0].value, "x");
   ck_assert_int_eq(cfg->sections[1].kv[0].line, 7);
   cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(control_blanks_do_not_continue_the_previous_value) {
+  cua__config *cfg;
+  const cua__section *sec;
+
+  /* inih takes a line that starts with any blank for the continuation of
+   * the previous value; '\v', '\f' and '\r' are blanks too, and the reader
+   * dropped only spaces and tabs, so this gave k = "b = c ;d". */
+  cfg = load_ok("[policy.x]\nk = a\n\vb = c ;d\n\f\r c = d\n");
+  sec = cua__config_section(cfg, "policy.x");
+  ck_assert_ptr_nonnull(sec);
+  ck_assert_uint_eq(sec->nkv, 3);
+  ck_assert_str_eq(sec->kv[0].key, "k");
+  ck_assert_str_eq(sec->kv[0].value, "a");
+  ck_assert_str_eq(sec->kv[1].key, "b");
+  ck_assert_str_eq(sec->kv[1].value, "c");
+  ck_assert_int_eq(sec->kv[1].line, 3);
+  ck_assert_str_eq(sec->kv[2].key, "c");
+  ck_assert_str_eq(sec->kv[2].value, "d");
+  cua__config_free(cfg);
+  /* A header after such a blank is a header (inih switched sections
+   * behind the reader's back, and k landed in [runtime]). */
+  cfg = load_ok("[runtime]\nbackend = host\n\v[policy.q]\nk = v\n");
+  ck_assert_uint_eq(cfg->nsections, 2);
+  ck_assert_str_eq(cfg->sections[1].name, "policy.q");
+  ck_assert_uint_eq(cfg->sections[1].nkv, 1);
+  ck_assert_str_eq(cfg->sections[1].kv[0].value, "v");
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(quoted_values_take_backslash_escapes) {
+  cua__config *cfg;
+  const cua__section *sec;
+  static const char *const want[] = {"x ;y",
+                                     "  padded  ",
+                                     "tab\there\nnl\rcr",
+                                     "\x01\x7f\xc3\xa9",
+                                     "say \"hi\" \\ back",
+                                     "",
+                                     "#x;y",
+                                     "\xc3\xa9t\xc3\xa9",
+                                     "plain \"quotes\" inside",
+                                     ";"};
+  size_t i;
+
+  cfg = load_ok("[runtime]\npolicy = \"my \\;policy\"\n"
+                "[policy.x]\n"
+                "a = \"x \\;y\"\n"
+                "b = \"  padded  \"  ; a comment\n"
+                "c = \"tab\\there\\nnl\\rcr\"\n"
+                "d = \"\\x01\\x7F\\xc3\\xa9\"\n"
+                "e = \"say \\\"hi\\\" \\\\ back\"\n"
+                "f = \"\"\n"
+                "g = \"#x;y\"\n"
+                "h = \"\xc3\xa9t\xc3\xa9\"\n"
+                "i = plain \"quotes\" inside\n"
+                "j: \";\"\n");
+  ck_assert_str_eq(cfg->policy, "my ;policy");
+  sec = cua__config_section(cfg, "policy.x");
+  ck_assert_ptr_nonnull(sec);
+  ck_assert_uint_eq(sec->nkv, sizeof want / sizeof want[0]);
+  for (i = 0; i < sec->nkv; i++)
+    ck_assert_msg(strcmp(sec->kv[i].value, want[i]) == 0,
+                  "%s: got '%s', expected '%s'", sec->kv[i].key,
+                  sec->kv[i].value, want[i]);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(bad_quoted_values_are_syntax_errors) {
+  expect_text_error(
+      "[policy.x]\nk = \"abc\n", CUA_ERR_CONFIG_SYNTAX,
+      "<text>:2: ", "[policy.x] k: the quoted value lacks its closing '\"'");
+  /* inih cuts the comment before the value is seen: the message says how
+   * to write the ';'. */
+  expect_text_error("[policy.x]\nk = \"a ;b\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "write it \\;");
+  expect_text_error(
+      "[policy.x]\nk = \"a\"b\n", CUA_ERR_CONFIG_SYNTAX,
+      "<text>:2: ", "[policy.x] k: text after the closing '\"': 'b'");
+  expect_text_error("[policy.x]\nk = \"\\q\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "unknown escape '\\q'");
+  expect_text_error("[policy.x]\nk = \"\\x4\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "'\\x' needs two hexadecimal digits");
+  expect_text_error("[policy.x]\nk = \"a\\x00\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "cannot hold a NUL byte");
+  expect_text_error("[policy.x]\nk = \"a\tb\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "control character 0x09 between quotes");
+  expect_text_error("[policy.x]\nk = \"a\\\"\n", CUA_ERR_CONFIG_SYNTAX,
+                    "<text>:2: ", "lacks its closing");
+  /* The [runtime] checks see the value without its quotes. */
+  expect_text_error("[runtime]\npolicy = \"\"\n", CUA_ERR_CONFIG_BAD_VALUE,
+                    "<text>:2: ", "[runtime] policy: the value is empty");
 }
 END_TEST
 
@@ -917,7 +1014,7 @@ START_TEST(printed_configuration_reads_back_the_same) {
                    0);
   f = open_memstream(&text, &len);
   ck_assert_ptr_nonnull(f);
-  cua__config_print(cfg, f);
+  ck_assert_int_eq(cua__config_print(cfg, f, err, sizeof err), 0);
   fclose(f);
   ck_assert_ptr_nonnull(strstr(text, "policy = least-loaded"));
   ck_assert_ptr_nonnull(strstr(text, "$CUASYNC_POLICY"));
@@ -950,6 +1047,286 @@ START_TEST(printed_configuration_reads_back_the_same) {
   cua__config_free(again);
   cua__config_free(cfg);
   free(text);
+}
+END_TEST
+
+/* Prints @p cfg, which must print, and returns the text (free() it). */
+static char *print_ok(const cua__config *cfg) {
+  char *text = NULL, err[ERRLEN] = "";
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  int rc;
+
+  ck_assert_ptr_nonnull(f);
+  rc = cua__config_print(cfg, f, err, sizeof err);
+  fclose(f);
+  ck_assert_msg(rc == 0, "print: %s: %s", code_name(rc), err);
+  return text;
+}
+
+/* Asserts that @p cfg prints as text that reads back as the same
+ * configuration: the [runtime] values and every other section's keys and
+ * values, byte for byte. */
+static void expect_reads_back(const cua__config *cfg) {
+  char err[ERRLEN], *text = print_ok(cfg);
+  cua__config *again = NULL;
+  size_t i, j;
+
+  ck_assert_msg(
+      cua__config_load(&again, NULL, text, HERMETIC, err, sizeof err) == 0,
+      "%s in:\n%s", err, text);
+  ck_assert_str_eq(again->backend, cfg->backend);
+  ck_assert_str_eq(again->policy, cfg->policy);
+  ck_assert_uint_eq(again->ndevices, cfg->ndevices);
+  for (i = 0; i < cfg->ndevices; i++)
+    ck_assert_int_eq(again->devices[i], cfg->devices[i]);
+  ck_assert_uint_eq(again->npolicy_path, cfg->npolicy_path);
+  for (i = 0; i < cfg->npolicy_path; i++)
+    ck_assert_str_eq(again->policy_path[i], cfg->policy_path[i]);
+  ck_assert_int_eq(again->on_policy_error, cfg->on_policy_error);
+  for (i = 0; i < cfg->nsections; i++) {
+    const cua__section *s = &cfg->sections[i];
+    const cua__section *t = cua__config_section(again, s->name);
+    ck_assert_ptr_nonnull(t);
+    if (strcmp(s->name, "runtime") == 0)
+      continue;
+    ck_assert_uint_eq(t->nkv, s->nkv);
+    for (j = 0; j < s->nkv; j++) {
+      ck_assert_msg(strcmp(t->kv[j].key, s->kv[j].key) == 0 &&
+                        strcmp(t->kv[j].value, s->kv[j].value) == 0,
+                    "[%s] '%s' = '%s' read back as '%s' = '%s' from:\n%s",
+                    s->name, s->kv[j].key, s->kv[j].value, t->kv[j].key,
+                    t->kv[j].value, text);
+    }
+  }
+  cua__config_free(again);
+  free(text);
+}
+
+/* The longest line the parser takes, from the message of a longer one. */
+static int line_limit(void) {
+  char text[20000], err[ERRLEN];
+  cua__config *cfg = NULL;
+  int n = 0;
+
+  snprintf(text, sizeof text, "[policy.x]\nk = %09990d\n", 0);
+  ck_assert_int_eq(
+      cua__config_load(&cfg, NULL, text, HERMETIC, err, sizeof err),
+      CUA_ERR_CONFIG_SYNTAX);
+  ck_assert_int_eq(sscanf(strstr(err, "longer than"), "longer than %d", &n), 1);
+  return n;
+}
+
+START_TEST(printed_value_starting_with_a_semicolon_reads_back) {
+  cua__config *cfg;
+
+  /* "k =;x" holds ";x", which "k = ;x" made a comment. */
+  cfg = load_ok("[runtime]\nbackend =;x\n[policy.x]\nk =;x\nk =;\n");
+  ck_assert_str_eq(cfg->sections[1].kv[0].value, ";x");
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(printed_quoted_values_read_back) {
+  cua__config *cfg;
+  char *text;
+  size_t i;
+
+  /* Comment characters after blanks, leading and trailing blanks, control
+   * characters, quotes and backslashes: what only a quoted value holds. */
+  cfg = load_ok("[runtime]\npolicy = \"my \\;policy\"\n"
+                "policy_path = \"/a \\;b:\\x01c\"\n"
+                "[policy.x]\n"
+                "a = \"x \\;y\"\n"
+                "b = \"  padded  \"\n"
+                "c = \"tab\\there\\nnl\\rcr\"\n"
+                "d = \"\\x01\\x7F\\xc3\\xa9 \\x0b;\"\n"
+                "e = \"say \\\"hi\\\" \\\\ back\"\n"
+                "f = \"\"\n"
+                "g = \"\\\"starts with a quote\"\n"
+                "h = \" \\;\"\n");
+  ck_assert_str_eq(cfg->sections[1].kv[7].value, " ;");
+  expect_reads_back(cfg);
+  /* The text holds no control character but its line ends: they are
+   * written as escapes. */
+  text = print_ok(cfg);
+  for (i = 0; text[i] != '\0'; i++)
+    ck_assert_msg((unsigned char)text[i] >= 0x20 || text[i] == '\n',
+                  "byte 0x%02x at %zu in:\n%s", (unsigned char)text[i], i,
+                  text);
+  free(text);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(printed_plain_bytes_read_back) {
+  cua__config *cfg;
+
+  /* What plain values and keys already held and printed back: '#', ';'
+   * not after a blank, bytes beyond ASCII, control characters inside. */
+  cfg = load_ok("[policy.x]\n"
+                "a#b = #x\n"
+                "a;b = a;b#c\n"
+                "k\xc3\xa9 = \xc3\xa9t\xc3\xa9\n"
+                "k\x01x = a\x01"
+                "b\n"
+                "\xc3\xa9 = \xff\xfe\n");
+  ck_assert_str_eq(cfg->sections[0].kv[2].key, "k\xc3\xa9");
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(printed_env_policy_reads_back) {
+  cua__config *cfg = NULL;
+  char err[ERRLEN];
+
+  /* $CUASYNC_POLICY is not read from a line: it may hold anything, line
+   * breaks included, which made the printed text another configuration. */
+  setenv("CUASYNC_POLICY", "odd ;policy\n[runtime]", 1);
+  ck_assert_int_eq(cua__config_load(&cfg, NULL, "[runtime]\nbackend = host\n",
+                                    CUA_RUNTIME_NO_SYSTEM_CONFIG, err,
+                                    sizeof err),
+                   0);
+  ck_assert_str_eq(cfg->policy, "odd ;policy\n[runtime]");
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(printed_lines_fit_the_line_limit) {
+  int max = line_limit();
+  char text[4096], list[2048];
+  size_t n = 0;
+  cua__config *cfg;
+  int i;
+
+  ck_assert_int_gt(max, 40);
+  ck_assert_int_lt(max, 2000);
+  /* Lines exactly as long as the parser takes: "k = " would be longer. */
+  snprintf(text, sizeof text, "[runtime]\nbackend=%0*d\n[policy.x]\nk=%0*d\n",
+           max - 8, 1, max - 2, 2);
+  cfg = load_ok(text);
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+  /* The last line, without a newline, is held to the same length: one
+   * character more was read, and printed as a line too long to read. */
+  snprintf(text, sizeof text, "[policy.x]\nk=%0*d", max - 1, 3);
+  expect_text_error(text, CUA_ERR_CONFIG_SYNTAX, "<text>:2: ", "longer than");
+  /* A quoted value as long as a line can be: every byte needs an escape. */
+  n = (size_t)snprintf(text, sizeof text, "[policy.x]\nk=\"");
+  for (i = 0; i < (max - 4) / 2; i++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "\\\"");
+  snprintf(text + n, sizeof text - n, "\"\n");
+  cfg = load_ok(text);
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+  /* The device list as long as a line can hold. */
+  n = 0;
+  for (i = 0; n + 12 < (size_t)max - 8; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", i ? "," : "",
+                          i + 1000);
+  snprintf(text, sizeof text, "[runtime]\ndevices=%s\n", list);
+  cfg = load_ok(text);
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+}
+END_TEST
+
+START_TEST(printed_origin_comment_is_one_short_line) {
+  char dir[] = "/tmp/cuasync-nl\n[runtime]-XXXXXX", path[1024], err[ERRLEN];
+  cua__config *cfg = NULL;
+  FILE *f;
+
+  /* The origin is a path, which may hold a line break... */
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/%0230d.ini", dir, 0);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("[runtime]\nbackend = host\n", f);
+  fclose(f);
+  ck_assert_int_eq(
+      cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err), 0);
+  /* ...and be longer than a line (243 bytes here, after shortening). */
+  ck_assert_uint_gt(strlen(cfg->origin), (size_t)line_limit());
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* Asserts that printing @p cfg fails with @p code and @p needle in the
+ * message, and writes nothing. */
+static void expect_print_refused(const cua__config *cfg, int code,
+                                 const char *needle) {
+  char *text = NULL, err[ERRLEN] = "";
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  int rc;
+
+  ck_assert_ptr_nonnull(f);
+  rc = cua__config_print(cfg, f, err, sizeof err);
+  fclose(f);
+  ck_assert_msg(rc == code, "print: got %s, expected %s (%s)", code_name(rc),
+                code_name(code), err);
+  ck_assert_msg(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err,
+                needle);
+  ck_assert_uint_eq(len, 0);
+  free(text);
+}
+
+START_TEST(printer_refuses_what_text_cannot_hold) {
+  char dir[] = "/tmp/cuasync-a:b-XXXXXX", path[256], err[ERRLEN], big[600];
+  cua__config *cfg = NULL;
+  FILE *f;
+
+  /* A relative policy_path entry resolved against a directory with a ':':
+   * the entry would read back as two. */
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/c.ini", dir);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("[runtime]\npolicy_path = mods\n", f);
+  fclose(f);
+  ck_assert_int_eq(
+      cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err), 0);
+  expect_print_refused(cfg, CUA_ERR_CONFIG_BAD_VALUE,
+                       "[runtime] policy_path: the entry '");
+  expect_print_refused(cfg, CUA_ERR_CONFIG_BAD_VALUE,
+                       "holds ':', which separates entries");
+  cua__config_free(cfg);
+  unlink(path);
+  rmdir(dir);
+
+  /* $CUASYNC_POLICY longer than a line. */
+  memset(big, 'p', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  setenv("CUASYNC_POLICY", big, 1);
+  ck_assert_int_eq(cua__config_load(&cfg, NULL, "[runtime]\n",
+                                    CUA_RUNTIME_NO_SYSTEM_CONFIG, err,
+                                    sizeof err),
+                   0);
+  expect_print_refused(cfg, CUA_ERR_CONFIG_BAD_VALUE,
+                       "[runtime] policy: the value (599 bytes) makes a line "
+                       "longer than");
+  cua__config_free(cfg);
+  unsetenv("CUASYNC_POLICY");
+
+  /* Keys and section names the parser cannot produce, put in by hand. */
+  cfg = load_ok("[policy.x]\nk = v\n");
+  free(cfg->sections[0].kv[0].key);
+  cfg->sections[0].kv[0].key = strdup("a=b");
+  expect_print_refused(cfg, CUA_ERR_CONFIG_BAD_VALUE,
+                       "[policy.x] a=b: the key cannot be written");
+  free(cfg->sections[0].name);
+  cfg->sections[0].name = strdup("policy.a]b");
+  expect_print_refused(cfg, CUA_ERR_CONFIG_BAD_VALUE,
+                       "[policy.a]b]: the section name cannot be written");
+  cua__config_free(cfg);
+
+  expect_print_refused(NULL, CUA_ERR_INVAL, "NULL");
 }
 END_TEST
 
@@ -1127,6 +1504,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, repeated_section_is_a_syntax_error);
   tcase_add_test(tc, first_error_in_file_order_wins);
   tcase_add_test(tc, indented_keys_comments_bom_and_crlf_are_accepted);
+  tcase_add_test(tc, control_blanks_do_not_continue_the_previous_value);
+  tcase_add_test(tc, quoted_values_take_backslash_escapes);
+  tcase_add_test(tc, bad_quoted_values_are_syntax_errors);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("sections");
@@ -1200,6 +1580,13 @@ static Suite *suite(void) {
   tc = tcase_create("print");
   tcase_add_checked_fixture(tc, clear_env, NULL);
   tcase_add_test(tc, printed_configuration_reads_back_the_same);
+  tcase_add_test(tc, printed_value_starting_with_a_semicolon_reads_back);
+  tcase_add_test(tc, printed_quoted_values_read_back);
+  tcase_add_test(tc, printed_plain_bytes_read_back);
+  tcase_add_test(tc, printed_env_policy_reads_back);
+  tcase_add_test(tc, printed_lines_fit_the_line_limit);
+  tcase_add_test(tc, printed_origin_comment_is_one_short_line);
+  tcase_add_test(tc, printer_refuses_what_text_cannot_hold);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -811,9 +811,10 @@ static void print_dirs(FILE *f, const char *what, char **dirs, size_t n) {
 /* The resolved configuration, as cua__config_print() writes it, indented
  * under its heading. */
 static void table_config(const report *r, FILE *f) {
-  char *text = NULL, *line, *next;
+  char *text = NULL, *line, *next, why[1024];
   size_t len = 0;
   FILE *mem;
+  int rc;
 
   if (r->cfg == NULL) {
     fprintf(f, "Configuration: not loaded: %s\n", r->config_error);
@@ -823,8 +824,13 @@ static void table_config(const report *r, FILE *f) {
   mem = open_memstream(&text, &len);
   if (mem == NULL)
     out_of_memory();
-  cua__config_print(r->cfg, mem);
+  rc = cua__config_print(r->cfg, mem, why, sizeof why);
   fclose(mem);
+  if (rc != 0) {
+    fprintf(f, "  (cannot be written as INI text: %s)\n", why);
+    free(text);
+    return;
+  }
   for (line = text; line != NULL && *line != '\0'; line = next) {
     next = strchr(line, '\n');
     if (next != NULL)

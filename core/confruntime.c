@@ -1,0 +1,226 @@
+/*
+ * core/confruntime.c: the [runtime] keys of a configuration and their
+ * values (backend, devices, policy, policy_path, on_policy_error).
+ *
+ * Each value is checked and stored, resolved, into the cua__config being
+ * parsed (core/conf.c hands them over from its inih key handler); defaults
+ * and $CUASYNC_POLICY are applied after the parse, by conf.c. No lock: a
+ * parse runs on the caller's thread of cua__config_load() and the
+ * configuration is not shared until it returns.
+ */
+#include "config.h"
+
+#include "conf.h"
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The keys [runtime] accepts, listed in messages. */
+static const char *const runtime_keys[] = {"backend", "devices", "policy",
+                                           "policy_path", "on_policy_error"};
+#define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
+
+/* backend = auto | NAME | PATH. Which names exist is known only once the
+ * backend search path is read, when the runtime opens (core/backend.c):
+ * any backend module on it is a backend, so here only an empty value is
+ * refused. */
+static int set_backend(cua__conf_parser *p, const char *value) {
+  char *v;
+
+  if (*value == '\0')
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] backend: the value is empty; give auto, a "
+                          "backend name or the path of a .so");
+  v = cua__strdup(value);
+  if (v == NULL)
+    return cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  free(p->cfg->backend);
+  p->cfg->backend = v;
+  p->cfg->backend_line = p->line;
+  return 0;
+}
+
+/* devices = all | N[,N...]: distinct non-negative device numbers. */
+static int set_devices(cua__conf_parser *p, const char *value) {
+  const char *s = value;
+  int *list = NULL, *grown;
+  size_t n = 0, i;
+  int dev;
+
+  if (strcmp(value, "all") == 0) {
+    free(p->cfg->devices);
+    p->cfg->devices = NULL;
+    p->cfg->ndevices = 0;
+    return 0;
+  }
+  for (;;) {
+    const char *start, *end, *comma = strchr(s, ',');
+    end = comma != NULL ? comma : s + strlen(s);
+    for (start = s; start < end && isspace((unsigned char)*start); start++)
+      ;
+    while (end > start && isspace((unsigned char)end[-1]))
+      end--;
+    if (start == end) {
+      cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                     "[runtime] devices: '%s' has an empty entry; expected "
+                     "'all' or a comma-separated list of device numbers",
+                     value);
+      goto fail;
+    }
+    if (cua__conf_parse_index(start, (size_t)(end - start), &dev) != 0) {
+      cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                     "[runtime] devices: '%.*s' is not a device number; "
+                     "expected 'all' or a comma-separated list of non-negative "
+                     "integers",
+                     (int)(end - start), start);
+      goto fail;
+    }
+    for (i = 0; i < n; i++) {
+      if (list[i] == dev) {
+        cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                       "[runtime] devices: device %d is listed twice", dev);
+        goto fail;
+      }
+    }
+    grown = cua__realloc(list, (n + 1) * sizeof *list);
+    if (grown == NULL) {
+      cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+      goto fail;
+    }
+    list = grown;
+    list[n++] = dev;
+    if (comma == NULL)
+      break;
+    s = comma + 1;
+  }
+  free(p->cfg->devices);
+  p->cfg->devices = list;
+  p->cfg->ndevices = n;
+  return 0;
+
+fail:
+  free(list);
+  return p->code;
+}
+
+static int set_policy(cua__conf_parser *p, const char *value) {
+  char *v;
+
+  if (*value == '\0')
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] policy: the value is empty; give a policy "
+                          "name or the path of a .so");
+  v = cua__strdup(value);
+  if (v == NULL)
+    return cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  free(p->cfg->policy);
+  p->cfg->policy = v;
+  p->cfg->policy_line = p->line;
+  return 0;
+}
+
+/* policy_path = DIR[:DIR...]. A relative entry in a file means relative to
+ * that file, so that a configuration kept next to a build tree works from
+ * any working directory; in text or the built-in default there is no such
+ * anchor and it stays relative to the working directory. */
+static int set_policy_path(cua__conf_parser *p, const char *value) {
+  const char *s = value;
+  char **dirs = NULL, **grown;
+  size_t n = 0, i;
+
+  for (;;) {
+    const char *colon = strchr(s, ':');
+    size_t len = colon != NULL ? (size_t)(colon - s) : strlen(s), dl;
+    char *d;
+
+    if (len == 0) {
+      cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                     "[runtime] policy_path: '%s' has an empty entry; expected "
+                     "':'-separated directories",
+                     value);
+      goto fail;
+    }
+    /* The directory of the file, with its '/', before a relative entry. */
+    dl = s[0] != '/' && p->dir != NULL ? strlen(p->dir) + 1 : 0;
+    d = cua__malloc(dl + len + 1);
+    if (d != NULL) {
+      if (dl > 0) {
+        memcpy(d, p->dir, dl - 1);
+        d[dl - 1] = '/';
+      }
+      memcpy(d + dl, s, len);
+      d[dl + len] = '\0';
+    }
+    if (d == NULL)
+      goto nomem;
+    grown = cua__realloc(dirs, (n + 1) * sizeof *dirs);
+    if (grown == NULL) {
+      free(d);
+      goto nomem;
+    }
+    dirs = grown;
+    dirs[n++] = d;
+    if (colon == NULL)
+      break;
+    s = colon + 1;
+  }
+  for (i = 0; i < p->cfg->npolicy_path; i++)
+    free(p->cfg->policy_path[i]);
+  free(p->cfg->policy_path);
+  p->cfg->policy_path = dirs;
+  p->cfg->npolicy_path = n;
+  return 0;
+
+nomem:
+  cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+fail:
+  for (i = 0; i < n; i++)
+    free(dirs[i]);
+  free(dirs);
+  return p->code;
+}
+
+static int set_on_policy_error(cua__conf_parser *p, const char *value) {
+  if (strcmp(value, "error") == 0)
+    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FAIL;
+  else if (strcmp(value, "fallback") == 0)
+    p->cfg->on_policy_error = CUA__ON_POLICY_ERROR_FALLBACK;
+  else
+    return cua__conf_fail(
+        p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+        "[runtime] on_policy_error: '%s' is not one of error, "
+        "fallback",
+        value);
+  return 0;
+}
+
+int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
+                          const char *value) {
+  char valid[128];
+  size_t i, off = 0;
+
+  if (strcmp(key, "backend") == 0)
+    return set_backend(p, value);
+  if (strcmp(key, "devices") == 0)
+    return set_devices(p, value);
+  if (strcmp(key, "policy") == 0)
+    return set_policy(p, value);
+  if (strcmp(key, "policy_path") == 0)
+    return set_policy_path(p, value);
+  if (strcmp(key, "on_policy_error") == 0)
+    return set_on_policy_error(p, value);
+  valid[0] = '\0';
+  for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
+    int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",
+                     runtime_keys[i]);
+    if (n < 0)
+      break;
+    off += (size_t)n;
+  }
+  return cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_KEY, p->line,
+                        "[runtime] %s: unknown key; valid keys are %s", key,
+                        valid);
+}
