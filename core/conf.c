@@ -439,10 +439,25 @@ static int parse_text(cua__config *cfg, const char *text, size_t len,
   return p.code;
 }
 
-/* Fills in what the input did not say, and applies $CUASYNC_POLICY. */
-static int resolve(cua__config *cfg, unsigned flags) {
+/* Fills in what the input did not say, and applies $CUASYNC_POLICY and
+ * $CUASYNC_LAUNCH (a value of the latter that is not one of launch's is
+ * CUA_ERR_CONFIG_BAD_VALUE, with its message in @p err). */
+static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
   const char *env;
   char *v;
+
+  env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_LAUNCH");
+  if (env != NULL && *env != '\0') {
+    int l = cua__conf_launch_value(env);
+    if (l < 0) {
+      cua__put_err(err, errlen,
+                   "$CUASYNC_LAUNCH: '%.64s' is not one of caller, thread",
+                   env);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    cfg->launch = l;
+    cfg->launch_from_env = 1;
+  }
 
   if (cfg->backend == NULL && (cfg->backend = cua__strdup("auto")) == NULL)
     return CUA_ERR_NOMEM;
@@ -539,7 +554,9 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   }
   if (rc != 0)
     goto fail;
-  rc = resolve(cfg, flags);
+  rc = resolve(cfg, flags, err, errlen);
+  if (rc == CUA_ERR_CONFIG_BAD_VALUE)
+    goto fail;
   if (rc != 0)
     goto nomem;
   free(buf);

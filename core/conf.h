@@ -37,6 +37,9 @@ typedef struct cua__section {
 /** on_policy_error = error | fallback */
 enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 
+/** launch = caller | thread */
+enum { CUA__LAUNCH_CALLER = 0, CUA__LAUNCH_THREAD = 1 };
+
 /** A parsed and checked configuration. */
 typedef struct cua__config {
   char *path;   /* file read; NULL for built-in default or config_text */
@@ -56,6 +59,8 @@ typedef struct cua__config {
   size_t npolicy_path; /* relative ones resolved against the file's dir */
   int on_policy_error; /* CUA__ON_POLICY_ERROR_* */
   int policy_line;     /* line of `policy =`, 0 if defaulted */
+  int launch;          /* CUA__LAUNCH_*; $CUASYNC_LAUNCH overrides it */
+  int launch_from_env; /* 1 if $CUASYNC_LAUNCH overrode it */
 } cua__config;
 
 /**
@@ -72,7 +77,7 @@ typedef struct cua__config {
  * Checks: syntax (CUA_ERR_CONFIG_SYNTAX); section names must be
  * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
  * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
- * backend, devices, policy, policy_path, on_policy_error
+ * backend, devices, policy, policy_path, on_policy_error, launch
  * (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
  * key policy; a key given twice in [runtime] or [device.N]
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
@@ -195,6 +200,8 @@ int cua__conf_name_ok(const char *name);
 
 /** Checks and stores one [runtime] key (core/confruntime.c). Returns 0 or
  * the error recorded. */
+/* CUA__LAUNCH_* for a `launch` value, or -1. */
+int cua__conf_launch_value(const char *value);
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value);
 

@@ -193,6 +193,9 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
          cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK ? "fallback"
                                                                : "error",
          NULL);
+  put_kv(pr, "runtime", "launch",
+         cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller",
+         cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
   for (i = 0; i < cfg->nsections && pr->code == 0; i++) {
     const cua__section *s = &cfg->sections[i];
     if (strcmp(s->name, "runtime") == 0)

@@ -1,6 +1,7 @@
 /*
  * core/confruntime.c: the [runtime] keys of a configuration and their
- * values (backend, devices, policy, policy_path, on_policy_error).
+ * values (backend, devices, policy, policy_path, on_policy_error,
+ * launch).
  *
  * Each value is checked and stored, resolved, into the cua__config being
  * parsed (core/conf.c hands them over from its inih key handler); defaults
@@ -19,8 +20,8 @@
 #include <string.h>
 
 /* The keys [runtime] accepts, listed in messages. */
-static const char *const runtime_keys[] = {"backend", "devices", "policy",
-                                           "policy_path", "on_policy_error"};
+static const char *const runtime_keys[] = {
+    "backend", "devices", "policy", "policy_path", "on_policy_error", "launch"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -197,6 +198,26 @@ static int set_on_policy_error(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* launch = caller | thread: who applies a round's commands (see
+ * core/executor.c). */
+int cua__conf_launch_value(const char *value) {
+  if (strcmp(value, "caller") == 0)
+    return CUA__LAUNCH_CALLER;
+  if (strcmp(value, "thread") == 0)
+    return CUA__LAUNCH_THREAD;
+  return -1;
+}
+
+static int set_launch(cua__conf_parser *p, const char *value) {
+  int v = cua__conf_launch_value(value);
+  if (v < 0)
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] launch: '%s' is not one of caller, thread",
+                          value);
+  p->cfg->launch = v;
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
   char valid[128];
@@ -212,6 +233,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_policy_path(p, value);
   if (strcmp(key, "on_policy_error") == 0)
     return set_on_policy_error(p, value);
+  if (strcmp(key, "launch") == 0)
+    return set_launch(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

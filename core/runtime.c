@@ -283,10 +283,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     goto fail;
-  {
-    const char *lt = getenv("CUASYNC_LAUNCH_THREAD");
-    rt->launch_thread = lt != NULL && strcmp(lt, "1") == 0;
-  }
+  rt->launch_thread = rt->cfg->launch == CUA__LAUNCH_THREAD;
   if ((rc = cua__launcher_start(rt)) != 0) {
     cua__fail(NULL, rc, "cannot start the launch thread");
     goto fail;

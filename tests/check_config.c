@@ -337,7 +337,8 @@ START_TEST(unknown_runtime_key_lists_the_valid_ones) {
                     "<text>:3: ", "[runtime] streams: unknown key");
   expect_text_error(
       "[runtime]\nbackend = host\nstreams = 4\n", CUA_ERR_CONFIG_UNKNOWN_KEY,
-      "<text>:3: ", "backend, devices, policy, policy_path, on_policy_error");
+      "<text>:3: ",
+      "backend, devices, policy, policy_path, on_policy_error, launch");
 }
 END_TEST
 
@@ -421,6 +422,52 @@ START_TEST(bad_on_policy_error_is_refused) {
   expect_text_error("[runtime]\non_policy_error = ignore\n",
                     CUA_ERR_CONFIG_BAD_VALUE,
                     "<text>:2: ", "'ignore' is not one of error, fallback");
+}
+END_TEST
+
+START_TEST(launch_is_caller_or_thread) {
+  cua__config *cfg = load_ok("[runtime]\nlaunch = thread\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_THREAD);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch = caller\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
+  cua__config_free(cfg);
+  expect_text_error(
+      "[runtime]\nlaunch = later\n", CUA_ERR_CONFIG_BAD_VALUE,
+      "<text>:2: ", "[runtime] launch: 'later' is not one of caller, thread");
+}
+END_TEST
+
+START_TEST(env_launch_overrides_the_file) {
+  char err[ERRLEN];
+  cua__config *cfg = NULL;
+  int rc;
+
+  setenv("CUASYNC_LAUNCH", "thread", 1);
+  rc = cua__config_load(&cfg, NULL, "[runtime]\nlaunch = caller\n",
+                        CUA_RUNTIME_NO_SYSTEM_CONFIG, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_THREAD);
+  ck_assert_int_eq(cfg->launch_from_env, 1);
+  cua__config_free(cfg);
+  /* Not with CUA_RUNTIME_IGNORE_ENV. */
+  rc = cua__config_load(&cfg, NULL, "[runtime]\nlaunch = caller\n",
+                        CUA_RUNTIME_NO_SYSTEM_CONFIG | CUA_RUNTIME_IGNORE_ENV,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
+  cua__config_free(cfg);
+  setenv("CUASYNC_LAUNCH", "soon", 1);
+  cfg = NULL;
+  rc = cua__config_load(&cfg, NULL, NULL, CUA_RUNTIME_NO_SYSTEM_CONFIG, err,
+                        sizeof err);
+  unsetenv("CUASYNC_LAUNCH");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_BAD_VALUE);
+  ck_assert_ptr_null(cfg);
+  ck_assert_str_eq(err, "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread");
 }
 END_TEST
 
@@ -1526,6 +1573,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_policy_is_refused);
   tcase_add_test(tc, bad_policy_path_is_refused);
   tcase_add_test(tc, bad_on_policy_error_is_refused);
+  tcase_add_test(tc, launch_is_caller_or_thread);
+  tcase_add_test(tc, env_launch_overrides_the_file);
   tcase_add_test(tc, runtime_values_are_resolved);
   suite_add_tcase(s, tc);
 

@@ -375,10 +375,26 @@ static int capture_native(cua_stream_ctx *ctx, void *arg) {
  * stream 0's native handle is the "native stream". Ordering is proved by
  * data: without the interop calls each copy would read the buffer before
  * the long-delayed fill wrote it. */
+/* The application's stream code enqueues as it is called: runtime a, which
+ * stands for it, applies its lists on the submitting thread even when the
+ * suite runs with a launch thread ($CUASYNC_LAUNCH=thread), which would
+ * enqueue a's work only after cua_submit() returns. */
+static cua_runtime *open_native_stand_in(void) {
+  const char *env = getenv("CUASYNC_LAUNCH");
+  char *keep = env != NULL ? strdup(env) : NULL;
+  unsetenv("CUASYNC_LAUNCH");
+  cua_runtime *rt = open_two_streams();
+  if (keep != NULL) {
+    setenv("CUASYNC_LAUNCH", keep, 1);
+    free(keep);
+  }
+  return rt;
+}
+
 START_TEST(native_streams_are_ordered_both_ways) {
   if (runs_ops_at_launch())
     return;
-  cua_runtime *a = open_two_streams(), *b = open_two_streams();
+  cua_runtime *a = open_native_stand_in(), *b = open_two_streams();
   void *na = NULL;
   cua_op *cap = NULL;
   ck_assert_int_eq(cua_op_func(&cap, a, capture_native, &na, NULL, 0), 0);

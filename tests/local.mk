@@ -37,7 +37,7 @@ UNIT_TESTS = \
 	tests/check_faults \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS)
+TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS)
 
 # The same op, ordering, property, future and conformance suites, on the
 # CUDA backend (they exit 77, skipped, where it has no device).
@@ -63,6 +63,22 @@ LAUNCHTIME_TESTS = \
 	tests/launchtime/conformance.sh \
 	tests/launchtime/sched.sh
 EXTRA_DIST += $(LAUNCHTIME_TESTS)
+
+# The same suites with a launch thread ([runtime] launch = thread): every
+# command list not launching a stream function is applied by the runtime's
+# launch thread; on the host backend, and on CUDA (skipped without a GPU).
+LAUNCHTHREAD_TESTS = \
+	tests/launchthread/ops.sh \
+	tests/launchthread/ordering.sh \
+	tests/launchthread/random_dag.sh \
+	tests/launchthread/sched.sh \
+	tests/launchthread/stress.sh \
+	tests/launchthread/futures.sh \
+	tests/launchthread/cuda_ordering.sh \
+	tests/launchthread/cuda_random_dag.sh \
+	tests/launchthread/cuda_sched.sh \
+	tests/launchthread/cuda_stress.sh
+EXTRA_DIST += $(LAUNCHTHREAD_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)

@@ -81,7 +81,7 @@ static int same(const cua__config *a, const cua__config *b, int paths) {
   if (strcmp(a->backend, b->backend) != 0 ||
       strcmp(a->policy, b->policy) != 0 || a->ndevices != b->ndevices ||
       a->npolicy_path != b->npolicy_path ||
-      a->on_policy_error != b->on_policy_error)
+      a->on_policy_error != b->on_policy_error || a->launch != b->launch)
     return 0;
   for (size_t i = 0; i < a->ndevices; i++)
     if (a->devices[i] != b->devices[i])

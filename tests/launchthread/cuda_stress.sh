@@ -1,0 +1,4 @@
+#!/bin/sh
+# check_stress on the CUDA backend with a launch thread ([runtime] launch =
+# thread, through $CUASYNC_LAUNCH); exit 77 without a GPU.
+CUASYNC_TEST_BACKEND=cuda CUASYNC_LAUNCH=thread exec ./tests/check_stress "$@"

@@ -1,0 +1,4 @@
+#!/bin/sh
+# check_random_dag with a launch thread ([runtime] launch = thread, through
+# $CUASYNC_LAUNCH): lists are applied by the runtime's launch thread.
+CUASYNC_LAUNCH=thread exec ./tests/check_random_dag "$@"
