@@ -12,8 +12,6 @@
 #include "config.h"
 #include "internal.h"
 
-#include <sched.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,9 +269,6 @@ static int pending_device_work(cua_runtime *rt) {
   return 0;
 }
 
-/* How long the completion thread watches for new work before it sleeps. */
-#define IDLE_WATCH_NS 50000u
-
 void *cua__completion_thread(void *arg) {
   cua_runtime *rt = arg;
   pthread_mutex_lock(&rt->lock);
@@ -347,21 +342,7 @@ void *cua__completion_thread(void *arg) {
       rt->be->wait(rt->bst, 1000000);
       pthread_mutex_lock(&rt->lock);
     } else {
-      /* Nothing in flight. New work often comes within microseconds (a
-       * program that submits, waits, submits): watching for it a little
-       * while saves the wake-up of a sleeping thread on every such
-       * submission's latency; an idle runtime still sleeps. Kicks come
-       * under rt->lock, so one after the check below is never lost. */
-      unsigned seen = atomic_load_explicit(&rt->kicks, memory_order_acquire);
-      pthread_mutex_unlock(&rt->lock);
-      uint64_t until = cua__now_ns() + IDLE_WATCH_NS;
-      while (atomic_load_explicit(&rt->kicks, memory_order_acquire) == seen &&
-             cua__now_ns() < until)
-        sched_yield();
-      pthread_mutex_lock(&rt->lock);
-      if (atomic_load_explicit(&rt->kicks, memory_order_relaxed) == seen &&
-          !rt->stopping)
-        pthread_cond_wait(&rt->work, &rt->lock);
+      pthread_cond_wait(&rt->work, &rt->lock);
     }
   }
   pthread_mutex_unlock(&rt->lock);

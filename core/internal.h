@@ -514,7 +514,6 @@ struct cua_runtime {
   pthread_t thread;
   int thread_started;
   pthread_cond_t work; /* wakes the completion thread */
-  atomic_uint kicks;   /* counts cua__kick() (under lock), watched idle */
   pthread_cond_t idle; /* signalled when a submission completes */
   int stopping;
   uint64_t next_sub, next_op;

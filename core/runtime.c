@@ -73,7 +73,6 @@ void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev) {
 }
 
 void cua__kick(cua_runtime *rt) {
-  atomic_fetch_add_explicit(&rt->kicks, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
   if (rt->ready_head != NULL && rt->be->wake != NULL)
     rt->be->wake(rt->bst);
