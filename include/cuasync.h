@@ -468,7 +468,11 @@ typedef struct cua_submit_options {
  * Submits the DAG ending at @p op and returns its future. The ops run as
  * the policy places them; the future completes once every op of the DAG has
  * (one notification per submission). If the call fails, nothing of it ran
- * or will run, and *fut is NULL.
+ * or will run, and *fut is NULL. The work is enqueued on the device's
+ * streams before the call returns, unless the runtime has a launch thread
+ * (`[runtime] launch = thread`, cuasync.ini(5)), which enqueues it soon
+ * after; cua_future_wait_native() orders a stream of the application's
+ * after the submission either way.
  */
 CUA_EXTERN int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                           const cua_submit_options *opts);
