@@ -252,49 +252,12 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
 
 /* -------------------------------------------------------------- building */
 
-static size_t hslot(const cua__build *b, const cua_op *op) {
-  uintptr_t h = (uintptr_t)op;
-  h ^= h >> 17;
-  h *= 0x9E3779B97F4A7C15ull;
-  return (size_t)(h >> 7) & (b->hcap - 1);
-}
-
+/* An op's node in the submission being built is kept in the op itself
+ * (build_sub, build_node), under rt->lock: an op belongs to one runtime,
+ * and its runtime builds one submission at a time, whose id (unique, ever
+ * increasing) says whether the op's fields are this build's. */
 cua__node *cua__build_get(const cua__build *b, const cua_op *op) {
-  if (b->hcap == 0)
-    return NULL;
-  for (size_t i = hslot(b, op);; i = (i + 1) & (b->hcap - 1)) {
-    if (b->keys[i] == op)
-      return b->vals[i];
-    if (b->keys[i] == NULL)
-      return NULL;
-  }
-}
-
-static int hput(cua__build *b, cua_op *op, cua__node *n);
-
-static int hgrow(cua__build *b) {
-  size_t ncap = b->hcap * 2;
-  cua_op **keys = cua__calloc(ncap, sizeof *keys);
-  cua__node **vals = cua__calloc(ncap, sizeof *vals);
-  if (keys == NULL || vals == NULL) {
-    free(keys);
-    free(vals);
-    return CUA_ERR_NOMEM;
-  }
-  cua_op **okeys = b->keys;
-  cua__node **ovals = b->vals;
-  size_t ocap = b->hcap;
-  b->keys = keys;
-  b->vals = vals;
-  b->hcap = ncap;
-  for (size_t i = 0; i < ocap; i++)
-    if (okeys[i] != NULL)
-      hput(b, okeys[i], ovals[i]);
-  if (okeys != b->keys_inl) {
-    free(okeys);
-    free(ovals);
-  }
-  return 0;
+  return op->build_sub == b->sub->id ? op->build_node : NULL;
 }
 
 void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
@@ -303,31 +266,17 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->order = b->order_inl;
   b->n = 0;
   b->cap = sizeof b->order_inl / sizeof *b->order_inl;
-  b->keys = b->keys_inl;
-  b->vals = b->vals_inl;
-  b->hcap = sizeof b->keys_inl / sizeof *b->keys_inl;
-  memset(b->keys_inl, 0, sizeof b->keys_inl);
   b->reused = 0;
 }
 
 void cua__build_free(cua__build *b) {
   if (b->order != b->order_inl)
     free(b->order);
-  if (b->keys != b->keys_inl) {
-    free(b->keys);
-    free(b->vals);
-  }
 }
 
 static int hput(cua__build *b, cua_op *op, cua__node *n) {
-  if ((b->n + 1) * 2 > b->hcap)
-    if (hgrow(b))
-      return CUA_ERR_NOMEM;
-  size_t i = hslot(b, op);
-  while (b->keys[i] != NULL)
-    i = (i + 1) & (b->hcap - 1);
-  b->keys[i] = op;
-  b->vals[i] = n;
+  op->build_sub = b->sub->id;
+  op->build_node = n;
   return 0;
 }
 

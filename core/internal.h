@@ -226,6 +226,10 @@ struct cua_op {
   /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
   cua_op *unzip_shared;
   cua_op *free_next; /* cua_op_destroy()'s worklist */
+  /* Its node in the submission being built, when build_sub is that
+   * submission's id (graph.c); under rt->lock. */
+  uint64_t build_sub;
+  cua__node *build_node;
   /* WAIT_NATIVE: the application's stream and its device. */
   void *native;
   int native_device;
@@ -462,15 +466,10 @@ typedef struct cua__build {
   cua__sub *sub;
   cua__node **order; /* post-order: the sequential reference order */
   size_t n, cap;
-  /* op -> node, for this submission (ops appear once per submission). */
-  cua_op **keys;
-  cua__node **vals;
-  size_t hcap;
+  /* op -> node, for this submission: in the ops (cua__build_get()). */
   int reused; /* an op appears twice: look for cycles */
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
-  cua_op *keys_inl[32];
-  cua__node *vals_inl[32];
 } cua__build;
 
 /* ----------------------------------------------------------------- runtime */
