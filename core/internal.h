@@ -578,6 +578,16 @@ void cua__polinst_close_all(cua_runtime *rt);
 /* op.c */
 void cua__op_freeze(cua_op *op);
 int cua__op_is_host(const cua_op *op);
+/* A new op of @p kind (one reference, holding @p rt); 0 or a failure with
+ * its message. */
+int cua__op_new(cua_op **out, cua_runtime *rt, cua_op_kind kind);
+/* Appends @p in (retained and frozen) to @p op's inputs. */
+int cua__op_add_input(cua_op *op, cua_op *in);
+/* Hands @p op to the caller when @p rc is 0; else frees it. Returns rc. */
+int cua__op_finish(cua_op **out, cua_op *op, int rc);
+
+/* combine.c */
+void cua__op_wrapper_gone(cua_op *op);
 
 /* buffer.c */
 void *cua__buffer_addr(const cua_buffer *b);

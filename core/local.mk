@@ -19,6 +19,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
 	%reldir%/op.c \
+	%reldir%/combine.c \
 	%reldir%/buffer.c \
 	%reldir%/graph.c \
 	%reldir%/hazards.c \

@@ -1,6 +1,7 @@
 /*
- * core/op.c: DeviceOp constructors and combinators. Building an op only
- * records what to do; nothing runs until a submission.
+ * core/op.c: DeviceOp constructors (the combinators are in combine.c),
+ * hints, references. Building an op only records what to do; nothing runs
+ * until a submission.
  *
  * An op is immutable once frozen, so most of it needs no lock. What may
  * change, and how it is guarded:
@@ -8,7 +9,8 @@
  * - frozen: atomic; 0 (hints may change), 1 (frozen, for good), or 2 while
  *   cua_op_set_hints() writes the hints. Freezing waits out a 2, so no
  *   reader of a frozen op's hints races with a writer.
- * - unzip_shared (a zip's weak link to its shared wrapper): unzip_lock.
+ * - unzip_shared (a zip's weak link to its shared wrapper): combine.c's
+ *   unzip_lock.
  * - shared_node of a SHARED op: the runtime lock (graph.c, submit.c).
  * - shared_node of a ZIP (the run of its unzips' wrapper, kept once that
  *   wrapper is gone): unzip_lock.
@@ -25,12 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Guards the weak zip -> shared wrapper links of cua_op_unzip(), and the
- * run a zip keeps once its wrapper is gone. A leaf lock: nothing is called
- * while it is held but cua_op_shared(), which takes no lock. */
-static pthread_mutex_t unzip_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int new_op(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
+int cua__op_new(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
   int fresh;
   cua_op *op = cua__pool_get(&rt->op_pool, &fresh);
   if (op == NULL)
@@ -63,7 +60,7 @@ static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
   return 0;
 }
 
-static int add_input(cua_op *op, cua_op *in) {
+int cua__op_add_input(cua_op *op, cua_op *in) {
   if (cua__grow_inl(&op->inputs, &op->capinputs, op->ninputs + 1,
                     sizeof *op->inputs, op->inputs_inl))
     return cua__fail(op->rt, CUA_ERR_NOMEM,
@@ -89,7 +86,7 @@ static int buf_rt(const char *what, cua_buffer *b, cua_runtime **rt) {
   return 0;
 }
 
-static int finish(cua_op **out, cua_op *op, int rc) {
+int cua__op_finish(cua_op **out, cua_op *op, int rc) {
   if (rc != 0) {
     cua_op_destroy(op);
     *out = NULL;
@@ -124,14 +121,14 @@ int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
                        "cua_op_func: access %zu: buffer of another runtime", i);
   }
   cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_FUNC);
+  int rc = cua__op_new(&op, rt, CUA_OP_FUNC);
   if (rc)
     return rc;
   op->fn = fn;
   op->arg = arg;
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = add_access(op, access[i].buffer, access[i].mode);
-  return finish(out, op, rc);
+  return cua__op_finish(out, op, rc);
 }
 
 static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
@@ -155,7 +152,7 @@ static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
                      "%s: buffers differ in size (%zu and %zu bytes)", what,
                      dst->bytes, src->bytes);
   cua_op *op;
-  rc = new_op(&op, rt, kind);
+  rc = cua__op_new(&op, rt, kind);
   if (rc)
     return rc;
   op->value = value;
@@ -163,7 +160,7 @@ static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
   rc = add_access(op, dst, kind == CUA_OP_AXPY ? CUA_READ_WRITE : CUA_WRITE);
   if (rc == 0 && src != NULL)
     rc = add_access(op, src, CUA_READ);
-  return finish(out, op, rc);
+  return cua__op_finish(out, op, rc);
 }
 
 int cua_op_fill(cua_op **op, cua_buffer *dst, float value) {
@@ -189,13 +186,13 @@ int cua_op_spin(cua_op **out, cua_runtime *rt, uint64_t ns, uint32_t blocks) {
   if (blocks == 0)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_op_spin: 0 blocks");
   cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_SPIN);
+  int rc = cua__op_new(&op, rt, CUA_OP_SPIN);
   if (rc)
     return rc;
   op->spin.ns = ns;
   op->spin.blocks = blocks;
   op->hints.cost_ns = ns;
-  return finish(out, op, 0);
+  return cua__op_finish(out, op, 0);
 }
 
 static int check_range(cua_runtime *rt, const char *what, cua_buffer *b,
@@ -219,13 +216,13 @@ int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   if ((rc = check_range(rt, "cua_op_memcpy_h2d", dst, dst_off, bytes)))
     return rc;
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_H2D)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_MEMCPY_H2D)))
     return rc;
   op->hptr = (void *)src;
   op->dst_off = dst_off;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  return finish(out, op, add_access(op, dst, CUA_WRITE));
+  return cua__op_finish(out, op, add_access(op, dst, CUA_WRITE));
 }
 
 int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
@@ -240,13 +237,13 @@ int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
   if ((rc = check_range(rt, "cua_op_memcpy_d2h", src, src_off, bytes)))
     return rc;
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_D2H)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_MEMCPY_D2H)))
     return rc;
   op->hptr = dst;
   op->src_off = src_off;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  return finish(out, op, add_access(op, src, CUA_READ));
+  return cua__op_finish(out, op, add_access(op, src, CUA_READ));
 }
 
 int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
@@ -274,7 +271,7 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
                      "cua_op_memcpy_d2d: source and destination are the "
                      "same buffer");
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_MEMCPY_D2D)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_MEMCPY_D2D)))
     return rc;
   op->dst_off = dst_off;
   op->src_off = src_off;
@@ -283,7 +280,7 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   rc = add_access(op, dst, CUA_WRITE);
   if (rc == 0)
     rc = add_access(op, src, CUA_READ);
-  return finish(out, op, rc);
+  return cua__op_finish(out, op, rc);
 }
 
 int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
@@ -297,12 +294,12 @@ int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
   if ((rc = check_range(rt, "cua_op_memset", dst, off, bytes)))
     return rc;
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_MEMSET)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_MEMSET)))
     return rc;
   op->dst_off = off;
   op->byte_value = value;
   op->bytes = bytes;
-  return finish(out, op, add_access(op, dst, CUA_WRITE));
+  return cua__op_finish(out, op, add_access(op, dst, CUA_WRITE));
 }
 
 int cua_op_alloc(cua_op **out, cua_buffer *buf) {
@@ -317,10 +314,10 @@ int cua_op_alloc(cua_op **out, cua_buffer *buf) {
                      "cua_op_alloc: the buffer was not created with "
                      "CUA_BUFFER_LAZY");
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_ALLOC)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_ALLOC)))
     return rc;
   op->hints.device = buf->device;
-  return finish(out, op, add_access(op, buf, CUA_WRITE));
+  return cua__op_finish(out, op, add_access(op, buf, CUA_WRITE));
 }
 
 int cua_op_free(cua_op **out, cua_buffer *buf) {
@@ -334,10 +331,10 @@ int cua_op_free(cua_op **out, cua_buffer *buf) {
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_op_free: a tile cannot be freed on its own");
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_FREE)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_FREE)))
     return rc;
   op->hints.device = buf->device;
-  return finish(out, op, add_access(op, buf, CUA_WRITE));
+  return cua__op_finish(out, op, add_access(op, buf, CUA_WRITE));
 }
 
 int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
@@ -347,12 +344,12 @@ int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
                      : rt == NULL ? "runtime"
                                   : "function");
   cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_HOST);
+  int rc = cua__op_new(&op, rt, CUA_OP_HOST);
   if (rc)
     return rc;
   op->host_fn = fn;
   op->arg = arg;
-  return finish(out, op, 0);
+  return cua__op_finish(out, op, 0);
 }
 
 int cua_op_barrier(cua_op **out, cua_runtime *rt) {
@@ -360,8 +357,8 @@ int cua_op_barrier(cua_op **out, cua_runtime *rt) {
     return cua__fail(rt, CUA_ERR_INVAL, "cua_op_barrier: NULL %s",
                      out == NULL ? "op pointer" : "runtime");
   cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_BARRIER);
-  return rc ? rc : finish(out, op, 0);
+  int rc = cua__op_new(&op, rt, CUA_OP_BARRIER);
+  return rc ? rc : cua__op_finish(out, op, 0);
 }
 
 int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
@@ -394,7 +391,7 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
     return cua__fail(rt, rc, "cua_op_kernel: function '%s': %s", function,
                      err.msg[0] ? err.msg : cua_strerror(rc));
   cua_op *op;
-  if ((rc = new_op(&op, rt, CUA_OP_KERNEL)))
+  if ((rc = cua__op_new(&op, rt, CUA_OP_KERNEL)))
     return rc;
   op->mod = mod;
   atomic_fetch_add(&mod->refs, 1);
@@ -411,7 +408,7 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
   op->argoff = cua__calloc(nargs, sizeof *op->argoff);
   op->argbuf = cua__calloc(nargs, sizeof *op->argbuf);
   if (op->argdata == NULL || op->argoff == NULL || op->argbuf == NULL)
-    return finish(out, op, CUA_ERR_NOMEM);
+    return cua__op_finish(out, op, CUA_ERR_NOMEM);
   op->nargs = nargs;
   size_t off = 0;
   for (size_t i = 0; i < nargs && rc == 0; i++) {
@@ -431,166 +428,7 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
       off += (args[i].size + 15) / 16 * 16;
     }
   }
-  return finish(out, op, rc);
-}
-
-int cua_op_then(cua_op **out, cua_op *first, cua_op *next) {
-  cua_runtime *rt = first ? first->rt : NULL;
-  if (out == NULL || first == NULL || next == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: NULL %s",
-                     out == NULL     ? "op pointer"
-                     : first == NULL ? "first op"
-                                     : "next op");
-  if (cua__runtime_closed(rt, "cua_op_then"))
-    return CUA_ERR_CANCELED;
-  if (first->rt != next->rt)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_op_then: ops of two runtimes");
-  cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_THEN);
-  if (rc)
-    return rc;
-  rc = add_input(op, first);
-  if (rc == 0)
-    rc = add_input(op, next);
-  return finish(out, op, rc);
-}
-
-int cua_op_zip(cua_op **out, cua_op *const *ops, size_t n) {
-  if (out == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: NULL op pointer");
-  if (ops == NULL || n == 0)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: no ops");
-  if (ops[0] == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_zip: op 0 is NULL");
-  cua_runtime *rt = ops[0]->rt;
-  if (cua__runtime_closed(rt, "cua_op_zip"))
-    return CUA_ERR_CANCELED;
-  for (size_t i = 0; i < n; i++)
-    if (ops[i] == NULL || ops[i]->rt != rt)
-      return cua__fail(rt, CUA_ERR_INVAL,
-                       "cua_op_zip: op %zu is NULL or of another runtime", i);
-  cua_op *op = NULL;
-  int rc = new_op(&op, rt, CUA_OP_ZIP);
-  for (size_t i = 0; i < n && rc == 0; i++)
-    rc = add_input(op, ops[i]);
-  return rc && op == NULL ? rc : finish(out, op, rc);
-}
-
-int cua_op_shared(cua_op **out, cua_op *inner) {
-  if (out == NULL || inner == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_shared: NULL %s",
-                     out == NULL ? "op pointer" : "inner op");
-  if (cua__runtime_closed(inner->rt, "cua_op_shared"))
-    return CUA_ERR_CANCELED;
-  cua_op *op;
-  int rc = new_op(&op, inner->rt, CUA_OP_SHARED);
-  if (rc)
-    return rc;
-  return finish(out, op, add_input(op, inner));
-}
-
-/* Under unzip_lock: @p sh, the shared wrapper @p zip links to, has no
- * reference left. The link goes, and the zip keeps the node of the
- * wrapper's run, if it was submitted (the same node when the zip has one
- * already: then the wrapper's reference goes with the wrapper). A wrapper
- * goes only once its node is done (a node holds its op until then), and a
- * done node holds no op, so the zip does not keep itself alive. */
-static void unlink_wrapper(cua_op *zip, cua_op *sh) {
-  zip->unzip_shared = NULL;
-  if (zip->shared_node == NULL) {
-    zip->shared_node = sh->shared_node;
-    sh->shared_node = NULL;
-  }
-}
-
-/* The shared wrapper for a new unzip of @p zip (a reference for the
- * caller): the one its unzips use now, or a new one. The zip cannot hold
- * its wrapper (the wrapper holds the zip), so the wrapper goes with the
- * last unzip; but "the zip runs once, in this or any later submission"
- * holds for the unzips made after that too: a new wrapper starts from the
- * run the zip kept (unlink_wrapper()), so submitting it reuses that run
- * (graph.c reuses a shared op's shared_node) instead of running the zip
- * again. A zip never submitted through an unzip has no run: a new wrapper
- * is built when submitted. */
-static int unzip_wrapper(cua_op **out, cua_op *zip) {
-  pthread_mutex_lock(&unzip_lock);
-  cua_op *sh = zip->unzip_shared;
-  int refs = sh ? atomic_load(&sh->refs) : 0;
-  while (refs > 0 && !atomic_compare_exchange_weak(&sh->refs, &refs, refs + 1))
-    ;
-  /* A wrapper whose last reference is going is not reused, but its run is:
-   * unlink it here, before cua_op_destroy() gets the lock to do it (no one
-   * holds it, so nothing else reads or writes its shared_node). */
-  if (sh != NULL && refs <= 0)
-    unlink_wrapper(zip, sh);
-  int rc = 0;
-  if (refs <= 0) {
-    rc = cua_op_shared(&sh, zip);
-    if (rc == 0) {
-      /* Not yet seen by any other thread: its shared_node is ours. */
-      sh->shared_node = zip->shared_node;
-      if (sh->shared_node != NULL)
-        atomic_fetch_add(&sh->shared_node->refs, 1);
-      zip->unzip_shared = sh;
-    }
-  }
-  pthread_mutex_unlock(&unzip_lock);
-  *out = rc ? NULL : sh;
-  return rc;
-}
-
-int cua_op_unzip(cua_op **out, cua_op *zip, size_t index) {
-  if (out == NULL || zip == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_unzip: NULL %s",
-                     out == NULL ? "op pointer" : "zip");
-  if (cua__runtime_closed(zip->rt, "cua_op_unzip"))
-    return CUA_ERR_CANCELED;
-  cua_op *z = zip;
-  while (z->kind == CUA_OP_SHARED)
-    z = z->inputs[0];
-  if (z->kind != CUA_OP_ZIP)
-    return cua__fail(zip->rt, CUA_ERR_INVAL,
-                     "cua_op_unzip: the op is not a zip");
-  if (index >= z->ninputs)
-    return cua__fail(zip->rt, CUA_ERR_INVAL,
-                     "cua_op_unzip: index %zu out of range (the zip has %zu "
-                     "ops)",
-                     index, z->ninputs);
-  /* The zip runs once for all its unzips: they share one shared wrapper,
-   * unless the zip is shared already. */
-  cua_op *sh = zip;
-  int rc = 0;
-  if (zip->kind != CUA_OP_SHARED)
-    rc = unzip_wrapper(&sh, zip);
-  else
-    cua_op_retain(sh);
-  if (rc)
-    return rc;
-  cua_op *op = NULL;
-  rc = new_op(&op, zip->rt, CUA_OP_UNZIP);
-  if (rc == 0) {
-    op->index = index;
-    rc = add_input(op, sh);
-  }
-  cua_op_destroy(sh);
-  return rc && op == NULL ? rc : finish(out, op, rc);
-}
-
-int cua_op_map(cua_op **out, cua_op *in, cua_map_fn fn, void *arg) {
-  if (out == NULL || in == NULL || fn == NULL)
-    return cua__fail(in ? in->rt : NULL, CUA_ERR_INVAL, "cua_op_map: NULL %s",
-                     out == NULL  ? "op pointer"
-                     : in == NULL ? "input op"
-                                  : "function");
-  if (cua__runtime_closed(in->rt, "cua_op_map"))
-    return CUA_ERR_CANCELED;
-  cua_op *op;
-  int rc = new_op(&op, in->rt, CUA_OP_MAP);
-  if (rc)
-    return rc;
-  op->map_fn = fn;
-  op->arg = arg;
-  return finish(out, op, add_input(op, in));
+  return cua__op_finish(out, op, rc);
 }
 
 /* cua_op_set_hints() with the op held (frozen == 2). */
@@ -683,12 +521,8 @@ void cua_op_destroy(cua_op *op) {
   op->free_next = NULL;
   while (op != NULL) {
     cua_op *next = op->free_next;
-    if (op->kind == CUA_OP_SHARED && op->ninputs == 1) {
-      pthread_mutex_lock(&unzip_lock);
-      if (op->inputs[0]->unzip_shared == op)
-        unlink_wrapper(op->inputs[0], op);
-      pthread_mutex_unlock(&unzip_lock);
-    }
+    if (op->kind == CUA_OP_SHARED && op->ninputs == 1)
+      cua__op_wrapper_gone(op);
     for (size_t i = 0; i < op->nacc; i++)
       cua_buffer_destroy(op->acc[i].buf);
     for (size_t i = 0; i < op->ninputs; i++) {
@@ -729,11 +563,11 @@ int cua_op_wait_native(cua_op **out, cua_runtime *rt, int device,
                      "cua_op_wait_native: no device %d (the runtime has %d)",
                      device, rt->ndev);
   cua_op *op;
-  int rc = new_op(&op, rt, CUA_OP_WAIT_NATIVE);
+  int rc = cua__op_new(&op, rt, CUA_OP_WAIT_NATIVE);
   if (rc)
     return rc;
   op->native = native;
   op->native_device = device;
   op->hints.device = device;
-  return finish(out, op, 0);
+  return cua__op_finish(out, op, 0);
 }
