@@ -155,12 +155,11 @@ void cua__pool_put(cua__pool *p, void *obj) {
     free(origin(obj));
     return;
   }
-  block *b = obj;
-  block *head = atomic_load_explicit(&p->returned, memory_order_relaxed);
+  void *head = atomic_load_explicit(&p->returned, memory_order_relaxed);
   do
-    *link_of(b) = head;
+    *link_of(obj) = head;
   while (!atomic_compare_exchange_weak_explicit(
-      &p->returned, &head, b, memory_order_release, memory_order_relaxed));
+      &p->returned, &head, obj, memory_order_release, memory_order_relaxed));
 }
 
 /* Frees every block kept and every slab; no other thread may use the pool
