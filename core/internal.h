@@ -199,7 +199,7 @@ struct cua_op {
                       or an allocation */
   size_t ninputs, capinputs;
   cua__access acc_inl[2];
-  cua_op *inputs_inl[2];
+  cua_op *inputs_inl[4];
   /* Kind-specific parameters. */
   cua_stream_fn fn;
   cua_host_fn host_fn;
@@ -389,7 +389,7 @@ struct cua__sub {
   cua_placement placement;
   cua__node *root;
   cua__node **nodes;       /* every node it references (own and shared) */
-  cua__node *nodes_inl[4]; /* nodes' first storage */
+  cua__node *nodes_inl[8]; /* nodes' first storage */
   size_t nnodes;
   size_t pending;
   /* Completion state, guarded by mu (outlives the runtime). */
