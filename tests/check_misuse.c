@@ -934,16 +934,13 @@ static void *unzipper(void *arg) {
   return NULL;
 }
 
-START_TEST(threads_unzip_one_zip) {
-  cua_op *a, *b;
-  ck_assert_int_eq(cua_op_barrier(&a, rt), 0);
-  ck_assert_int_eq(cua_op_barrier(&b, rt), 0);
-  cua_op *two[2] = {a, b};
-  ck_assert_int_eq(cua_op_zip(&race_zip, two, 2), 0);
+/* Starts RACERS threads running @p fn (with their index), lets them go at
+ * once, and asserts that each returned NULL (else the step it failed at). */
+static void race(void *(*fn)(void *)) {
   atomic_store(&race_go, 0);
   pthread_t th[RACERS];
   for (intptr_t i = 0; i < RACERS; i++)
-    pthread_create(&th[i], NULL, unzipper, (void *)i);
+    pthread_create(&th[i], NULL, fn, (void *)i);
   atomic_store(&race_go, 1);
   for (int i = 0; i < RACERS; i++) {
     void *r;
@@ -951,6 +948,15 @@ START_TEST(threads_unzip_one_zip) {
     ck_assert_msg(r == NULL, "thread %d failed at step %d: %s", i,
                   (int)(intptr_t)r, cua_runtime_error(rt));
   }
+}
+
+START_TEST(threads_unzip_one_zip) {
+  cua_op *a, *b;
+  ck_assert_int_eq(cua_op_barrier(&a, rt), 0);
+  ck_assert_int_eq(cua_op_barrier(&b, rt), 0);
+  cua_op *two[2] = {a, b};
+  ck_assert_int_eq(cua_op_zip(&race_zip, two, 2), 0);
+  race(unzipper);
   cua_op *u;
   ck_assert_int_eq(cua_op_unzip(&u, race_zip, 1), 0);
   ck_assert_int_eq(run_op(rt, u), 0);
@@ -996,17 +1002,7 @@ START_TEST(threads_unzip_and_drop_run_the_zip_once) {
   ck_assert_int_eq(cua_op_host(&a, rt, count_race_run, (void *)1), 0);
   ck_assert_int_eq(cua_op_host(&b, rt, count_race_run, (void *)2), 0);
   ck_assert_int_eq(cua_op_zip(&race_zip, (cua_op *[]){a, b}, 2), 0);
-  atomic_store(&race_go, 0);
-  pthread_t th[RACERS];
-  for (intptr_t i = 0; i < RACERS; i++)
-    pthread_create(&th[i], NULL, unzip_submitter, (void *)i);
-  atomic_store(&race_go, 1);
-  for (int i = 0; i < RACERS; i++) {
-    void *r;
-    pthread_join(th[i], &r);
-    ck_assert_msg(r == NULL, "thread %d failed at step %d: %s", i,
-                  (int)(intptr_t)r, cua_runtime_error(rt));
-  }
+  race(unzip_submitter);
   int n = atomic_load(&race_runs);
   ck_assert_msg(n == 2, "%d host steps ran: the zip ran again", n);
   cua_op_destroy(race_zip);
