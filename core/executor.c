@@ -309,7 +309,6 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
 static void apply_list(cua_runtime *rt, cua__cmdlist *cl) {
   for (size_t i = 0; i < cl->n; i++)
     apply(rt, &cl->v[i]);
-  atomic_fetch_sub(&rt->executing, 1);
 }
 
 /* Applies @p cl (whose rt->executing count the caller took), or, when this
@@ -335,14 +334,20 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
   }
   tls_depth++;
   apply_list(rt, cl);
+  /* The caller, which gives the list back, holds rt. */
+  atomic_fetch_sub(&rt->executing, 1);
   if (tls_depth == 1) {
     while (tls_head != NULL) {
       deferred *d = tls_head;
       tls_head = d->next;
       if (tls_head == NULL)
         tls_tail = NULL;
+      /* Another runtime's list (a stream function may submit to any):
+       * given back before its executing count drops, since
+       * cua_runtime_destroy() may free it once the count is 0. */
       apply_list(d->rt, &d->cl);
       cua__cmdlist_release(d->rt, &d->cl);
+      atomic_fetch_sub(&d->rt->executing, 1);
       free(d);
     }
   }

@@ -528,7 +528,12 @@ void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
         continue;
       if (add_dependent(p, n, fl)) {
         /* n cannot be told when p is done: it fails instead of waiting
-         * for ever, and its consumers with it (wired after it). */
+         * for ever, and its consumers through data edges with it (wired
+         * after it). Known gap: a later op ordered after n only by a
+         * buffer hazard (no data edge) is not failed and no longer waits
+         * for p; the fix is to reserve every producer's dependents before
+         * the hazards are committed, as cua__reserve_hazards() does for
+         * deps. */
         cua__fail_node(rt, n, CUA_ERR_NOMEM,
                        "out of host memory wiring its dependencies");
         continue;
