@@ -274,10 +274,9 @@ void cua__build_free(cua__build *b) {
     free(b->order);
 }
 
-static int hput(cua__build *b, cua_op *op, cua__node *n) {
+static void build_put(cua__build *b, cua_op *op, cua__node *n) {
   op->build_sub = b->sub->id;
   op->build_node = n;
-  return 0;
 }
 
 static int watch(cua__sub *s, cua__node *n) {
@@ -370,9 +369,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     if (op->kind == CUA_OP_SHARED && op->shared_node != NULL) {
       cua__node *n = op->shared_node;
       atomic_fetch_add(&n->refs, 1);
-      rc = hput(b, op, n);
-      if (rc == 0)
-        rc = sub_add(b->sub, n, subcap);
+      build_put(b, op, n);
+      rc = sub_add(b->sub, n, subcap);
       if (rc == 0 && n->state != CUA__NODE_DONE &&
           (n->cls != CUA__CLASS_VIRTUAL || op == root))
         rc = watch(b->sub, n);
@@ -402,7 +400,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     cua__op_freeze(op);
     /* The submission waits for every op that does work, and for the root;
      * a zip or then inside the DAG completes with its parts anyway. */
-    if ((rc = hput(b, op, n)) == 0 && (rc = sub_add(b->sub, n, subcap)) == 0 &&
+    build_put(b, op, n);
+    if ((rc = sub_add(b->sub, n, subcap)) == 0 &&
         (n->cls != CUA__CLASS_VIRTUAL || op == root))
       rc = watch(b->sub, n);
     if (rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,

@@ -160,7 +160,7 @@ static void scenario(const char *policy, outcome *o) {
          *m = NULL, *z2 = NULL, *t1 = NULL, *t2 = NULL, *inner = NULL,
          *sh = NULL, *cp = NULL, *t3 = NULL, *d2h2 = NULL, *t4 = NULL,
          *bf = NULL, *bz = NULL, *bt = NULL, *bs[BURST] = {NULL};
-  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL, *f5 = NULL;
+  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL;
   cua_policy *pol = NULL;
   static float out1[ELEMS], out2[ELEMS];
 
@@ -244,7 +244,6 @@ out:
   cua_future_destroy(f2);
   cua_future_destroy(f3);
   cua_future_destroy(f4);
-  cua_future_destroy(f5);
   cua_op *ops[] = {fa, fb, z1,    ax, h,  d2h, m,    z2,
                    t1, t2, inner, sh, cp, t3,  d2h2, t4};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)

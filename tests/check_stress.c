@@ -80,7 +80,6 @@ static void *work(void *arg) {
   snprintf(who, sizeof who, "stress worker %d", w->id);
   c->who = who;
   c->rt = rt;
-  c->allow_early_destroy_with_cb = 1;
   for (int b = 0; b < DP_NBUF - 1; b++) {
     must(cua_buffer_create(&c->buf[b], rt, 0, sizeof c->ref[b], 0), "buffer");
     fill_wait(c->buf[b], (float)(b + w->id));

@@ -85,10 +85,9 @@ typedef struct dp_shared {
 
 typedef struct dp_ctx dp_ctx;
 
-/* What a callback gets: the program, and where it says it ran. */
+/* What a callback gets: the program. */
 typedef struct dp_cbrec {
   dp_ctx *c;
-  atomic_int ran;
 } dp_cbrec;
 
 typedef struct dp_future {
@@ -105,8 +104,7 @@ struct dp_ctx {
   float ro_ref[DP_ELEMS];
   cua_policy **policies; /* for cua_submit_options::policy */
   size_t npolicies;
-  int allow_early_destroy_with_cb; /* destroy futures with a callback */
-  const char *who;                 /* for messages */
+  const char *who; /* for messages */
   /* State. */
   float ref[DP_NBUF][DP_ELEMS];
   dp_entry stack[DP_STACK];
@@ -268,7 +266,6 @@ static void dp_cb(cua_future *f, int status, void *arg) {
   if (status != 0)
     atomic_fetch_add(&r->c->cb_bad, 1);
   atomic_fetch_add(&r->c->cb_runs, 1);
-  atomic_store(&r->ran, 1);
 }
 
 static void dp_push(dp_ctx *c, cua_op *op, dp_effect x, size_t nzip) {
@@ -560,13 +557,8 @@ static void dp_submit(dp_ctx *c) {
 }
 
 static void dp_forget(dp_ctx *c, size_t i) {
-  /* A future whose callback is on its way is destroyed only once it has
-   * run, unless the driver allows destroying it earlier (then
-   * cua_future_destroy() waits for a callback that is running). */
-  if (c->fut[i].cb != NULL && !c->allow_early_destroy_with_cb &&
-      cua_future_poll(c->fut[i].f) != CUA_ERR_AGAIN)
-    while (!atomic_load(&c->fut[i].cb->ran))
-      nanosleep(&(struct timespec){0, 10000}, NULL);
+  /* A future may be destroyed while its callback is on its way:
+   * cua_future_destroy() waits for a callback that is running. */
   cua_future_destroy(c->fut[i].f);
   c->fut[i] = c->fut[--c->nfut];
 }
@@ -588,11 +580,8 @@ static void dp_wait_one(dp_ctx *c, size_t i, unsigned how) {
       return;
     break;
   case 3:
-    if (!c->fut[i].cb || c->allow_early_destroy_with_cb) {
-      dp_forget(c, i); /* still runs: checked at the next check point */
-      return;
-    }
-    /* fall through */
+    dp_forget(c, i); /* still runs: checked at the next check point */
+    return;
   default:
     rc = cua_future_wait(f);
     break;

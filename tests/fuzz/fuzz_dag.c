@@ -61,7 +61,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static dp_ctx c; /* large: not on the stack */
   memset(&c, 0, sizeof c);
   c.who = "fuzz_dag";
-  c.allow_early_destroy_with_cb = 1;
   must(cua_runtime_create_ex(&c.rt, &o), "runtime");
   for (int b = 0; b < DP_NBUF; b++) {
     must(cua_buffer_create(&c.buf[b], c.rt, 0, sizeof c.ref[b], 0), "buffer");
