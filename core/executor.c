@@ -435,7 +435,7 @@ static void *launcher_main(void *arg) {
 }
 
 int cua__launcher_start(cua_runtime *rt) {
-  if (!rt->launch_thread)
+  if (rt->cfg->launch != CUA__LAUNCH_THREAD)
     return 0;
   if (cua__pthread_create(&rt->launcher, NULL, launcher_main, rt) != 0)
     return CUA_ERR_INTERNAL;

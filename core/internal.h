@@ -529,7 +529,6 @@ struct cua_runtime {
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
-  int launch_thread;        /* configured */
   int launcher_started;     /* running */
   pthread_t launcher;       /* */
   pthread_mutex_t lq_mu;    /* guards the queue; a leaf lock */

@@ -283,7 +283,6 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     goto fail;
-  rt->launch_thread = rt->cfg->launch == CUA__LAUNCH_THREAD;
   if ((rc = cua__launcher_start(rt)) != 0) {
     cua__fail(NULL, rc, "cannot start the launch thread");
     goto fail;
