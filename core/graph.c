@@ -137,17 +137,28 @@ int cua__add_dep(cua__node *n, cua__node *p, unsigned flags) {
   return 0;
 }
 
-static int add_dependent(cua__node *p, cua__node *n, unsigned flags) {
-  if (cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + 1,
-                    sizeof(cua__dependent), p->dependents_inl))
-    return CUA_ERR_NOMEM;
+/* Registers @p n with its producer @p p, in room cua__reserve_dependents()
+ * made: wiring cannot fail half-way. */
+static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
   cua__dependent *d = p->dependents;
   d[p->ndependents].node = n;
   d[p->ndependents].flags = flags;
   d[p->ndependents].resolved = 0;
   p->ndependents++;
   atomic_fetch_add(&n->refs, 1);
-  return 0;
+}
+
+/* Makes room for the p->want dependents counted for @p p and clears the
+ * count. */
+int cua__reserve_dependents(cua__node *p) {
+  size_t want = p->want;
+  p->want = 0;
+  if (want == 0)
+    return 0;
+  return cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + want,
+                       sizeof(cua__dependent), p->dependents_inl)
+             ? CUA_ERR_NOMEM
+             : 0;
 }
 
 /* Adds a dependency of a device node on @p p; a virtual producer stands for
@@ -492,9 +503,10 @@ int cua__check_cycles(cua__build *b, char *msg, size_t len) {
   return rc;
 }
 
-/* Counts what each node still waits for
- * and registers it with its producers; nodes with nothing to wait for go
- * to the round's queues. */
+/* Counts what each node still waits for and registers it with its
+ * producers, in the room cua__reserve_hazards() made (so nothing here
+ * allocates or fails); nodes with nothing to wait for go to the round's
+ * queues. */
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];
@@ -525,18 +537,15 @@ void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
       }
       if (!(fl & CUA__DEP_COMPLETE) && p->state == CUA__NODE_ENQUEUED)
         continue;
-      if (add_dependent(p, n, fl)) {
-        /* n cannot be told when p is done: it fails instead of waiting
-         * for ever, and its consumers through data edges with it (wired
-         * after it). Known gap: a later op ordered after n only by a
-         * buffer hazard (no data edge) is not failed and no longer waits
-         * for p; the fix is to reserve every producer's dependents before
-         * the hazards are committed, as cua__reserve_hazards() does for
-         * deps. */
-        cua__fail_node(rt, n, CUA_ERR_NOMEM,
-                       "out of host memory wiring its dependencies");
+      /* Room was made by cua__reserve_hazards(), which counted every
+       * edge: the build's, and those cua__add_hazards() added since. */
+      if (p->ndependents == p->capdependents) {
+        /* Cannot happen: a miscount would overflow the array. */
+        cua__fail_node(rt, n, CUA_ERR_INTERNAL,
+                       "internal error: dependents not reserved");
         continue;
       }
+      add_dependent(p, n, fl);
       n->unresolved++;
     }
   }

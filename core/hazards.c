@@ -295,14 +295,28 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
     }                                                                          \
   }
 
-/* Recording hazards must not fail half-way (an edge or a reader lost is a
- * wrong result, not an error): before anything changes, this reserves
- * every array cua__add_hazards() may grow, for the whole submission, by
- * replaying the submission's accesses on counters: the edges a node gets
- * are at most the writers and readers its buffer's state holds when it
- * comes; a write leaves one writer and no reader, a read adds a reader. */
+/* Recording hazards and wiring must not fail half-way (an edge or a reader
+ * lost is a wrong result, not an error): before anything changes, this
+ * reserves every array cua__add_hazards() and cua__wire() may grow, for
+ * the whole submission, by replaying the submission's accesses on
+ * counters. The edges a node gets are at most the writers and readers its
+ * buffer's state holds when it comes; a write leaves one writer and no
+ * reader, a read adds a reader. Each edge is also a dependent of its
+ * producer (node->want counts them): the build's edges; a writer gets one
+ * from every access after it; a reader one from the next write. */
+static void want_writers(cua__bstate *st) {
+  if (st->sim_writer != NULL)
+    st->sim_writer->want++;
+  else
+    for (size_t i = 0; i < st->nwriters; i++)
+      st->writers[i]->want++;
+}
+
 int cua__reserve_hazards(cua__build *b) {
   int rc = 0;
+  for (size_t i = 0; i < b->n; i++)
+    for (size_t k = 0; k < b->order[i]->ndeps; k++)
+      b->order[i]->deps[k].node->want++;
   FOR_EACH_STATE(b, n, st, {
     cua_buffer *buf = n->op->acc[a_].buf, *root = cua__buffer_root(buf);
     unsigned mode = 0;
@@ -313,6 +327,8 @@ int cua__reserve_hazards(cua__build *b) {
       st->sim_on = 1;
       st->sim_w = st->nwriters;
       st->sim_r = st->sim_rmax = st->nreaders;
+      for (size_t k_ = 0; k_ < st->nreaders; k_++)
+        st->readers[k_]->want++;
     }
     if (!root->planned && !root->sim_planned) {
       mode |= CUA_WRITE; /* its first access allocates it */
@@ -322,15 +338,35 @@ int cua__reserve_hazards(cua__build *b) {
                                  n->ndeps + st->sim_w + st->sim_r + 1,
                                  sizeof *n->deps, n->deps_inl) != 0)
       rc = CUA_ERR_NOMEM;
+    want_writers(st);
     if (mode & CUA_WRITE) {
       st->sim_w = 1;
       st->sim_r = 0;
-    } else if (++st->sim_r > st->sim_rmax) {
-      st->sim_rmax = st->sim_r;
+      st->sim_writer = n;
+    } else {
+      n->want++;
+      if (++st->sim_r > st->sim_rmax)
+        st->sim_rmax = st->sim_r;
     }
   });
+  /* Make the room counted, and clear the counts (of every node counted:
+   * the build's, their producers, and the states' writers and readers). */
+  for (size_t i = 0; i < b->n; i++) {
+    cua__node *n = b->order[i];
+    if (cua__reserve_dependents(n) != 0)
+      rc = CUA_ERR_NOMEM;
+    for (size_t k = 0; k < n->ndeps; k++)
+      if (cua__reserve_dependents(n->deps[k].node) != 0)
+        rc = CUA_ERR_NOMEM;
+  }
   FOR_EACH_STATE(b, n, st, {
     cua__buffer_root(n->op->acc[a_].buf)->sim_planned = 0;
+    for (size_t k_ = 0; k_ < st->nwriters; k_++)
+      if (cua__reserve_dependents(st->writers[k_]) != 0)
+        rc = CUA_ERR_NOMEM;
+    for (size_t k_ = 0; k_ < st->nreaders; k_++)
+      if (cua__reserve_dependents(st->readers[k_]) != 0)
+        rc = CUA_ERR_NOMEM;
     if (st->sim_on && rc == 0 &&
         (cua__grow(&st->readers, &st->capreaders, st->sim_rmax,
                    sizeof *st->readers) != 0 ||
@@ -340,6 +376,7 @@ int cua__reserve_hazards(cua__build *b) {
       rc = CUA_ERR_NOMEM;
     st->sim_on = 0;
     st->sim_w = st->sim_r = st->sim_rmax = 0;
+    st->sim_writer = NULL;
   });
   return rc;
 }

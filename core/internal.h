@@ -255,6 +255,7 @@ typedef struct cua__bstate {
    * calls. */
   size_t sim_w, sim_r, sim_rmax;
   int sim_on;
+  cua__node *sim_writer; /* the submission's last writer (NULL: writers) */
 } cua__bstate;
 
 struct cua_buffer {
@@ -362,7 +363,9 @@ struct cua__node {
   size_t cmd;         /* its LAUNCH command in the round deciding it */
   cua__node *q_next;  /* in a round's queue */
   int queued;
-  int scratch;                  /* cycle check of its submission's build */
+  int scratch;   /* cycle check of its submission's build */
+  unsigned want; /* dependents cua__reserve_hazards() will reserve; 0
+                    between calls */
   cua_backend_event *ext_event; /* WAIT_NATIVE: recorded on the native
                                    stream, waited for by the node's */
 };
@@ -614,7 +617,8 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub);
 void cua__build_free(cua__build *b);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
-/* Never fails: a node whose edge cannot be registered fails instead. */
+int cua__reserve_dependents(cua__node *p);
+/* Never fails: cua__reserve_hazards() made room for every edge. */
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
 
 /* hazards.c: buffer states and cross-stream waits. */

@@ -12,14 +12,14 @@
  * a stream function that holds its stream's worker (more queue items than
  * the host backend keeps in one block, so that the queue allocates), and
  * closes it. The burst is then(function, zip(BURST spins)), which gives
- * the function BURST dependents: growing that array may fail too (the
- * zip's ops then fail with CUA_ERR_NOMEM; it used to hang, as
- * cua__wire()'s error was dropped). The host backend allocates and starts its
- * threads through the core's services (cua_backend_host alloc, thread_create),
- * so its failures are injected too. Each run must end with an error code and a
- * message, or succeed with correct results; it must not crash, hang (alarm per
- * child) or leak (the children exit through exit(), so under the ASan build
- * LeakSanitizer checks each one).
+ * the function BURST dependents: growing that array may fail too (it is
+ * reserved before anything is committed, so cua_submit() fails; it used to
+ * hang, as cua__wire()'s error was dropped). The host backend allocates and
+ * starts its threads through the core's services (cua_backend_host alloc,
+ * thread_create), so its failures are injected too. Each run must end with an
+ * error code and a message, or succeed with correct results; it must not crash,
+ * hang (alarm per child) or leak (the children exit through exit(), so under
+ * the ASan build LeakSanitizer checks each one).
  *
  * When a child fails, the stack of the injected failure is printed
  * (symbolized with addr2line). Failures whose allocation is made in
@@ -513,6 +513,87 @@ START_TEST(faults_affinity) {
 }
 END_TEST
 
+/* Out of memory while a submission is wired to its producers fails the
+ * submission (cua_submit() returns CUA_ERR_NOMEM) before anything runs; it
+ * used to be found only when the edge was registered, after the buffers'
+ * hazards were committed, and only the node failed: an op ordered after
+ * it by a hazard alone no longer waited for its producer. Here the fill
+ * has 7 consumers (6 reads and the then), more than a node holds inline,
+ * and is pending while it is wired (behind a host step), so each consumer
+ * registers with it. In steady state (after a first run) the core's pools
+ * and the host backend's caches make every allocation of cua_submit() one
+ * of the decision's: so any k that fails must fail the call itself, and a
+ * call that succeeds must run everything correctly. */
+#define READS 6
+/* zip(then(host step, fill a), READS copies of a to out): its root. */
+static cua_op *reads_dag(cua_runtime *rt, cua_buffer *a, float value,
+                         float out[READS][ELEMS]) {
+  cua_op *h, *fill, *parts[READS + 1], *z;
+  ck_assert_int_eq(cua_op_host(&h, rt, host_fn, NULL), 0);
+  ck_assert_int_eq(cua_op_fill(&fill, a, value), 0);
+  ck_assert_int_eq(cua_op_then(&parts[0], h, fill), 0);
+  for (int i = 0; i < READS; i++)
+    ck_assert_int_eq(cua_op_memcpy_d2h(&parts[i + 1], out[i], a, 0, ELEMS * 4),
+                     0);
+  ck_assert_int_eq(cua_op_zip(&z, parts, READS + 1), 0);
+  cua_op_destroy(h);
+  cua_op_destroy(fill);
+  for (int i = 0; i <= READS; i++)
+    cua_op_destroy(parts[i]);
+  return z;
+}
+
+START_TEST(wiring_out_of_memory_fails_the_submission) {
+  cua_runtime *rt;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\n"
+                                  "policy = round-robin\n"
+                                  "[policy.round-robin]\nstreams = 3\n"),
+                   0);
+  cua_buffer *a;
+  ck_assert_int_eq(cua_buffer_create(&a, rt, 0, ELEMS * 4, 0), 0);
+  static float out[READS][ELEMS];
+  cua_future *f;
+  /* Warm the pools and caches, then count the allocations of one call. */
+  long calls = 0;
+  for (int i = 0; i < 4; i++) {
+    cua_op *z = reads_dag(rt, a, 1.0f, out);
+    cua__fault_arm(CUA__FAULT_ALLOC, 0);
+    ck_assert_int_eq(cua_submit(&f, rt, z, NULL), 0);
+    calls = cua__fault_calls(CUA__FAULT_ALLOC);
+    ck_assert_int_eq(cua_future_wait(f), 0);
+    cua_future_destroy(f);
+    cua_op_destroy(z);
+  }
+  ck_assert_int_gt(calls, 0);
+  int refused = 0;
+  for (long k = 1; k <= calls; k++) {
+    float value = (float)(k + 1);
+    cua_op *z = reads_dag(rt, a, value, out);
+    cua__fault_arm(CUA__FAULT_ALLOC, k);
+    int rc = cua_submit(&f, rt, z, NULL);
+    cua__fault_arm(CUA__FAULT_ALLOC, 0);
+    cua_op_destroy(z);
+    if (rc != 0) {
+      ck_assert_int_eq(rc, CUA_ERR_NOMEM);
+      ck_assert_ptr_nonnull(
+          strstr(cua_runtime_error(rt), "out of host memory"));
+      refused++;
+      continue;
+    }
+    ck_assert_msg(cua_future_wait(f) == 0,
+                  "k=%ld of %ld: submitted, then failed: %s", k, calls,
+                  cua_future_error(f));
+    cua_future_destroy(f);
+    for (int i = 0; i < READS; i++)
+      for (int e = 0; e < ELEMS; e++)
+        ck_assert_float_eq(out[i][e], value);
+  }
+  ck_assert_int_gt(refused, 0);
+  cua_buffer_destroy(a);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* The injection itself: the k-th call fails once, later ones succeed. */
 START_TEST(injection_fails_the_kth_call_once) {
   cua__fault_arm(CUA__FAULT_ALLOC, 2);
@@ -542,6 +623,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("sweep");
   tcase_set_timeout(tc, 1800);
   tcase_add_test(tc, injection_fails_the_kth_call_once);
+  tcase_add_test(tc, wiring_out_of_memory_fails_the_submission);
   tcase_add_test(tc, faults_single_stream);
   tcase_add_test(tc, faults_round_robin);
   tcase_add_test(tc, faults_least_loaded);
