@@ -69,6 +69,37 @@ static const cua_backend_host host_table = {
     .now_ns = test_now,
 };
 
+/* A host table whose allocator fails while fail_alloc is set, for the
+ * backend's out-of-memory paths (ABI 1.2: it allocates through the core). */
+static atomic_int fail_alloc;
+
+static void *test_alloc(void *core, size_t bytes, size_t align) {
+  (void)core;
+  if (atomic_load(&fail_alloc))
+    return NULL;
+  return align ? aligned_alloc(align, (bytes + align - 1) / align * align)
+               : malloc(bytes);
+}
+
+static void test_free(void *core, void *ptr) {
+  (void)core;
+  free(ptr);
+}
+
+static const cua_backend_host failing_table = {
+    .abi_major = CUA_BACKEND_ABI_MAJOR,
+    .abi_minor = CUA_BACKEND_ABI_MINOR,
+    .size = sizeof(cua_backend_host),
+    .core = NULL,
+    .log = test_log,
+    .now_ns = test_now,
+    .alloc = test_alloc,
+    .free = test_free,
+};
+
+/* The table the next backend is created with. */
+static const cua_backend_host *table = &host_table;
+
 static void load_module(void) {
   const char *path = built("plugins/.libs/host.so");
   module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -101,7 +132,7 @@ static void *open_backend_ex(int devices, int memory_mb, const int *ordinals,
   void *state = NULL;
   cua_backend_err err;
   err.msg[0] = '\0';
-  int rc = B->create(&host_table, params, ordinals, n, &state, &err);
+  int rc = B->create(table, params, ordinals, n, &state, &err);
   ck_assert_msg(rc == expect, "create returned %d, expected %d: %s", rc, expect,
                 err.msg);
   if (needle != NULL)
@@ -233,6 +264,13 @@ static int fn_observe(void *ctx, void *native, cua_backend_err *err) {
 
 static int fn_count(void *ctx, void *native, cua_backend_err *err) {
   (*(int *)ctx)++;
+  return 0;
+}
+
+/* Holds its stream until *ctx is set. */
+static int fn_wait_flag(void *ctx, void *native, cua_backend_err *err) {
+  while (!atomic_load((atomic_int *)ctx))
+    sched_yield();
   return 0;
 }
 
@@ -815,6 +853,119 @@ START_TEST(function_failure_is_reported_before_the_next_mark) {
 }
 END_TEST
 
+/* A stream function's failure is queued for poll_error() in a record
+ * taken when it was launched: it is reported even when memory has run out
+ * by the time it fails (it used to be only logged). Launching one with no
+ * record to be had fails the launch, synchronously. */
+START_TEST(function_failure_is_reported_out_of_memory) {
+  table = &failing_table;
+  void *st = open_backend(1, 0);
+  table = &host_table;
+  cua_backend_stream *s = new_stream(st, 0);
+  atomic_int go = 0;
+  static int idx[8];
+  launch_func(st, s, 1, fn_wait_flag, &go);
+  for (int i = 0; i < 7; i++) {
+    idx[i] = 7 * (i + 1);
+    launch_func(st, s, (uint64_t)i + 2, fn_fail_every_7th, &idx[i]);
+  }
+  ck_assert_int_eq(B->mark(st, s, 8), CUA_OK);
+  atomic_store(&fail_alloc, 1);
+  atomic_store(&go, 1);
+  uint64_t deadline = now_ns() + 20000 * MS;
+  while (progress_of(st, s) < 8) {
+    ck_assert(now_ns() < deadline);
+    B->wait(st, 10 * MS);
+  }
+  for (int i = 0; i < 7; i++) {
+    uint64_t seq;
+    int code;
+    cua_backend_err err;
+    ck_assert_int_eq(B->poll_error(st, s, &seq, &code, &err), 1);
+    ck_assert_uint_eq(seq, (uint64_t)i + 2);
+    ck_assert_int_eq(code, CUA_ERR_DEVICE_FAULT);
+  }
+  /* A new stream has no record to reuse: the launch itself fails. */
+  cua_backend_stream *s2 = NULL;
+  cua_backend_err err;
+  atomic_store(&fail_alloc, 0);
+  s2 = new_stream(st, 0);
+  atomic_store(&fail_alloc, 1);
+  cua_backend_op op = make_op(CUA_OP_FUNC, 1);
+  op.func = fn_count;
+  int count = 0;
+  op.func_ctx = &count;
+  err.msg[0] = '\0';
+  ck_assert_int_eq(B->launch(st, s2, &op, &err), CUA_ERR_NOMEM);
+  ck_assert_msg(strstr(err.msg, "out of host memory") != NULL, "%s", err.msg);
+  atomic_store(&fail_alloc, 0);
+  /* The records are reused, and the stream goes on. */
+  launch_func(st, s, 9, fn_count, &count);
+  sync_stream(st, s, 9);
+  ck_assert_int_eq(count, 1);
+  B->destroy(st);
+}
+END_TEST
+
+/* A stream-ordered free from the stream's own worker (a stream function
+ * freeing memory) when its queue item cannot be allocated: it used to
+ * wait for the stream to go idle, which its own worker never does. It is
+ * now deferred until the items queued before it have run. */
+typedef struct free_ctx {
+  void *st;
+  cua_backend_stream *s;
+  void *ptr;
+  atomic_int go, done;
+} free_ctx;
+
+static int fn_free_out_of_memory(void *ctx, void *native,
+                                 cua_backend_err *err) {
+  free_ctx *c = ctx;
+  while (!atomic_load(&c->go))
+    sched_yield();
+  atomic_store(&fail_alloc, 1);
+  B->mem_free(c->st, 0, c->s, c->ptr);
+  atomic_store(&fail_alloc, 0);
+  atomic_store(&c->done, 1);
+  return 0;
+}
+
+START_TEST(own_worker_frees_out_of_memory_without_hanging) {
+  table = &failing_table;
+  void *st = open_backend(1, 1);
+  table = &host_table;
+  cua_backend_stream *s = new_stream(st, 0);
+  free_ctx c = {st, s, dev_alloc(st, 0, 1 << 20), 0, 0};
+  float out = 0;
+  /* The function, then enough items to fill the stream's first queue
+   * block (32 items): the free then needs a new block. A fill and a copy
+   * of the memory come after the function, before the free. */
+  launch_func(st, s, 1, fn_free_out_of_memory, &c);
+  cua_backend_op op = make_op(CUA_OP_FILL, 2);
+  op.dst = c.ptr;
+  op.bytes = 1 << 20;
+  op.value = 3.0f;
+  launch_ok(st, s, &op);
+  op = make_op(CUA_OP_MEMCPY_D2H, 3);
+  op.dst = &out;
+  op.src = (float *)c.ptr + 100;
+  op.bytes = sizeof out;
+  launch_ok(st, s, &op);
+  for (int i = 0; i < 29; i++)
+    ck_assert_int_eq(B->mark(st, s, 3), CUA_OK);
+  atomic_store(&c.go, 1);
+  uint64_t deadline = now_ns() + 20000 * MS;
+  while (!atomic_load(&c.done))
+    ck_assert_msg(now_ns() < deadline, "the stream function never returned");
+  sync_stream(st, s, 4);
+  ck_assert_float_eq(out, 3.0f);
+  /* The free happened: the device's whole megabyte is there again. */
+  void *p = dev_alloc(st, 0, 1 << 20);
+  B->mem_free(st, 0, NULL, p);
+  B->destroy(st);
+}
+END_TEST
+
 START_TEST(durations_are_stored_before_progress) {
   void *st = open_backend(1, 0);
   cua_backend_stream *s = new_stream(st, 0);
@@ -1128,6 +1279,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, kernel_ops_and_unknown_kinds_are_refused);
   tcase_add_test(tc, durations_are_stored_before_progress);
   tcase_add_test(tc, function_failure_is_reported_before_the_next_mark);
+  tcase_add_test(tc, function_failure_is_reported_out_of_memory);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("events");
@@ -1150,6 +1302,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(tc, load_module, unload_module);
   tcase_add_test(tc, memory_mb_limits_allocations_per_device);
   tcase_add_test(tc, stream_ordered_free_waits_for_the_stream);
+  tcase_add_test(tc, own_worker_frees_out_of_memory_without_hanging);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("lifetime");

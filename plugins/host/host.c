@@ -17,6 +17,11 @@
  * unless it is the only such chunk. A stream in steady state therefore
  * allocates nothing per op, a burst of N items costs N / ITEMS_PER_BLOCK
  * allocations, and what a burst took is given back once it has drained.
+ * Out of memory, nothing is lost: a stream function's error record is
+ * taken when it is launched (reused, up to ERR_FREE_MAX per stream), so a
+ * launch fails rather than a failure going unreported; a stream-ordered
+ * free with no memory for its queue item waits in the allocation's own
+ * header for the items queued before it (the stream's deferred list).
  * Every allocation and worker thread goes through the core's services
  * (cua_backend_host alloc, free, thread_create, ABI 1.2) when the core has
  * them, so that the core's fault injection reaches this backend too.
@@ -103,6 +108,11 @@ typedef struct mem_header {
   size_t bytes; /* bytes counted against the limit: the rounded request */
   host_device *dev;
   struct mem_header *prev, *next;
+  /* A stream-ordered free that found no memory for its queue item waits
+   * in its stream's list, until the worker has run the first `after`
+   * items ever queued (see host_mem_free()). */
+  struct mem_header *defer_next;
+  uint64_t defer_after;
 } mem_header;
 
 _Static_assert(sizeof(mem_header) <= HOST_ALIGN,
@@ -120,6 +130,10 @@ typedef enum item_kind {
 /* One entry of a stream's queue, in a block of them (item_block). */
 typedef struct item {
   item_kind kind;
+  /* ITEM_OP of a stream function (the one kind that can fail): its error
+   * record, taken when it is queued, so that a failure is never lost for
+   * want of memory. */
+  struct stream_error *err;
   union {
     cua_backend_op op; /* ITEM_OP: a copy, the caller's struct is transient */
     uint64_t mark;     /* ITEM_MARK: the progress value */
@@ -174,12 +188,17 @@ struct cua_backend_stream {
   int sleeping;
   int running; /* the worker is executing an item it popped */
   int stopping;
+  uint64_t nqueued;     /* items ever committed */
+  uint64_t nexecuted;   /* items ever run (set after each batch) */
+  mem_header *deferred; /* frees waiting for nexecuted (see mem_free) */
 
   _Atomic uint64_t progress; /* the value of the last mark executed */
 
   pthread_mutex_t err_lock;
   stream_error *err_head, *err_tail;
-  atomic_size_t nerrors; /* lets poll_error() skip err_lock when empty */
+  atomic_size_t nerrors;  /* lets poll_error() skip err_lock when empty */
+  stream_error *err_free; /* records to reuse; under err_lock */
+  size_t nerr_free;
 };
 
 struct cua_backend_event {
@@ -573,17 +592,38 @@ static void event_block(cua_backend_event *e, uint64_t gen) {
 
 /* --------------------------------------------------------------- worker */
 
-static void push_error(cua_backend_stream *s, uint64_t seq, int code,
-                       const cua_backend_err *err) {
-  stream_error *e = svc_alloc(s->st, sizeof *e, 0);
-  if (e == NULL) {
-    /* Without memory the failure cannot be queued for the core; it is at
-     * least logged rather than dropped in silence. */
-    host_log(s->st, CUA_LOG_ERROR,
-             "%s: op %llu failed with code %d and no memory to queue it",
-             s->name, (unsigned long long)seq, code);
-    return;
+/* Error records a stream keeps for reuse; more are freed. */
+#define ERR_FREE_MAX 8
+
+/* A record for a stream function about to be queued: reused, or new
+ * (NULL when out of memory: the launch fails, synchronously). */
+static stream_error *err_take(cua_backend_stream *s) {
+  pthread_mutex_lock(&s->err_lock);
+  stream_error *e = s->err_free;
+  if (e != NULL) {
+    s->err_free = e->next;
+    s->nerr_free--;
   }
+  pthread_mutex_unlock(&s->err_lock);
+  return e != NULL ? e : svc_alloc(s->st, sizeof *e, 0);
+}
+
+static void err_give(cua_backend_stream *s, stream_error *e) {
+  pthread_mutex_lock(&s->err_lock);
+  if (s->nerr_free < ERR_FREE_MAX) {
+    e->next = s->err_free;
+    s->err_free = e;
+    s->nerr_free++;
+    e = NULL;
+  }
+  pthread_mutex_unlock(&s->err_lock);
+  svc_free(s->st, e);
+}
+
+/* Queues op seq's failure for poll_error(), in the record reserved for it
+ * when it was launched. */
+static void push_error(cua_backend_stream *s, stream_error *e, uint64_t seq,
+                       int code, const cua_backend_err *err) {
   e->next = NULL;
   e->seq = seq;
   e->code = code;
@@ -697,7 +737,8 @@ static void spin_for(uint64_t ns) {
   SPIN_SINK(x);
 }
 
-static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
+static void run_op(cua_backend_stream *s, const cua_backend_op *op,
+                   stream_error *rec) {
   uint64_t t0 = op->duration_ns != NULL ? mono_ns() : 0;
   size_t n = op->bytes / sizeof(float);
 
@@ -707,7 +748,9 @@ static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
     err.msg[0] = '\0';
     int rc = op->func(op->func_ctx, s, &err);
     if (rc != 0)
-      push_error(s, op->seq, rc, &err);
+      push_error(s, rec, op->seq, rc, &err);
+    else
+      err_give(s, rec);
     break;
   }
   case CUA_OP_FILL: {
@@ -753,7 +796,7 @@ static void run_op(cua_backend_stream *s, const cua_backend_op *op) {
 static void run_item(cua_backend_stream *s, item *it) {
   switch (it->kind) {
   case ITEM_OP:
-    run_op(s, &it->u.op);
+    run_op(s, &it->u.op, it->err);
     break;
   case ITEM_MARK:
     atomic_store_explicit(&s->progress, it->u.mark, memory_order_release);
@@ -803,6 +846,31 @@ static item_block *queue_consumed(cua_backend_stream *s, item_block *end,
   return drop;
 }
 
+/* Unlinks the deferred frees the stream has run far enough for; under
+ * s->lock. */
+static mem_header *deferred_due(cua_backend_stream *s) {
+  mem_header *due = NULL, **at = &s->deferred;
+  while (*at != NULL) {
+    mem_header *h = *at;
+    if (h->defer_after <= s->nexecuted) {
+      *at = h->defer_next;
+      h->defer_next = due;
+      due = h;
+    } else {
+      at = &h->defer_next;
+    }
+  }
+  return due;
+}
+
+static void release_all(host_state *st, mem_header *h) {
+  while (h != NULL) {
+    mem_header *next = h->defer_next;
+    mem_release(st, (char *)h + HOST_ALIGN);
+    h = next;
+  }
+}
+
 static void *worker_main(void *arg) {
   cua_backend_stream *s = arg;
   pthread_setname_np(pthread_self(), s->name);
@@ -820,6 +888,7 @@ static void *worker_main(void *arg) {
      * thread needs is taken once per batch rather than once per item. */
     item_block *b = s->head_blk, *end = s->tail_blk;
     unsigned i = s->head_idx, end_idx = s->tail_idx;
+    uint64_t upto = s->nqueued;
     s->running = 1;
     pthread_mutex_unlock(&s->lock);
 
@@ -835,14 +904,17 @@ static void *worker_main(void *arg) {
 
     pthread_mutex_lock(&s->lock);
     s->running = 0;
+    s->nexecuted = upto;
     item_block *drop = queue_consumed(s, end, end_idx);
-    if (drop != NULL) {
+    mem_header *due = s->deferred != NULL ? deferred_due(s) : NULL;
+    if (drop != NULL || due != NULL) {
       pthread_mutex_unlock(&s->lock);
       while (drop != NULL) {
         item_block *next = drop->next;
         svc_free(s->st, drop);
         drop = next;
       }
+      release_all(s->st, due);
       pthread_mutex_lock(&s->lock);
     }
   }
@@ -885,6 +957,7 @@ static item *queue_begin(cua_backend_stream *s) {
 static void queue_commit(cua_backend_stream *s, item *it) {
   (void)it; /* it is &s->tail_blk->items[s->tail_idx] */
   s->tail_idx++;
+  s->nqueued++;
   int wake = s->sleeping;
   pthread_mutex_unlock(&s->lock);
   if (wake)
@@ -912,11 +985,14 @@ static void stream_free(cua_backend_stream *s) {
       svc_free(st, b);
     }
   }
-  while (s->err_head != NULL) {
-    stream_error *e = s->err_head;
-    s->err_head = e->next;
-    svc_free(st, e);
-  }
+  release_all(st, s->deferred); /* none once a worker drained it */
+  s->deferred = NULL;
+  stream_error *errs[2] = {s->err_head, s->err_free};
+  for (int l = 0; l < 2; l++)
+    for (stream_error *e = errs[l], *next; e != NULL; e = next) {
+      next = e->next;
+      svc_free(st, e);
+    }
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->err_lock);
@@ -1144,14 +1220,20 @@ static void host_mem_free(void *state, int device, cua_backend_stream *s,
       queue_commit(s, it);
       return;
     }
-    /* No memory for the free item. Leaking would be worse than waiting, and
-     * freeing now could pull the memory from under a queued op: wait until
-     * the stream is idle (polling, as this only happens out of memory). */
+    /* No memory for the free item. Freeing now could pull the memory from
+     * under a queued op, and waiting for the stream would never end when
+     * this is its own worker (a stream function freeing memory): the
+     * allocation's header holds it in the stream's list of deferred frees,
+     * which the worker releases once it has run every item queued before
+     * this call. An idle stream has nothing left to run: free it now. */
+    mem_header *h = (mem_header *)((char *)ptr - HOST_ALIGN);
     pthread_mutex_lock(&s->lock);
-    while (!queue_empty(s) || s->running) {
+    if (h->magic == MEM_MAGIC && (!queue_empty(s) || s->running)) {
+      h->defer_after = s->nqueued;
+      h->defer_next = s->deferred;
+      s->deferred = h;
       pthread_mutex_unlock(&s->lock);
-      sleep_until(mono_ns() + 1000000u);
-      pthread_mutex_lock(&s->lock);
+      return;
     }
     pthread_mutex_unlock(&s->lock);
   }
@@ -1268,12 +1350,20 @@ static int host_launch(void *state, cua_backend_stream *s,
   if (rc != CUA_OK)
     return rc;
 
+  stream_error *rec = NULL;
+  if (o->kind == CUA_OP_FUNC && (rec = err_take(s)) == NULL) {
+    set_err(err, "launch: out of host memory for an error record");
+    return CUA_ERR_NOMEM;
+  }
   item *it = queue_begin(s);
   if (it == NULL) {
+    if (rec != NULL)
+      err_give(s, rec);
     set_err(err, "launch: out of host memory for a queue entry");
     return CUA_ERR_NOMEM;
   }
   it->kind = ITEM_OP;
+  it->err = rec;
   memcpy(&it->u.op, o, sizeof it->u.op);
   it->u.op.size = sizeof it->u.op;
   /* Kernel arguments are only valid during launch(); KERNEL never gets
@@ -1323,7 +1413,7 @@ static int host_poll_error(void *state, cua_backend_stream *s, uint64_t *seq,
   if (code != NULL)
     *code = e->code;
   set_err(err, "%s", e->msg);
-  svc_free(state, e);
+  err_give(s, e);
   return 1;
 }
 
