@@ -111,10 +111,9 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
   if (n->placed_by != NULL) {
     cua__polinst *p = n->placed_by;
     if (p->d->completed != NULL) {
-      cua_op_info in = n->info;
+      cua_op_info in;
+      cua__op_info(rt, n, &in, NULL);
       in.name = in.tag = NULL;
-      in.inputs = NULL;
-      in.ninputs = 0;
       p->d->completed(p->state, &in, n->pl, n->duration_ns);
     }
     n->placed_by = NULL;

@@ -147,10 +147,13 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   bo.size = sizeof bo;
   bo.kind = op->kind;
   bo.seq = n->seq;
-  bo.bytes = op->bytes;
-  bo.value = op->value;
-  bo.byte_value = op->byte_value;
-  bo.spin = op->spin;
+  if (op->kind != CUA_OP_FUNC && op->kind != CUA_OP_KERNEL) {
+    /* The memory ops' group of parameters (internal.h). */
+    bo.bytes = op->bytes;
+    bo.value = op->value;
+    bo.byte_value = op->byte_value;
+    bo.spin = op->spin;
+  }
   void *params[64];
   switch (op->kind) {
   case CUA_OP_FILL:

@@ -408,6 +408,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       rc = CUA_ERR_NOMEM;
       break;
     }
+    n->sub_id = b->sub->id;
     cua__op_freeze(op);
     /* The submission waits for every op that does work, and for the root;
      * a zip or then inside the DAG completes with its parts anyway. */

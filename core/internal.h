@@ -200,26 +200,37 @@ struct cua_op {
   size_t ninputs, capinputs;
   cua__access acc_inl[2];
   cua_op *inputs_inl[4];
-  /* Kind-specific parameters. */
-  cua_stream_fn fn;
-  cua_host_fn host_fn;
-  cua_map_fn map_fn;
-  void *arg;
-  void *hptr; /* host pointer of memcpy h2d/d2h */
-  size_t dst_off, src_off, bytes;
-  float value;
-  int byte_value;
-  cua_spin_args spin;
-  size_t index; /* unzip */
-  /* KERNEL */
-  cua_module *mod;
-  void *kernel;
-  unsigned grid[3], block[3];
-  size_t shared_bytes;
-  unsigned char *argdata; /* packed argument values */
-  size_t *argoff;         /* offsets into argdata, per argument */
-  int *argbuf;            /* index into acc, or -1 */
-  size_t nargs;
+  /* Kind-specific parameters: one group per family of kinds. */
+  union {
+    struct {      /* FILL, MEMSET, COPY, AXPY, MEMCPY_*, SPIN */
+      void *hptr; /* host pointer of memcpy h2d/d2h */
+      size_t dst_off, src_off, bytes;
+      float value;
+      int byte_value;
+      cua_spin_args spin;
+    };
+    struct { /* FUNC, HOST, MAP; UNZIP */
+      cua_stream_fn fn;
+      cua_host_fn host_fn;
+      cua_map_fn map_fn;
+      void *arg;
+      size_t index; /* unzip */
+    };
+    struct { /* KERNEL */
+      cua_module *mod;
+      void *kernel;
+      unsigned grid[3], block[3];
+      size_t shared_bytes;
+      unsigned char *argdata; /* packed argument values */
+      size_t *argoff;         /* offsets into argdata, per argument */
+      int *argbuf;            /* index into acc, or -1 */
+      size_t nargs;
+    };
+    struct { /* WAIT_NATIVE: the application's stream and its device */
+      void *native;
+      int native_device;
+    };
+  };
   /* SHARED: the node of its one run, once submitted. ZIP: the node of its
    * unzips' shared wrapper's run, kept once that wrapper is gone (op.c). */
   cua__node *shared_node;
@@ -230,9 +241,6 @@ struct cua_op {
    * submission's id (graph.c); under rt->lock. */
   uint64_t build_sub;
   cua__node *build_node;
-  /* WAIT_NATIVE: the application's stream and its device. */
-  void *native;
-  int native_device;
 };
 
 struct cua_module {
@@ -342,7 +350,7 @@ struct cua__node {
   cua__point *point; /* weak: the event recorded right after it, if any */
   cua_placement pl;
   cua__polinst *placed_by;
-  cua_op_info info; /* scalars kept for completed() */
+  uint64_t sub_id; /* the submission that made it */
   uint64_t duration_ns;
   /* Outcome. */
   int code;
@@ -634,6 +642,8 @@ void cua__point_fini(void *p);
 
 /* place.c: policy calls and their validation. */
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
+void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
+                  cua_placement *inputs);
 
 /* commands.c: rounds and launching. */
 void cua__q_push(cua__queue *q, cua__node *n);

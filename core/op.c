@@ -534,17 +534,19 @@ void cua_op_destroy(cua_op *op) {
     }
     if (op->shared_node != NULL)
       cua__node_release(op->shared_node);
-    if (op->mod != NULL)
-      cua_module_destroy(op->mod);
+    if (op->kind == CUA_OP_KERNEL) {
+      if (op->mod != NULL)
+        cua_module_destroy(op->mod);
+      free(op->argdata);
+      free(op->argoff);
+      free(op->argbuf);
+    }
     if (op->acc != op->acc_inl)
       free(op->acc);
     if (op->inputs != op->inputs_inl)
       free(op->inputs);
     free(op->name);
     free(op->tag);
-    free(op->argdata);
-    free(op->argoff);
-    free(op->argbuf);
     cua_runtime *rt = op->rt;
     cua__pool_put(&rt->op_pool, op);
     cua__runtime_release(rt);

@@ -33,10 +33,12 @@ static int buffers_device(const cua_op *op) {
   return dev;
 }
 
-static void fill_info(cua_runtime *rt, cua__node *n, cua__sub *sub,
-                      cua_placement *inputs, size_t *ninputs) {
-  cua_op *op = n->op;
-  cua_op_info *in = &n->info;
+/* The policy's view of @p n (its inputs' placements in @p inputs; NULL:
+ * none, as completed() gets). Nodes do not keep it: it is made again for
+ * completed() from the op, which a node keeps until it is done. */
+void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
+                  cua_placement *inputs) {
+  const cua_op *op = n->op;
   memset(in, 0, sizeof *in);
   in->size = sizeof *in;
   in->kind = op->kind;
@@ -62,15 +64,14 @@ static void fill_info(cua_runtime *rt, cua__node *n, cua__sub *sub,
   if (op->kind == CUA_OP_WAIT_NATIVE)
     in->restrict_device = op->native_device;
   in->level = n->level;
-  in->submission = sub ? sub->id : 0;
+  in->submission = n->sub_id;
   in->op_id = n->op_id;
-  *ninputs = 0;
-  for (size_t i = 0; i < n->ndeps && *ninputs < 8; i++)
+  in->ninputs = 0;
+  in->inputs = inputs;
+  for (size_t i = 0; inputs != NULL && i < n->ndeps && in->ninputs < 8; i++)
     if (n->deps[i].node->cls == CUA__CLASS_DEVICE &&
         n->deps[i].node->pl.device >= 0)
-      inputs[(*ninputs)++] = n->deps[i].node->pl;
-  in->ninputs = *ninputs;
-  in->inputs = inputs;
+      inputs[in->ninputs++] = n->deps[i].node->pl;
 }
 
 static int valid_placement(cua_runtime *rt, const cua_op_info *in,
@@ -128,14 +129,11 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
 
 /* Asks the submission's (or runtime's) policy, then the device's own
  * policy if that device has one. */
-static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
-                      size_t len) {
-  cua_placement inputs[8];
-  size_t ninputs;
-  fill_info(rt, n, sub, inputs, &ninputs);
+static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
+                      cua_op_info *info, char *msg, size_t len) {
   if (sub != NULL && sub->on_stream) {
     cua_placement pl = sub->placement;
-    if (!valid_placement(rt, &n->info, pl)) {
+    if (!valid_placement(rt, info, pl)) {
       snprintf(msg, len,
                "explicit placement device %d stream %d is not valid for op "
                "'%s'",
@@ -148,7 +146,7 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
   }
   cua__polinst *p = sub && sub->policy ? sub->policy : rt->policy;
   cua_placement pl = {-1, -1};
-  int rc = policy_place(rt, p, &n->info, &pl, msg, len);
+  int rc = policy_place(rt, p, info, &pl, msg, len);
   if (rc != 0 && rt->cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK) {
     if (rt->fallback == NULL &&
         cua__polinst_open(rt, "single-stream", &rt->fallback) != 0)
@@ -161,13 +159,13 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
               msg);
     }
     p = rt->fallback;
-    rc = policy_place(rt, p, &n->info, &pl, msg, len);
+    rc = policy_place(rt, p, info, &pl, msg, len);
   }
   if (rc != 0)
     return rc;
   cua__polinst *dp = rt->devs[pl.device].policy;
   if (dp != NULL && dp != p) {
-    cua_op_info in2 = n->info;
+    cua_op_info in2 = *info;
     in2.restrict_device = pl.device;
     rc = policy_place(rt, dp, &in2, &pl, msg, len);
     if (rc != 0)
@@ -184,7 +182,10 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub, char *msg,
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
   char msg[CUA__ERRLEN];
   cua__sub *sub = n->nwatchers > 0 ? n->watchers[0] : NULL;
-  int rc = place_node(rt, n, sub, msg, sizeof msg);
+  cua_placement inputs[8];
+  cua_op_info info;
+  cua__op_info(rt, n, &info, inputs);
+  int rc = place_node(rt, n, sub, &info, msg, sizeof msg);
   if (rc == 0) {
     cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
     n->stream = s;
@@ -193,7 +194,7 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     s->load.ops_total++;
     s->load.est_busy_ns += n->op->hints.cost_ns;
     if (n->placed_by && n->placed_by->d->submitted)
-      n->placed_by->d->submitted(n->placed_by->state, &n->info, n->pl);
+      n->placed_by->d->submitted(n->placed_by->state, &info, n->pl);
     n->state = CUA__NODE_ENQUEUED;
     cua__q_push(&r->launch, n);
     cua__resolve(rt, n, 0, r);
