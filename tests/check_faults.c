@@ -546,8 +546,7 @@ static cua_op *reads_dag(cua_runtime *rt, cua_buffer *a, float value,
 START_TEST(wiring_out_of_memory_fails_the_submission) {
   cua_runtime *rt;
   ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\n"
-                                  "policy = round-robin\n"
-                                  "[policy.round-robin]\nstreams = 3\n"),
+                                  "policy = single-stream\n"),
                    0);
   cua_buffer *a;
   ck_assert_int_eq(cua_buffer_create(&a, rt, 0, ELEMS * 4, 0), 0);
@@ -623,11 +622,14 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("sweep");
   tcase_set_timeout(tc, 1800);
   tcase_add_test(tc, injection_fails_the_kth_call_once);
-  tcase_add_test(tc, wiring_out_of_memory_fails_the_submission);
   tcase_add_test(tc, faults_single_stream);
   tcase_add_test(tc, faults_round_robin);
   tcase_add_test(tc, faults_least_loaded);
   tcase_add_test(tc, faults_affinity);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("wiring");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, wiring_out_of_memory_fails_the_submission);
   suite_add_tcase(s, tc);
   return s;
 }
