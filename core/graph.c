@@ -148,15 +148,11 @@ static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
   atomic_fetch_add(&n->refs, 1);
 }
 
-/* Makes room for the p->want dependents counted for @p p and clears the
- * count. */
-int cua__reserve_dependents(cua__node *p) {
-  size_t want = p->want;
-  p->want = 0;
-  if (want == 0)
-    return 0;
-  return cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + want,
-                       sizeof(cua__dependent), p->dependents_inl)
+/* The slow part of cua__reserve_dependents(): the array must grow. */
+int cua__reserve_dependents_grow(cua__node *p, size_t want) {
+  return cua__grow_inl(&p->dependents, &p->capdependents,
+                       p->ndependents + want, sizeof(cua__dependent),
+                       p->dependents_inl)
              ? CUA_ERR_NOMEM
              : 0;
 }
