@@ -150,9 +150,8 @@ static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
 
 /* The slow part of cua__reserve_dependents(): the array must grow. */
 int cua__reserve_dependents_grow(cua__node *p, size_t want) {
-  return cua__grow_inl(&p->dependents, &p->capdependents,
-                       p->ndependents + want, sizeof(cua__dependent),
-                       p->dependents_inl)
+  return cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + want,
+                       sizeof(cua__dependent), p->dependents_inl)
              ? CUA_ERR_NOMEM
              : 0;
 }
