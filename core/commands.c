@@ -176,14 +176,61 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   return 0;
 }
 
+/* Marks every stream that got work since its last mark. */
+static void mark_streams(cua_runtime *rt, cua__round *r) {
+  for (int i = 0; i < rt->nstreams; i++) {
+    cua__stream *s = rt->streams[i];
+    if (s->marked < s->launched) {
+      cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
+      if (c == NULL)
+        break; /* the completion thread's next round marks it */
+      c->value = s->launched;
+      c->prev = s->marked;
+      s->marked = s->launched;
+    }
+  }
+}
+
+/* With a launch thread, a long round hands its list over in chunks as it
+ * decides them, so that the launches of one chunk overlap the decisions
+ * of the next (a large submission would otherwise launch nothing until
+ * all of it is decided): the first chunk after CHUNK_FIRST launches, each
+ * next one twice as long, up to CHUNK_MAX. A chunk is complete as a round
+ * is: its exact points attached, its streams marked. The lists travel in
+ * decision order through the launch thread's queue. */
+#define CHUNK_FIRST 16
+#define CHUNK_MAX 256
+
+static void hand_over(cua_runtime *rt, cua__round *r) {
+  (void)cua__exact_points(r);
+  mark_streams(rt, r);
+  atomic_fetch_add(&rt->executing, 1);
+  if (cua__launcher_push(rt, &r->cmds) != 0) {
+    /* Not now (a stream function to launch, no holder): the rest of the
+     * round goes in one list, as without a launch thread. */
+    atomic_fetch_sub(&rt->executing, 1);
+    r->no_chunks = 1;
+    return;
+  }
+  r->first_launch = 0;
+  r->chunk_len = 0;
+  r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
+}
+
 /* Places, decides launches and settles until nothing more is ready, then
  * marks every stream that got work. Commands go to r->cmds; the caller
- * applies them with cua__round_flush() once it may release rt->lock. */
+ * applies them with cua__round_flush() once it may release rt->lock (with
+ * a launch thread, a long round hands over chunks before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
+  if (r->chunk_at == 0)
+    r->chunk_at = CHUNK_FIRST;
   for (;;) {
     cua__node *n;
-    if ((n = q_pop(&r->place)) != NULL) {
+    int chunks = rt->launcher_started && !r->no_chunks;
+    /* Chunks launch early only if launches are decided as soon as they
+     * are placed; otherwise every placement comes first. */
+    if ((!chunks || r->launch.head == NULL) && (n = q_pop(&r->place)) != NULL) {
       cua__place_one(rt, n, r);
       continue;
     }
@@ -199,6 +246,9 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
+      if (chunks && ++r->chunk_len >= r->chunk_at &&
+          (r->launch.head != NULL || r->place.head != NULL))
+        hand_over(rt, r);
       continue;
     }
     if ((n = q_pop(&r->settle)) != NULL) {
@@ -213,17 +263,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
   /* Exact waits for later rounds; without memory, later consumers wait at
    * the stream's end instead, which is correct, only later. */
   (void)cua__exact_points(r);
-  for (int i = 0; i < rt->nstreams; i++) {
-    cua__stream *s = rt->streams[i];
-    if (s->marked < s->launched) {
-      cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
-      if (c == NULL)
-        break; /* the completion thread's next round marks it */
-      c->value = s->launched;
-      c->prev = s->marked;
-      s->marked = s->launched;
-    }
-  }
+  mark_streams(rt, r);
   if (rt->ready_head != NULL)
     cua__kick(rt);
 }

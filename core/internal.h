@@ -469,6 +469,9 @@ typedef struct cua__round {
   cua__queue settle;   /* failed or virtual nodes ready to finish */
   cua__cmdlist cmds;   /* decided, to execute once rt->lock is released */
   size_t first_launch; /* the round's first command not yet post-passed */
+  size_t chunk_len;    /* launches decided since the last hand-over */
+  size_t chunk_at;     /* hand over at this many (commands.c) */
+  int no_chunks;       /* a hand-over failed: one list for the rest */
 } cua__round;
 
 /* What one submission's build produced (graph.c). */
