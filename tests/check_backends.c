@@ -327,21 +327,29 @@ START_TEST(slow_stream_function_does_not_delay_another_thread) {
                             "policy = round-robin\n");
   cua_buffer *b;
   ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
-  atomic_store(&slow_started, 0);
-  pthread_t t;
-  ck_assert_int_eq(pthread_create(&t, NULL, submit_slow, rt), 0);
-  while (!atomic_load(&slow_started))
-    sched_yield();
-  uint64_t t0 = now_ns();
-  cua_op *op;
-  ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
-  ck_assert_int_eq(run_op(rt, op), 0);
-  uint64_t waited = now_ns() - t0;
-  pthread_join(t, NULL);
-  ck_assert_msg(waited < 5000000,
-                "an unrelated submission took %llu us "
+  /* The best of a few tries: on a loaded machine (sanitizers, CI) one
+   * submission alone may take milliseconds, but one serialised behind the
+   * stream function takes 45 ms every time. */
+  uint64_t best = UINT64_MAX;
+  for (int attempt = 0; attempt < 5 && best >= 5000000; attempt++) {
+    atomic_store(&slow_started, 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, submit_slow, rt), 0);
+    while (!atomic_load(&slow_started))
+      sched_yield();
+    uint64_t t0 = now_ns();
+    cua_op *op;
+    ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
+    ck_assert_int_eq(run_op(rt, op), 0);
+    uint64_t waited = now_ns() - t0;
+    pthread_join(t, NULL);
+    if (waited < best)
+      best = waited;
+  }
+  ck_assert_msg(best < 5000000,
+                "an unrelated submission took %llu us (best of 5) "
                 "behind a 50 ms stream function",
-                (unsigned long long)(waited / 1000));
+                (unsigned long long)(best / 1000));
   cua_buffer_destroy(b);
   cua_runtime_destroy(rt);
 }
