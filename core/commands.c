@@ -191,28 +191,38 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
   }
 }
 
-/* With a launch thread, a long round hands its list over in chunks as it
- * decides them, so that the launches of one chunk overlap the decisions
- * of the next (a large submission would otherwise launch nothing until
- * all of it is decided): the first chunk after CHUNK_FIRST launches, each
- * next one twice as long, up to CHUNK_MAX. A chunk is complete as a round
- * is: its exact points attached, its streams marked. The lists travel in
- * decision order through the launch thread's queue. */
+/* A long round applies its list in chunks as it decides them, so that
+ * the device starts on the first ops while the rest are decided (a large
+ * submission would otherwise launch nothing until all of it is decided):
+ * the first chunk after CHUNK_FIRST launches, each next one twice as
+ * long, up to CHUNK_MAX. A chunk is complete as a round is: its exact
+ * points attached, its streams marked. With a launch thread, the chunk is
+ * queued for it (in decision order, rt->lock held throughout), so its
+ * launches overlap the next decisions. Without one, a round that may
+ * (r->flush_early: a submission's) applies the chunk itself, rt->lock
+ * released meanwhile: only between a launch decided and the next
+ * placement, when no node of the round holds a stream number without its
+ * launch decided (another round could otherwise launch a later number on
+ * that stream first). */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
 
 static void hand_over(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
   mark_streams(rt, r);
-  atomic_fetch_add(&rt->executing, 1);
-  if (cua__launcher_push(rt, &r->cmds) != 0) {
-    /* Not now (a stream function to launch, no holder): the rest of the
-     * round goes in one list, as without a launch thread. */
-    atomic_fetch_sub(&rt->executing, 1);
-    r->no_chunks = 1;
-    return;
+  if (rt->launcher_started) {
+    atomic_fetch_add(&rt->executing, 1);
+    if (cua__launcher_push(rt, &r->cmds) != 0) {
+      /* Not now (a stream function to launch, no holder): the rest of the
+       * round goes in one list, as without a launch thread. */
+      atomic_fetch_sub(&rt->executing, 1);
+      r->no_chunks = 1;
+      return;
+    }
+    r->first_launch = 0;
+  } else {
+    cua__round_flush(rt, r, 1);
   }
-  r->first_launch = 0;
   r->chunk_len = 0;
   r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
 }
@@ -227,7 +237,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
     r->chunk_at = CHUNK_FIRST;
   for (;;) {
     cua__node *n;
-    int chunks = rt->launcher_started && !r->no_chunks;
+    int chunks = (rt->launcher_started || r->flush_early) && !r->no_chunks;
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
     if ((!chunks || r->launch.head == NULL) && (n = q_pop(&r->place)) != NULL) {
@@ -246,8 +256,8 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
-      if (chunks && ++r->chunk_len >= r->chunk_at &&
-          (r->launch.head != NULL || r->place.head != NULL))
+      if (chunks && ++r->chunk_len >= r->chunk_at && r->launch.head == NULL &&
+          r->place.head != NULL)
         hand_over(rt, r);
       continue;
     }
