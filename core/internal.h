@@ -100,6 +100,8 @@ void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
  * for fault injection). */
 void *cua__pool_get(cua__pool *p, int *fresh);
 void cua__pool_put(cua__pool *p, void *obj);
+/* Whether pools keep blocks (not under AddressSanitizer). */
+int cua__pool_keeps(void);
 void cua__pool_drain(cua__pool *p);
 
 /* Sets the calling thread's last error message, which cua_runtime_error()

@@ -64,6 +64,10 @@ static block **link_of(void *obj) {
   return (block **)((char *)obj - HDR + sizeof(uintptr_t));
 }
 
+int cua__pool_keeps(void) {
+  return POOL_KEEPS;
+}
+
 void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
                     int outer) {
   atomic_init(&p->returned, NULL);

@@ -523,7 +523,8 @@ END_TEST
  * registers with it. In steady state (after a first run) the core's pools
  * and the host backend's caches make every allocation of cua_submit() one
  * of the decision's: so any k that fails must fail the call itself, and a
- * call that succeeds must run everything correctly. */
+ * call that succeeds must run everything correctly. (Not under ASan, where
+ * the pools keep nothing: see below.) */
 #define READS 6
 /* zip(then(host step, fill a), READS copies of a to out): its root. */
 static cua_op *reads_dag(cua_runtime *rt, cua_buffer *a, float value,
@@ -544,6 +545,14 @@ static cua_op *reads_dag(cua_runtime *rt, cua_buffer *a, float value,
 }
 
 START_TEST(wiring_out_of_memory_fails_the_submission) {
+  /* Under AddressSanitizer the pools keep nothing, so allocations made
+   * after the decision (command lists, points) may fail an op as they
+   * should: the premise of a steady state without them is gone. */
+  if (!cua__pool_keeps()) {
+    printf("wiring_out_of_memory_fails_the_submission: skipped, the pools "
+           "keep nothing in this build\n");
+    return;
+  }
   cua_runtime *rt;
   ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\n"
                                   "policy = single-stream\n"),
