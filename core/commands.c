@@ -195,8 +195,11 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * the device starts on the first ops while the rest are decided (a large
  * submission would otherwise launch nothing until all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
- * long, up to CHUNK_MAX. A chunk is complete as a round is: its exact
- * points attached, its streams marked. With a launch thread, the chunk is
+ * long, up to CHUNK_MAX. A chunk has its exact points attached; its
+ * streams are marked only at the round's end, as before (marks in between
+ * would have the completion thread finish ops, under rt->lock, while the
+ * round still decides: on a chain of short kernels that contention cost
+ * more than the early start gains). With a launch thread, the chunk is
  * queued for it (in decision order, rt->lock held throughout), so its
  * launches overlap the next decisions. Without one, a round that may
  * (r->flush_early: a submission's) applies the chunk itself, rt->lock
@@ -209,7 +212,6 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
 
 static void hand_over(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
-  mark_streams(rt, r);
   if (rt->launcher_started) {
     atomic_fetch_add(&rt->executing, 1);
     if (cua__launcher_push(rt, &r->cmds) != 0) {
