@@ -191,40 +191,35 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
   }
 }
 
-/* A long round applies its list in chunks as it decides them, so that
- * the device starts on the first ops while the rest are decided (a large
- * submission would otherwise launch nothing until all of it is decided):
+/* With a launch thread, a long round hands its list over in chunks as it
+ * decides them, so that the device starts on the first ops while the rest
+ * are decided (a large submission would otherwise launch nothing until
+ * all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
  * long, up to CHUNK_MAX. A chunk has its exact points attached; its
  * streams are marked only at the round's end, as before (marks in between
  * would have the completion thread finish ops, under rt->lock, while the
  * round still decides: on a chain of short kernels that contention cost
- * more than the early start gains). With a launch thread, the chunk is
- * queued for it (in decision order, rt->lock held throughout), so its
- * launches overlap the next decisions. Without one, a round that may
- * (r->flush_early: a submission's) applies the chunk itself, rt->lock
- * released meanwhile: only between a launch decided and the next
- * placement, when no node of the round holds a stream number without its
- * launch decided (another round could otherwise launch a later number on
- * that stream first). */
+ * more than the early start gains). Only with a launch thread: the chunk
+ * is queued for it (in decision order, rt->lock held throughout), so its
+ * launches overlap the next decisions. Without one, the deciding thread
+ * would have to apply each chunk itself, between decisions: tried (rt->lock
+ * released between chunks), it made a chain of 10,000 short kernels about
+ * 1.2x slower on an H100 and the 50 us patterns no faster, in an A/B run. */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
 
 static void hand_over(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
-  if (rt->launcher_started) {
-    atomic_fetch_add(&rt->executing, 1);
-    if (cua__launcher_push(rt, &r->cmds) != 0) {
-      /* Not now (a stream function to launch, no holder): the rest of the
-       * round goes in one list, as without a launch thread. */
-      atomic_fetch_sub(&rt->executing, 1);
-      r->no_chunks = 1;
-      return;
-    }
-    r->first_launch = 0;
-  } else {
-    cua__round_flush(rt, r, 1);
+  atomic_fetch_add(&rt->executing, 1);
+  if (cua__launcher_push(rt, &r->cmds) != 0) {
+    /* Not now (a stream function to launch, no holder): the rest of the
+     * round goes in one list, as without a launch thread. */
+    atomic_fetch_sub(&rt->executing, 1);
+    r->no_chunks = 1;
+    return;
   }
+  r->first_launch = 0;
   r->chunk_len = 0;
   r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
 }
@@ -232,14 +227,14 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
 /* Places, decides launches and settles until nothing more is ready, then
  * marks every stream that got work. Commands go to r->cmds; the caller
  * applies them with cua__round_flush() once it may release rt->lock (with
- * a launch thread, a long round hands over chunks before: hand_over()). */
+ * a launch thread, a long round hands chunks over before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   if (r->chunk_at == 0)
     r->chunk_at = CHUNK_FIRST;
   for (;;) {
     cua__node *n;
-    int chunks = (rt->launcher_started || r->flush_early) && !r->no_chunks;
+    int chunks = rt->launcher_started && !r->no_chunks;
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
     if ((!chunks || r->launch.head == NULL) && (n = q_pop(&r->place)) != NULL) {

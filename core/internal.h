@@ -474,7 +474,6 @@ typedef struct cua__round {
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
   int no_chunks;       /* a hand-over failed: one list for the rest */
-  int flush_early;     /* may apply chunks itself, rt->lock released */
 } cua__round;
 
 /* What one submission's build produced (graph.c). */

@@ -144,9 +144,6 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     sub->next_done = rt->done_head;
     rt->done_head = sub;
   }
-  /* A large submission applies its first chunks while deciding the rest
-   * (commands.c, hand_over()). */
-  r.flush_early = 1;
   cua__run_round(rt, &r);
   cua__kick(rt);
   /* Decided: apply the commands with the lock released. */
