@@ -86,19 +86,17 @@ static void test_free(void *core, void *ptr) {
   free(ptr);
 }
 
-static const cua_backend_host failing_table = {
-    .abi_major = CUA_BACKEND_ABI_MAJOR,
-    .abi_minor = CUA_BACKEND_ABI_MINOR,
-    .size = sizeof(cua_backend_host),
-    .core = NULL,
-    .log = test_log,
-    .now_ns = test_now,
-    .alloc = test_alloc,
-    .free = test_free,
-};
-
 /* The table the next backend is created with. */
 static const cua_backend_host *table = &host_table;
+
+/* Makes the next backend allocate through test_alloc(). */
+static void use_failing_table(void) {
+  static cua_backend_host failing;
+  failing = host_table;
+  failing.alloc = test_alloc;
+  failing.free = test_free;
+  table = &failing;
+}
 
 static void load_module(void) {
   const char *path = built("plugins/.libs/host.so");
@@ -858,7 +856,7 @@ END_TEST
  * by the time it fails (it used to be only logged). Launching one with no
  * record to be had fails the launch, synchronously. */
 START_TEST(function_failure_is_reported_out_of_memory) {
-  table = &failing_table;
+  use_failing_table();
   void *st = open_backend(1, 0);
   table = &host_table;
   cua_backend_stream *s = new_stream(st, 0);
@@ -931,7 +929,7 @@ static int fn_free_out_of_memory(void *ctx, void *native,
 }
 
 START_TEST(own_worker_frees_out_of_memory_without_hanging) {
-  table = &failing_table;
+  use_failing_table();
   void *st = open_backend(1, 1);
   table = &host_table;
   cua_backend_stream *s = new_stream(st, 0);
