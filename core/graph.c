@@ -51,6 +51,15 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   return n;
 }
 
+static void edges_free(cua_runtime *rt, void *a, size_t cap, void *inl) {
+  if (a == inl)
+    return;
+  if (cap == CUA__EDGE_BLOCK)
+    cua__pool_put(&rt->edge_pool, a);
+  else
+    free(a);
+}
+
 /* Drops one reference to @p p; if it was the last, @p p goes on the
  * worklist @p todo (when given) to be freed there instead of here. */
 static void unref(cua__node *p, cua__node **todo) {
@@ -62,11 +71,53 @@ static void unref(cua__node *p, cua__node **todo) {
   }
 }
 
+/* Edge arrays (a node's deps and dependents, both 16-byte entries) past
+ * the inline ones: up to CUA__EDGE_BLOCK entries from the runtime's edge
+ * pool, so that a node with a few more edges than inline allocates
+ * nothing in steady state; beyond, from the allocator. A pool block is
+ * the one array whose capacity is exactly CUA__EDGE_BLOCK (the
+ * allocator's start at twice that). Under rt->lock (the pool is taken
+ * from under it); @p arr points at the array pointer, @p inl is the
+ * node's inline array. */
+_Static_assert(sizeof(cua__dep) == 16 && sizeof(cua__dependent) == 16,
+               "edge entries share one pool");
+
+int cua__edges_grow(cua_runtime *rt, void *arr, size_t *cap, size_t need,
+                    void *inl) {
+  void **p = arr;
+  if (need <= *cap)
+    return 0;
+  void *q;
+  size_t n;
+  if (need <= CUA__EDGE_BLOCK) {
+    int fresh;
+    q = cua__pool_get(&rt->edge_pool, &fresh);
+    n = CUA__EDGE_BLOCK;
+  } else {
+    n = 2 * CUA__EDGE_BLOCK;
+    while (n < need)
+      n *= 2;
+    q = *p == inl || *cap == CUA__EDGE_BLOCK ? cua__malloc(n * 16)
+                                             : cua__realloc(*p, n * 16);
+    if (q != NULL && *p != inl && *cap != CUA__EDGE_BLOCK) {
+      *p = q;
+      *cap = n;
+      return 0;
+    }
+  }
+  if (q == NULL)
+    return CUA_ERR_NOMEM;
+  memcpy(q, *p, *cap * 16);
+  edges_free(rt, *p, *cap, inl);
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
 static void release_deps_to(cua__node *n, cua__node **todo) {
   for (size_t i = 0; i < n->ndeps; i++)
     unref(n->deps[i].node, todo);
-  if (n->deps != n->deps_inl)
-    free(n->deps);
+  edges_free(n->rt, n->deps, n->capdeps, n->deps_inl);
   n->deps = n->deps_inl;
   n->capdeps = CUA__INLINE_EDGES;
   n->ndeps = 0;
@@ -76,8 +127,7 @@ static void release_dependents_to(cua__node *n, cua__node **todo) {
   cua__dependent *d = n->dependents;
   for (size_t i = 0; i < n->ndependents; i++)
     unref(d[i].node, todo);
-  if (n->dependents != n->dependents_inl)
-    free(n->dependents);
+  edges_free(n->rt, n->dependents, n->capdependents, n->dependents_inl);
   n->dependents = n->dependents_inl;
   n->capdependents = CUA__INLINE_EDGES;
   n->ndependents = 0;
@@ -127,8 +177,7 @@ int cua__add_dep(cua__node *n, cua__node *p, unsigned flags) {
       n->deps[i].flags |= flags;
       return 0;
     }
-  if (cua__grow_inl(&n->deps, &n->capdeps, n->ndeps + 1, sizeof *n->deps,
-                    n->deps_inl))
+  if (cua__edges_grow(n->rt, &n->deps, &n->capdeps, n->ndeps + 1, n->deps_inl))
     return CUA_ERR_NOMEM;
   n->deps[n->ndeps].node = p;
   n->deps[n->ndeps].flags = flags;
@@ -150,8 +199,8 @@ static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
 
 /* The slow part of cua__reserve_dependents(): the array must grow. */
 int cua__reserve_dependents_grow(cua__node *p, size_t want) {
-  return cua__grow_inl(&p->dependents, &p->capdependents, p->ndependents + want,
-                       sizeof(cua__dependent), p->dependents_inl)
+  return cua__edges_grow(p->rt, &p->dependents, &p->capdependents,
+                         p->ndependents + want, p->dependents_inl)
              ? CUA_ERR_NOMEM
              : 0;
 }

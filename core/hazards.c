@@ -334,9 +334,9 @@ int cua__reserve_hazards(cua__build *b) {
       mode |= CUA_WRITE; /* its first access allocates it */
       root->sim_planned = 1;
     }
-    if (rc == 0 && cua__grow_inl(&n->deps, &n->capdeps,
-                                 n->ndeps + st->sim_w + st->sim_r + 1,
-                                 sizeof *n->deps, n->deps_inl) != 0)
+    if (rc == 0 &&
+        cua__edges_grow(n->rt, &n->deps, &n->capdeps,
+                        n->ndeps + st->sim_w + st->sim_r + 1, n->deps_inl) != 0)
       rc = CUA_ERR_NOMEM;
     want_writers(st);
     if (mode & CUA_WRITE) {

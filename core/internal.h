@@ -320,8 +320,11 @@ typedef struct cua__dependent {
 } cua__dependent;
 
 /* Most nodes have a few edges: the first ones live in the node itself, so
- * the common case allocates nothing more than the node. */
+ * the common case allocates nothing more than the node. Up to
+ * CUA__EDGE_BLOCK, an array comes from the runtime's edge pool (graph.c,
+ * cua__edges_grow()); beyond, from the allocator. */
 #define CUA__INLINE_EDGES 4
+#define CUA__EDGE_BLOCK 16
 
 typedef struct cua__sub cua__sub;
 
@@ -564,6 +567,7 @@ struct cua_runtime {
    * hold the runtime struct, so these stay while any of them lives. */
   cua__pool op_pool, node_pool, sub_pool, point_pool;
   cua__pool list_pool; /* command lists, arrays kept (commands.c) */
+  cua__pool edge_pool; /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -623,6 +627,8 @@ void cua__node_release(cua__node *n);
 void cua__node_release_deps(cua__node *n);
 void cua__node_release_dependents(cua__node *n);
 int cua__add_dep(cua__node *n, cua__node *p, unsigned flags);
+int cua__edges_grow(cua_runtime *rt, void *arr, size_t *cap, size_t need,
+                    void *inl);
 const char *cua__node_name(const cua__node *n);
 void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg);
 cua__node *cua__build_get(const cua__build *b, const cua_op *op);

@@ -254,6 +254,9 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   cua__pool_init(&rt->point_pool, sizeof(cua__point), 4096, cua__point_fini, 1);
   cua__pool_init(&rt->list_pool, sizeof(cua__cmdlist), 64, cua__cmdlist_fini,
                  1);
+  /* Nodes' edge arrays past the inline ones (4096 of 256 bytes at most). */
+  cua__pool_init(&rt->edge_pool, CUA__EDGE_BLOCK * sizeof(cua__dep), 4096, NULL,
+                 1);
   rt->stats.size = sizeof rt->stats;
   rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
   char err[CUA__ERRLEN];
@@ -379,6 +382,7 @@ void cua__runtime_release(cua_runtime *rt) {
   cua__pool_drain(&rt->sub_pool);
   cua__pool_drain(&rt->point_pool);
   cua__pool_drain(&rt->list_pool);
+  cua__pool_drain(&rt->edge_pool);
   free(rt);
 }
 
