@@ -304,19 +304,26 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
  * reader, a read adds a reader. Each edge is also a dependent of its
  * producer (node->want counts them): the build's edges; a writer gets one
  * from every access after it; a reader one from the next write. */
+static void want(cua__node *p) {
+  /* A producer done already gets no dependent (cua__wire() skips it), and
+   * nothing completes while rt->lock is held. */
+  if (p->state != CUA__NODE_DONE)
+    p->want++;
+}
+
 static void want_writers(cua__bstate *st) {
   if (st->sim_writer != NULL)
-    st->sim_writer->want++;
+    want(st->sim_writer);
   else
     for (size_t i = 0; i < st->nwriters; i++)
-      st->writers[i]->want++;
+      want(st->writers[i]);
 }
 
 int cua__reserve_hazards(cua__build *b) {
   int rc = 0;
   for (size_t i = 0; i < b->n; i++)
     for (size_t k = 0; k < b->order[i]->ndeps; k++)
-      b->order[i]->deps[k].node->want++;
+      want(b->order[i]->deps[k].node);
   FOR_EACH_STATE(b, n, st, {
     cua_buffer *buf = n->op->acc[a_].buf, *root = cua__buffer_root(buf);
     unsigned mode = 0;
@@ -328,7 +335,7 @@ int cua__reserve_hazards(cua__build *b) {
       st->sim_w = st->nwriters;
       st->sim_r = st->sim_rmax = st->nreaders;
       for (size_t k_ = 0; k_ < st->nreaders; k_++)
-        st->readers[k_]->want++;
+        want(st->readers[k_]);
     }
     if (!root->planned && !root->sim_planned) {
       mode |= CUA_WRITE; /* its first access allocates it */

@@ -21,7 +21,8 @@
  * taken when it is launched (reused, up to ERR_FREE_MAX per stream), so a
  * launch fails rather than a failure going unreported; a stream-ordered
  * free with no memory for its queue item waits in the allocation's own
- * header for the items queued before it (the stream's deferred list).
+ * header for the items queued before it (the stream's deferred list;
+ * its bytes count against memory_mb until then, as a queued free's do).
  * Every allocation and worker thread goes through the core's services
  * (cua_backend_host alloc, free, thread_create, ABI 1.2) when the core has
  * them, so that the core's fault injection reaches this backend too.
