@@ -8,7 +8,9 @@
  * hazards.c) its buffer hazards. An op that appears twice in one DAG is
  * built once, which is the only way a cycle can appear (checked here).
  * wire() then counts what each node waits for and registers it with its
- * producers; failing a node propagates along data edges.
+ * producers, in room hazards.c reserved before anything was committed (so
+ * it cannot fail); failing a node propagates along data edges. Edge arrays
+ * past a node's inline ones come from the runtime's edge pool.
  *
  * Owns: nodes (their edges, reference counts, failure state). Everything
  * here runs under rt->lock, except cua__node_release(), which any thread
