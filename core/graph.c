@@ -54,12 +54,7 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
 }
 
 static void edges_free(cua_runtime *rt, void *a, size_t cap, void *inl) {
-  if (a == inl)
-    return;
-  if (cap == CUA__EDGE_BLOCK)
-    cua__pool_put(&rt->edge_pool, a);
-  else
-    free(a);
+  cua__pool_array_free(&rt->edge_pool, CUA__EDGE_BLOCK, a, cap, inl);
 }
 
 /* Drops one reference to @p p; if it was the last, @p p goes on the
@@ -75,45 +70,16 @@ static void unref(cua__node *p, cua__node **todo) {
 
 /* Edge arrays (a node's deps and dependents, both 16-byte entries) past
  * the inline ones: up to CUA__EDGE_BLOCK entries from the runtime's edge
- * pool, so that a node with a few more edges than inline allocates
- * nothing in steady state; beyond, from the allocator. A pool block is
- * the one array whose capacity is exactly CUA__EDGE_BLOCK (the
- * allocator's start at twice that). Under rt->lock (the pool is taken
- * from under it); @p arr points at the array pointer, @p inl is the
- * node's inline array. */
+ * pool (cua__pool_array_grow()), so that a node with a few more edges than
+ * inline allocates nothing in steady state. Under rt->lock (the pool is
+ * taken from under it). */
 _Static_assert(sizeof(cua__dep) == 16 && sizeof(cua__dependent) == 16,
                "edge entries share one pool");
 
 int cua__edges_grow(cua_runtime *rt, void *arr, size_t *cap, size_t need,
                     void *inl) {
-  void **p = arr;
-  if (need <= *cap)
-    return 0;
-  void *q;
-  size_t n;
-  if (need <= CUA__EDGE_BLOCK) {
-    int fresh;
-    q = cua__pool_get(&rt->edge_pool, &fresh);
-    n = CUA__EDGE_BLOCK;
-  } else {
-    n = 2 * CUA__EDGE_BLOCK;
-    while (n < need)
-      n *= 2;
-    q = *p == inl || *cap == CUA__EDGE_BLOCK ? cua__malloc(n * 16)
-                                             : cua__realloc(*p, n * 16);
-    if (q != NULL && *p != inl && *cap != CUA__EDGE_BLOCK) {
-      *p = q;
-      *cap = n;
-      return 0;
-    }
-  }
-  if (q == NULL)
-    return CUA_ERR_NOMEM;
-  memcpy(q, *p, *cap * 16);
-  edges_free(rt, *p, *cap, inl);
-  *p = q;
-  *cap = n;
-  return 0;
+  return cua__pool_array_grow(&rt->edge_pool, CUA__EDGE_BLOCK, arr, cap, need,
+                              16, inl);
 }
 
 static void release_deps_to(cua__node *n, cua__node **todo) {

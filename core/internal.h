@@ -100,6 +100,10 @@ void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
  * for fault injection). */
 void *cua__pool_get(cua__pool *p, int *fresh);
 void cua__pool_put(cua__pool *p, void *obj);
+int cua__pool_array_grow(cua__pool *p, size_t block, void *arr, size_t *cap,
+                         size_t need, size_t size, void *inl);
+void cua__pool_array_free(cua__pool *p, size_t block, void *a, size_t cap,
+                          void *inl);
 /* Whether pools keep blocks (not under AddressSanitizer). */
 int cua__pool_keeps(void);
 void cua__pool_drain(cua__pool *p);
@@ -325,6 +329,8 @@ typedef struct cua__dependent {
  * cua__edges_grow()); beyond, from the allocator. */
 #define CUA__INLINE_EDGES 4
 #define CUA__EDGE_BLOCK 16
+/* The same for an op's inputs (combinators) past its four inline ones. */
+#define CUA__INPUT_BLOCK 16
 
 typedef struct cua__sub cua__sub;
 
@@ -566,8 +572,9 @@ struct cua_runtime {
   /* Caches of the hot path's objects (pool.c). Ops, nodes and submissions
    * hold the runtime struct, so these stay while any of them lives. */
   cua__pool op_pool, node_pool, sub_pool, point_pool;
-  cua__pool list_pool; /* command lists, arrays kept (commands.c) */
-  cua__pool edge_pool; /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
+  cua__pool list_pool;  /* command lists, arrays kept (commands.c) */
+  cua__pool edge_pool;  /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
+  cua__pool input_pool; /* ops' input arrays of CUA__INPUT_BLOCK (op.c) */
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks

@@ -61,8 +61,9 @@ static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
 }
 
 int cua__op_add_input(cua_op *op, cua_op *in) {
-  if (cua__grow_inl(&op->inputs, &op->capinputs, op->ninputs + 1,
-                    sizeof *op->inputs, op->inputs_inl))
+  if (cua__pool_array_grow(&op->rt->input_pool, CUA__INPUT_BLOCK, &op->inputs,
+                           &op->capinputs, op->ninputs + 1, sizeof *op->inputs,
+                           op->inputs_inl))
     return cua__fail(op->rt, CUA_ERR_NOMEM,
                      "out of host memory building an op");
   op->inputs[op->ninputs++] = cua_op_retain(in);
@@ -543,8 +544,8 @@ void cua_op_destroy(cua_op *op) {
     }
     if (op->acc != op->acc_inl)
       free(op->acc);
-    if (op->inputs != op->inputs_inl)
-      free(op->inputs);
+    cua__pool_array_free(&op->rt->input_pool, CUA__INPUT_BLOCK, op->inputs,
+                         op->capinputs, op->inputs_inl);
     free(op->name);
     free(op->tag);
     cua_runtime *rt = op->rt;

@@ -34,6 +34,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define POOL_KEEPS 0
@@ -164,6 +165,56 @@ void cua__pool_put(cua__pool *p, void *obj) {
     *link_of(obj) = head;
   while (!atomic_compare_exchange_weak_explicit(
       &p->returned, &head, obj, memory_order_release, memory_order_relaxed));
+}
+
+/* Arrays that outgrow an object's inline room (a node's edges, an op's
+ * inputs): up to @p nblock entries, one block of the pool (whose blocks
+ * hold exactly that many); beyond, from the allocator. A pool block is
+ * the one array whose capacity is exactly @p nblock (the allocator's start
+ * at twice that). @p arr points at the array pointer, @p inl is the
+ * object's inline array, @p size an entry's size. */
+int cua__pool_array_grow(cua__pool *p, size_t nblock, void *arr, size_t *cap,
+                         size_t need, size_t size, void *inl) {
+  void **a = arr;
+  if (need <= *cap)
+    return 0;
+  void *q;
+  size_t n;
+  if (need <= nblock) {
+    int fresh;
+    q = cua__pool_get(p, &fresh);
+    n = nblock;
+  } else {
+    n = 2 * nblock;
+    while (n < need)
+      n *= 2;
+    if (*a != inl && *cap != nblock) {
+      q = cua__realloc(*a, n * size);
+      if (q == NULL)
+        return CUA_ERR_NOMEM;
+      *a = q;
+      *cap = n;
+      return 0;
+    }
+    q = cua__malloc(n * size);
+  }
+  if (q == NULL)
+    return CUA_ERR_NOMEM;
+  memcpy(q, *a, *cap * size);
+  cua__pool_array_free(p, nblock, *a, *cap, inl);
+  *a = q;
+  *cap = n;
+  return 0;
+}
+
+void cua__pool_array_free(cua__pool *p, size_t nblock, void *a, size_t cap,
+                          void *inl) {
+  if (a == inl)
+    return;
+  if (cap == nblock)
+    cua__pool_put(p, a);
+  else
+    free(a);
 }
 
 /* Frees every block kept and every slab; no other thread may use the pool

@@ -257,6 +257,9 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   /* Nodes' edge arrays past the inline ones (4096 of 256 bytes at most). */
   cua__pool_init(&rt->edge_pool, CUA__EDGE_BLOCK * sizeof(cua__dep), 4096, NULL,
                  1);
+  /* Ops' input arrays past the inline ones; ops are made on any thread. */
+  cua__pool_init(&rt->input_pool, CUA__INPUT_BLOCK * sizeof(cua_op *), 4096,
+                 NULL, 0);
   rt->stats.size = sizeof rt->stats;
   rt->ignore_env = (opts.flags & CUA_RUNTIME_IGNORE_ENV) != 0;
   char err[CUA__ERRLEN];
@@ -383,6 +386,7 @@ void cua__runtime_release(cua_runtime *rt) {
   cua__pool_drain(&rt->point_pool);
   cua__pool_drain(&rt->list_pool);
   cua__pool_drain(&rt->edge_pool);
+  cua__pool_drain(&rt->input_pool);
   free(rt);
 }
 
