@@ -230,8 +230,6 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
  * a launch thread, a long round hands chunks over before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
-  if (r->chunk_at == 0)
-    r->chunk_at = CHUNK_FIRST;
   for (;;) {
     cua__node *n;
     int chunks = rt->launcher_started && !r->no_chunks;
@@ -253,8 +251,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
-      if (chunks && ++r->chunk_len >= r->chunk_at && r->launch.head == NULL &&
-          r->place.head != NULL)
+      if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       continue;
     }
@@ -278,6 +275,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
 void cua__round_init(cua_runtime *rt, cua__round *r) {
   memset(r, 0, sizeof *r);
   r->rt = rt;
+  r->chunk_at = CHUNK_FIRST;
 }
 
 /* Command lists (a holder and its array) come from the runtime's pool at a

@@ -165,14 +165,6 @@ static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
   atomic_fetch_add(&n->refs, 1);
 }
 
-/* The slow part of cua__reserve_dependents(): the array must grow. */
-int cua__reserve_dependents_grow(cua__node *p, size_t want) {
-  return cua__edges_grow(p->rt, &p->dependents, &p->capdependents,
-                         p->ndependents + want, p->dependents_inl)
-             ? CUA_ERR_NOMEM
-             : 0;
-}
-
 /* Adds a dependency of a device node on @p p; a virtual producer stands for
  * the producers it joins, so device consumers of a zip wait on its parts
  * with events instead of waiting for the whole zip to complete. */

@@ -643,7 +643,6 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub);
 void cua__build_free(cua__build *b);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
-int cua__reserve_dependents_grow(cua__node *p, size_t want);
 /* Makes room for the p->want dependents counted for @p p (hazards.c) and
  * clears the count. */
 static inline int cua__reserve_dependents(cua__node *p) {
@@ -651,7 +650,8 @@ static inline int cua__reserve_dependents(cua__node *p) {
   p->want = 0;
   if (p->ndependents + want <= p->capdependents)
     return 0;
-  return cua__reserve_dependents_grow(p, want);
+  return cua__edges_grow(p->rt, &p->dependents, &p->capdependents,
+                         p->ndependents + want, p->dependents_inl);
 }
 /* Never fails: cua__reserve_hazards() made room for every edge. */
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
