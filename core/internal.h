@@ -159,10 +159,11 @@ typedef struct cua__stream {
   /* Commands (commands.c, executor.c): tickets are given under rt->lock in
    * decision order; the executor applies a stream's commands in ticket
    * order, whichever thread holds them. */
-  uint64_t tickets;          /* given */
-  _Atomic uint64_t executed; /* applied: the next ticket to run */
-  _Atomic uint64_t exec_seq; /* last seq whose launch was applied */
-  atomic_int wait_failed;    /* a WAIT failed: fail the next launch */
+  uint64_t tickets;           /* given */
+  _Atomic uint64_t executed;  /* applied: the next ticket to run */
+  _Atomic uint64_t exec_seq;  /* last seq whose launch was applied */
+  atomic_int wait_failed;     /* a WAIT failed: fail the next launch */
+  struct cua__cmd *last_mark; /* launch thread only: while it scans a batch */
 } cua__stream;
 
 /* --------------------------------------------------------------- policies */
@@ -464,6 +465,8 @@ typedef struct cua__cmd {
   cua__point *point;
   uint64_t value; /* MARK: the value; the previous mark value in prev */
   uint64_t prev;
+  int superseded; /* MARK: a later MARK of s is applied in the same batch
+                     (launch thread), so this one is skipped */
 } cua__cmd;
 
 typedef struct cua__cmdlist {
