@@ -69,6 +69,15 @@ void cua__fault_set_hook(void (*hook)(int kind));
 /* 1 if this call of @p kind must fail. */
 int cua__fault(int kind);
 uint64_t cua__now_ns(void);
+/* A spin-wait's pause: tells the CPU (and a sibling hyperthread) that this
+ * thread is only watching memory. */
+static inline void cua__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 /* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM.
  * With @p inl not NULL, *arr may point at that inline storage (of *cap
  * elements), which is copied out, never freed. */
@@ -571,7 +580,12 @@ struct cua_runtime {
    * cua__runtime_hold()). Op functions read closed to refuse ops of a
    * closed runtime, with no registry to keep. */
   atomic_int closed;
+  /* Alone on its cache line (padding, not _Alignas: the struct comes from
+   * calloc): every node made and freed counts here, from the submitting
+   * and the completion threads, while closed is read by every op call. */
+  char holds_pad0[64];
   atomic_size_t holds;
+  char holds_pad1[64];
   /* Caches of the hot path's objects (pool.c). Ops, nodes and submissions
    * hold the runtime struct, so these stay while any of them lives. */
   cua__pool op_pool, node_pool, sub_pool, point_pool;
