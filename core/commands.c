@@ -300,23 +300,48 @@ void cua__cmdlist_fini(void *p) {
   free(((cua__cmdlist *)p)->v);
 }
 
+void cua__kick_at_flush(cua_runtime *rt, cua__round *r) {
+  r->kick = 1;
+  r->kick_backend |= rt->ready_head != NULL;
+}
+
+/* The kick a round asked for, with rt->lock released: what it wakes the
+ * completion thread for was decided under the lock, and that thread
+ * checks for work under the lock before it waits, so none is lost; woken
+ * now, it does not block at once on the lock this thread still held. */
+static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
+  pthread_mutex_unlock(&rt->lock);
+  if (r->kick) {
+    r->kick = 0;
+    pthread_cond_signal(&rt->work);
+    if (r->kick_backend && rt->be->wake != NULL)
+      rt->be->wake(rt->bst);
+    r->kick_backend = 0;
+  }
+}
+
 /* Applies the round's commands. Called with rt->lock held; releases it
  * while the executor runs, and takes it again if @p relock. */
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
+  if (r->kick && relock) {
+    /* A thread that keeps the lock wakes the completion thread now. */
+    r->kick = 0;
+    cua__kick(rt);
+  }
   if (r->cmds.n == 0) {
     if (!relock)
-      pthread_mutex_unlock(&rt->lock);
+      unlock_and_kick(rt, r);
     cua__cmdlist_release(rt, &r->cmds);
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
   if (cua__launcher_push(rt, &r->cmds) == 0) {
     if (!relock)
-      pthread_mutex_unlock(&rt->lock);
+      unlock_and_kick(rt, r);
     r->first_launch = 0;
     return;
   }
-  pthread_mutex_unlock(&rt->lock);
+  unlock_and_kick(rt, r);
   cua__exec(rt, &r->cmds);
   cua__cmdlist_release(rt, &r->cmds);
   if (relock)

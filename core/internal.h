@@ -495,6 +495,8 @@ typedef struct cua__round {
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
   int no_chunks;       /* a hand-over failed: one list for the rest */
+  int kick;            /* wake the completion thread at the flush */
+  int kick_backend;    /* and the backend's wait (host nodes are ready) */
 } cua__round;
 
 /* What one submission's build produced (graph.c). */
@@ -605,6 +607,9 @@ int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);
 void cua__kick(cua_runtime *rt);
+/* cua__kick() at @p r's flush, once rt->lock is released (commands.c): the
+ * woken thread then does not block on the lock its waker still holds. */
+void cua__kick_at_flush(cua_runtime *rt, cua__round *r);
 /* Holds the runtime struct for an op / releases it; the last release of a
  * closed runtime frees the struct. */
 void cua__runtime_hold(cua_runtime *rt);

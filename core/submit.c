@@ -145,7 +145,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     rt->done_head = sub;
   }
   cua__run_round(rt, &r);
-  cua__kick(rt);
+  cua__kick_at_flush(rt, &r);
   /* Decided: apply the commands with the lock released. */
   cua__round_flush(rt, &r, 0);
   *fut = &sub->fut;
