@@ -143,7 +143,7 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
       cua__now_ns() + (timeout_ns < 20000 ? timeout_ns : 20000);
   while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
          cua__now_ns() < spin_until)
-    ;
+    cua__cpu_relax(); /* spare a sibling hyperthread (the launch thread's) */
   pthread_mutex_lock(&s->mu);
   while (!s->done) {
     if (timeout_ns == UINT64_MAX) {

@@ -51,6 +51,8 @@ noinst_PROGRAMS += %reldir%/bench-ops
 	%reldir%/bench/cuasync_run.c
 %canon_reldir%_bench_ops_LDADD = libcuasync.la -lm
 EXTRA_DIST += %reldir%/bench/callgrind-per-op.sh
+# A sampling profiler for machines without perf (built by hand: see it).
+EXTRA_DIST += %reldir%/prof/sample.c %reldir%/prof/report.py
 
 # cuasync-bench's options, formats and exit codes, on the host backend.
 TESTS += tests/check_bench.sh
