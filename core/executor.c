@@ -23,8 +23,11 @@
  * the stream function's own stream to move on.
  *
  * Owns: s->executed, s->exec_seq, s->wait_failed, point->users and
- * point->failed (atomics). Takes rt->lock only to fail a node whose launch
- * failed.
+ * point->failed (atomics); s->last_mark and cmd->superseded, which only
+ * the launch thread touches, while it batches marks
+ * (cua__coalesce_marks()).
+ * Takes rt->lock only to fail a node whose launch failed, or to hand a
+ * failed mark back.
  */
 #include "config.h"
 #include "internal.h"
@@ -407,7 +410,7 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
  * mark per stream per batch instead of one per submission; a failed mark
  * still hands marking back to the completion thread (apply()), from the
  * value before the skipped ones. */
-static void coalesce_marks(cua__cmdlist *h) {
+void cua__coalesce_marks(cua__cmdlist *h) {
   if (h == NULL || h->next == NULL)
     return;
   for (cua__cmdlist *l = h; l != NULL; l = l->next)
@@ -458,7 +461,7 @@ static void *launcher_main(void *arg) {
     cua__cmdlist *h = rt->lq_head;
     rt->lq_head = rt->lq_tail = NULL;
     pthread_mutex_unlock(&rt->lq_mu);
-    coalesce_marks(h);
+    cua__coalesce_marks(h);
     while (h != NULL) {
       cua__cmdlist *next = h->next;
       atomic_fetch_sub_explicit(&rt->lq_queued, 1, memory_order_relaxed);

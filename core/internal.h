@@ -712,6 +712,10 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * no launch thread or this thread is applying a list (then the caller
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* In the lists chained from @p h (a batch the launch thread took), marks
+ * every MARK that a later MARK of its stream covers as superseded, and
+ * gives the last one the first one's prev. */
+void cua__coalesce_marks(cua__cmdlist *h);
 /* Starts / stops (after its queue is applied) the launch thread. */
 int cua__launcher_start(cua_runtime *rt);
 void cua__launcher_stop(cua_runtime *rt);

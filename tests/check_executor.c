@@ -1,0 +1,84 @@
+/*
+ * tests/check_executor.c: the executor's own logic, on command lists made
+ * by hand (core/executor.c; the suites that run DAGs cover the rest).
+ *
+ * Mark batching: of the MARKs of one stream in a batch of lists the launch
+ * thread took at once, only the last is applied; it carries the prev of
+ * the first, so that a failure hands marking back from the value before
+ * all of them; other streams' marks and other commands are left alone.
+ */
+#include "config.h"
+#include "helpers.h"
+#include "internal.h"
+
+#include <string.h>
+
+static void cmd(cua__cmdlist *l, cua__cmd *v, int kind, cua__stream *s,
+                uint64_t value, uint64_t prev) {
+  memset(&v[l->n], 0, sizeof v[l->n]);
+  v[l->n].kind = kind;
+  v[l->n].s = s;
+  v[l->n].value = value;
+  v[l->n].prev = prev;
+  l->n++;
+}
+
+START_TEST(only_the_last_mark_of_each_stream_in_a_batch_is_applied) {
+  cua__stream a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  cua__cmd v1[4], v2[4], v3[4];
+  cua__cmdlist l1, l2, l3;
+  memset(&l1, 0, sizeof l1);
+  memset(&l2, 0, sizeof l2);
+  memset(&l3, 0, sizeof l3);
+  l1.v = v1;
+  l2.v = v2;
+  l3.v = v3;
+  l1.next = &l2;
+  l2.next = &l3;
+  /* Stream a is marked in every list, b in the first only. */
+  cmd(&l1, v1, CUA__CMD_LAUNCH, &a, 0, 0);
+  cmd(&l1, v1, CUA__CMD_MARK, &a, 1, 0);
+  cmd(&l1, v1, CUA__CMD_MARK, &b, 5, 4);
+  cmd(&l2, v2, CUA__CMD_LAUNCH, &a, 0, 0);
+  cmd(&l2, v2, CUA__CMD_MARK, &a, 2, 1);
+  cmd(&l3, v3, CUA__CMD_RECORD, &b, 0, 0);
+  cmd(&l3, v3, CUA__CMD_MARK, &a, 3, 2);
+  cua__coalesce_marks(&l1);
+  ck_assert_int_eq(v1[1].superseded, 1);
+  ck_assert_int_eq(v2[1].superseded, 1);
+  ck_assert_int_eq(v3[1].superseded, 0);
+  ck_assert_uint_eq(v3[1].value, 3);
+  ck_assert_uint_eq(v3[1].prev, 0); /* the first skipped mark's prev */
+  ck_assert_int_eq(v1[2].superseded, 0);
+  ck_assert_uint_eq(v1[2].prev, 4);
+  ck_assert_int_eq(v1[0].superseded, 0);
+  ck_assert_int_eq(v3[0].superseded, 0);
+  /* The scan leaves nothing behind in the streams. */
+  ck_assert_ptr_null(a.last_mark);
+  ck_assert_ptr_null(b.last_mark);
+  /* A batch of one list is applied as it is. */
+  cua__cmd w[2];
+  cua__cmdlist one;
+  memset(&one, 0, sizeof one);
+  one.v = w;
+  cmd(&one, w, CUA__CMD_MARK, &a, 7, 3);
+  cmd(&one, w, CUA__CMD_MARK, &a, 8, 7);
+  cua__coalesce_marks(&one);
+  ck_assert_int_eq(w[0].superseded, 0);
+  ck_assert_int_eq(w[1].superseded, 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("executor");
+  TCase *tc = tcase_create("marks");
+  tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return run_suite(suite());
+}
