@@ -310,14 +310,21 @@ void cua__kick_at_flush(cua_runtime *rt, cua__round *r) {
  * checks for work under the lock before it waits, so none is lost; woken
  * now, it does not block at once on the lock this thread still held. */
 static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
-  pthread_mutex_unlock(&rt->lock);
-  if (r->kick) {
-    r->kick = 0;
-    pthread_cond_signal(&rt->work);
-    if (r->kick_backend && rt->be->wake != NULL)
-      rt->be->wake(rt->bst);
-    r->kick_backend = 0;
+  if (!r->kick) {
+    pthread_mutex_unlock(&rt->lock);
+    return;
   }
+  int wake = r->kick_backend && rt->be->wake != NULL;
+  r->kick = r->kick_backend = 0;
+  /* Counted as executing: a thread that waits for this submission's future
+   * and then destroys the runtime waits for this signal too
+   * (cua_runtime_destroy()). */
+  atomic_fetch_add(&rt->executing, 1);
+  pthread_mutex_unlock(&rt->lock);
+  pthread_cond_signal(&rt->work);
+  if (wake)
+    rt->be->wake(rt->bst);
+  atomic_fetch_sub(&rt->executing, 1);
 }
 
 /* Applies the round's commands. Called with rt->lock held; releases it

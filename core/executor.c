@@ -379,8 +379,13 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   if (!rt->host_exec)
     for (size_t i = 0; i < cl->n; i++)
       if (cl->v[i].kind == CUA__CMD_LAUNCH &&
-          cl->v[i].node->kind == CUA_OP_FUNC)
+          cl->v[i].node->kind == CUA_OP_FUNC) {
+        /* From now on user code runs in other threads' executors, and
+         * may wait for a future: the launch thread applies every mark
+         * (see cua__coalesce_marks()). */
+        atomic_store(&rt->user_code_at_launch, 1);
         return -1;
+      }
   /* The list travels in its holder (a list without one, whose holder
    * could not be had, is applied by the caller). */
   cua__cmdlist *h = cl->box;
@@ -409,7 +414,15 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
  * program that submits faster than the launch thread applies gets one
  * mark per stream per batch instead of one per submission; a failed mark
  * still hands marking back to the completion thread (apply()), from the
- * value before the skipped ones. */
+ * value before the skipped ones.
+ *
+ * The price: a future of the batch completes when its stream reaches the
+ * batch's last mark, after the later ops of the batch on that stream. And
+ * it must not be paid where user code runs in another thread's executor
+ * (stream functions on a backend that runs them at launch): such code may
+ * wait for a future of the batch while a later command of the batch waits
+ * for its turn behind that code, which would never end. So once a runtime
+ * has had such a list, every mark is applied (user_code_at_launch). */
 void cua__coalesce_marks(cua__cmdlist *h) {
   if (h == NULL || h->next == NULL)
     return;
@@ -461,7 +474,8 @@ static void *launcher_main(void *arg) {
     cua__cmdlist *h = rt->lq_head;
     rt->lq_head = rt->lq_tail = NULL;
     pthread_mutex_unlock(&rt->lq_mu);
-    cua__coalesce_marks(h);
+    if (!atomic_load(&rt->user_code_at_launch))
+      cua__coalesce_marks(h);
     while (h != NULL) {
       cua__cmdlist *next = h->next;
       atomic_fetch_sub_explicit(&rt->lq_queued, 1, memory_order_relaxed);

@@ -187,8 +187,9 @@ int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
   s->cb_arg = arg;
   s->cb_future = f;
   int done = s->done;
-  /* status is final once done is set (both under s->mu by the firing
-   * thread); before, the completion thread may still write it. */
+  /* status is final once done is set (the completion thread writes it
+   * under rt->lock, then sets done under s->mu); before, it may still
+   * change. */
   int st = done ? s->status : 0;
   /* Already complete: the completion thread fired without a callback, so
    * it is called here, on this thread; the handle is the caller's. */

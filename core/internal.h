@@ -568,14 +568,16 @@ struct cua_runtime {
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
-  int launcher_started;     /* running */
-  pthread_t launcher;       /* */
-  pthread_mutex_t lq_mu;    /* guards the queue; a leaf lock */
-  pthread_cond_t lq_cv;     /* wakes a sleeping launch thread */
-  cua__cmdlist *lq_head;    /* queued lists, in decision order */
-  cua__cmdlist *lq_tail;    /* */
-  int lq_sleeping, lq_stop; /* under lq_mu */
-  atomic_int lq_queued;     /* lists in the queue, watched spinning */
+  int launcher_started;           /* running */
+  pthread_t launcher;             /* */
+  pthread_mutex_t lq_mu;          /* guards the queue; a leaf lock */
+  pthread_cond_t lq_cv;           /* wakes a sleeping launch thread */
+  cua__cmdlist *lq_head;          /* queued lists, in decision order */
+  cua__cmdlist *lq_tail;          /* */
+  int lq_sleeping, lq_stop;       /* under lq_mu */
+  atomic_int lq_queued;           /* lists in the queue, watched spinning */
+  atomic_int user_code_at_launch; /* a stream function ran in a caller's
+                                     executor: marks are not batched */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see

@@ -6,11 +6,17 @@
  * thread took at once, only the last is applied; it carries the prev of
  * the first, so that a failure hands marking back from the value before
  * all of them; other streams' marks and other commands are left alone.
+ * And batching stops for good once a stream function runs in the executor
+ * of the thread that submitted it (a backend that runs them at launch, as
+ * CUDA and the launchtime test backend do): such a function may wait for a
+ * future of a later batch while a command of that batch waits behind it.
  */
 #include "config.h"
 #include "helpers.h"
 #include "internal.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 static void cmd(cua__cmdlist *l, cua__cmd *v, int kind, cua__stream *s,
@@ -71,10 +77,51 @@ START_TEST(only_the_last_mark_of_each_stream_in_a_batch_is_applied) {
 }
 END_TEST
 
+static int nop(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  (void)arg;
+  return 0;
+}
+
+/* Runs a stream function and a spin on a runtime with a launch thread on
+ * @p backend; returns whether marks are still batched there. */
+static int batching_after_a_stream_function(const char *backend) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = %s\nlaunch = thread\n"
+           "policy = single-stream\n",
+           backend);
+  cua_runtime *rt;
+  ck_assert_msg(open_text(&rt, text) == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_int_eq(atomic_load(&rt->user_code_at_launch), 0);
+  cua_op *f, *s, *t;
+  ck_assert_int_eq(cua_op_func(&f, rt, nop, NULL, NULL, 0), 0);
+  ck_assert_int_eq(cua_op_spin(&s, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_then(&t, f, s), 0);
+  cua_future *fut;
+  ck_assert_int_eq(cua_submit(&fut, rt, t, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(fut), 0);
+  int batching = !atomic_load(&rt->user_code_at_launch);
+  cua_future_destroy(fut);
+  cua_op_destroy(t);
+  cua_op_destroy(s);
+  cua_op_destroy(f);
+  cua_runtime_destroy(rt);
+  return batching;
+}
+
+START_TEST(no_batching_once_user_code_runs_in_a_callers_executor) {
+  /* The host backend runs stream functions on its own workers. */
+  ck_assert_int_eq(batching_after_a_stream_function("host"), 1);
+  ck_assert_int_eq(batching_after_a_stream_function("launchtime"), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("marks");
   tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
+  tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
   suite_add_tcase(s, tc);
   return s;
 }
