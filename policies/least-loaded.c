@@ -32,8 +32,11 @@
  * (device, stream), except that the stream of the op this one continues
  * (then_of) is kept unless another is lighter by more than one op's worth
  * (the predecessor's own load there is no reason to move), which keeps
- * chains on one stream when nothing is gained by moving them. restrict_device
- * limits the candidates to that device.
+ * chains on one stream when nothing is gained by moving them; and it is
+ * always kept when the previous place() call put its op there: that op is
+ * then, as in a chain, most likely the one this continues, the last of its
+ * stream, and this one could start no sooner elsewhere (moving would only
+ * add an event). restrict_device limits the candidates to that device.
  */
 #include <cuasync/errors.h>
 #include <cuasync/policy.h>
@@ -91,6 +94,7 @@ typedef struct ll_state {
   ll_flight *flight; /* open addressing by op_id */
   size_t flight_cap, nflight;
   uint64_t kept_then, refused, measured;
+  cua_placement last; /* where the previous place() call put its op */
 } ll_state;
 
 static uint64_t ll_mix(uint64_t x) {
@@ -136,6 +140,7 @@ static int ll_create(const cua_policy_host *host, const cua_param_value *params,
   if (ll == NULL)
     return CUA_ERR_NOMEM;
   ll->host = host;
+  ll->last.device = ll->last.stream = -1;
   ll->ndevices = host->device_count(host->core);
   if (ll->ndevices < 0)
     ll->ndevices = 0;
@@ -426,9 +431,14 @@ static int ll_place(void *state, const cua_op_info *op, cua_placement *out) {
    * ensure is needed. */
   int32_t stat;
   uint64_t slack = ll->measure == LL_TIME ? ll_estimate(ll, op, &stat) : 1;
+  /* The op placed just before is the one this continues, as in a chain:
+   * it is the last op of its stream, so this one could not start sooner
+   * anywhere else, and moving would only add an event. */
+  int chained = t->device == ll->last.device && t->stream == ll->last.stream;
   if (t->device >= lo && t->device < hi && t->stream >= 0 &&
       t->stream < h->stream_count(h->core, t->device) &&
-      ll_load(ll, t->device, t->stream, &load) == 0 && load <= best + slack) {
+      ll_load(ll, t->device, t->stream, &load) == 0 &&
+      (chained || load <= best + slack)) {
     *out = *t;
     ll->kept_then++;
   } else {
@@ -438,6 +448,7 @@ static int ll_place(void *state, const cua_op_info *op, cua_placement *out) {
   if (ll_in_pool(ll, out->device, out->stream))
     ll->placed[(size_t)out->device * (size_t)ll->streams +
                (size_t)out->stream]++;
+  ll->last = *out;
   return 0;
 }
 

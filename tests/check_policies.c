@@ -826,8 +826,14 @@ START_TEST(test_ll_ops_avoids_busy_streams) {
   op.then_of.device = 1;
   op.then_of.stream = 2;
   assert_at(run(&p, f, &op), 1, 2);
-  /* A chain on a busier stream moves. */
+  /* A chain whose op was placed just before stays on its stream, even a
+   * busier one: that op is the stream's last, so this one could start no
+   * sooner anywhere else. */
   f->ops[1][2] = 9;
+  assert_at(run(&p, f, &op), 1, 2);
+  /* Otherwise a chain on a busier stream moves. */
+  cua_op_info other = op_new();
+  assert_at(run(&p, f, &other), 0, 3);
   assert_at(run(&p, f, &op), 0, 3);
   inst_close(&p);
   free(f);
