@@ -58,8 +58,10 @@
 /** The symbol every policy module exports. */
 #define CUA_POLICY_ENTRY_SYMBOL "cua_policy_entry"
 
-/** The policy wants measured per-op durations in completed() (the CUDA
- * backend then times each op with events, which costs launch overhead). */
+/** The policy wants per-op durations in completed(): measured on the host
+ * backend; on the others (CUDA), estimated without any event per op: the
+ * ops a stream completed between two looks of the completion thread share
+ * the time it observed them take. */
 #define CUA_POLICY_WANTS_TIMING 0x1u
 
 /** What the policy is told about the op to place. Fields only grow. */
@@ -187,10 +189,10 @@ typedef struct cua_policy_descriptor {
   void (*submitted)(void *state, const cua_op_info *op, cua_placement where);
   /**
    * Optional (default: nothing). Called once the core knows the op is
-   * complete. @p duration_ns is the measured run time where the backend
-   * measured it (always on host; on CUDA with CUA_POLICY_WANTS_TIMING),
-   * else 0. @p op's pointers (name, tag, inputs) are no longer valid here:
-   * only its scalar fields.
+   * complete. @p duration_ns is its run time: measured on the host
+   * backend; on CUDA, with CUA_POLICY_WANTS_TIMING, estimated from the
+   * progress observed (see that flag); else 0. @p op's pointers (name, tag,
+   * inputs) are no longer valid here: only its scalar fields.
    */
   void (*completed)(void *state, const cua_op_info *op, cua_placement where,
                     uint64_t duration_ns);
