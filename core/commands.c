@@ -11,8 +11,10 @@
  * are applied in the order they were decided (executor.c).
  *
  * Owns: the ready queues, routing of ready nodes, the round's decisions
- * and its command list. Everything here runs under rt->lock; nothing here
- * calls a backend or user code.
+ * and its command list. Everything here runs under rt->lock and calls no
+ * backend and no user code, except cua__round_flush(), which releases the
+ * lock, wakes the completion thread if the round asked for it (the
+ * backend's wake() among it) and hands the list to the executor.
  */
 #include "config.h"
 #include "internal.h"
