@@ -578,6 +578,7 @@ struct cua_runtime {
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
   atomic_int user_code_at_launch; /* a stream function ran in a caller's
                                      executor: marks are not batched */
+  atomic_ulong marks_applied;     /* MARKs given to the backend (for tests) */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see
@@ -604,7 +605,6 @@ struct cua_runtime {
 int cua__backend_open(cua_runtime *rt);
 
 /* runtime.c */
-int cua__stream_get(cua_runtime *rt, int device, int index, cua__stream **out);
 int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);

@@ -6,17 +6,21 @@
  * thread took at once, only the last is applied; it carries the prev of
  * the first, so that a failure hands marking back from the value before
  * all of them; other streams' marks and other commands are left alone.
- * And batching stops for good once a stream function runs in the executor
- * of the thread that submitted it (a backend that runs them at launch, as
- * CUDA and the launchtime test backend do): such a function may wait for a
- * future of a later batch while a command of that batch waits behind it.
+ * The launch thread, given three such lists at once, gives the backend
+ * one mark (three once batching is off). And batching stops for good once
+ * a stream function runs in the executor of the thread that submitted it
+ * (a backend that runs them at launch, as CUDA and the launchtime test
+ * backend do): such a function may wait for a future of a later batch
+ * while a command of that batch waits behind it.
  */
 #include "config.h"
 #include "helpers.h"
 #include "internal.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void cmd(cua__cmdlist *l, cua__cmd *v, int kind, cua__stream *s,
@@ -77,6 +81,78 @@ START_TEST(only_the_last_mark_of_each_stream_in_a_batch_is_applied) {
 }
 END_TEST
 
+/* Queues @p n lists at once for the launch thread, each with one MARK of
+ * stream @p s (value 0: the stream is already there), as rounds do, so
+ * that it takes them as one batch. */
+static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
+  cua__cmdlist *first = NULL, *last = NULL;
+  pthread_mutex_lock(&rt->lock);
+  for (int i = 0; i < n; i++) {
+    int fresh;
+    cua__cmdlist *h = cua__pool_get(&rt->list_pool, &fresh);
+    ck_assert_ptr_nonnull(h);
+    if (fresh)
+      memset(h, 0, sizeof *h);
+    h->n = 0;
+    h->box = h;
+    h->next = NULL;
+    if (h->cap == 0) {
+      h->v = calloc(1, sizeof *h->v);
+      ck_assert_ptr_nonnull(h->v);
+      h->cap = 1;
+    }
+    memset(&h->v[0], 0, sizeof h->v[0]);
+    h->v[0].kind = CUA__CMD_MARK;
+    h->v[0].s = s;
+    h->v[0].ticket = s->tickets++;
+    h->v[0].value = 0;
+    h->v[0].prev = 0;
+    h->n = 1;
+    atomic_fetch_add(&rt->executing, 1);
+    if (last != NULL)
+      last->next = h;
+    else
+      first = h;
+    last = h;
+  }
+  pthread_mutex_lock(&rt->lq_mu);
+  ck_assert_ptr_null(rt->lq_head); /* the launch thread is idle */
+  rt->lq_head = first;
+  rt->lq_tail = last;
+  atomic_fetch_add(&rt->lq_queued, n);
+  if (rt->lq_sleeping)
+    pthread_cond_signal(&rt->lq_cv);
+  pthread_mutex_unlock(&rt->lq_mu);
+  pthread_mutex_unlock(&rt->lock);
+}
+
+/* The launch thread applies what cua__coalesce_marks() left. */
+START_TEST(the_launch_thread_applies_one_mark_per_stream_per_batch) {
+  for (int stream_fn = 0; stream_fn < 2; stream_fn++) {
+    cua_runtime *rt;
+    ck_assert_msg(open_text(&rt, "[runtime]\nbackend = host\n"
+                                 "launch = thread\n") == 0,
+                  "%s", cua_runtime_error(NULL));
+    pthread_mutex_lock(&rt->lock);
+    ck_assert_int_eq(cua__ensure_streams(rt, 0, 1), 0);
+    cua__stream *s = rt->streams[0];
+    pthread_mutex_unlock(&rt->lock);
+    /* As if a stream function had run in a submitting thread. */
+    atomic_store(&rt->user_code_at_launch, stream_fn);
+    unsigned long before = atomic_load(&rt->marks_applied);
+    queue_marks(rt, s, 3);
+    uint64_t t0 = cua__now_ns();
+    while (atomic_load(&s->executed) < s->tickets &&
+           cua__now_ns() - t0 < 10000000000ull)
+      sched_yield();
+    ck_assert_uint_eq(atomic_load(&s->executed), s->tickets);
+    unsigned long applied = atomic_load(&rt->marks_applied) - before;
+    ck_assert_uint_eq(applied, (stream_fn ? 3u : 1u));
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
 static int nop(cua_stream_ctx *ctx, void *arg) {
   (void)ctx;
   (void)arg;
@@ -121,6 +197,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("marks");
   tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
+  tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
   suite_add_tcase(s, tc);
   return s;
