@@ -332,11 +332,6 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
 /* Applies the round's commands. Called with rt->lock held; releases it
  * while the executor runs, and takes it again if @p relock. */
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
-  if (r->kick && relock) {
-    /* A thread that keeps the lock wakes the completion thread now. */
-    r->kick = 0;
-    cua__kick(rt);
-  }
   if (r->cmds.n == 0) {
     if (!relock)
       unlock_and_kick(rt, r);

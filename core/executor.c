@@ -300,7 +300,7 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
   case CUA__CMD_MARK:
     if (c->superseded)
       break;
-    atomic_fetch_add_explicit(&rt->marks_applied, 1, memory_order_relaxed);
+    s->marks_applied++; /* this thread has the stream's turn */
     if (rt->be->mark(rt->bst, s->bs, c->value) != 0) {
       /* The completion thread's next round marks the stream again. */
       pthread_mutex_lock(&rt->lock);

@@ -173,6 +173,8 @@ typedef struct cua__stream {
   _Atomic uint64_t exec_seq;  /* last seq whose launch was applied */
   atomic_int wait_failed;     /* a WAIT failed: fail the next launch */
   struct cua__cmd *last_mark; /* launch thread only: while it scans a batch */
+  uint64_t marks_applied;     /* MARKs given to the backend; written by the
+                                 thread applying the stream's turn (tests) */
 } cua__stream;
 
 /* --------------------------------------------------------------- policies */
@@ -578,7 +580,6 @@ struct cua_runtime {
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
   atomic_int user_code_at_launch; /* a stream function ran in a caller's
                                      executor: marks are not batched */
-  atomic_ulong marks_applied;     /* MARKs given to the backend (for tests) */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see
@@ -609,8 +610,9 @@ int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);
 void cua__kick(cua_runtime *rt);
-/* cua__kick() at @p r's flush, once rt->lock is released (commands.c): the
- * woken thread then does not block on the lock its waker still holds. */
+/* cua__kick() at @p r's flush, once rt->lock is released (commands.c; a
+ * flush that releases it, relock 0): the woken thread then does not block
+ * on the lock its waker still holds. */
 void cua__kick_at_flush(cua_runtime *rt, cua__round *r);
 /* Holds the runtime struct for an op / releases it; the last release of a
  * closed runtime frees the struct. */

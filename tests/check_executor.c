@@ -139,14 +139,15 @@ START_TEST(the_launch_thread_applies_one_mark_per_stream_per_batch) {
     pthread_mutex_unlock(&rt->lock);
     /* As if a stream function had run in a submitting thread. */
     atomic_store(&rt->user_code_at_launch, stream_fn);
-    unsigned long before = atomic_load(&rt->marks_applied);
+    uint64_t before = s->marks_applied;
     queue_marks(rt, s, 3);
     uint64_t t0 = cua__now_ns();
     while (atomic_load(&s->executed) < s->tickets &&
            cua__now_ns() - t0 < 10000000000ull)
       sched_yield();
     ck_assert_uint_eq(atomic_load(&s->executed), s->tickets);
-    unsigned long applied = atomic_load(&rt->marks_applied) - before;
+    /* Read after executed (acquire): the applying thread wrote it first. */
+    uint64_t applied = s->marks_applied - before;
     ck_assert_uint_eq(applied, (stream_fn ? 3u : 1u));
     cua_runtime_destroy(rt);
   }
