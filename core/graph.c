@@ -139,8 +139,12 @@ void cua__node_release(cua__node *n) {
 
 int cua__add_dep(cua__node *n, cua__node *p, unsigned flags) {
   /* Duplicates are harmless (each edge is counted and resolved once), so
-   * only the last few are merged: a wide zip stays linear to build. */
-  for (size_t i = n->ndeps > 4 ? n->ndeps - 4 : 0; i < n->ndeps; i++)
+   * only the last few are merged: a wide zip stays linear to build. A zip
+   * keeps one edge per part, in order: its results are its parts'. */
+  size_t from = n->kind == CUA_OP_ZIP ? n->ndeps
+                : n->ndeps > 4        ? n->ndeps - 4
+                                      : 0;
+  for (size_t i = from; i < n->ndeps; i++)
     if (n->deps[i].node == p) {
       n->deps[i].flags |= flags;
       return 0;
@@ -328,34 +332,52 @@ static cua__node *then_source(cua__node *n) {
   return NULL;
 }
 
-/* "then": every real node that starts @p next's part of the DAG runs after
- * @p first. */
-static int add_after(cua__build *b, cua__node *next0, cua__node *first) {
-  node_stack st;
-  ns_init(&st);
-  int rc = ns_push(&st, next0);
+/* "then": every real node that starts @p next0's part of the DAG runs after
+ * @p first. The walk goes over ops, since a then without a node of its own
+ * (see cua__build_graph()) still starts with its first part. *whole says
+ * whether every start got the edge: 0 when a start is done already or is
+ * an earlier submission's shared run, or when there was none. */
+static int add_after(cua__build *b, cua_op *next0, cua__node *first,
+                     int *whole) {
+  typedef struct op_stack {
+    cua_op **v;
+    size_t len, cap;
+    cua_op *inl[16];
+  } op_stack;
+  op_stack st = {.v = st.inl, .len = 0, .cap = 16};
+  int rc = 0, added = 0;
+  *whole = 1;
+  st.v[st.len++] = next0;
   while (rc == 0 && st.len > 0) {
-    cua__node *next = st.v[--st.len];
-    if (next->state == CUA__NODE_DONE)
+    cua_op *op = st.v[--st.len];
+    cua__node *next = cua__build_get(b, op);
+    if (next->state == CUA__NODE_DONE || next->sub_id != b->sub->id) {
+      *whole = 0; /* done, or a shared run of an earlier submission */
       continue;
-    if (next->cls != CUA__CLASS_VIRTUAL) {
-      if (cua__build_get(b, next->op) != next)
-        continue; /* a shared node from an earlier submission */
+    }
+    if (next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
       if (next->then_src == NULL)
         next->then_src = then_source(first);
       rc = next->cls == CUA__CLASS_DEVICE
                ? add_device_dep(next, first, CUA__DEP_DATA)
                : cua__add_dep(next, first, CUA__DEP_DATA | CUA__DEP_COMPLETE);
+      added = 1;
       continue;
     }
-    if (next->op->kind == CUA_OP_SHARED && cua__build_get(b, next->op) != next)
-      continue;
-    /* A then starts with its first part; a zip with all of its parts. */
-    size_t nd = next->op->kind == CUA_OP_THEN ? 1 : next->ndeps;
-    for (size_t i = nd < next->ndeps ? nd : next->ndeps; i-- > 0 && rc == 0;)
-      rc = ns_push(&st, next->deps[i].node);
+    /* A then starts with its first part (with or without a node of its
+     * own); a zip with all of its parts; shared and unzip with theirs. */
+    size_t nd = op->kind == CUA_OP_THEN ? 1 : op->ninputs;
+    if (cua__grow_inl(&st.v, &st.cap, st.len + nd, sizeof *st.v, st.inl)) {
+      rc = CUA_ERR_NOMEM;
+      break;
+    }
+    for (size_t i = nd; i-- > 0;)
+      st.v[st.len++] = op->inputs[i];
   }
-  ns_free(&st);
+  if (st.v != st.inl)
+    free(st.v);
+  if (!added)
+    *whole = 0;
   return rc;
 }
 
@@ -406,7 +428,28 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       }
       continue;
     }
-    /* Every input is built: build this op's node. */
+    /* Every input is built. A then whose first part now precedes every
+     * start of its next part has no node of its own: its next part's end
+     * stands for it (ends, results and failures are the same), which
+     * halves the nodes of a chain of thens. A named or tagged then keeps
+     * its node, for its name in messages. */
+    if (op->kind == CUA_OP_THEN) {
+      int whole;
+      rc =
+          add_after(b, op->inputs[1], cua__build_get(b, op->inputs[0]), &whole);
+      if (rc != 0)
+        break;
+      if (whole && op->hints.name == NULL && op->hints.tag == NULL) {
+        cua__node *end = cua__build_get(b, op->inputs[1]);
+        cua__op_freeze(op);
+        build_put(b, op, end);
+        if (op == root && end->cls == CUA__CLASS_VIRTUAL)
+          rc = watch(b->sub, end);
+        len--;
+        continue;
+      }
+    }
+    /* Build this op's node. */
     cua__node *n = node_new(b->rt, op);
     if (n == NULL) {
       rc = CUA_ERR_NOMEM;
@@ -435,9 +478,6 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       if (p->level + 1 > n->level)
         n->level = p->level + 1;
     }
-    if (rc == 0 && op->kind == CUA_OP_THEN)
-      rc = add_after(b, cua__build_get(b, op->inputs[1]),
-                     cua__build_get(b, op->inputs[0]));
     if (rc == 0 && op->kind == CUA_OP_SHARED) {
       op->shared_node = n;
       atomic_fetch_add(&n->refs, 1);

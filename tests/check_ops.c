@@ -5,6 +5,7 @@
 #include "helpers.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 #define N 256
 
@@ -431,6 +432,64 @@ START_TEST(deeply_nested_thens_run_in_order) {
 }
 END_TEST
 
+/* A then whose next part waits for its first part has no node of its own
+ * (graph.c): its next part's end stands for it. What it means must not
+ * change: in a zip it is one part of its own, and when its next part has
+ * nothing left to wait (a shared op that ran already), it keeps a node
+ * and still completes, and fails, with its first part. */
+static atomic_int slow_done;
+static int slow_step(void *arg, void **result) {
+  struct timespec ts = {0, 30 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  atomic_store(&slow_done, 1);
+  *result = NULL;
+  return arg != NULL ? 7 : 0; /* a non-NULL arg fails the step */
+}
+
+START_TEST(a_then_keeps_its_meaning_without_a_node) {
+  cua_op *a, *b, *t, *z, *sh, *slow, *bad, *t2;
+  void *res = NULL;
+  ck_assert_int_eq(cua_op_host(&a, rt, count_run, (void *)10), 0);
+  ck_assert_int_eq(cua_op_host(&b, rt, count_run, (void *)20), 0);
+  ck_assert_int_eq(cua_op_then(&t, a, b), 0);
+  /* zip(then(a, b), b, a, a): four parts, four results */
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){t, b, a, a}, 4), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_int_eq(cua_future_result(f, &res), 0);
+  void **r = res;
+  ck_assert_ptr_eq(r[0], (void *)20);
+  ck_assert_ptr_eq(r[1], (void *)20);
+  ck_assert_ptr_eq(r[2], (void *)10);
+  ck_assert_ptr_eq(r[3], (void *)10);
+  cua_future_destroy(f);
+  cua_op_destroy(z);
+  /* then(slow, shared op that ran): completes with slow, fails with it */
+  ck_assert_int_eq(cua_op_shared(&sh, b), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, sh, NULL, &res), 0);
+  ck_assert_int_eq(cua_op_host(&slow, rt, slow_step, NULL), 0);
+  ck_assert_int_eq(cua_op_then(&t2, slow, sh), 0);
+  atomic_store(&slow_done, 0);
+  ck_assert_int_eq(cua_submit_wait(rt, t2, NULL, &res), 0);
+  ck_assert_int_eq(atomic_load(&slow_done), 1);
+  ck_assert_ptr_eq(res, (void *)20);
+  cua_op_destroy(t2);
+  ck_assert_int_eq(cua_op_host(&bad, rt, slow_step, (void *)1), 0);
+  ck_assert_int_eq(cua_op_then(&t2, bad, sh), 0);
+  atomic_store(&slow_done, 0);
+  ck_assert_int_ne(cua_submit_wait(rt, t2, NULL, &res), 0);
+  ck_assert_int_eq(atomic_load(&slow_done), 1);
+  cua_op_destroy(t2);
+  cua_op_destroy(bad);
+  cua_op_destroy(slow);
+  cua_op_destroy(sh);
+  cua_op_destroy(t);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ops");
   TCase *tc = tcase_create("core");
@@ -449,6 +508,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, stream_function_sees_its_buffers_and_sets_result);
   tcase_add_test(tc, failure_fails_dependents_but_not_independent_work);
   tcase_add_test(tc, deeply_nested_thens_run_in_order);
+  tcase_add_test(tc, a_then_keeps_its_meaning_without_a_node);
   suite_add_tcase(s, tc);
   return s;
 }
