@@ -381,6 +381,30 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
   return rc;
 }
 
+/* Levels (cua_op_info.level): a device or host node's level is the number
+ * of device and host nodes on the longest path of this submission's edges
+ * (inputs and thens) that ends at it; zips, unzips, shared and thens add
+ * none. Every edge of the build runs forward in the build's post-order
+ * (inputs are built first, and a then orders its next part, built after
+ * its first part), so one pass in that order sees every producer first. A
+ * virtual node keeps in `level` the level its consumers start from; nodes
+ * of earlier submissions count as none. */
+static void set_levels(cua__build *b) {
+  for (size_t i = 0; i < b->n; i++) {
+    cua__node *n = b->order[i];
+    uint32_t lv = 0;
+    for (size_t k = 0; k < n->ndeps; k++) {
+      const cua__node *p = n->deps[k].node;
+      if (p->sub_id != b->sub->id)
+        continue;
+      uint32_t from = p->cls == CUA__CLASS_VIRTUAL ? p->level : p->level + 1;
+      if (from > lv)
+        lv = from;
+    }
+    n->level = lv;
+  }
+}
+
 /* Builds the nodes of the DAG below @p root in post-order, iteratively. */
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   typedef struct frame {
@@ -475,8 +499,6 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
         rc = add_device_dep(n, p, fl);
       else
         rc = cua__add_dep(n, p, fl | CUA__DEP_COMPLETE);
-      if (p->level + 1 > n->level)
-        n->level = p->level + 1;
     }
     if (rc == 0 && op->kind == CUA_OP_SHARED) {
       op->shared_node = n;
@@ -487,6 +509,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   }
   if (st != inl)
     free(st);
+  if (rc == 0)
+    set_levels(b);
   return rc;
 }
 

@@ -512,6 +512,48 @@ START_TEST(idle_runtime_uses_no_cpu) {
 }
 END_TEST
 
+/* Levels count the edges thens make: round-robin's by_level puts the i-th
+ * op of each level on stream i. Three ops, then three after all of them
+ * (then(zip(f0, f1, f2), g)): the g are level 1 and go to streams 0 1 2.
+ * (With every op at level 0, as 0.1 had it, they went to 3 0 1.) */
+static int record_stream(cua_stream_ctx *ctx, void *arg) {
+  *(int *)arg = cua_ctx_placement(ctx).stream;
+  return 0;
+}
+
+START_TEST(levels_count_then_edges) {
+  cua_runtime *rt =
+      open_policy("round-robin", "[policy.round-robin]\n"
+                                 "streams = 4\nby_level = true\n");
+  int where[6] = {-1, -1, -1, -1, -1, -1};
+  cua_op *f[3], *g[3], *t[3], *z, *root;
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(cua_op_func(&f[i], rt, record_stream, &where[i], NULL, 0),
+                     0);
+    ck_assert_int_eq(
+        cua_op_func(&g[i], rt, record_stream, &where[3 + i], NULL, 0), 0);
+  }
+  ck_assert_int_eq(cua_op_zip(&z, f, 3), 0);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(cua_op_then(&t[i], z, g[i]), 0);
+  ck_assert_int_eq(cua_op_zip(&root, t, 3), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(where[i] == i, "level-0 op %d ran on stream %d", i, where[i]);
+    ck_assert_msg(where[3 + i] == i, "level-1 op %d ran on stream %d", i,
+                  where[3 + i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    cua_op_destroy(f[i]);
+    cua_op_destroy(g[i]);
+    cua_op_destroy(t[i]);
+  }
+  cua_op_destroy(z);
+  cua_op_destroy(root);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -528,6 +570,7 @@ int main(void) {
   tcase_add_test(tc, idle_runtime_uses_no_cpu);
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
+  tcase_add_test(tc, levels_count_then_edges);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

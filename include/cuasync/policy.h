@@ -85,7 +85,11 @@ typedef struct cua_op_info {
   int restrict_device;   /**< >= 0: the placement must be on this device
                               (the op's buffers or a device policy demand
                               it); -1: any device */
-  uint32_t level;        /**< depth in the submission's DAG (0: no inputs) */
+  /** Depth in the submission's DAG: the device and host ops on the longest
+   * path of inputs and then edges that ends here (0: none before it; zips,
+   * unzips and shared ops add none). Ops of one level cannot depend on
+   * each other through those edges. */
+  uint32_t level;
   uint64_t submission;   /**< id of the submission, increasing */
   uint64_t op_id;        /**< unique per executed op, increasing */
   size_t ninputs;        /**< how many inputs already placed on devices
