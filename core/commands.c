@@ -39,6 +39,16 @@ void cua__q_push(cua__queue *q, cua__node *n) {
   q->tail = n;
 }
 
+/* The settle queue holds a reference to each node in it: a virtual node
+ * nothing waits for (a zip a then stands for by its parts) may lose its
+ * last other holder while queued, once its submission has fired. */
+void cua__settle_push(cua__round *r, cua__node *n) {
+  if (n->queued)
+    return;
+  atomic_fetch_add(&n->refs, 1);
+  cua__q_push(&r->settle, n);
+}
+
 static cua__node *q_pop(cua__queue *q) {
   cua__node *n = q->head;
   if (n != NULL) {
@@ -67,7 +77,7 @@ static void host_ready(cua_runtime *rt, cua__node *n) {
 /* A node's last dependency was resolved: route it. */
 void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r) {
   if (n->code != 0 || n->cls == CUA__CLASS_VIRTUAL) {
-    cua__q_push(&r->settle, n);
+    cua__settle_push(r, n);
     return;
   }
   if (n->cls == CUA__CLASS_HOST) {
@@ -262,6 +272,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * never run; failed nodes already on a stream finish in order. */
       if (n->state == CUA__NODE_PENDING)
         cua__finish_node(rt, n, r);
+      cua__node_release(n);
       continue;
     }
     break;

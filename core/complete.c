@@ -113,7 +113,6 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
     if (p->d->completed != NULL) {
       cua_op_info in;
       cua__op_info(rt, n, &in, NULL);
-      in.name = in.tag = NULL;
       p->d->completed(p->state, &in, n->pl, n->duration_ns);
     }
     n->placed_by = NULL;

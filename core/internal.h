@@ -700,6 +700,7 @@ void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
 
 /* commands.c: rounds and launching. */
 void cua__q_push(cua__queue *q, cua__node *n);
+void cua__settle_push(cua__round *r, cua__node *n);
 void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r);
 cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s);

@@ -478,6 +478,32 @@ int cua_op_set_hints(cua_op *op, const cua_hints *h) {
   return rc;
 }
 
+int cua_op_get_hints(const cua_op *op, cua_hints *out) {
+  if (op == NULL || out == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_op_get_hints: NULL %s",
+                     op == NULL ? "op" : "hints");
+  if (out->size < offsetof(cua_hints, priority))
+    return cua__fail(NULL, CUA_ERR_INVAL,
+                     "cua_op_get_hints: hints.size is %zu (set it to "
+                     "sizeof(cua_hints))",
+                     out->size);
+  /* A frozen op's hints never change. An unfrozen one is read in the same
+   * state cua_op_set_hints() writes in (2), so the two never overlap. */
+  cua_op *w = (cua_op *)op;
+  int v = atomic_load_explicit(&w->frozen, memory_order_acquire);
+  while (v != 1 && !(v == 0 && atomic_compare_exchange_weak(&w->frozen, &v, 2)))
+    if (v == 2) {
+      sched_yield();
+      v = atomic_load_explicit(&w->frozen, memory_order_acquire);
+    }
+  size_t n = out->size < sizeof *out ? out->size : sizeof *out;
+  memcpy((char *)out + sizeof out->size,
+         (const char *)&op->hints + sizeof out->size, n - sizeof out->size);
+  if (v != 1)
+    atomic_store_explicit(&w->frozen, 0, memory_order_release);
+  return 0;
+}
+
 cua_op_kind cua_op_get_kind(const cua_op *op) {
   if (op == NULL) {
     cua__fail(NULL, CUA_ERR_INVAL, "cua_op_get_kind: NULL op");

@@ -201,5 +201,5 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     return;
   }
   cua__fail_node(rt, n, rc, msg);
-  cua__q_push(&r->settle, n);
+  cua__settle_push(r, n);
 }

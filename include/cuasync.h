@@ -441,6 +441,16 @@ typedef struct cua_hints {
  * it freezes, or this call fails with CUA_ERR_BUSY.
  */
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
+/**
+ * Copies an op's hints into @p hints, whose size field the caller sets to
+ * sizeof(cua_hints) (fields past a smaller size are left alone): what the
+ * constructor set (cua_op_spin() hints its duration as cost_ns) and what
+ * cua_op_set_hints() set since. To change one hint and keep the others,
+ * get, change, set. name and tag point into the op: valid while it lives.
+ * Works on a frozen op and after the op's runtime closed. CUA_ERR_INVAL for
+ * NULL or a size below the 1.0 struct's.
+ */
+CUA_EXTERN int cua_op_get_hints(const cua_op *op, cua_hints *hints);
 /** The op's kind; 0 (no kind) for NULL. */
 CUA_EXTERN cua_op_kind cua_op_get_kind(const cua_op *op);
 /** The name of an op kind, as #CUA_OP_KIND_MAP spells it ("fill",

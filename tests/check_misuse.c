@@ -454,6 +454,22 @@ static int r_set_hints_frozen(void) {
   cua_hints h = CUA_HINTS_INIT;
   return cua_op_set_hints(op, &h);
 }
+static int r_get_hints_null_op(void) {
+  cua_hints h = CUA_HINTS_INIT;
+  return cua_op_get_hints(NULL, &h);
+}
+static int r_get_hints_null_hints(void) {
+  return cua_op_get_hints(op, NULL);
+}
+static int r_get_hints_size(void) {
+  cua_hints h = CUA_HINTS_INIT;
+  h.size = 0;
+  return cua_op_get_hints(op, &h);
+}
+static int r_get_hints_closed(void) {
+  cua_hints h = CUA_HINTS_INIT;
+  return cua_op_get_hints(c_op, &h);
+}
 static int r_get_kind_null(void) {
   return cua_op_get_kind(NULL) == 0 ? CUA_ERR_INVAL : 1;
 }
@@ -796,6 +812,13 @@ static const row rows[] = {
       "cua_op_set_hints: the op's runtime is closed"),
     R("cua_op_set_hints", "op frozen (submitted)", r_set_hints_frozen,
       CUA_ERR_BUSY, "cua_op_set_hints: the op is frozen"),
+    R("cua_op_get_hints", "op NULL", r_get_hints_null_op, INVAL,
+      "cua_op_get_hints: NULL op"),
+    R("cua_op_get_hints", "hints NULL", r_get_hints_null_hints, INVAL,
+      "cua_op_get_hints: NULL hints"),
+    R("cua_op_get_hints", "hints.size 0", r_get_hints_size, INVAL,
+      "cua_op_get_hints: hints.size is 0 (set it to sizeof(cua_hints))"),
+    R("cua_op_get_hints", "runtime closed", r_get_hints_closed, 0, NULL),
     R("cua_op_get_kind", "op NULL", r_get_kind_null, INVAL,
       "cua_op_get_kind: NULL op"),
     R("cua_op_get_kind", "runtime closed", r_get_kind_closed, 0, NULL),

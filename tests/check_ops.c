@@ -265,6 +265,35 @@ START_TEST(barrier_orders_after_everything_before) {
 }
 END_TEST
 
+/* cua_op_get_hints() gives what the constructor set and what set_hints
+ * set since, so one hint can change without losing the others. */
+START_TEST(hints_read_back_and_change_one) {
+  cua_op *s;
+  ck_assert_int_eq(cua_op_spin(&s, rt, 5000, 1), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  ck_assert_int_eq(cua_op_get_hints(s, &h), 0);
+  ck_assert_uint_eq(h.cost_ns, 5000); /* the spin's own estimate */
+  ck_assert_ptr_null(h.name);
+  ck_assert_int_eq(h.device, -1);
+  h.name = "spin-a";
+  h.priority = 3;
+  ck_assert_int_eq(cua_op_set_hints(s, &h), 0);
+  cua_hints back = CUA_HINTS_INIT;
+  ck_assert_int_eq(cua_op_get_hints(s, &back), 0);
+  ck_assert_uint_eq(back.cost_ns, 5000);
+  ck_assert_str_eq(back.name, "spin-a");
+  ck_assert_ptr_ne(back.name, h.name); /* the op's own copy */
+  ck_assert_int_eq(back.priority, 3);
+  /* A frozen op still answers. */
+  ck_assert_int_eq(cua_submit_wait(rt, s, NULL, NULL), 0);
+  memset(&back, 0, sizeof back);
+  back.size = sizeof back;
+  ck_assert_int_eq(cua_op_get_hints(s, &back), 0);
+  ck_assert_str_eq(back.name, "spin-a");
+  cua_op_destroy(s);
+}
+END_TEST
+
 START_TEST(hints_are_frozen_once_used) {
   cua_op *a, *b;
   ck_assert_int_eq(cua_op_host(&a, rt, count_run, NULL), 0);
@@ -503,6 +532,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lazy_buffers_alloc_and_free);
   tcase_add_test(tc, barrier_orders_after_everything_before);
   tcase_add_test(tc, hints_are_frozen_once_used);
+  tcase_add_test(tc, hints_read_back_and_change_one);
   tcase_add_test(tc, shared_buffers_are_read_only);
   tcase_add_test(tc, partition_tiles_then_unpartition);
   tcase_add_test(tc, stream_function_sees_its_buffers_and_sets_result);

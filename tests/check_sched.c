@@ -554,6 +554,32 @@ START_TEST(levels_count_then_edges) {
 }
 END_TEST
 
+/* completed() is told the op's name and tag, as place() is (the test
+ * policy "scatter" keeps the last ones it saw and dumps them). */
+START_TEST(completed_is_told_name_and_tag) {
+  cua_runtime *rt = open_policy("scatter", NULL);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = "alpha";
+  h.tag = "beta";
+  ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
+  char text[512] = "";
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  text[got] = '\0';
+  fclose(f);
+  ck_assert_msg(strstr(text, "completed 1 (last: name alpha tag beta)"),
+                "dump: %s", text);
+  cua_op_destroy(op);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -571,6 +597,7 @@ int main(void) {
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   tcase_add_test(tc, levels_count_then_edges);
+  tcase_add_test(tc, completed_is_told_name_and_tag);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

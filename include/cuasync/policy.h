@@ -90,10 +90,10 @@ typedef struct cua_op_info {
    * unzips and shared ops add none). Ops of one level cannot depend on
    * each other through those edges. */
   uint32_t level;
-  uint64_t submission;   /**< id of the submission, increasing */
-  uint64_t op_id;        /**< unique per executed op, increasing */
-  size_t ninputs;        /**< how many inputs already placed on devices
-                              (the first 8 of them) */
+  uint64_t submission;         /**< id of the submission, increasing */
+  uint64_t op_id;              /**< unique per executed op, increasing */
+  size_t ninputs;              /**< how many inputs already placed on devices
+                                    (the first 8 of them) */
   const cua_placement *inputs; /**< their placements (valid during call) */
 } cua_op_info;
 
@@ -195,8 +195,9 @@ typedef struct cua_policy_descriptor {
    * Optional (default: nothing). Called once the core knows the op is
    * complete. @p duration_ns is its run time: measured on the host
    * backend; on CUDA, with CUA_POLICY_WANTS_TIMING, estimated from the
-   * progress observed (see that flag); else 0. @p op's pointers (name, tag,
-   * inputs) are no longer valid here: only its scalar fields.
+   * progress observed (see that flag); else 0. @p op is what place() was
+   * told but for its inputs (NULL here, ninputs 0); name and tag are valid
+   * for the duration of the call.
    */
   void (*completed)(void *state, const cua_op_info *op, cua_placement where,
                     uint64_t duration_ns);

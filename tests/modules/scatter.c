@@ -17,6 +17,7 @@
 #include <cuasync/policy.h>
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum { SC_DEVICES_ALL = 0, SC_DEVICES_FIRST = 1 };
@@ -38,6 +39,8 @@ typedef struct sc_state {
   unsigned char *ready; /* per device: streams were ensured */
   uint64_t placed;
   uint64_t refused;
+  uint64_t completed;
+  char last[64]; /* name and tag completed() last saw, for the tests */
 } sc_state;
 
 /* xorshift64: tiny, and good enough to scatter ops; never seeded with 0,
@@ -131,18 +134,32 @@ static int sc_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
+/* Counts completions and keeps the last op's name and tag, which the core
+ * passes to completed() as it does to place() (tests/check_sched.c). */
+static void sc_completed(void *state, const cua_op_info *op,
+                         cua_placement where, uint64_t duration_ns) {
+  sc_state *sc = state;
+
+  (void)where;
+  (void)duration_ns;
+  sc->completed++;
+  snprintf(sc->last, sizeof sc->last, "name %s tag %s",
+           op->name ? op->name : "(none)", op->tag ? op->tag : "(none)");
+}
+
 static void sc_dump(void *state, FILE *out) {
   const sc_state *sc = state;
 
   fprintf(out,
           "scatter: %d stream(s) per device, devices %s; placed %" PRIu64
-          ", refused %" PRIu64 "\n",
+          ", refused %" PRIu64 ", completed %" PRIu64 " (last: %s)\n",
           sc->streams, sc->devices_mode == SC_DEVICES_FIRST ? "first" : "all",
-          sc->placed, sc->refused);
+          sc->placed, sc->refused, sc->completed,
+          sc->last[0] ? sc->last : "none");
 }
 
 CUA_POLICY_DEFINE("scatter", "1.0",
                   "test only: every op on a pseudo-random stream, ignoring "
                   "then_of",
-                  0, sc_params, sc_create, sc_destroy, sc_place, NULL, NULL,
-                  sc_dump);
+                  0, sc_params, sc_create, sc_destroy, sc_place, NULL,
+                  sc_completed, sc_dump);
