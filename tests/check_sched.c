@@ -512,12 +512,15 @@ START_TEST(idle_runtime_uses_no_cpu) {
 }
 END_TEST
 
-/* Levels count the edges thens make: round-robin's by_level puts the i-th
- * op of each level on stream i. Three ops, then three after all of them
- * (then(zip(f0, f1, f2), g)): the g are level 1 and go to streams 0 1 2.
- * (With every op at level 0, as 0.1 had it, they went to 3 0 1.) */
+/* Levels count the edges thens make: round-robin's by_level gives the
+ * i-th op of each level the i-th slot (stream i on one device; over every
+ * device's streams on several). Three ops, then three after all of them
+ * (then(zip(f0, f1, f2), g)): the g are level 1 and run where the f ran.
+ * (With every op at level 0, as 0.1 had it, they took slots 3 4 5: streams
+ * 3 0 1 on one device.) */
 static int record_stream(cua_stream_ctx *ctx, void *arg) {
-  *(int *)arg = cua_ctx_placement(ctx).stream;
+  cua_placement pl = cua_ctx_placement(ctx);
+  *(int *)arg = pl.device * 1024 + pl.stream;
   return 0;
 }
 
@@ -539,10 +542,18 @@ START_TEST(levels_count_then_edges) {
   ck_assert_int_eq(cua_op_zip(&root, t, 3), 0);
   ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
   for (int i = 0; i < 3; i++) {
-    ck_assert_msg(where[i] == i, "level-0 op %d ran on stream %d", i, where[i]);
-    ck_assert_msg(where[3 + i] == i, "level-1 op %d ran on stream %d", i,
-                  where[3 + i]);
+    ck_assert_msg(where[i] >= 0 && (i == 0 || where[i] != where[i - 1]),
+                  "level-0 op %d ran on device %d stream %d", i,
+                  where[i] / 1024, where[i] % 1024);
+    ck_assert_msg(where[3 + i] == where[i],
+                  "level-1 op %d ran on device %d stream %d, level-0 op %d "
+                  "on device %d stream %d",
+                  i, where[3 + i] / 1024, where[3 + i] % 1024, i,
+                  where[i] / 1024, where[i] % 1024);
   }
+  if (cua_device_count(rt) == 1)
+    for (int i = 0; i < 3; i++)
+      ck_assert_int_eq(where[i], i);
   for (int i = 0; i < 3; i++) {
     cua_op_destroy(f[i]);
     cua_op_destroy(g[i]);
