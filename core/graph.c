@@ -285,7 +285,7 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->order = b->order_inl;
   b->n = 0;
   b->cap = sizeof b->order_inl / sizeof *b->order_inl;
-  b->reused = 0;
+  b->backward = 0;
 }
 
 void cua__build_free(cua__build *b) {
@@ -358,6 +358,10 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
     if (next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
       if (next->then_src == NULL)
         next->then_src = then_source(first);
+      /* Nodes are made in post-order, with increasing ids: every other
+       * edge of the build runs from a lower id to a higher one. */
+      if (first->op_id >= next->op_id)
+        b->backward = 1;
       rc = next->cls == CUA__CLASS_DEVICE
                ? add_device_dep(next, first, CUA__DEP_DATA)
                : cua__add_dep(next, first, CUA__DEP_DATA | CUA__DEP_COMPLETE);
@@ -421,7 +425,6 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     frame *f = &st[len - 1];
     cua_op *op = f->op;
     if (f->next == 0 && cua__build_get(b, op) != NULL) {
-      b->reused = 1;
       len--;
       continue;
     }
@@ -441,9 +444,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     }
     if (f->next < op->ninputs) {
       cua_op *in = op->inputs[f->next++];
-      if (cua__build_get(b, in) != NULL)
-        b->reused = 1;
-      else {
+      if (cua__build_get(b, in) == NULL) {
         if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
           rc = CUA_ERR_NOMEM;
           break;
@@ -516,10 +517,14 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
 
 /* An op that appears twice in one DAG is built once; a then that places
  * it after itself (then(S, S), then(S, then(T, S))) would make its node
- * wait for itself. Only then can a build have a cycle, so only then is it
- * looked for: a depth-first walk over the edges within the build. */
+ * wait for itself. Nodes are made in post-order with increasing ids, and
+ * every edge of a build runs from a lower id to a higher one (inputs are
+ * built first, a then's first part before its next part), except a then's
+ * edge to an op built before its first part, which is only possible when
+ * an op appears twice: only then can a build have a cycle, so only then is
+ * it looked for, a depth-first walk over the edges within the build. */
 int cua__check_cycles(cua__build *b, char *msg, size_t len) {
-  if (!b->reused)
+  if (!b->backward)
     return 0;
   typedef struct frame {
     cua__node *n;

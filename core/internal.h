@@ -508,7 +508,7 @@ typedef struct cua__build {
   cua__node **order; /* post-order: the sequential reference order */
   size_t n, cap;
   /* op -> node, for this submission: in the ops (cua__build_get()). */
-  int reused; /* an op appears twice: look for cycles */
+  int backward; /* a then edge runs to an earlier node: look for cycles */
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
 } cua__build;
