@@ -199,6 +199,8 @@ static void ns_free(node_stack *st) {
 }
 
 static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
+  if (p0->cls != CUA__CLASS_VIRTUAL || p0->state == CUA__NODE_DONE)
+    return cua__add_dep(n, p0, flags); /* the common case: no walk */
   node_stack st;
   ns_init(&st);
   int rc = ns_push(&st, p0);
@@ -344,7 +346,10 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
     size_t len, cap;
     cua_op *inl[16];
   } op_stack;
-  op_stack st = {.v = st.inl, .len = 0, .cap = 16};
+  op_stack st; /* no initializer: that would clear inl[] */
+  st.v = st.inl;
+  st.len = 0;
+  st.cap = sizeof st.inl / sizeof *st.inl;
   int rc = 0, added = 0;
   *whole = 1;
   st.v[st.len++] = next0;

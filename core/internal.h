@@ -81,7 +81,11 @@ static inline void cua__cpu_relax(void) {
 /* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM.
  * With @p inl not NULL, *arr may point at that inline storage (of *cap
  * elements), which is copied out, never freed. */
-int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl);
+int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size, void *inl);
+static inline int cua__grow_inl(void *arr, size_t *cap, size_t need,
+                                size_t size, void *inl) {
+  return need <= *cap ? 0 : cua__grow_slow(arr, cap, need, size, inl);
+}
 #define cua__grow(arr, cap, need, size)                                        \
   cua__grow_inl(arr, cap, need, size, NULL)
 

@@ -181,10 +181,9 @@ uint64_t cua__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int cua__grow_inl(void *arr, size_t *cap, size_t need, size_t size, void *inl) {
+int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size,
+                   void *inl) {
   void **p = arr;
-  if (need <= *cap)
-    return 0;
   size_t n = *cap ? *cap * 2 : 4;
   while (n < need)
     n *= 2;
