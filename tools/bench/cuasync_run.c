@@ -3,15 +3,14 @@
  * API, the way a user would write it.
  *
  * Each task is one op (cua_op_spin(), cua_op_axpy() or a copy). Edges are
- * DAG edges, not buffer hazards: a task with predecessors is its op after
- * them, then(zip(their tops), task), and a link of a plain chain (the only
- * successor of a task with one predecessor) is then(its predecessor's top,
- * task), so the policies see it as a chain they may keep on one stream.
- * A task's top is that then (or its op), so the DAG nests as a program
- * would write it; a top several tasks follow appears several times and
- * runs once, and a then stands for the op it ends with, so each edge
- * resolves to the producing device op. The root is a zip of the sinks'
- * tops (tasks nothing follows), from which every task is reached.
+ * DAG edges, not buffer hazards: a task with predecessors is
+ * then(zip(predecessors), task), and a link of a plain chain (the only
+ * successor of a task with one predecessor) is then(predecessor, task), so
+ * the policies see it as a chain they may keep on one stream. Consumers
+ * always name the predecessor's own op, never the then/zip wrapping it, so
+ * the core resolves each edge to the producing device op directly. The
+ * root is a zip of every task's wrapper, in topological order, so the
+ * submission's post-order is the tasks' order.
  *
  * The DAG is built once and submitted for every run (ops are immutable;
  * each submission makes its own nodes), so building costs are reported
@@ -212,12 +211,6 @@ static int build(bench_cua *g, char *err, size_t len) {
       rc = cua_op_set_hints(ops[k], &h);
     }
   }
-  /* The whole DAG as one op: task k's top is its op after its
-   * predecessors' tops, then(top of p, op k) for a link of a plain chain
-   * (the op continues p's), then(zip(tops of the predecessors), op k)
-   * otherwise; a top that several tasks follow is one op that appears
-   * several times in the DAG, which runs once. The root joins the sinks'
-   * tops (tasks nothing follows), from which every task is reached. */
   for (size_t k = 0; k < n && rc == 0 && g->mode == BENCH_SUBMIT_WHOLE; k++) {
     const bench_task *t = &d->task[k];
     cua_op *deps[BENCH_MAX_PRED], *zip = NULL;
@@ -227,11 +220,11 @@ static int build(bench_cua *g, char *err, size_t len) {
     }
     if (t->npred == 1 && nsucc[t->pred[0]] == 1) {
       what = "cua_op_then";
-      rc = cua_op_then(&tops[k], tops[t->pred[0]], ops[k]);
+      rc = cua_op_then(&tops[k], ops[t->pred[0]], ops[k]);
       continue;
     }
     for (int p = 0; p < t->npred; p++)
-      deps[p] = tops[t->pred[p]];
+      deps[p] = ops[t->pred[p]];
     what = "cua_op_zip";
     if ((rc = cua_op_zip(&zip, deps, t->npred)) == 0) {
       what = "cua_op_then";
@@ -249,14 +242,8 @@ static int build(bench_cua *g, char *err, size_t len) {
     return 0;
   }
   if (rc == 0) {
-    cua_op **sinks = calloc(n, sizeof *sinks);
-    size_t nsink = 0;
-    for (size_t k = 0; sinks != NULL && k < n; k++)
-      if (nsucc[k] == 0)
-        sinks[nsink++] = tops[k];
     what = "cua_op_zip (root)";
-    rc = sinks == NULL ? CUA_ERR_NOMEM : cua_op_zip(&g->root, sinks, nsink);
-    free(sinks);
+    rc = cua_op_zip(&g->root, tops, n);
   }
   for (size_t k = 0; k < n; k++) {
     cua_op_destroy(ops[k]);
