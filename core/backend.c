@@ -25,14 +25,15 @@
 
 static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
   cua_runtime *rt = core;
+  /* Lines that would not be printed are not formatted. */
+  if (level > CUA_LOG_WARN && !cua__debug())
+    return;
   char line[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
-    fprintf(stderr, "cuasync: %s: %s\n", rt->be ? rt->be->name : "backend",
-            line);
+  fprintf(stderr, "cuasync: %s: %s\n", rt->be ? rt->be->name : "backend", line);
 }
 
 static uint64_t b_now(void *core) {
@@ -272,7 +273,7 @@ static int choose_auto(cua_runtime *rt, char *err, size_t errlen) {
       backends_free(&l);
       return cua__fail(NULL, rc, "%s", one);
     }
-    if (getenv("CUASYNC_DEBUG") != NULL)
+    if (cua__debug())
       fprintf(stderr, "cuasync: backend auto: skipping %s: %s\n", l.v[i].name,
               one);
     msg_add(err, errlen, " %s;", one);

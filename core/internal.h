@@ -81,6 +81,8 @@ static inline void cua__cpu_relax(void) {
 /* Grows *arr (elements of @p size) to hold at least @p need; 0 or NOMEM.
  * With @p inl not NULL, *arr may point at that inline storage (of *cap
  * elements), which is copied out, never freed. */
+/* Whether $CUASYNC_DEBUG is set (read once). */
+int cua__debug(void);
 int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size, void *inl);
 static inline int cua__grow_inl(void *arr, size_t *cap, size_t need,
                                 size_t size, void *inl) {

@@ -49,6 +49,10 @@ static uint64_t h_now(void *core) {
 
 static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   cua__polinst *p = core;
+  /* A debug line costs a comparison unless $CUASYNC_DEBUG is set: it is
+   * neither formatted nor kept (place() may log one per op). */
+  if (level >= CUA_LOG_DEBUG && !cua__debug())
+    return;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
@@ -59,7 +63,7 @@ static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   if (used + strlen(line) + 3 < sizeof p->log)
     snprintf(p->log + used, sizeof p->log - used, "%s%s", used ? "; " : "",
              line);
-  if (level <= CUA_LOG_WARN || getenv("CUASYNC_DEBUG") != NULL)
+  if (level <= CUA_LOG_WARN || cua__debug())
     fprintf(stderr, "cuasync: policy %s: %s\n", p->name, line);
 }
 

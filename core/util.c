@@ -202,6 +202,18 @@ int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size,
   return 0;
 }
 
+/* $CUASYNC_DEBUG, read once per process (log lines below WARN are
+ * formatted only when it is set). */
+static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
+static int debug_on;
+static void debug_read(void) {
+  debug_on = getenv("CUASYNC_DEBUG") != NULL;
+}
+int cua__debug(void) {
+  pthread_once(&debug_once, debug_read);
+  return debug_on;
+}
+
 /* The error model, as errno's: every failing call stores its message in
  * a buffer of the calling thread, and cua_runtime_error() returns it.
  * Nothing is shared between threads, so no lock guards it, a message is

@@ -591,6 +591,21 @@ START_TEST(completed_is_told_name_and_tag) {
 }
 END_TEST
 
+/* Without $CUASYNC_DEBUG, a policy's debug lines are not formatted: the
+ * test policy logs one per op whose argument crashes if formatted. */
+START_TEST(debug_lines_are_not_formatted_without_debug) {
+  if (getenv("CUASYNC_DEBUG") != NULL)
+    return; /* formatting is then wanted: nothing to check */
+  cua_runtime *rt =
+      open_policy("scatter", "[policy.scatter]\ndebug_poison = true\n");
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
+  cua_op_destroy(op);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -609,6 +624,7 @@ int main(void) {
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   tcase_add_test(tc, levels_count_then_edges);
   tcase_add_test(tc, completed_is_told_name_and_tag);
+  tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

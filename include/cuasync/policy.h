@@ -129,7 +129,11 @@ typedef struct cua_policy_host {
   int (*stream_load)(void *core, int device, int stream, cua_stream_load *out);
   /** Monotonic clock, nanoseconds. */
   uint64_t (*now_ns)(void *core);
-  /** Logs a line (prefixed with the policy's name) to the runtime's log. */
+  /** Logs a line (prefixed with the policy's name) to the runtime's log.
+   * Errors and warnings go to standard error, info and debug lines only
+   * with $CUASYNC_DEBUG set; lines logged by a failing create() or place()
+   * are its message. Without $CUASYNC_DEBUG, CUA_LOG_DEBUG lines are not
+   * formatted at all, so place() may log one per op at no cost. */
   void (*log)(void *core, cua_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
       __attribute__((format(printf, 3, 4)))

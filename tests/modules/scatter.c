@@ -12,6 +12,10 @@
  *   streams  INT, 1..1024, default 4. Streams per device.
  *   devices  ENUM all|first, default all. all: any device; first: device 0.
  *   seed     INT, 0..2^32-1, default 1. Seed of the xorshift generator.
+ *   debug_poison  BOOL, default false. place() logs a CUA_LOG_DEBUG line
+ *            whose argument is an invalid pointer: formatting it crashes,
+ *            so a runtime without $CUASYNC_DEBUG must not format it
+ *            (tests/check_sched.c).
  */
 #include <cuasync/errors.h>
 #include <cuasync/policy.h>
@@ -28,6 +32,8 @@ static const cua_param_spec sc_params[] = {
      "all: scatter over every device; first: device 0 only", 0},
     {"seed", CUA_PARAM_INT, "1", 0, 4294967295.0, NULL,
      "seed of the pseudo-random sequence", 0},
+    {"debug_poison", CUA_PARAM_BOOL, "false", 0, 0, NULL,
+     "log a debug line that crashes if formatted (tests only)", 0},
 };
 
 typedef struct sc_state {
@@ -40,6 +46,7 @@ typedef struct sc_state {
   uint64_t placed;
   uint64_t refused;
   uint64_t completed;
+  int debug_poison;
   char last[64]; /* name and tag completed() last saw, for the tests */
 } sc_state;
 
@@ -78,6 +85,7 @@ static int sc_create(const cua_policy_host *host, const cua_param_value *params,
   sc->streams = params != NULL ? (int)params[0].i : 4;
   sc->devices_mode = params != NULL ? (int)params[1].i : SC_DEVICES_ALL;
   seed = params != NULL ? (uint64_t)params[2].i : 1;
+  sc->debug_poison = params != NULL ? params[3].i != 0 : 0;
   if (sc->streams < 1 || sc->streams > 1024) {
     host->log(host->core, CUA_LOG_ERROR, "streams = %d is not in 1..1024",
               sc->streams);
@@ -104,6 +112,10 @@ static int sc_place(void *state, const cua_op_info *op, cua_placement *out) {
   const cua_policy_host *h = sc->host;
   uint64_t r = sc_next(sc);
   int dev;
+
+  if (sc->debug_poison)
+    h->log(h->core, CUA_LOG_DEBUG, "op %" PRIu64 " %s", op->op_id,
+           (const char *)(uintptr_t)1);
 
   if (sc->ndevices == 0 || op->restrict_device >= sc->ndevices) {
     h->log(h->core, CUA_LOG_ERROR,
