@@ -606,6 +606,37 @@ START_TEST(debug_lines_are_not_formatted_without_debug) {
 }
 END_TEST
 
+/* place() is called breadth-first, as policy.h says: zip(then(a1, a2),
+ * then(b1, b2)) is numbered a1 a2 b1 b2 (1 2 3 4, submission order) and
+ * placed a1 b1 a2 b2 (a2 and b2 become placeable once a1 and b1 are). */
+START_TEST(place_order_is_breadth_first) {
+  cua_runtime *rt = open_policy("scatter", NULL);
+  cua_op *a1, *a2, *b1, *b2, *ta, *tb, *z;
+  ck_assert_int_eq(cua_op_spin(&a1, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&a2, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b1, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b2, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_then(&ta, a1, a2), 0);
+  ck_assert_int_eq(cua_op_then(&tb, b1, b2), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){ta, tb}, 2), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, z, NULL, NULL), 0);
+  char text[512] = "";
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  text[got] = '\0';
+  fclose(f);
+  ck_assert_msg(strstr(text, "first placed (op ids): 1 3 2 4\n"), "dump: %s",
+                text);
+  cua_op *all[] = {a1, a2, b1, b2, ta, tb, z};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    cua_op_destroy(all[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -625,6 +656,7 @@ int main(void) {
   tcase_add_test(tc, levels_count_then_edges);
   tcase_add_test(tc, completed_is_told_name_and_tag);
   tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
+  tcase_add_test(tc, place_order_is_breadth_first);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

@@ -33,6 +33,14 @@
  * runtime's completion thread. None of them may call back into the public
  * API (cuasync.h) of the same runtime.
  *
+ * Order: within a submission, an op is placed once every device op it
+ * depends on is placed and every host step or map it waits for has
+ * completed; ops that become placeable together are placed first in,
+ * first out, from the ops with nothing before them in submission order
+ * (the DAG's depth-first post-order). So placement is breadth-first, and
+ * an op's inputs are placed before it. An op that waits for a host step is
+ * placed in a later round, once the step completes.
+ *
  * Correctness is never the policy's job: whatever valid placement it makes,
  * the core inserts the event waits that keep results equal to sequential
  * execution.

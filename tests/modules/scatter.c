@@ -47,7 +47,9 @@ typedef struct sc_state {
   uint64_t refused;
   uint64_t completed;
   int debug_poison;
-  char last[64]; /* name and tag completed() last saw, for the tests */
+  char last[64];
+  uint64_t order[8]; /* the first ops placed, by op_id, for the tests */
+  size_t norder;     /* name and tag completed() last saw, for the tests */
 } sc_state;
 
 /* xorshift64: tiny, and good enough to scatter ops; never seeded with 0,
@@ -143,6 +145,8 @@ static int sc_place(void *state, const cua_op_info *op, cua_placement *out) {
   out->device = dev;
   out->stream = (int)((r & 0xffffffffu) % (uint64_t)sc->streams);
   sc->placed++;
+  if (sc->norder < sizeof sc->order / sizeof *sc->order)
+    sc->order[sc->norder++] = op->op_id;
   return 0;
 }
 
@@ -168,6 +172,10 @@ static void sc_dump(void *state, FILE *out) {
           sc->streams, sc->devices_mode == SC_DEVICES_FIRST ? "first" : "all",
           sc->placed, sc->refused, sc->completed,
           sc->last[0] ? sc->last : "none");
+  fprintf(out, "scatter: first placed (op ids):");
+  for (size_t i = 0; i < sc->norder; i++)
+    fprintf(out, " %" PRIu64, sc->order[i]);
+  fprintf(out, "\n");
 }
 
 CUA_POLICY_DEFINE("scatter", "1.0",
