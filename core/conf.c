@@ -371,26 +371,6 @@ static int on_key(void *user, const char *section, const char *name,
                      first->line);
       goto done;
     }
-    /* A policy given as a relative path (it holds a '/' or ends in ".so",
-     * as the loader tells paths from names) in a file is relative to that
-     * file, as policy_path's entries are. */
-    size_t vl = strlen(value);
-    if (strcmp(name, "policy") == 0 && p->dir != NULL && value[0] != '/' &&
-        (strchr(value, '/') != NULL ||
-         (vl > 3 && strcmp(value + vl - 3, ".so") == 0))) {
-      size_t dl = strlen(p->dir);
-      char *full = cua__malloc(dl + vl + 2);
-      if (full == NULL) {
-        cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
-        goto done;
-      }
-      memcpy(full, p->dir, dl);
-      full[dl] = '/';
-      memcpy(full + dl + 1, value, vl + 1);
-      free(unquoted);
-      unquoted = full;
-      value = full;
-    }
     if (strcmp(sec->name, "runtime") == 0)
       rc = cua__conf_runtime_key(p, name, value);
     else if (*value == '\0')

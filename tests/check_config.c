@@ -561,45 +561,6 @@ START_TEST(policy_path_relative_to_a_relative_file) {
 }
 END_TEST
 
-/* A policy given as a relative path in a file is relative to the file, as
- * policy_path is; a name, an absolute path and text keep their value. */
-START_TEST(policy_path_value_relative_to_the_file) {
-  char dir[] = "/tmp/cuasync-rel-XXXXXX", path[256], want[512], err[ERRLEN];
-  cua__config *cfg = NULL;
-  FILE *f;
-
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/c.ini", dir);
-  f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs("[runtime]\nbackend = host\npolicy = mods/x.so\n"
-        "[device.0]\npolicy = ./y.so\n[device.1]\npolicy = /abs/z.so\n"
-        "[device.2]\npolicy = least-loaded\n[device.3]\npolicy = w.so\n",
-        f);
-  fclose(f);
-  ck_assert_int_eq(
-      cua__config_load(&cfg, path, NULL, HERMETIC, err, sizeof err), 0);
-  snprintf(want, sizeof want, "%s/mods/x.so", dir);
-  ck_assert_str_eq(cfg->policy, want);
-  snprintf(want, sizeof want, "%s/./y.so", dir);
-  ck_assert_str_eq(cua__config_device_policy(cfg, 0, NULL), want);
-  ck_assert_str_eq(cua__config_device_policy(cfg, 1, NULL), "/abs/z.so");
-  ck_assert_str_eq(cua__config_device_policy(cfg, 2, NULL), "least-loaded");
-  snprintf(want, sizeof want, "%s/w.so", dir);
-  ck_assert_str_eq(cua__config_device_policy(cfg, 3, NULL), want);
-  cua__config_free(cfg);
-  unlink(path);
-  rmdir(dir);
-  /* In text there is no file: the value stays as written. */
-  ck_assert_int_eq(cua__config_load(&cfg, NULL,
-                                    "[runtime]\npolicy = mods/x.so\n", HERMETIC,
-                                    err, sizeof err),
-                   0);
-  ck_assert_str_eq(cfg->policy, "mods/x.so");
-  cua__config_free(cfg);
-}
-END_TEST
-
 START_TEST(missing_explicit_file_is_not_found) {
   char err[ERRLEN];
   cua__config *cfg = (cua__config *)1;
@@ -1594,7 +1555,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, file_errors_are_reported_as_file_and_line);
   tcase_add_test(tc, good_file_is_read_whole);
   tcase_add_test(tc, policy_path_relative_to_a_relative_file);
-  tcase_add_test(tc, policy_path_value_relative_to_the_file);
   tcase_add_test(tc, missing_explicit_file_is_not_found);
   tcase_add_test(tc, directory_as_file_is_not_found);
   tcase_add_test(tc, missing_env_file_names_the_variable);
