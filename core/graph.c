@@ -173,27 +173,28 @@ static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
  * the producers it joins, so device consumers of a zip wait on its parts
  * with events instead of waiting for the whole zip to complete. */
 /* An explicit stack for walks through nested zips and thens, which may be
- * as deep as the DAG is long: no recursion. */
-typedef struct node_stack {
-  cua__node **v;
+ * as deep as the DAG is long: no recursion. Of nodes (add_device_dep())
+ * or of ops (add_after()). */
+typedef struct walk_stack {
+  void **v;
   size_t len, cap;
-  cua__node *inl[16];
-} node_stack;
+  void *inl[16];
+} walk_stack;
 
-static void ns_init(node_stack *st) {
+static void ns_init(walk_stack *st) {
   st->v = st->inl;
   st->len = 0;
   st->cap = sizeof st->inl / sizeof *st->inl;
 }
 
-static int ns_push(node_stack *st, cua__node *n) {
+static int ns_push(walk_stack *st, void *n) {
   if (cua__grow_inl(&st->v, &st->cap, st->len + 1, sizeof *st->v, st->inl))
     return CUA_ERR_NOMEM;
   st->v[st->len++] = n;
   return 0;
 }
 
-static void ns_free(node_stack *st) {
+static void ns_free(walk_stack *st) {
   if (st->v != st->inl)
     free(st->v);
 }
@@ -201,7 +202,7 @@ static void ns_free(node_stack *st) {
 static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
   if (p0->cls != CUA__CLASS_VIRTUAL || p0->state == CUA__NODE_DONE)
     return cua__add_dep(n, p0, flags); /* the common case: no walk */
-  node_stack st;
+  walk_stack st;
   ns_init(&st);
   int rc = ns_push(&st, p0);
   while (rc == 0 && st.len > 0) {
@@ -341,15 +342,8 @@ static cua__node *then_source(cua__node *n) {
  * an earlier submission's shared run, or when there was none. */
 static int add_after(cua__build *b, cua_op *next0, cua__node *first,
                      int *whole) {
-  typedef struct op_stack {
-    cua_op **v;
-    size_t len, cap;
-    cua_op *inl[16];
-  } op_stack;
-  op_stack st; /* no initializer: that would clear inl[] */
-  st.v = st.inl;
-  st.len = 0;
-  st.cap = sizeof st.inl / sizeof *st.inl;
+  walk_stack st;
+  ns_init(&st);
   int rc = 0, added = 0;
   *whole = 1;
   st.v[st.len++] = next0;
@@ -383,8 +377,7 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
     for (size_t i = nd; i-- > 0;)
       st.v[st.len++] = op->inputs[i];
   }
-  if (st.v != st.inl)
-    free(st.v);
+  ns_free(&st);
   if (!added)
     *whole = 0;
   return rc;

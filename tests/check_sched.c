@@ -565,6 +565,17 @@ START_TEST(levels_count_then_edges) {
 }
 END_TEST
 
+/* What cua_runtime_dump_policy() writes for @p rt, in @p text. */
+static void dump_policy(cua_runtime *rt, char *text, size_t len) {
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  size_t got = fread(text, 1, len - 1, f);
+  text[got] = '\0';
+  fclose(f);
+}
+
 /* completed() is told the op's name and tag, as place() is (the test
  * policy "scatter" keeps the last ones it saw and dumps them). */
 START_TEST(completed_is_told_name_and_tag) {
@@ -576,14 +587,8 @@ START_TEST(completed_is_told_name_and_tag) {
   h.tag = "beta";
   ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
   ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
-  char text[512] = "";
-  FILE *f = tmpfile();
-  ck_assert_ptr_nonnull(f);
-  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
-  rewind(f);
-  size_t got = fread(text, 1, sizeof text - 1, f);
-  text[got] = '\0';
-  fclose(f);
+  char text[512];
+  dump_policy(rt, text, sizeof text);
   ck_assert_msg(strstr(text, "completed 1 (last: name alpha tag beta)"),
                 "dump: %s", text);
   cua_op_destroy(op);
@@ -620,14 +625,8 @@ START_TEST(place_order_is_breadth_first) {
   ck_assert_int_eq(cua_op_then(&tb, b1, b2), 0);
   ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){ta, tb}, 2), 0);
   ck_assert_int_eq(cua_submit_wait(rt, z, NULL, NULL), 0);
-  char text[512] = "";
-  FILE *f = tmpfile();
-  ck_assert_ptr_nonnull(f);
-  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
-  rewind(f);
-  size_t got = fread(text, 1, sizeof text - 1, f);
-  text[got] = '\0';
-  fclose(f);
+  char text[512];
+  dump_policy(rt, text, sizeof text);
   ck_assert_msg(strstr(text, "first placed (op ids): 1 3 2 4\n"), "dump: %s",
                 text);
   cua_op *all[] = {a1, a2, b1, b2, ta, tb, z};
