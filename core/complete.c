@@ -70,6 +70,7 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
     s->msg = cua__strdup(buf);
   }
   if (s->pending > 0 && --s->pending == 0) {
+    cua__dag_end(s); /* if ops failed before they could be placed */
     /* The root's own failure wins over the first failure seen. */
     if (s->root->code != 0) {
       s->status = s->root->code;
@@ -112,7 +113,7 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
     cua__polinst *p = n->placed_by;
     if (p->d->completed != NULL) {
       cua_op_info in;
-      cua__op_info(rt, n, &in, NULL);
+      cua__op_info(rt, n, &in, 0);
       p->d->completed(p->state, &in, n->pl, n->duration_ns);
     }
     n->placed_by = NULL;

@@ -192,6 +192,7 @@ typedef struct cua__polinst {
   void *state;
   cua_param_value *params;
   size_t nparams;
+  void *values; /* params at the policy's param_value_size, if another */
   cua_policy_host host;
   char *name;
   int refs; /* handle/runtime + nodes placed and not completed */
@@ -372,6 +373,9 @@ struct cua__node {
   cua__dependent dependents_inl[CUA__INLINE_EDGES];
   cua__sub *watchers_inl[2];
   uint32_t level;
+  uint32_t input_gen;  /* place.c: listed among an op's inputs already */
+  uint64_t est_end;    /* expected end (cua_op_input::expected_end_ns) */
+  size_t dag_idx;      /* dag.c: index in its submission's cua_dag */
   cua__node *then_src; /* weak: also a dependency; then_of is its placement */
   /* Placement, once enqueued. */
   cua__stream *stream;
@@ -427,6 +431,8 @@ struct cua__sub {
   cua__polinst *policy;
   int on_stream;
   cua_placement placement;
+  cua__polinst *dag_policy; /* dag.c: owed submission_end() (held) */
+  size_t dag_unplaced;      /* dag.c: its device ops not yet placed */
   cua__node *root;
   cua__node **nodes;       /* every node it references (own and shared) */
   cua__node *nodes_inl[8]; /* nodes' first storage */
@@ -505,6 +511,7 @@ typedef struct cua__round {
   int no_chunks;       /* a hand-over failed: one list for the rest */
   int kick;            /* wake the completion thread at the flush */
   int kick_backend;    /* and the backend's wait (host nodes are ready) */
+  uint64_t now;        /* the clock, read by the round's first placement */
 } cua__round;
 
 /* What one submission's build produced (graph.c). */
@@ -552,6 +559,9 @@ struct cua_runtime {
   cua__polinst *fallback; /* single-stream, loaded on first need */
   cua__polinst *policies; /* every instance, for closing */
   char *policy_error;     /* why the fallback was taken, if it was */
+  cua_op_input *inputs;   /* place.c: the op being placed's inputs */
+  size_t ninputs_cap;     /* */
+  uint32_t input_gen;     /* place.c: marks nodes listed once per op */
   /* Submissions and completion. */
   cua__sub *subs; /* in flight */
   size_t nsubs;
@@ -699,10 +709,18 @@ int cua__exact_points(cua__round *r);
 void cua__point_free(cua_runtime *rt, cua__point *p);
 void cua__point_fini(void *p);
 
+/* dag.c: submission_begin() and submission_end(). */
+void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
+                    size_t n);
+void cua__dag_placed(cua__node *n);
+void cua__dag_end(cua__sub *sub);
+
 /* place.c: policy calls and their validation. */
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
-void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
-                  cua_placement *inputs);
+void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
+                  int with_inputs);
+const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
+                                      size_t to, cua_op_info *tmp, void **buf);
 
 /* commands.c: rounds and launching. */
 void cua__q_push(cua__queue *q, cua__node *n);

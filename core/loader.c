@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,14 +32,15 @@
 #endif
 
 /*
- * The smallest descriptor each ABI accepts: the 1.0 descriptor, which ends
- * with dump() for policies and module_function() for backends. Fields
- * appended later are absent from older modules (size tells), so these
- * sizes must stay what they are when the structs grow.
+ * The smallest descriptor each ABI accepts: the x.0 descriptor, which ends
+ * with submission_end() for policies (ABI 2.0) and module_function() for
+ * backends (ABI 1.0). Fields appended later are absent from older modules
+ * (size tells), so these sizes must stay what they are when the structs
+ * grow; so must the element sizes of ABI 2.0 below.
  */
 #define POLICY_DESC_MIN_SIZE                                                   \
-  (offsetof(cua_policy_descriptor, dump) +                                     \
-   sizeof(((cua_policy_descriptor *)0)->dump))
+  (offsetof(cua_policy_descriptor, submission_end) +                           \
+   sizeof(((cua_policy_descriptor *)0)->submission_end))
 #define BACKEND_DESC_MIN_SIZE                                                  \
   (offsetof(cua_backend_descriptor, module_function) +                         \
    sizeof(((cua_backend_descriptor *)0)->module_function))
@@ -197,22 +199,216 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
   return n;
 }
 
-/* The name and parameter schema, which sit at the same place in both
- * descriptors. */
+/* The element sizes of policy ABI 2.0: a descriptor may declare larger
+ * ones (a later minor version), never smaller. They stay what they are
+ * when the structs grow. */
+#define SPEC_MIN_SIZE                                                          \
+  (offsetof(cua_param_spec, flags) + sizeof(((cua_param_spec *)0)->flags))
+#define VALUE_MIN_SIZE                                                         \
+  (offsetof(cua_param_value, count) + sizeof(((cua_param_value *)0)->count))
+#define INPUT_MIN_SIZE                                                         \
+  (offsetof(cua_op_input, bytes) + sizeof(((cua_op_input *)0)->bytes))
+#define DAG_OP_MIN_SIZE                                                        \
+  (offsetof(cua_dag_op, nbuffers) + sizeof(((cua_dag_op *)0)->nbuffers))
+#define DAG_BUFFER_MIN_SIZE                                                    \
+  (offsetof(cua_dag_buffer, device) + sizeof(((cua_dag_buffer *)0)->device))
+
+/* The name and parameter schema (with its stride), which sit at the same
+ * place in both descriptors; a backend's schema is a plain array. */
 static void desc_name_params(cua__module_kind kind, const void *desc,
                              const char **name, const cua_param_spec **params,
-                             size_t *nparams) {
+                             size_t *nparams, size_t *stride) {
   if (kind == CUA__MODULE_POLICY) {
     const cua_policy_descriptor *d = desc;
     *name = d->name;
     *params = d->params;
     *nparams = d->nparams;
+    *stride = d->param_spec_size;
   } else {
     const cua_backend_descriptor *d = desc;
     *name = d->name;
     *params = d->params;
     *nparams = d->nparams;
+    *stride = sizeof(cua_param_spec);
   }
+}
+
+/* Checks a policy descriptor's element sizes. */
+static int check_strides(const char *path, const cua_policy_descriptor *d,
+                         char *err, size_t errlen) {
+  static const struct {
+    const char *field, *type;
+    size_t off, min;
+  } f[] = {
+      {"param_spec_size", "cua_param_spec",
+       offsetof(cua_policy_descriptor, param_spec_size), SPEC_MIN_SIZE},
+      {"param_value_size", "cua_param_value",
+       offsetof(cua_policy_descriptor, param_value_size), VALUE_MIN_SIZE},
+      {"input_size", "cua_op_input",
+       offsetof(cua_policy_descriptor, input_size), INPUT_MIN_SIZE},
+      {"dag_op_size", "cua_dag_op",
+       offsetof(cua_policy_descriptor, dag_op_size), DAG_OP_MIN_SIZE},
+      {"dag_buffer_size", "cua_dag_buffer",
+       offsetof(cua_policy_descriptor, dag_buffer_size), DAG_BUFFER_MIN_SIZE},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    size_t v;
+    memcpy(&v, (const char *)d + f[i].off, sizeof v);
+    /* A size beyond a page is no element of any minor version: a
+     * descriptor written without CUA_POLICY_INIT. */
+    if (v < f[i].min || v > 4096) {
+      cua__put_err(err, errlen,
+                   "%s: the descriptor's %s is %zu; the policy ABI %u.0 %s "
+                   "has %zu bytes (write the descriptor with "
+                   "CUA_POLICY_DEFINE or CUA_POLICY_INIT, which set it)",
+                   path, f[i].field, v, (unsigned)CUA_POLICY_ABI_MAJOR,
+                   f[i].type, f[i].min);
+      return CUA_ERR_MODULE_BAD_SIZE;
+    }
+  }
+  return 0;
+}
+
+/*
+ * The checks of a descriptor at @p head once it is known to be readable
+ * for @p symsize bytes (a module's, whose pointers are then checked
+ * against @p map; or, with @p map NULL, a registered one, which lives in
+ * the program): the ABI, the size, the name and schema, the operations.
+ */
+static int check_desc(cua__module_kind kind, const char *path,
+                      const desc_head *head, size_t symsize, const mod_map *map,
+                      const char *expect, char *err, size_t errlen) {
+  const kind_info *k = &kinds[kind];
+  const cua_param_spec *params;
+  const char *name;
+  size_t nparams, stride, i;
+  char missing[256];
+  int rc;
+
+  if (head->abi_major != k->abi_major) {
+    cua__put_err(err, errlen,
+                 "%s: built for %s ABI %u.%u, this core has %u.%u (the major "
+                 "versions must be equal)%s",
+                 path, k->word, (unsigned)head->abi_major,
+                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
+                 (unsigned)k->abi_minor,
+                 kind == CUA__MODULE_POLICY && head->abi_major == 1
+                     ? ": rebuild it against these headers, with the "
+                       "descriptor written as CUA_POLICY_DEFINE(.name = ..., "
+                       ".place = ...) (cuasync-policy(7), ABI VERSIONS)"
+                     : "");
+    return CUA_ERR_MODULE_ABI_MAJOR;
+  }
+  if (head->abi_minor > k->abi_minor) {
+    cua__put_err(err, errlen,
+                 "%s: built for %s ABI %u.%u, this core has %u.%u (the module "
+                 "is newer than the core)",
+                 path, k->word, (unsigned)head->abi_major,
+                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
+                 (unsigned)k->abi_minor);
+    return CUA_ERR_MODULE_ABI_MINOR;
+  }
+  if (head->size < k->min_size) {
+    cua__put_err(err, errlen,
+                 "%s: descriptor size is %zu bytes, smaller than the %zu bytes "
+                 "of the %s ABI %u.0 descriptor",
+                 path, head->size, k->min_size, k->word,
+                 (unsigned)k->abi_major);
+    return CUA_ERR_MODULE_BAD_SIZE;
+  }
+  if (head->size > symsize) {
+    cua__put_err(
+        err, errlen,
+        "%s: the descriptor says it has %zu bytes, but the %s symbol has "
+        "only %zu",
+        path, head->size, k->symbol, symsize);
+    return CUA_ERR_MODULE_BAD_SIZE;
+  }
+  if (kind == CUA__MODULE_POLICY &&
+      (rc = check_strides(path, (const cua_policy_descriptor *)head, err,
+                          errlen)) != 0)
+    return rc;
+  if (map != NULL && (rc = cua__modcheck_pointers(kind, k, path, head,
+                                                  head->size, map, err,
+                                                  errlen)) != 0)
+    return rc;
+  desc_name_params(kind, head, &name, &params, &nparams, &stride);
+  if (name == NULL) {
+    cua__put_err(err, errlen, "%s: the %s descriptor has no name", path,
+                 k->word);
+    return CUA_ERR_MODULE_INCOMPLETE;
+  }
+  rc = cua__modcheck_names(k, path, name, params, nparams, stride, err,
+                           errlen);
+  if (rc != 0)
+    return rc;
+  if (expect != NULL && strcmp(name, expect) != 0) {
+    cua__put_err(err, errlen,
+                 "%s: the descriptor is named '%s', not '%s' as the file is",
+                 path, name, expect);
+    return CUA_ERR_MODULE_NAME_MISMATCH;
+  }
+  if (missing_ops(kind, head, missing, sizeof missing) > 0) {
+    cua__put_err(err, errlen,
+                 "%s: the %s descriptor lacks required operations: %s", path,
+                 k->word, missing);
+    return CUA_ERR_MODULE_INCOMPLETE;
+  }
+  /* The schema is read by the configuration code without further checks
+   * of its shape, so an impossible one is refused here. */
+  if (nparams > 0 && params == NULL) {
+    cua__put_err(err, errlen,
+                 "%s: the descriptor has %zu parameters but no "
+                 "params array",
+                 path, nparams);
+    return CUA_ERR_MODULE_INCOMPLETE;
+  }
+  for (i = 0; i < nparams; i++) {
+    if (cua__spec_at(params, stride, i)->name == NULL) {
+      cua__put_err(err, errlen,
+                   "%s: parameter %zu of the descriptor has no name", path, i);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+  }
+  return 0;
+}
+
+/*
+ * A policy descriptor whose schema has another element size than the
+ * core's is copied, with its schema, into memory of the module's (so the
+ * configuration code reads plain arrays); other descriptors are used in
+ * place. Returns 0 or CUA_ERR_NOMEM.
+ */
+static int normalise(cua__module *mod, const void *head) {
+  const cua_policy_descriptor *d = head;
+  cua_policy_descriptor *copy;
+  cua_param_spec *specs = NULL;
+
+  if (mod->kind != CUA__MODULE_POLICY) {
+    mod->desc.backend = head;
+    return 0;
+  }
+  if (d->param_spec_size == sizeof(cua_param_spec) || d->nparams == 0) {
+    mod->desc.policy = d;
+    return 0;
+  }
+  copy = cua__calloc(1, sizeof *copy);
+  specs = cua__calloc(d->nparams, sizeof *specs);
+  if (copy == NULL || specs == NULL) {
+    free(copy);
+    free(specs);
+    return CUA_ERR_NOMEM;
+  }
+  memcpy(copy, d, d->size < sizeof *copy ? d->size : sizeof *copy);
+  for (size_t i = 0; i < d->nparams; i++)
+    memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
+           sizeof *specs);
+  copy->params = specs;
+  copy->param_spec_size = sizeof *specs;
+  mod->own_desc = copy;
+  mod->own_params = specs;
+  mod->desc.policy = copy;
+  return 0;
 }
 
 /*
@@ -227,10 +423,6 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   const kind_info *k = &kinds[kind];
   cua__module *mod = NULL;
   const desc_head *head;
-  const char *name;
-  const cua_param_spec *params;
-  size_t nparams, i;
-  char missing[256];
   mod_map map;
   size_t symsize = 0;
   void *dl;
@@ -270,90 +462,9 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   rc = cua__modcheck_entry(k, path, head, &map, &symsize, err, errlen);
   if (rc != 0)
     goto fail;
-  if (head->abi_major != k->abi_major) {
-    cua__put_err(err, errlen,
-                 "%s: built for %s ABI %u.%u, this core has %u.%u (the major "
-                 "versions must be equal)",
-                 path, k->word, (unsigned)head->abi_major,
-                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
-                 (unsigned)k->abi_minor);
-    rc = CUA_ERR_MODULE_ABI_MAJOR;
-    goto fail;
-  }
-  if (head->abi_minor > k->abi_minor) {
-    cua__put_err(err, errlen,
-                 "%s: built for %s ABI %u.%u, this core has %u.%u (the module "
-                 "is newer than the core)",
-                 path, k->word, (unsigned)head->abi_major,
-                 (unsigned)head->abi_minor, (unsigned)k->abi_major,
-                 (unsigned)k->abi_minor);
-    rc = CUA_ERR_MODULE_ABI_MINOR;
-    goto fail;
-  }
-  if (head->size < k->min_size) {
-    cua__put_err(err, errlen,
-                 "%s: descriptor size is %zu bytes, smaller than the %zu bytes "
-                 "of the %s ABI %u.0 descriptor",
-                 path, head->size, k->min_size, k->word,
-                 (unsigned)k->abi_major);
-    rc = CUA_ERR_MODULE_BAD_SIZE;
-    goto fail;
-  }
-  if (head->size > symsize) {
-    cua__put_err(
-        err, errlen,
-        "%s: the descriptor says it has %zu bytes, but the %s symbol has "
-        "only %zu",
-        path, head->size, k->symbol, symsize);
-    rc = CUA_ERR_MODULE_BAD_SIZE;
-    goto fail;
-  }
-  rc = cua__modcheck_pointers(kind, k, path, head, head->size, &map, err,
-                              errlen);
+  rc = check_desc(kind, path, head, symsize, &map, expect, err, errlen);
   if (rc != 0)
     goto fail;
-  desc_name_params(kind, head, &name, &params, &nparams);
-  if (name == NULL) {
-    cua__put_err(err, errlen, "%s: the %s descriptor has no name", path,
-                 k->word);
-    rc = CUA_ERR_MODULE_INCOMPLETE;
-    goto fail;
-  }
-  rc = cua__modcheck_names(k, path, name, params, nparams, err, errlen);
-  if (rc != 0)
-    goto fail;
-  if (expect != NULL && strcmp(name, expect) != 0) {
-    cua__put_err(err, errlen,
-                 "%s: the descriptor is named '%s', not '%s' as the file is",
-                 path, name, expect);
-    rc = CUA_ERR_MODULE_NAME_MISMATCH;
-    goto fail;
-  }
-  if (missing_ops(kind, head, missing, sizeof missing) > 0) {
-    cua__put_err(err, errlen,
-                 "%s: the %s descriptor lacks required operations: %s", path,
-                 k->word, missing);
-    rc = CUA_ERR_MODULE_INCOMPLETE;
-    goto fail;
-  }
-  /* The schema is read by the configuration code without further checks
-   * of its shape, so an impossible one is refused here. */
-  if (nparams > 0 && params == NULL) {
-    cua__put_err(err, errlen,
-                 "%s: the descriptor has %zu parameters but no "
-                 "params array",
-                 path, nparams);
-    rc = CUA_ERR_MODULE_INCOMPLETE;
-    goto fail;
-  }
-  for (i = 0; i < nparams; i++) {
-    if (params[i].name == NULL) {
-      cua__put_err(err, errlen,
-                   "%s: parameter %zu of the descriptor has no name", path, i);
-      rc = CUA_ERR_MODULE_INCOMPLETE;
-      goto fail;
-    }
-  }
 
   mod = cua__calloc(1, sizeof *mod);
   if (mod == NULL || (mod->path = cua__strdup(path)) == NULL) {
@@ -363,17 +474,108 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   }
   mod->kind = kind;
   mod->dl = dl;
-  if (kind == CUA__MODULE_POLICY)
-    mod->desc.policy = (const cua_policy_descriptor *)head;
-  else
-    mod->desc.backend = (const cua_backend_descriptor *)head;
+  if (normalise(mod, head) != 0) {
+    cua__put_err(err, errlen, "%s: out of memory", path);
+    rc = CUA_ERR_NOMEM;
+    goto fail;
+  }
   *out = mod;
   return 0;
 
 fail:
+  if (mod != NULL)
+    free(mod->path);
   free(mod);
   dlclose(dl);
   return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Policies registered by the program (cua_policy_register()). */
+
+/* The registry: descriptors in the program, by name, for the life of the
+ * process. Guarded by reg_lock. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const cua_policy_descriptor **reg;
+static size_t nreg, capreg;
+
+static const cua_policy_descriptor *registered(const char *name) {
+  const cua_policy_descriptor *d = NULL;
+
+  pthread_mutex_lock(&reg_lock);
+  for (size_t i = 0; i < nreg && d == NULL; i++)
+    if (strcmp(reg[i]->name, name) == 0)
+      d = reg[i];
+  pthread_mutex_unlock(&reg_lock);
+  return d;
+}
+
+int cua__policy_register(const cua_policy_descriptor *desc, char *err,
+                         size_t errlen) {
+  int rc;
+
+  if (desc == NULL) {
+    cua__put_err(err, errlen, "cua_policy_register: no descriptor given");
+    return CUA_ERR_INVAL;
+  }
+  /* A registered descriptor is as big as its size field says: the program
+   * gave it, and cannot give a bigger symbol than it has. */
+  rc = check_desc(CUA__MODULE_POLICY, "cua_policy_register",
+                  (const desc_head *)desc,
+                  desc->size > sizeof *desc ? desc->size : sizeof *desc, NULL,
+                  NULL, err, errlen);
+  if (rc != 0)
+    return rc;
+  pthread_mutex_lock(&reg_lock);
+  for (size_t i = 0; i < nreg; i++)
+    if (strcmp(reg[i]->name, desc->name) == 0) {
+      pthread_mutex_unlock(&reg_lock);
+      cua__put_err(err, errlen,
+                   "cua_policy_register: a policy named '%s' is already "
+                   "registered",
+                   desc->name);
+      return CUA_ERR_INVAL;
+    }
+  if (nreg == capreg) {
+    size_t cap = capreg ? 2 * capreg : 8;
+    const cua_policy_descriptor **v = realloc(reg, cap * sizeof *v);
+    if (v == NULL) {
+      pthread_mutex_unlock(&reg_lock);
+      cua__put_err(err, errlen, "cua_policy_register: out of memory");
+      return CUA_ERR_NOMEM;
+    }
+    reg = v;
+    capreg = cap;
+  }
+  reg[nreg++] = desc;
+  pthread_mutex_unlock(&reg_lock);
+  return 0;
+}
+
+/* Opens the registered policy @p name, if there is one: 0 and *out, 1 when
+ * none has the name, or a negative code. */
+static int load_registered(cua__module **out, const char *name, char *err,
+                           size_t errlen) {
+  const cua_policy_descriptor *d = registered(name);
+  cua__module *mod;
+
+  if (d == NULL)
+    return 1;
+  mod = cua__calloc(1, sizeof *mod);
+  if (mod == NULL || (mod->path = cua__strdup("(registered)")) == NULL) {
+    free(mod);
+    cua__put_err(err, errlen, "%s: out of memory", name);
+    return CUA_ERR_NOMEM;
+  }
+  mod->kind = CUA__MODULE_POLICY;
+  if (normalise(mod, d) != 0) {
+    free(mod->path);
+    free(mod);
+    cua__put_err(err, errlen, "%s: out of memory", name);
+    return CUA_ERR_NOMEM;
+  }
+  *out = mod;
+  return 0;
 }
 
 int cua__backend_priority(const cua_backend_descriptor *d) {
@@ -388,6 +590,8 @@ void cua__module_unload(cua__module *mod) {
     return;
   if (mod->dl != NULL)
     dlclose(mod->dl);
+  free(mod->own_params);
+  free(mod->own_desc);
   free(mod->path);
   free(mod);
 }
@@ -445,6 +649,9 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
     return CUA_ERR_INVAL;
   }
   k = &kinds[kind];
+  if (kind == CUA__MODULE_POLICY && (rc = load_registered(out, name, err,
+                                                          errlen)) <= 0)
+    return rc;
   {
     size_t nl = strlen(name);
     if (strchr(name, '/') != NULL ||

@@ -25,7 +25,26 @@ typedef struct cua__module {
     const cua_policy_descriptor *policy;
     const cua_backend_descriptor *backend;
   } desc;
+  /* A policy descriptor whose schema had another element size, copied
+   * with its schema at the core's (desc.policy then points here). */
+  cua_policy_descriptor *own_desc;
+  cua_param_spec *own_params;
 } cua__module;
+
+/* Element @p i of a schema of element size @p stride. */
+static inline const cua_param_spec *
+cua__spec_at(const cua_param_spec *params, size_t stride, size_t i) {
+  return (const cua_param_spec *)(const void *)((const char *)params +
+                                                i * stride);
+}
+
+/* cua_policy_register(): checks @p desc as the loader checks a module's
+ * (but its pointers, which are the program's) and adds it to the
+ * process's registry, where a policy name is looked up before the search
+ * path. Returns 0, CUA_ERR_INVAL (no descriptor, a name taken), or the
+ * loader's code, with the message in @p err. */
+int cua__policy_register(const cua_policy_descriptor *desc, char *err,
+                         size_t errlen);
 
 /**
  * The directories searched for modules of @p kind, in order: @p extra
@@ -38,9 +57,10 @@ char **cua__module_dirs(cua__module_kind kind, char *const *extra,
 void cua__strv_free(char **v, size_t n);
 
 /**
- * Loads module @p name of @p kind. A name containing '/' (or ending in
- * ".so") is a path, loaded as is; the descriptor's name is then not
- * compared. Otherwise each directory D of cua__module_dirs() is tried in
+ * Loads module @p name of @p kind. A policy registered with
+ * cua_policy_register() under @p name comes first. A name containing '/'
+ * (or ending in ".so") is a path, loaded as is; the descriptor's name is
+ * then not compared. Otherwise each directory D of cua__module_dirs() is tried in
  * order with D/NAME.so; a file that exists but is refused does not stop the
  * search: the next directory is tried, and if none succeeds, the error is
  * the one of the first file refused (or CUA_ERR_MODULE_NOT_FOUND when no file
@@ -133,7 +153,7 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
                            const char *path, const void *desc, size_t size,
                            const mod_map *m, char *err, size_t errlen);
 int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
-                        const cua_param_spec *params, size_t nparams, char *err,
-                        size_t errlen);
+                        const cua_param_spec *params, size_t nparams,
+                        size_t stride, char *err, size_t errlen);
 
 #endif /* CUA_CORE_LOADER_H */

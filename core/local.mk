@@ -21,6 +21,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/op.c \
 	%reldir%/combine.c \
 	%reldir%/buffer.c \
+	%reldir%/dag.c \
 	%reldir%/graph.c \
 	%reldir%/hazards.c \
 	%reldir%/place.c \

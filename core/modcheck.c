@@ -167,6 +167,9 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
   const cua_policy_descriptor *pd = desc;
   const cua_param_spec *params = pd->params;
   size_t nparams = pd->nparams, i, off, first, known;
+  /* The schema's element size: the policy declares it (checked before). */
+  size_t stride = kind == CUA__MODULE_POLICY ? pd->param_spec_size
+                                             : sizeof(cua_param_spec);
   const char *bad;
   typedef void (*any_fn)(void);
 
@@ -184,8 +187,8 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
     }
   }
   if (params != NULL &&
-      (nparams > SIZE_MAX / sizeof *params ||
-       segment_of(m, params, nparams * sizeof *params, PF_R) == NULL)) {
+      (nparams > SIZE_MAX / stride ||
+       segment_of(m, params, nparams * stride, PF_R) == NULL)) {
     cua__put_err(
         err, errlen,
         "%s: the %s descriptor's params (%p, %zu entries) do not lie in "
@@ -194,7 +197,7 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
     return CUA_ERR_MODULE_INCOMPLETE;
   }
   for (i = 0; params != NULL && i < nparams; i++) {
-    const cua_param_spec *ps = &params[i];
+    const cua_param_spec *ps = cua__spec_at(params, stride, i);
     bad = !string_ok(m, ps->name)            ? "name"
           : !string_ok(m, ps->default_value) ? "default value"
           : !string_ok(m, ps->choices)       ? "choices"
@@ -227,9 +230,9 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
     memcpy(&fn, (const char *)desc + off, sizeof fn);
     if (fn != NULL &&
         segment_of(m, (const void *)(uintptr_t)fn, 1, PF_X) == NULL) {
-      static const char *const policy_ops[] = {"create()",    "destroy()",
-                                               "place()",     "submitted()",
-                                               "completed()", "dump()"};
+      static const char *const policy_ops[] = {
+          "create()",    "destroy()", "place()",           "submitted()",
+          "completed()", "dump()",    "submission_begin()", "submission_end()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&
@@ -251,8 +254,8 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
 /* Checks the name a descriptor declares (known to be a string) and its
  * schema's parameter names. Returns 0, or CUA_ERR_MODULE_INCOMPLETE. */
 int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
-                        const cua_param_spec *params, size_t nparams, char *err,
-                        size_t errlen) {
+                        const cua_param_spec *params, size_t nparams,
+                        size_t stride, char *err, size_t errlen) {
   size_t i, j;
 
   if (*name == '\0') {
@@ -273,15 +276,17 @@ int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
   }
   /* Two parameters of one name would make a key mean either. */
   for (i = 0; params != NULL && i < nparams; i++)
-    for (j = 0; j < i; j++)
-      if (params[i].name != NULL && params[j].name != NULL &&
-          strcmp(params[i].name, params[j].name) == 0) {
+    for (j = 0; j < i; j++) {
+      const char *a = cua__spec_at(params, stride, i)->name;
+      const char *b = cua__spec_at(params, stride, j)->name;
+      if (a != NULL && b != NULL && strcmp(a, b) == 0) {
         cua__put_err(
             err, errlen,
             "%s: parameters %zu and %zu of the descriptor's schema are "
             "both named '%s'",
-            path, j, i, params[i].name);
+            path, j, i, a);
         return CUA_ERR_MODULE_INCOMPLETE;
       }
+    }
   return 0;
 }

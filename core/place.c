@@ -33,11 +33,67 @@ static int buffers_device(const cua_op *op) {
   return dev;
 }
 
-/* The policy's view of @p n (its inputs' placements in @p inputs; NULL:
- * none, as completed() gets). Nodes do not keep it: it is made again for
- * completed() from the op, which a node keeps until it is done. */
-void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
-                  cua_placement *inputs) {
+/* Adds the device and host nodes @p n waits for to rt->inputs, seeing
+ * through virtual nodes (zips, unzips, thens without a node of their own,
+ * shared ops), each node once (marked with rt->input_gen). */
+static int gather_inputs(cua_runtime *rt, const cua__node *n, size_t *cnt,
+                         int depth) {
+  for (size_t i = 0; i < n->ndeps; i++) {
+    cua__node *d = n->deps[i].node;
+    if (d->input_gen == rt->input_gen)
+      continue;
+    d->input_gen = rt->input_gen;
+    if (d->cls == CUA__CLASS_VIRTUAL) {
+      /* Virtual nodes are short chains; the depth bound is a backstop. */
+      if (depth < 64 && gather_inputs(rt, d, cnt, depth + 1) != 0)
+        return -1;
+      continue;
+    }
+    if (*cnt == rt->ninputs_cap) {
+      size_t cap = rt->ninputs_cap ? 2 * rt->ninputs_cap : 16;
+      cua_op_input *v = realloc(rt->inputs, cap * sizeof *v);
+      if (v == NULL)
+        return -1;
+      rt->inputs = v;
+      rt->ninputs_cap = cap;
+    }
+    cua_op_input *in = &rt->inputs[(*cnt)++];
+    memset(in, 0, sizeof *in);
+    in->op_id = d->op_id;
+    in->kind = d->kind;
+    in->bytes = d->op != NULL ? d->op->hints.bytes : 0;
+    if (d->cls == CUA__CLASS_HOST) {
+      in->state = CUA_INPUT_HOST;
+      in->where.device = in->where.stream = -1;
+    } else {
+      in->where = d->pl;
+      in->state = d->state == CUA__NODE_DONE ? CUA_INPUT_DONE
+                                             : CUA_INPUT_PLACED;
+      in->expected_end_ns = in->state == CUA_INPUT_DONE ? 0 : d->est_end;
+    }
+  }
+  return 0;
+}
+
+/* The ops waiting for @p n, seen through virtual ones. */
+static size_t count_successors(const cua__node *n, int depth) {
+  size_t c = 0;
+  for (size_t i = 0; i < n->ndependents; i++) {
+    const cua__node *d = n->dependents[i].node;
+    if (d->cls != CUA__CLASS_VIRTUAL)
+      c++;
+    else if (depth < 64)
+      c += count_successors(d, depth + 1);
+  }
+  return c;
+}
+
+/* The policy's view of @p n, with its inputs (in rt->inputs, valid until
+ * the next call) if @p with_inputs, else none, as completed() gets. Nodes
+ * do not keep it: it is made again for completed() from the op, which a
+ * node keeps until it is done. */
+void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
+                  int with_inputs) {
   const cua_op *op = n->op;
   memset(in, 0, sizeof *in);
   in->size = sizeof *in;
@@ -66,12 +122,38 @@ void cua__op_info(cua_runtime *rt, const cua__node *n, cua_op_info *in,
   in->level = n->level;
   in->submission = n->sub_id;
   in->op_id = n->op_id;
-  in->ninputs = 0;
-  in->inputs = inputs;
-  for (size_t i = 0; inputs != NULL && i < n->ndeps && in->ninputs < 8; i++)
-    if (n->deps[i].node->cls == CUA__CLASS_DEVICE &&
-        n->deps[i].node->pl.device >= 0)
-      inputs[in->ninputs++] = n->deps[i].node->pl;
+  in->nsuccessors = count_successors(n, 0);
+  if (!with_inputs)
+    return;
+  size_t cnt = 0;
+  if (++rt->input_gen == 0)
+    rt->input_gen = 1;
+  if (gather_inputs(rt, n, &cnt, 0) != 0)
+    cnt = 0; /* out of memory: the policy sees no inputs, nothing worse */
+  in->inputs = cnt > 0 ? rt->inputs : NULL;
+  in->ninputs = cnt;
+}
+
+/* @p in for a policy whose cua_op_input has @p to bytes, when its inputs
+ * are @p from bytes apart: @p in itself when they agree, else a copy in
+ * @p tmp with the inputs at the new stride in *buf (free()d by the
+ * caller). NULL when out of memory. */
+const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
+                                      size_t to, cua_op_info *tmp,
+                                      void **buf) {
+  *buf = NULL;
+  if (from == to || in->ninputs == 0 || in->inputs == NULL)
+    return in;
+  char *v = cua__calloc(in->ninputs, to);
+  if (v == NULL)
+    return NULL;
+  for (size_t i = 0; i < in->ninputs; i++)
+    memcpy(v + i * to, (const char *)in->inputs + i * from,
+           from < to ? from : to);
+  *tmp = *in;
+  tmp->inputs = (const cua_op_input *)(void *)v;
+  *buf = v;
+  return tmp;
 }
 
 static int valid_placement(cua_runtime *rt, const cua_op_info *in,
@@ -79,6 +161,8 @@ static int valid_placement(cua_runtime *rt, const cua_op_info *in,
   if (pl.device < 0 || pl.device >= rt->ndev)
     return 0;
   if (pl.stream < 0 || pl.stream >= rt->devs[pl.device].nstreams)
+    return 0;
+  if (pl.node != 0 || pl.reserved != 0)
     return 0;
   if (in->restrict_device >= 0 && pl.device != in->restrict_device)
     return 0;
@@ -88,7 +172,12 @@ static int valid_placement(cua_runtime *rt, const cua_op_info *in,
 static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
                         cua_placement *pl, char *msg, size_t len) {
   p->log[0] = '\0';
-  int rc = p->d->place(p->state, in, pl);
+  cua_op_info tmp;
+  void *buf = NULL;
+  const cua_op_info *pin = cua__info_restride(in, sizeof(cua_op_input),
+                                              p->d->input_size, &tmp, &buf);
+  int rc = pin != NULL ? p->d->place(p->state, pin, pl) : CUA_ERR_NOMEM;
+  free(buf);
   if (rc != 0) {
     /* A code outside the list is named as the number it is. */
     char code[160];
@@ -122,6 +211,13 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
                "device %d (where its buffers live)",
                p->name, in->name ? in->name : "(unnamed)", pl->device,
                in->restrict_device);
+    else if (pl->device >= 0 && pl->device < rt->ndev && pl->stream >= 0 &&
+             pl->stream < nst)
+      snprintf(msg, len,
+               "policy '%s' placed op '%s' on node %d (reserved %d), but this "
+               "runtime has one node, 0 (and reserved must be 0)",
+               p->name, in->name ? in->name : "(unnamed)", pl->node,
+               pl->reserved);
     return CUA_ERR_BAD_PLACEMENT;
   }
   return 0;
@@ -145,7 +241,7 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
     return 0;
   }
   cua__polinst *p = sub && sub->policy ? sub->policy : rt->policy;
-  cua_placement pl = {-1, -1};
+  cua_placement pl = {.device = -1, .stream = -1};
   int rc = policy_place(rt, p, info, &pl, msg, len);
   if (rc != 0 && rt->cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK) {
     if (rt->fallback == NULL &&
@@ -182,9 +278,8 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
   char msg[CUA__ERRLEN];
   cua__sub *sub = n->nwatchers > 0 ? n->watchers[0] : NULL;
-  cua_placement inputs[8];
   cua_op_info info;
-  cua__op_info(rt, n, &info, inputs);
+  cua__op_info(rt, n, &info, 1);
   int rc = place_node(rt, n, sub, &info, msg, sizeof msg);
   if (rc == 0) {
     cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
@@ -193,13 +288,39 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     s->load.ops_in_flight++;
     s->load.ops_total++;
     s->load.est_busy_ns += n->op->hints.cost_ns;
-    if (n->placed_by && n->placed_by->d->submitted)
-      n->placed_by->d->submitted(n->placed_by->state, &info, n->pl);
+    /* Its expected end: after its stream's and its inputs' expected ends,
+     * from now at the earliest (one clock read per round). */
+    if (r->now == 0)
+      r->now = cua__now_ns();
+    uint64_t start = r->now > s->load.expected_end_ns ? r->now
+                                                      : s->load.expected_end_ns;
+    for (size_t i = 0; i < info.ninputs; i++)
+      if (info.inputs[i].expected_end_ns > start)
+        start = info.inputs[i].expected_end_ns;
+    n->est_end = start + n->op->hints.cost_ns;
+    s->load.expected_end_ns = n->est_end;
+    cua__polinst *p = n->placed_by;
+    if (p != NULL && p->d->submitted) {
+      cua_op_info tmp;
+      void *buf = NULL;
+      const cua_op_info *pin = cua__info_restride(
+          &info, sizeof(cua_op_input), p->d->input_size, &tmp, &buf);
+      if (pin == NULL) {
+        tmp = info;
+        tmp.inputs = NULL;
+        tmp.ninputs = 0;
+        pin = &tmp;
+      }
+      p->d->submitted(p->state, pin, n->pl);
+      free(buf);
+    }
     n->state = CUA__NODE_ENQUEUED;
     cua__q_push(&r->launch, n);
+    cua__dag_placed(n);
     cua__resolve(rt, n, 0, r);
     return;
   }
   cua__fail_node(rt, n, rc, msg);
+  cua__dag_placed(n);
   cua__settle_push(r, n);
 }

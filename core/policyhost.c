@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "internal.h"
+#include "loader.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,17 +157,33 @@ static int h_nested_open(void *core, const char *name,
 
 static int h_nested_place(void *core, cua_policy_nested *nested,
                           const cua_op_info *op, cua_placement *out) {
-  cua__polinst *q = (cua__polinst *)nested;
-  (void)core;
-  return q->d->place(q->state, op, out);
+  cua__polinst *p = core, *q = (cua__polinst *)nested;
+  cua_op_info tmp;
+  void *buf = NULL;
+  const cua_op_info *in =
+      cua__info_restride(op, p->d->input_size, q->d->input_size, &tmp, &buf);
+  int rc = in != NULL ? q->d->place(q->state, in, out) : CUA_ERR_NOMEM;
+  free(buf);
+  return rc;
 }
 
 static void h_nested_submitted(void *core, cua_policy_nested *nested,
                                const cua_op_info *op, cua_placement where) {
-  cua__polinst *q = (cua__polinst *)nested;
-  (void)core;
-  if (q->d->submitted)
-    q->d->submitted(q->state, op, where);
+  cua__polinst *p = core, *q = (cua__polinst *)nested;
+  cua_op_info tmp;
+  void *buf = NULL;
+  if (q->d->submitted == NULL)
+    return;
+  const cua_op_info *in =
+      cua__info_restride(op, p->d->input_size, q->d->input_size, &tmp, &buf);
+  if (in == NULL) {
+    tmp = *op;
+    tmp.inputs = NULL;
+    tmp.ninputs = 0;
+    in = &tmp;
+  }
+  q->d->submitted(q->state, in, where);
+  free(buf);
 }
 
 static void h_nested_completed(void *core, cua_policy_nested *nested,
@@ -198,6 +215,8 @@ static void polinst_teardown(cua__polinst *p) {
   p->state = NULL;
   cua__config_params_free(p->params, p->nparams);
   p->params = NULL;
+  free(p->values);
+  p->values = NULL;
   cua__module_unload(p->mod);
   p->mod = NULL;
 }
@@ -275,7 +294,26 @@ static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
   int slot = ncreating < MAX_NESTING ? ncreating++ : -1;
   if (slot >= 0)
     creating[slot] = p;
-  rc = p->d->create(h, p->params, &p->state);
+  /* The values go out with the element size the policy was built with
+   * (the fields it does not know left out, those the core does not know
+   * zero). */
+  const cua_param_value *values = p->params;
+  size_t stride = p->d->param_value_size;
+  if (stride != sizeof(cua_param_value) && p->nparams > 0) {
+    p->values = cua__calloc(p->nparams, stride);
+    if (p->values == NULL) {
+      if (slot >= 0)
+        ncreating = slot;
+      polinst_free(p);
+      return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+    }
+    for (size_t i = 0; i < p->nparams; i++)
+      memcpy((char *)p->values + i * stride, &p->params[i],
+             stride < sizeof(cua_param_value) ? stride
+                                              : sizeof(cua_param_value));
+    values = p->values;
+  }
+  rc = p->d->create(h, values, &p->state);
   if (slot >= 0)
     ncreating = slot;
   if (rc != 0) {
@@ -335,6 +373,25 @@ void cua__polinst_close_all(cua_runtime *rt) {
 }
 
 /* --------------------------------------------------------------- public */
+
+int cua_policy_register(const cua_policy_descriptor *desc) {
+  char err[CUA__ERRLEN];
+  if (desc != NULL && desc->abi_major == CUA_POLICY_ABI_MAJOR &&
+      desc->name != NULL) {
+    size_t n = strlen(desc->name);
+    if (strchr(desc->name, '/') != NULL ||
+        (n > 3 && strcmp(desc->name + n - 3, ".so") == 0))
+      return cua__fail(NULL, CUA_ERR_INVAL,
+                       "cua_policy_register: the name '%s' has a '/' or ends "
+                       "in \".so\", so a configuration would name a file "
+                       "instead",
+                       desc->name);
+  }
+  int rc = cua__policy_register(desc, err, sizeof err);
+  if (rc != 0)
+    return cua__fail(NULL, rc, "%s", err);
+  return 0;
+}
 
 int cua_policy_open(cua_policy **out, cua_runtime *rt, const char *name) {
   if (out == NULL || rt == NULL || name == NULL)

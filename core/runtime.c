@@ -352,6 +352,7 @@ static void runtime_free(cua_runtime *rt) {
   }
   cua__config_free(rt->cfg);
   free(rt->policy_error);
+  free(rt->inputs);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
   pthread_mutex_destroy(&rt->exec_mu);

@@ -127,6 +127,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   rt->subs = sub;
   rt->nsubs++;
   rt->stats.submissions++;
+  cua__dag_begin(rt, sub, b.order, b.n);
   cua__round r;
   cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
@@ -228,7 +229,7 @@ void *cua_ctx_stream(const cua_stream_ctx *ctx) {
 }
 
 cua_placement cua_ctx_placement(const cua_stream_ctx *ctx) {
-  cua_placement none = {-1, -1};
+  cua_placement none = {.device = -1, .stream = -1};
   if (ctx == NULL) {
     null_ctx("cua_ctx_placement");
     return none;

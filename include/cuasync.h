@@ -192,6 +192,26 @@ CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
  */
 CUA_EXTERN int cua_policy_open(cua_policy **pol, cua_runtime *rt,
                                const char *name);
+/**
+ * Registers a policy compiled into the program, so that a configuration
+ * or cua_policy_open() can name it as it names a module: @p desc is a
+ * descriptor written with CUA_POLICY_INIT (cuasync/policy.h) that lives as
+ * long as the process (static storage). A registered name is looked up
+ * before the module search path, in every runtime of the process, and
+ * stays registered until the process exits. Takes effect for policies
+ * opened afterwards (a runtime created before may name it too).
+ *
+ * The descriptor is checked as a module's is (cuasync-policy(7)), but for
+ * its pointers, which are the program's: the ABI versions
+ * (#CUA_ERR_MODULE_ABI_MAJOR, #CUA_ERR_MODULE_ABI_MINOR), its size and
+ * element sizes (#CUA_ERR_MODULE_BAD_SIZE), its name, schema and required
+ * operations (#CUA_ERR_MODULE_INCOMPLETE). #CUA_ERR_INVAL: @p desc is NULL,
+ * its name has a '/' or ends in ".so" (a configuration could never name
+ * it), or a policy of that name is registered already. The message is in
+ * cua_runtime_error(NULL).
+ */
+struct cua_policy_descriptor;
+CUA_EXTERN int cua_policy_register(const struct cua_policy_descriptor *desc);
 /** Closes a policy handle; submissions in flight that use it finish first. */
 CUA_EXTERN void cua_policy_close(cua_policy *pol);
 /** The policy's name, from its descriptor. */

@@ -541,8 +541,5 @@ static void ll_dump(void *state, FILE *out) {
               ll->stats[i].avg_ns, ll->stats[i].samples);
 }
 
-CUA_POLICY_DEFINE("least-loaded", "1.0",
-                  "the stream with the least work in flight, in ops or in "
-                  "estimated time",
-                  CUA_POLICY_WANTS_TIMING, ll_params, ll_create, ll_destroy,
-                  ll_place, ll_submitted, ll_completed, ll_dump);
+CUA_POLICY_DEFINE(.name = "least-loaded", .version = "1.0", .description = "the stream with the least work in flight, in ops or in "
+                  "estimated time", .flags = CUA_POLICY_WANTS_TIMING, CUA_POLICY_PARAMS(ll_params), .create = ll_create, .destroy = ll_destroy, .place = ll_place, .submitted = ll_submitted, .completed = ll_completed, .dump = ll_dump);

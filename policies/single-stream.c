@@ -133,7 +133,4 @@ static void ss_dump(void *state, FILE *out) {
   fprintf(out, "  refused: %" PRIu64 "\n", ss->refused);
 }
 
-CUA_POLICY_DEFINE("single-stream", "1.0",
-                  "every op on stream 0 of one device, in submission order", 0,
-                  ss_params, ss_create, ss_destroy, ss_place, NULL, NULL,
-                  ss_dump);
+CUA_POLICY_DEFINE(.name = "single-stream", .version = "1.0", .description = "every op on stream 0 of one device, in submission order", CUA_POLICY_PARAMS(ss_params), .create = ss_create, .destroy = ss_destroy, .place = ss_place, .dump = ss_dump);

@@ -445,7 +445,7 @@ static void assert_valid(const fake *f, const cua_op_info *op, cua_placement pl,
 }
 
 static cua_placement place(inst *p, fake *f, const cua_op_info *op) {
-  cua_placement pl = {-1, -1};
+  cua_placement pl = {.device = -1, .stream = -1};
   int rc = p->d->place(p->state, op, &pl);
 
   ck_assert_msg(rc == 0, "%s place failed (%d): %s", p->d->name, rc,
@@ -932,7 +932,7 @@ START_TEST(test_ll_time_uses_measured_durations) {
     assert_at(run(&p, f, &t), 0, 1);
     complete(&p, &b, bpl, 0);
     complete(&p, &s, spl, 0);
-    complete(&p, &t, (cua_placement){0, 1}, 0);
+    complete(&p, &t, (cua_placement){.device = 0, .stream = 1}, 0);
   }
   ck_assert_ptr_nonnull(strstr(dump_text(&p), "gemm"));
   inst_close(&p);
@@ -1304,7 +1304,8 @@ START_TEST(test_places_random_ops_validly) {
   open_ok(&p, f, c->name, c->kv);
   for (int i = 0; i < 10000; i++) {
     cua_op_info op = op_new();
-    cua_placement pl = {-1, -1}, in[2];
+    cua_placement pl = {.device = -1, .stream = -1};
+    cua_op_input in[2];
     int rc;
     op.kind = (cua_op_kind)(rand() % 23); /* some are not kinds at all */
     op.name = random_name(namebuf, sizeof namebuf);
@@ -1322,10 +1323,16 @@ START_TEST(test_places_random_ops_validly) {
     if (ndone > 0 && rand() % 2)
       op.then_of = done[rand() % ndone];
     else if (rand() % 10 == 0)
-      op.then_of = (cua_placement){rand() % 6 - 1, rand() % 2000 - 1};
+      op.then_of = (cua_placement){.device = rand() % 6 - 1,
+                                   .stream = rand() % 2000 - 1};
     if (ndone > 1 && rand() % 2) {
-      in[0] = done[rand() % ndone];
-      in[1] = done[rand() % ndone];
+      memset(in, 0, sizeof in);
+      for (int k = 0; k < 2; k++) {
+        size_t j = (size_t)rand() % ndone;
+        in[k].op_id = j + 1;
+        in[k].where = done[j];
+        in[k].expected_end_ns = f->now + (uint64_t)(rand() % 100000);
+      }
       op.inputs = in;
       op.ninputs = 2;
     }

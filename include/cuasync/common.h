@@ -36,10 +36,16 @@ typedef enum cua_op_kind {
 } cua_op_kind;
 
 /** Where an op runs: a device of the runtime's backend and a stream index
- * within that device's stream pool. */
+ * within that device's stream pool, on a node (process) of the runtime.
+ * Its size is fixed for good (policy ABI 2.0): @c node and @c reserved are
+ * the room left for a runtime that spans several processes. Write it with
+ * designated initializers, so that unnamed fields are 0. */
 typedef struct cua_placement {
-  int device; /**< 0 .. device count - 1 */
-  int stream; /**< 0 .. streams obtained on that device - 1 */
+  int device;   /**< 0 .. device count - 1 */
+  int stream;   /**< 0 .. streams obtained on that device - 1 */
+  int node;     /**< the node (process) of a multi-node runtime; 0, the only
+                     one, in this version (another is an invalid placement) */
+  int reserved; /**< 0 (another value is an invalid placement) */
 } cua_placement;
 
 /** What a backend says about one of its devices. */

@@ -1,15 +1,32 @@
 /**
  * @file cuasync/policy.h
- * @brief The scheduling-policy ABI: the whole contract for policy authors.
+ * @brief The scheduling-policy ABI (2.0): the whole contract for policy
+ * authors.
  *
  * A policy is a shared object that exports one symbol,
- * #CUA_POLICY_ENTRY_SYMBOL, a #cua_policy_descriptor. The core loads it with
- * dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE): a module stays mapped until
- * the process exits. It refuses it when:
+ * #CUA_POLICY_ENTRY_SYMBOL, a #cua_policy_descriptor, or a descriptor in
+ * the program itself handed to cua_policy_register() (cuasync.h). Write
+ * it with #CUA_POLICY_DEFINE (or #CUA_POLICY_INIT for a registered one):
+ * named fields, the version and sizes filled in by the macro:
+ * @code
+ * CUA_POLICY_DEFINE(.name = "my-policy", .version = "1.0",
+ *                   .description = "what it does",
+ *                   CUA_POLICY_PARAMS(my_params),
+ *                   .create = my_create, .destroy = my_destroy,
+ *                   .place = my_place);
+ * @endcode
+ *
+ * The core loads a module with dlopen(RTLD_NOW | RTLD_LOCAL |
+ * RTLD_NODELETE): it stays mapped until the process exits. It refuses it
+ * when:
  * - the symbol is missing (CUA_ERR_MODULE_NO_ENTRY);
- * - abi_major differs from #CUA_POLICY_ABI_MAJOR (CUA_ERR_MODULE_ABI_MAJOR);
+ * - abi_major differs from #CUA_POLICY_ABI_MAJOR (CUA_ERR_MODULE_ABI_MAJOR;
+ *   a module of ABI 1.x is told to be rebuilt against these headers: this
+ *   core does not load 1.x modules, see cuasync-policy(7));
  * - abi_minor is newer than the core's (CUA_ERR_MODULE_ABI_MINOR);
- * - size is smaller than the ABI 1.0 descriptor (CUA_ERR_MODULE_BAD_SIZE);
+ * - size is smaller than the ABI 2.0 descriptor (CUA_ERR_MODULE_BAD_SIZE);
+ * - an element size (param_spec_size, param_value_size, input_size) is
+ *   smaller than the 2.0 element's (CUA_ERR_MODULE_BAD_SIZE);
  * - name differs from the name it was loaded by (CUA_ERR_MODULE_NAME_MISMATCH);
  * - the symbol is not a data object, is smaller than a descriptor's header
  *   or misaligned, or its size field exceeds the symbol
@@ -21,35 +38,51 @@
  * - create() returns non-zero (CUA_ERR_MODULE_CREATE).
  * Fields beyond the descriptor's size count as absent.
  *
+ * Arrays: every array of structs that crosses the boundary has its
+ * element size in the descriptor (param_spec_size, param_value_size,
+ * input_size), which #CUA_POLICY_INIT sets to the sizes of the headers the
+ * policy was built with; the core reads and writes those arrays with that
+ * stride, so a policy indexes them as plain C arrays, and a later minor
+ * version may grow an element without breaking it. Single structs
+ * (cua_op_info, cua_stream_load, cua_policy_host) carry their own size.
+ * cua_placement has a fixed size, with room for a node.
+ *
  * The policy answers one question per op: where does it run? It calls the
  * core only through the #cua_policy_host table handed to create(), so it
  * never links against libcuasync.
  *
- * Threads: the core serialises every call into one policy instance (create,
- * place, submitted, completed, dump, destroy never overlap for one
- * instance), so a policy needs no locks for its own state. place() and
- * submitted() run on the thread that submits (or on the completion thread
- * for ops whose inputs include a host step); completed() runs on the
- * runtime's completion thread. None of them may call back into the public
- * API (cuasync.h) of the same runtime.
+ * What the core guarantees to a policy:
+ * - Threads: the core serialises every call into one policy instance
+ *   (create, place, submitted, completed, submission_begin, submission_end,
+ *   dump, destroy never overlap for one instance), so a policy needs no
+ *   locks for its own state. place(), submitted(), submission_begin() and
+ *   submission_end() run on the thread that submits (or on the completion
+ *   thread for ops whose inputs include a host step); completed() runs on
+ *   the runtime's completion thread. None of them may call back into the
+ *   public API (cuasync.h) of the same runtime.
+ * - Order: create() first, destroy() last and once, after every op the
+ *   instance placed has completed. Within a submission,
+ *   submission_begin() comes before its first place(), and
+ *   submission_end() after its last op was placed (or failed); an op is
+ *   placed once every device op it depends on is placed and every host
+ *   step or map it waits for has completed; ops that become placeable
+ *   together are placed first in, first out, from the ops with nothing
+ *   before them in submission order (the DAG's depth-first post-order). So
+ *   placement is breadth-first, and an op's inputs are placed before it.
+ *   An op that waits for a host step is placed in a later round, once the
+ *   step completes. submitted() follows place() at once when the core
+ *   accepted the placement; completed() comes once per op submitted(),
+ *   after it.
+ * - Validation: the core checks every placement (a device and stream that
+ *   exist, the device the op must run on, node 0, reserved 0) and fails
+ *   the op, not the program, when one is wrong; a policy need not check
+ *   what it is told (devices exist, restrict_device is a real device or
+ *   -1, inputs are placed ops, streams obtained with ensure_streams() stay
+ *   valid for the runtime's life).
+ * - Correctness is never the policy's job: whatever valid placement it
+ *   makes, the core inserts the event waits that keep results equal to
+ *   sequential execution.
  *
- * Order: within a submission, an op is placed once every device op it
- * depends on is placed and every host step or map it waits for has
- * completed; ops that become placeable together are placed first in,
- * first out, from the ops with nothing before them in submission order
- * (the DAG's depth-first post-order). So placement is breadth-first, and
- * an op's inputs are placed before it. An op that waits for a host step is
- * placed in a later round, once the step completes.
- *
- * Correctness is never the policy's job: whatever valid placement it makes,
- * the core inserts the event waits that keep results equal to sequential
- * execution.
- *
- * Writing one: implement place() (and create() to ask for streams), then
- * @code
- * CUA_POLICY_DEFINE("my-policy", "1.0", "what it does", 0, my_params,
- *                   my_create, my_destroy, my_place, NULL, NULL, NULL);
- * @endcode
  * See cuasync-policy(7) and doc/policy-guide.md.
  */
 #ifndef CUASYNC_POLICY_H
@@ -61,7 +94,7 @@
 #include <stdio.h>
 
 /** ABI version of policy modules, independent of the library version. */
-#define CUA_POLICY_ABI_MAJOR 1
+#define CUA_POLICY_ABI_MAJOR 2
 #define CUA_POLICY_ABI_MINOR 0
 /** The symbol every policy module exports. */
 #define CUA_POLICY_ENTRY_SYMBOL "cua_policy_entry"
@@ -71,6 +104,33 @@
  * ops a stream completed between two looks of the completion thread share
  * the time it observed them take. */
 #define CUA_POLICY_WANTS_TIMING 0x1u
+
+/** Where an input of an op stands when the op is placed. */
+typedef enum cua_input_state {
+  CUA_INPUT_PLACED = 0,  /**< placed, not known complete */
+  CUA_INPUT_DONE = 1,    /**< known complete */
+  CUA_INPUT_HOST = 2,    /**< a host step or map, complete (an op waiting
+                              for one is placed once it completed) */
+} cua_input_state;
+
+/** One op an op waits for (an element of cua_op_info::inputs). The core
+ * writes these with the descriptor's input_size as the stride. */
+typedef struct cua_op_input {
+  uint64_t op_id;           /**< the producer's cua_op_info::op_id */
+  cua_op_kind kind;         /**< what it does */
+  cua_input_state state;    /**< placed, done, or a host step */
+  cua_placement where;      /**< where it was placed; device -1 for a host
+                                 step */
+  uint64_t expected_end_ns; /**< when it is expected to finish, on the
+                                 host table's now_ns() clock: its expected
+                                 start (the latest of the scheduling
+                                 round that placed it, its stream's
+                                 expected end and its inputs' expected
+                                 ends) plus its cost hint; 0 once done and
+                                 for a host step */
+  uint64_t bytes;           /**< its bytes hint (what it produces, as far
+                                 as the hint says), 0 unknown */
+} cua_op_input;
 
 /** What the policy is told about the op to place. Fields only grow. */
 typedef struct cua_op_info {
@@ -86,8 +146,8 @@ typedef struct cua_op_info {
   cua_placement then_of; /**< placement of the op this one continues
                              (cua_op_then: the last op of its first part,
                              through thens, shared ops and unzips), or
-                             {-1, -1}; a then after a zip continues no
-                             stream */
+                             device and stream -1; a then after a zip
+                             continues no stream */
   int data_device;       /**< the device all its buffers live on, -1 if
                               none or mixed */
   int restrict_device;   /**< >= 0: the placement must be on this device
@@ -98,11 +158,17 @@ typedef struct cua_op_info {
    * unzips and shared ops add none). Ops of one level cannot depend on
    * each other through those edges. */
   uint32_t level;
-  uint64_t submission;         /**< id of the submission, increasing */
-  uint64_t op_id;              /**< unique per executed op, increasing */
-  size_t ninputs;              /**< how many inputs already placed on devices
-                                    (the first 8 of them) */
-  const cua_placement *inputs; /**< their placements (valid during call) */
+  uint64_t submission; /**< id of the submission, increasing */
+  uint64_t op_id;      /**< unique per executed op, increasing */
+  /** The device ops and host steps it waits for (inputs and then edges,
+   * seen through zips, unzips and thens that have no op of their own), of
+   * this submission and earlier ones, each once. Valid during the call;
+   * NULL with ninputs 0 in completed(). */
+  const cua_op_input *inputs;
+  size_t ninputs; /**< entries in inputs */
+  /** The ops of submissions made so far that wait for this one (seen
+   * through zips and unzips), so 0 for the DAG's last op. */
+  size_t nsuccessors;
 } cua_op_info;
 
 /** Load of one stream, as the core counts it. */
@@ -111,7 +177,64 @@ typedef struct cua_stream_load {
   uint64_t ops_in_flight; /**< placed, not known complete */
   uint64_t est_busy_ns;   /**< sum of cost_ns hints of those ops */
   uint64_t ops_total;     /**< placed since the stream was created */
+  /** When the stream is expected to have run what was placed on it, on
+   * the now_ns() clock, from cost hints (as cua_op_input::expected_end_ns);
+   * never earlier than the last op placed there. */
+  uint64_t expected_end_ns;
 } cua_stream_load;
+
+/** One op of a submission's DAG (an element of cua_dag::ops, written with
+ * the descriptor's dag_op_size as the stride). */
+typedef struct cua_dag_op {
+  uint64_t op_id;       /**< as place() will be told */
+  cua_op_kind kind;     /**< what it does */
+  const char *name;     /**< hint: name, or NULL */
+  const char *tag;      /**< hint: tag, or NULL */
+  int preferred_device; /**< hint: device, or -1 */
+  int priority;         /**< hint: priority */
+  uint64_t cost_ns;     /**< hint: estimated duration, 0 unknown */
+  uint64_t bytes;       /**< hint: bytes moved, 0 unknown */
+  uint64_t flops;       /**< hint: flops, 0 unknown */
+  uint32_t level;       /**< as cua_op_info::level */
+  int host;             /**< 1: a host step or map, run by the core */
+  /** Indices into cua_dag::ops of the ops of this DAG it waits for (as
+   * cua_op_info::inputs, without the ops of earlier submissions). */
+  const size_t *inputs;
+  size_t ninputs;
+  /** Indices into cua_dag::ops of the ops of this DAG that wait for it. */
+  const size_t *successors;
+  size_t nsuccessors;
+  /** Indices into cua_dag::buffers of the buffers (and tiles) it uses,
+   * and for each the access: CUA_ACCESS_READ, CUA_ACCESS_WRITE or both,
+   * the bits of cua_access_mode. */
+  const size_t *buffers;
+  const unsigned *access;
+  size_t nbuffers;
+} cua_dag_op;
+
+/** Access bits of cua_dag_op::access. */
+#define CUA_ACCESS_READ 0x1u
+#define CUA_ACCESS_WRITE 0x2u
+
+/** One buffer a DAG uses (an element of cua_dag::buffers, written with the
+ * descriptor's dag_buffer_size as the stride). */
+typedef struct cua_dag_buffer {
+  uint64_t bytes; /**< its size (a tile's own size) */
+  int device;     /**< the device its memory lives on */
+} cua_dag_buffer;
+
+/** The whole DAG of a submission, as submission_begin() sees it: its ops
+ * that have not run yet, in the order they would be placed if nothing
+ * waited (the DAG's post-order: every op after its inputs). Valid during
+ * the call. */
+typedef struct cua_dag {
+  size_t size;               /**< sizeof(cua_dag) as the core knows it */
+  uint64_t submission;       /**< as cua_op_info::submission */
+  const cua_dag_op *ops;     /**< nops entries */
+  size_t nops;
+  const cua_dag_buffer *buffers; /**< nbuffers entries */
+  size_t nbuffers;
+} cua_dag;
 
 /** A nested policy instance opened through the host table. */
 typedef struct cua_policy_nested cua_policy_nested;
@@ -165,7 +288,10 @@ typedef struct cua_policy_host {
   void (*nested_close)(void *core, cua_policy_nested *nested);
 } cua_policy_host;
 
-/** The descriptor a policy module exports as #CUA_POLICY_ENTRY_SYMBOL. */
+/** The descriptor a policy module exports as #CUA_POLICY_ENTRY_SYMBOL (or
+ * a program registers with cua_policy_register()). Write it with
+ * #CUA_POLICY_DEFINE or #CUA_POLICY_INIT, which fill the first three
+ * fields and the element sizes. */
 typedef struct cua_policy_descriptor {
   uint32_t abi_major;           /**< CUA_POLICY_ABI_MAJOR it was built with */
   uint32_t abi_minor;           /**< CUA_POLICY_ABI_MINOR it was built with */
@@ -176,6 +302,14 @@ typedef struct cua_policy_descriptor {
   uint64_t flags;               /**< CUA_POLICY_* flags */
   const cua_param_spec *params; /**< its INI section's schema, or NULL */
   size_t nparams;               /**< entries in params */
+  size_t param_spec_size;  /**< sizeof(cua_param_spec): stride of params */
+  size_t param_value_size; /**< sizeof(cua_param_value): stride of the
+                                values create() gets */
+  size_t input_size;       /**< sizeof(cua_op_input): stride of
+                                cua_op_info::inputs */
+  size_t dag_op_size;      /**< sizeof(cua_dag_op): stride of cua_dag::ops */
+  size_t dag_buffer_size;  /**< sizeof(cua_dag_buffer): stride of
+                                cua_dag::buffers */
 
   /**
    * Required. Creates an instance. @p params has @c nparams values in the
@@ -215,6 +349,15 @@ typedef struct cua_policy_descriptor {
                     uint64_t duration_ns);
   /** Optional (default: nothing). Writes a human-readable state summary. */
   void (*dump)(void *state, FILE *out);
+  /** Optional (default: nothing). A submission this instance places (as
+   * its cua_submit_options::policy or the runtime's policy) begins: the
+   * whole DAG, before the first place() of its ops. Not called for a
+   * submission whose ops all ran before, nor for a nested or [device.N]
+   * policy. */
+  void (*submission_begin)(void *state, const cua_dag *dag);
+  /** Optional (default: nothing). Every op of the submission
+   * submission_begin() announced has been placed (or failed). */
+  void (*submission_end)(void *state, uint64_t submission);
 } cua_policy_descriptor;
 
 #ifdef __cplusplus
@@ -224,49 +367,37 @@ typedef struct cua_policy_descriptor {
 #endif
 
 /**
- * Defines the entry symbol of a policy module in one line. @p params_ is an
- * array of #cua_param_spec (its size is taken with sizeof); a policy with no
- * parameters uses CUA_POLICY_DEFINE_NOPARAMS.
+ * The initializer of a #cua_policy_descriptor from named fields: the
+ * version, the descriptor's size and every element size come from these
+ * headers; the rest are the arguments, as designated initializers
+ * (.name = ..., .place = ...). Fields not named are NULL or 0. For a
+ * descriptor handed to cua_policy_register():
+ * @code
+ * static const cua_policy_descriptor mine =
+ *     CUA_POLICY_INIT(.name = "mine", .place = mine_place,
+ *                     .create = mine_create);
+ * @endcode
  */
-#define CUA_POLICY_DEFINE(name_, version_, description_, flags_, params_,      \
-                          create_, destroy_, place_, submitted_, completed_,   \
-                          dump_)                                               \
-  CUA__POLICY_EXPORT const cua_policy_descriptor cua_policy_entry = {          \
-      CUA_POLICY_ABI_MAJOR,                                                    \
-      CUA_POLICY_ABI_MINOR,                                                    \
-      sizeof(cua_policy_descriptor),                                           \
-      (name_),                                                                 \
-      (version_),                                                              \
-      (description_),                                                          \
-      (flags_),                                                                \
-      (params_),                                                               \
-      sizeof(params_) / sizeof((params_)[0]),                                  \
-      (create_),                                                               \
-      (destroy_),                                                              \
-      (place_),                                                                \
-      (submitted_),                                                            \
-      (completed_),                                                            \
-      (dump_)}
+#define CUA_POLICY_INIT(...)                                                   \
+  {.abi_major = CUA_POLICY_ABI_MAJOR,                                          \
+   .abi_minor = CUA_POLICY_ABI_MINOR,                                          \
+   .size = sizeof(cua_policy_descriptor),                                      \
+   .param_spec_size = sizeof(cua_param_spec),                                  \
+   .param_value_size = sizeof(cua_param_value),                                \
+   .input_size = sizeof(cua_op_input),                                         \
+   .dag_op_size = sizeof(cua_dag_op),                                          \
+   .dag_buffer_size = sizeof(cua_dag_buffer),                                  \
+   __VA_ARGS__}
 
-/** CUA_POLICY_DEFINE for a policy with no parameters. */
-#define CUA_POLICY_DEFINE_NOPARAMS(name_, version_, description_, flags_,      \
-                                   create_, destroy_, place_, submitted_,      \
-                                   completed_, dump_)                          \
-  CUA__POLICY_EXPORT const cua_policy_descriptor cua_policy_entry = {          \
-      CUA_POLICY_ABI_MAJOR,                                                    \
-      CUA_POLICY_ABI_MINOR,                                                    \
-      sizeof(cua_policy_descriptor),                                           \
-      (name_),                                                                 \
-      (version_),                                                              \
-      (description_),                                                          \
-      (flags_),                                                                \
-      NULL,                                                                    \
-      0,                                                                       \
-      (create_),                                                               \
-      (destroy_),                                                              \
-      (place_),                                                                \
-      (submitted_),                                                            \
-      (completed_),                                                            \
-      (dump_)}
+/** Defines a policy module's entry symbol from named fields (see
+ * #CUA_POLICY_INIT): a policy file is its logic plus this one define. */
+#define CUA_POLICY_DEFINE(...)                                                 \
+  CUA__POLICY_EXPORT const cua_policy_descriptor cua_policy_entry =            \
+      CUA_POLICY_INIT(__VA_ARGS__)
+
+/** The named fields of a parameter schema, from an array of
+ * #cua_param_spec (its length taken with sizeof). */
+#define CUA_POLICY_PARAMS(array_)                                              \
+  .params = (array_), .nparams = sizeof(array_) / sizeof((array_)[0])
 
 #endif /* CUASYNC_POLICY_H */

@@ -23,6 +23,4 @@ static int bc_place(void *state, const cua_op_info *op, cua_placement *out) {
   return op->priority;
 }
 
-CUA_POLICY_DEFINE_NOPARAMS(
-    "broken-code", "1.0", "test: place() returns the op's priority as its code",
-    0, bc_create, NULL, bc_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken-code", .version = "1.0", .description = "test: place() returns the op's priority as its code", .create = bc_create, .place = bc_place);

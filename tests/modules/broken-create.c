@@ -34,6 +34,4 @@ static int bc_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
-CUA_POLICY_DEFINE_NOPARAMS("broken-create", "1.0",
-                           "test: create() always fails", 0, bc_create, NULL,
-                           bc_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken-create", .version = "1.0", .description = "test: create() always fails", .create = bc_create, .place = bc_place);

@@ -35,6 +35,4 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The newline is the defect under test. */
-CUA_POLICY_DEFINE_NOPARAMS("broken\nctrlname", "1.0",
-                           "test: its name holds a newline", 0, ok_create, NULL,
-                           ok_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken\nctrlname", .version = "1.0", .description = "test: its name holds a newline", .create = ok_create, .place = ok_place);

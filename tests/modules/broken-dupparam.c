@@ -41,6 +41,4 @@ static const cua_param_spec dup_params[] = {
     {"streams", CUA_PARAM_INT, "2", 1, 16, NULL, "the same key again", 0},
 };
 
-CUA_POLICY_DEFINE("broken-dupparam", "1.0",
-                  "test: its schema names a parameter twice", 0, dup_params,
-                  ok_create, NULL, ok_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken-dupparam", .version = "1.0", .description = "test: its schema names a parameter twice", CUA_POLICY_PARAMS(dup_params), .create = ok_create, .place = ok_place);

@@ -34,5 +34,4 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The empty name is the defect under test. */
-CUA_POLICY_DEFINE_NOPARAMS("", "1.0", "test: its name is empty", 0, ok_create,
-                           NULL, ok_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "", .version = "1.0", .description = "test: its name is empty", .create = ok_create, .place = ok_place);

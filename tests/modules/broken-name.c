@@ -36,6 +36,4 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The wrong name is the defect under test. */
-CUA_POLICY_DEFINE_NOPARAMS("not-the-file-name", "1.0",
-                           "test: its name differs from its file name", 0,
-                           ok_create, NULL, ok_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "not-the-file-name", .version = "1.0", .description = "test: its name differs from its file name", .create = ok_create, .place = ok_place);

@@ -26,5 +26,4 @@ static int ok_create(const cua_policy_host *host, const cua_param_value *params,
 }
 
 /* place is NULL: the defect under test. */
-CUA_POLICY_DEFINE_NOPARAMS("broken-noplace", "1.0", "test: has no place()", 0,
-                           ok_create, NULL, NULL, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken-noplace", .version = "1.0", .description = "test: has no place()", .create = ok_create);

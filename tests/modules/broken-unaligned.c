@@ -36,12 +36,14 @@ struct holder {
 
 __attribute__((used)) static const struct holder holder = {
     0,
-    {CUA_POLICY_ABI_MAJOR, CUA_POLICY_ABI_MINOR, sizeof(cua_policy_descriptor),
-     "broken-unaligned", "1.0", "test: its descriptor is misaligned", 0, NULL,
-     0, ok_create, NULL, ok_place, NULL, NULL, NULL}};
+    CUA_POLICY_INIT(.name = "broken-unaligned", .version = "1.0",
+                    .description = "test: its descriptor is misaligned",
+                    .create = ok_create, .place = ok_place)};
 
-/* The odd address is the defect under test. */
+/* The odd address is the defect under test; the size is the
+ * descriptor's. */
+_Static_assert(sizeof(cua_policy_descriptor) == 168, "update .size below");
 __asm__(".globl cua_policy_entry\n"
         ".type cua_policy_entry, @object\n"
         ".set cua_policy_entry, holder + 1\n"
-        ".size cua_policy_entry, 112\n");
+        ".size cua_policy_entry, 168\n");

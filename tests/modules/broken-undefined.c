@@ -32,6 +32,4 @@ static int bu_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
-CUA_POLICY_DEFINE_NOPARAMS("broken-undefined", "1.0",
-                           "test: needs a symbol that nothing defines", 0,
-                           bu_create, NULL, bu_place, NULL, NULL, NULL);
+CUA_POLICY_DEFINE(.name = "broken-undefined", .version = "1.0", .description = "test: needs a symbol that nothing defines", .create = bu_create, .place = bu_place);
