@@ -1,11 +1,13 @@
 /*
  * tests/check_conformance.c: what every policy must do, run against the
  * four standard policies, the out-of-tree example (doc/examples/
- * custom-policy, built here as a test module) and the test policy
- * "scatter": valid placements for every op kind, correct results on random
+ * custom-policy, built here as a test module), the test policy "scatter"
+ * and "earliest-end" (tests/earliest.h), registered from memory with
+ * cua_policy_register() and written against ABI 2.0's named fields: valid placements for every op kind, correct results on random
  * DAGs, state that survives thousands of submissions, submissions from
  * several threads, and clean destruction (valgrind checks the last).
  */
+#include "earliest.h"
 #include "helpers.h"
 
 #include <pthread.h>
@@ -13,7 +15,8 @@
 
 static const char *const policies[] = {"single-stream", "round-robin",
                                        "least-loaded",  "affinity",
-                                       "random",        "scatter"};
+                                       "random",        "scatter",
+                                       "earliest-end"};
 #define NPOL (sizeof policies / sizeof *policies)
 
 static cua_runtime *open_pol(int i) {
@@ -291,5 +294,6 @@ static Suite *suite(void) {
 
 int main(void) {
   require_backend();
+  earliest_register(); /* before the forks: every test inherits it */
   return run_suite(suite());
 }

@@ -493,12 +493,14 @@ START_TEST(scan_reports_every_module_with_its_status) {
   } want[] = {
       {"broken-abi-major", CUA_ERR_MODULE_ABI_MAJOR},
       {"broken-abi-minor", CUA_ERR_MODULE_ABI_MINOR},
+      {"broken-abi1", CUA_ERR_MODULE_ABI_MAJOR},
       {"broken-create", 0},
       {"broken-name", CUA_ERR_MODULE_NAME_MISMATCH},
       {"broken-noentry", CUA_ERR_MODULE_NO_ENTRY},
       {"broken-noplace", CUA_ERR_MODULE_INCOMPLETE},
       {"broken-placement", 0},
       {"broken-size", CUA_ERR_MODULE_BAD_SIZE},
+      {"broken-stride", CUA_ERR_MODULE_BAD_SIZE},
       {"broken-undefined", CUA_ERR_MODULE_DLOPEN},
   };
   static scan_log log;
@@ -707,6 +709,184 @@ START_TEST(info_lists_broken_descriptors_without_crashing) {
 }
 END_TEST
 
+
+/* A module built against 0.1's headers (ABI 1.0) is told to be rebuilt. */
+START_TEST(abi1_module_is_told_to_rebuild) {
+  char want[128];
+
+  snprintf(want, sizeof want, "built for policy ABI 1.0, this core has %d.%d",
+           CUA_POLICY_ABI_MAJOR, CUA_POLICY_ABI_MINOR);
+  expect_refusal("broken-abi1", CUA_ERR_MODULE_ABI_MAJOR,
+                 mod_path("broken-abi1"), want,
+                 "rebuild it against these headers",
+                 "CUA_POLICY_DEFINE(.name = ...", NULL);
+}
+END_TEST
+
+START_TEST(small_element_size_is_refused_naming_both_sizes) {
+  char want[160];
+
+  snprintf(want, sizeof want,
+           "param_value_size is 8; the policy ABI %d.0 cua_param_value has "
+           "%zu bytes",
+           CUA_POLICY_ABI_MAJOR, sizeof(cua_param_value));
+  expect_refusal("broken-stride", CUA_ERR_MODULE_BAD_SIZE,
+                 mod_path("broken-stride"), want, "CUA_POLICY_INIT", NULL);
+}
+END_TEST
+
+/* Elements larger than the core's (a later minor version's): the schema is
+ * read, and the values and inputs written, with the module's strides. */
+START_TEST(larger_elements_are_read_and_written_with_their_stride) {
+  char *dirs[1] = {mods}, err[ERRLEN];
+  cua__module *mod = NULL;
+
+  ck_assert_int_eq(cua__module_load(&mod, CUA__MODULE_POLICY, "wide", dirs, 1,
+                                    1, err, sizeof err),
+                   0);
+  /* The schema as the core's code reads it: a plain array. */
+  ck_assert_uint_eq(mod->desc.policy->nparams, 2);
+  ck_assert_uint_eq(mod->desc.policy->param_spec_size, sizeof(cua_param_spec));
+  ck_assert_str_eq(mod->desc.policy->params[1].name, "second");
+  ck_assert_str_eq(mod->desc.policy->params[1].default_value, "two");
+  cua__module_unload(mod);
+
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\npolicy = wide\n"
+                                  "[policy.wide]\nsecond = given\n"),
+                   0);
+  cua_buffer *b;
+  cua_op *ops[6], *t;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  ck_assert_int_eq(cua_op_fill(&ops[0], b, 1.0f), 0);
+  for (int i = 1; i < 6; i++) {
+    cua_op *f;
+    ck_assert_int_eq(cua_op_fill(&f, b, (float)i), 0);
+    ck_assert_int_eq(cua_op_then(&ops[i], ops[i - 1], f), 0);
+    cua_op_destroy(f);
+  }
+  t = ops[5];
+  ck_assert_int_eq(cua_submit_wait(rt, t, NULL, NULL), 0);
+  char text[512] = "";
+  FILE *f = tmpfile();
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  ck_assert_msg(strstr(text, "wide: first=1 second=given extra=0 inputs=5 "
+                             "bad=0") != NULL,
+                "dump: %s", text);
+  for (int i = 0; i < 6; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Policies registered from memory (cua_policy_register()). */
+
+static int reg_create(const cua_policy_host *host,
+                      const cua_param_value *params, void **state) {
+  (void)params;
+  *state = NULL;
+  return host->ensure_streams(host->core, 0, 1);
+}
+static int reg_place(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  (void)op;
+  out->device = 0;
+  out->stream = 0;
+  return 0;
+}
+static void reg_dump(void *state, FILE *out) {
+  (void)state;
+  fputs("the registered one\n", out);
+}
+
+START_TEST(registered_policy_comes_before_the_search_path) {
+  /* Named as a standard policy: the program's own wins. */
+  static const cua_policy_descriptor mine =
+      CUA_POLICY_INIT(.name = "round-robin", .create = reg_create,
+                      .place = reg_place, .dump = reg_dump);
+  ck_assert_int_eq(cua_policy_register(&mine), 0);
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(
+      open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"), 0);
+  char text[256] = "";
+  FILE *f = tmpfile();
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  ck_assert_str_eq(text, "the registered one\n");
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
+  cua_op_destroy(op);
+  /* cua_policy_open() finds it too. */
+  cua_policy *pol;
+  ck_assert_int_eq(cua_policy_open(&pol, rt, "round-robin"), 0);
+  ck_assert_str_eq(cua_policy_name(pol), "round-robin");
+  cua_policy_close(pol);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(register_refusals_have_their_codes_and_messages) {
+  static const cua_policy_descriptor good =
+      CUA_POLICY_INIT(.name = "mine", .create = reg_create,
+                      .place = reg_place);
+  static cua_policy_descriptor d;
+
+  ck_assert_err(NULL, cua_policy_register(NULL), CUA_ERR_INVAL,
+                "cua_policy_register: no descriptor given");
+  ck_assert_int_eq(cua_policy_register(&good), 0);
+  ck_assert_err(NULL, cua_policy_register(&good), CUA_ERR_INVAL,
+                "a policy named 'mine' is already registered");
+  d = good;
+  d.name = "dir/mine";
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_INVAL,
+                "the name 'dir/mine' has a '/' or ends in \".so\"");
+  d.name = "mine.so";
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_INVAL, "'mine.so'");
+  d = good;
+  d.name = "";
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                "name is empty");
+  d = good;
+  d.name = "other";
+  d.abi_major = 1;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_ABI_MAJOR,
+                "cua_policy_register: built for policy ABI 1.0");
+  d = good;
+  d.name = "other";
+  d.abi_minor = CUA_POLICY_ABI_MINOR + 1;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_ABI_MINOR,
+                "newer than the core");
+  d = good;
+  d.name = "other";
+  d.size = 16;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_BAD_SIZE,
+                "descriptor size is 16 bytes");
+  d = good;
+  d.name = "other";
+  d.input_size = 0;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_BAD_SIZE,
+                "input_size is 0");
+  d = good;
+  d.name = "other";
+  d.place = NULL;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                "lacks required operations: place()");
+  /* None of the refused ones was registered. */
+  cua_runtime *rt = NULL;
+  ck_assert_err(NULL,
+                open_text(&rt, "[runtime]\nbackend = host\npolicy = other\n"),
+                CUA_ERR_MODULE_NOT_FOUND, "policy module 'other' not found");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("loader");
   TCase *tc;
@@ -714,6 +894,11 @@ static Suite *suite(void) {
   tc = tcase_create("defects");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, missing_entry_symbol_is_refused);
+  tcase_add_test(tc, abi1_module_is_told_to_rebuild);
+  tcase_add_test(tc, small_element_size_is_refused_naming_both_sizes);
+  tcase_add_test(tc, larger_elements_are_read_and_written_with_their_stride);
+  tcase_add_test(tc, registered_policy_comes_before_the_search_path);
+  tcase_add_test(tc, register_refusals_have_their_codes_and_messages);
   tcase_add_test(tc, other_abi_major_is_refused_naming_both_versions);
   tcase_add_test(tc, newer_abi_minor_is_refused_naming_both_versions);
   tcase_add_test(tc, short_descriptor_is_refused_naming_both_sizes);

@@ -5,6 +5,7 @@
  * $CUASYNC_TEST_BACKEND (host by default; tests/launchtime and tests/cuda
  * run it on the others).
  */
+#include "earliest.h"
 #include "helpers.h"
 
 #include <pthread.h>
@@ -636,6 +637,233 @@ START_TEST(place_order_is_breadth_first) {
 }
 END_TEST
 
+
+/* ------------------------------------------------ what a policy is told */
+
+/* An op with a name and a cost hint. */
+static cua_op *hinted(cua_op *op, const char *name, uint64_t cost_ns) {
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = name;
+  h.cost_ns = cost_ns;
+  ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+  return op;
+}
+
+static const earliest_op *seen_op(const char *name) {
+  for (size_t i = 0; i < earliest_seen.nops; i++)
+    if (strcmp(earliest_seen.ops[i].name, name) == 0)
+      return &earliest_seen.ops[i];
+  ck_abort_msg("the policy never placed op '%s'", name);
+  return NULL;
+}
+
+static const earliest_dag *seen_dag(void) {
+  for (size_t i = 0; i < EARLIEST_MAX_DAGS; i++)
+    if (earliest_seen.dags[i].submission != 0)
+      return &earliest_seen.dags[i];
+  ck_abort_msg("no submission_begin()");
+  return NULL;
+}
+
+static size_t dag_index(const earliest_dag *g, const char *name) {
+  for (size_t i = 0; i < g->nops; i++)
+    if (strcmp(g->names[i], name) == 0)
+      return i;
+  ck_abort_msg("op '%s' is not in the DAG", name);
+  return 0;
+}
+
+/* then(then(zip(a, b), c), d), c = axpy(y += 2 x), d = copy(z <- y): a
+ * policy registered from memory (tests/earliest.h) is told c's inputs as
+ * the op ids of a and b, where they went and when they should end, the
+ * successor counts, and the whole DAG before the first place(). */
+START_TEST(policy_sees_inputs_successors_and_the_dag) {
+  earliest_register();
+  cua_runtime *rt =
+      open_policy("earliest-end", "[policy.earliest-end]\nstreams = 3\n");
+  ck_assert_int_eq(earliest_seen.streams, 3);
+  cua_buffer *x = buffer(rt), *y = buffer(rt), *z = buffer(rt);
+  cua_op *a, *b, *c, *d, *zab, *t1, *t2;
+  ck_assert_int_eq(cua_op_fill(&a, x, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&b, y, 2.0f), 0);
+  ck_assert_int_eq(cua_op_axpy(&c, y, 2.0f, x), 0);
+  ck_assert_int_eq(cua_op_copy(&d, z, y), 0);
+  hinted(a, "a", 1000000);
+  hinted(b, "b", 2000000);
+  hinted(c, "c", 1000000);
+  hinted(d, "d", 0);
+  ck_assert_int_eq(cua_op_zip(&zab, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&t1, zab, c), 0);
+  ck_assert_int_eq(cua_op_then(&t2, t1, d), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, t2, NULL, NULL), 0);
+
+  const earliest_op *ea = seen_op("a"), *eb = seen_op("b"), *ec = seen_op("c"),
+                    *ed = seen_op("d");
+  /* Inputs: c waits for a and b (through the zip), d for c. */
+  ck_assert_uint_eq(ea->ninputs, 0);
+  ck_assert_uint_eq(ec->ninputs, 2);
+  ck_assert_msg((ec->inputs[0] == ea->op_id && ec->inputs[1] == eb->op_id) ||
+                    (ec->inputs[1] == ea->op_id && ec->inputs[0] == eb->op_id),
+                "c's inputs are ops %" PRIu64 " and %" PRIu64
+                ", not a (%" PRIu64 ") and b (%" PRIu64 ")",
+                ec->inputs[0], ec->inputs[1], ea->op_id, eb->op_id);
+  ck_assert_uint_eq(ed->ninputs, 1);
+  ck_assert_uint_eq(ed->inputs[0], ec->op_id);
+  /* Successors. */
+  ck_assert_uint_eq(ea->nsuccessors, 1);
+  ck_assert_uint_eq(eb->nsuccessors, 1);
+  ck_assert_uint_eq(ec->nsuccessors, 1);
+  ck_assert_uint_eq(ed->nsuccessors, 0);
+  /* a and b went to two streams (the second was idle), and each input's
+   * expected end is its stream's after it: a's 1 ms and b's 2 ms of cost
+   * on top of the round's clock. */
+  ck_assert_msg(ea->where.stream != eb->where.stream ||
+                    ea->where.device != eb->where.device,
+                "a and b on one stream");
+  ck_assert_uint_eq(eb->expected_end - ea->expected_end, 1000000);
+  for (int k = 0; k < 2; k++) {
+    const earliest_op *in = ec->inputs[k] == ea->op_id ? ea : eb;
+    if (ec->input_state[k] == CUA_INPUT_PLACED)
+      ck_assert_uint_eq(ec->input_end[k], in->expected_end);
+    else
+      ck_assert_int_eq(ec->input_state[k], CUA_INPUT_DONE);
+  }
+  /* c starts after both and costs 1 ms. */
+  ck_assert_uint_ge(ec->expected_end, eb->expected_end + 1000000);
+
+  /* The DAG, once, before any place(), in post-order. */
+  ck_assert_uint_eq(earliest_seen.begins, 1);
+  ck_assert_uint_eq(earliest_seen.ends, 1);
+  const earliest_dag *g = seen_dag();
+  ck_assert_int_eq(g->ended, 1);
+  ck_assert_uint_eq(g->nops, 4);
+  ck_assert_uint_eq(g->ndevice, 4);
+  ck_assert_uint_eq(g->placed, 4);
+  size_t ia = dag_index(g, "a"), ib = dag_index(g, "b"),
+         ic = dag_index(g, "c"), id = dag_index(g, "d");
+  ck_assert_uint_eq(g->ids[ia], ea->op_id);
+  ck_assert_uint_eq(g->ninputs[ic], 2);
+  ck_assert_msg((g->inputs[ic][0] == ia && g->inputs[ic][1] == ib) ||
+                    (g->inputs[ic][0] == ib && g->inputs[ic][1] == ia),
+                "c's DAG inputs");
+  ck_assert_uint_eq(g->ninputs[id], 1);
+  ck_assert_uint_eq(g->inputs[id][0], ic);
+  ck_assert_uint_eq(g->nsucc[ia], 1);
+  ck_assert_uint_eq(g->nsucc[id], 0);
+  /* Buffers x, y, z; c reads x and reads and writes y. */
+  ck_assert_uint_eq(g->nbuffers, 3);
+  ck_assert_uint_eq(g->buf_bytes[0], N * sizeof(float));
+  ck_assert_uint_eq(g->nbuf[ic], 2);
+  ck_assert_uint_eq(g->access[ic][0] | g->access[ic][1],
+                    CUA_ACCESS_READ | CUA_ACCESS_WRITE);
+  ck_assert_uint_eq(g->nbuf[ia], 1);
+  ck_assert_uint_eq(g->access[ia][0], CUA_ACCESS_WRITE);
+  ck_assert_float_eq(first_value(rt, z), 4.0f);
+
+  cua_op *all[] = {a, b, c, d, zab, t1, t2};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    cua_op_destroy(all[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_buffer_destroy(z);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int nothing(void *arg, void **res) {
+  (void)arg;
+  *res = NULL;
+  return 0;
+}
+
+/* then(then(a, h), b) with h a host step: b is placed in a later round,
+ * once h ran, and submission_end() waits for it (the policy refuses an op
+ * placed after its submission ended). b is told h as a host step. A
+ * submission to an explicit stream asks no policy: no DAG. */
+START_TEST(submission_end_comes_after_ops_behind_a_host_step) {
+  earliest_register();
+  cua_runtime *rt = open_policy("earliest-end", NULL);
+  cua_op *a, *h, *b, *t1, *t2;
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000000, 1), 0);
+  ck_assert_int_eq(cua_op_host(&h, rt, nothing, NULL), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, 1000, 1), 0);
+  hinted(a, "a", 0);
+  hinted(h, "h", 0);
+  hinted(b, "b", 0);
+  ck_assert_int_eq(cua_op_then(&t1, a, h), 0);
+  ck_assert_int_eq(cua_op_then(&t2, t1, b), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, t2, NULL, NULL), 0);
+  const earliest_dag *g = seen_dag();
+  ck_assert_uint_eq(g->nops, 3);
+  ck_assert_uint_eq(g->ndevice, 2);
+  ck_assert_uint_eq(g->placed, 2);
+  ck_assert_int_eq(g->ended, 1);
+  ck_assert_uint_eq(earliest_seen.ends, 1);
+  const earliest_op *eb = seen_op("b");
+  ck_assert_uint_eq(eb->ninputs, 1);
+  ck_assert_int_eq(eb->input_state[0], CUA_INPUT_HOST);
+  ck_assert_uint_eq(eb->input_end[0], 0);
+
+  cua_op *c;
+  ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
+  run_on(rt, c, 0);
+  ck_assert_uint_eq(earliest_seen.begins, 1);
+  cua_op *all[] = {a, h, b, t1, t2, c};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    cua_op_destroy(all[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A placement on node 1 (or with reserved set) is invalid in a runtime of
+ * one node: the op fails with CUA_ERR_BAD_PLACEMENT naming the policy. */
+static int node_create(const cua_policy_host *host,
+                       const cua_param_value *params, void **state) {
+  (void)params;
+  *state = NULL;
+  return host->ensure_streams(host->core, 0, 1);
+}
+static int node_place(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  *out = (cua_placement){.device = 0, .stream = 0,
+                         .node = op->priority == 1 ? 1 : 0,
+                         .reserved = op->priority == 2 ? 7 : 0};
+  return 0;
+}
+static const cua_policy_descriptor node_policy =
+    CUA_POLICY_INIT(.name = "other-node", .create = node_create,
+                    .place = node_place);
+
+START_TEST(a_placement_on_another_node_is_refused) {
+  ck_assert_int_eq(cua_policy_register(&node_policy), 0);
+  cua_runtime *rt = open_policy("other-node", NULL);
+  for (int prio = 0; prio < 3; prio++) {
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+    cua_hints h = CUA_HINTS_INIT;
+    h.priority = prio;
+    ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+    cua_future *f;
+    ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+    int rc = cua_future_wait(f);
+    if (prio == 0) {
+      ck_assert_int_eq(rc, 0);
+    } else {
+      ck_assert_int_eq(rc, CUA_ERR_BAD_PLACEMENT);
+      ck_assert_msg(strstr(cua_future_error(f),
+                           prio == 1 ? "on node 1 (reserved 0), but this "
+                                       "runtime has one node"
+                                     : "on node 0 (reserved 7)") != NULL,
+                    "message: %s", cua_future_error(f));
+      ck_assert_ptr_nonnull(strstr(cua_future_error(f), "other-node"));
+    }
+    cua_future_destroy(f);
+    cua_op_destroy(op);
+  }
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -656,6 +884,9 @@ int main(void) {
   tcase_add_test(tc, completed_is_told_name_and_tag);
   tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
   tcase_add_test(tc, place_order_is_breadth_first);
+  tcase_add_test(tc, policy_sees_inputs_successors_and_the_dag);
+  tcase_add_test(tc, submission_end_comes_after_ops_behind_a_host_step);
+  tcase_add_test(tc, a_placement_on_another_node_is_refused);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

@@ -116,10 +116,12 @@ tests_check_random_dag_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_futures_SOURCES = tests/check_futures.c tests/helpers.h
 tests_check_futures_CFLAGS = $(TEST_CFLAGS)
 tests_check_futures_LDADD = $(PUBLIC_TEST_LIBS)
-tests_check_conformance_SOURCES = tests/check_conformance.c tests/helpers.h
+tests_check_conformance_SOURCES = tests/check_conformance.c tests/helpers.h \
+	tests/earliest.h
 tests_check_conformance_CFLAGS = $(TEST_CFLAGS)
 tests_check_conformance_LDADD = $(PUBLIC_TEST_LIBS)
-tests_check_sched_SOURCES = tests/check_sched.c tests/helpers.h
+tests_check_sched_SOURCES = tests/check_sched.c tests/helpers.h \
+	tests/earliest.h
 tests_check_sched_CFLAGS = $(TEST_CFLAGS)
 tests_check_sched_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
@@ -145,6 +147,9 @@ check_LTLIBRARIES += \
 	tests/modules/scatter.la \
 	tests/modules/broken-noentry.la \
 	tests/modules/broken-abi-major.la \
+	tests/modules/broken-abi1.la \
+	tests/modules/broken-stride.la \
+	tests/modules/wide.la \
 	tests/modules/broken-abi-minor.la \
 	tests/modules/broken-size.la \
 	tests/modules/broken-name.la \
@@ -183,6 +188,12 @@ tests_modules_broken_noentry_la_SOURCES = tests/modules/broken-noentry.c
 tests_modules_broken_noentry_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_abi_major_la_SOURCES = tests/modules/broken-abi-major.c
 tests_modules_broken_abi_major_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_abi1_la_SOURCES = tests/modules/broken-abi1.c
+tests_modules_broken_abi1_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_stride_la_SOURCES = tests/modules/broken-stride.c
+tests_modules_broken_stride_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_wide_la_SOURCES = tests/modules/wide.c
+tests_modules_wide_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_abi_minor_la_SOURCES = tests/modules/broken-abi-minor.c
 tests_modules_broken_abi_minor_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_size_la_SOURCES = tests/modules/broken-size.c
