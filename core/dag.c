@@ -176,6 +176,7 @@ void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
     o.buffers = acc_buf + a;
     o.access = acc_mode + a;
     o.nbuffers = op->nacc;
+    cua__op_devices(rt, op, &o.data_device, &o.restrict_device);
     a += op->nacc;
     memcpy(ops + k * d->dag_op_size, &o,
            sizeof o < d->dag_op_size ? sizeof o : d->dag_op_size);

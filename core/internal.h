@@ -717,6 +717,8 @@ void cua__dag_end(cua__sub *sub);
 
 /* place.c: policy calls and their validation. */
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
+void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
+                     int *restrict_to);
 void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
                   int with_inputs);
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,

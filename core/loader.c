@@ -18,8 +18,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -209,7 +209,8 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
 #define INPUT_MIN_SIZE                                                         \
   (offsetof(cua_op_input, bytes) + sizeof(((cua_op_input *)0)->bytes))
 #define DAG_OP_MIN_SIZE                                                        \
-  (offsetof(cua_dag_op, nbuffers) + sizeof(((cua_dag_op *)0)->nbuffers))
+  (offsetof(cua_dag_op, restrict_device) +                                     \
+   sizeof(((cua_dag_op *)0)->restrict_device))
 #define DAG_BUFFER_MIN_SIZE                                                    \
   (offsetof(cua_dag_buffer, device) + sizeof(((cua_dag_buffer *)0)->device))
 
@@ -328,9 +329,9 @@ static int check_desc(cua__module_kind kind, const char *path,
       (rc = check_strides(path, (const cua_policy_descriptor *)head, err,
                           errlen)) != 0)
     return rc;
-  if (map != NULL && (rc = cua__modcheck_pointers(kind, k, path, head,
-                                                  head->size, map, err,
-                                                  errlen)) != 0)
+  if (map != NULL &&
+      (rc = cua__modcheck_pointers(kind, k, path, head, head->size, map, err,
+                                   errlen)) != 0)
     return rc;
   desc_name_params(kind, head, &name, &params, &nparams, &stride);
   if (name == NULL) {
@@ -338,8 +339,7 @@ static int check_desc(cua__module_kind kind, const char *path,
                  k->word);
     return CUA_ERR_MODULE_INCOMPLETE;
   }
-  rc = cua__modcheck_names(k, path, name, params, nparams, stride, err,
-                           errlen);
+  rc = cua__modcheck_names(k, path, name, params, nparams, stride, err, errlen);
   if (rc != 0)
     return rc;
   if (expect != NULL && strcmp(name, expect) != 0) {
@@ -649,8 +649,8 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
     return CUA_ERR_INVAL;
   }
   k = &kinds[kind];
-  if (kind == CUA__MODULE_POLICY && (rc = load_registered(out, name, err,
-                                                          errlen)) <= 0)
+  if (kind == CUA__MODULE_POLICY &&
+      (rc = load_registered(out, name, err, errlen)) <= 0)
     return rc;
   {
     size_t nl = strlen(name);

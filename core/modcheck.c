@@ -168,8 +168,8 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
   const cua_param_spec *params = pd->params;
   size_t nparams = pd->nparams, i, off, first, known;
   /* The schema's element size: the policy declares it (checked before). */
-  size_t stride = kind == CUA__MODULE_POLICY ? pd->param_spec_size
-                                             : sizeof(cua_param_spec);
+  size_t stride =
+      kind == CUA__MODULE_POLICY ? pd->param_spec_size : sizeof(cua_param_spec);
   const char *bad;
   typedef void (*any_fn)(void);
 
@@ -231,8 +231,9 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
     if (fn != NULL &&
         segment_of(m, (const void *)(uintptr_t)fn, 1, PF_X) == NULL) {
       static const char *const policy_ops[] = {
-          "create()",    "destroy()", "place()",           "submitted()",
-          "completed()", "dump()",    "submission_begin()", "submission_end()"};
+          "create()",           "destroy()",       "place()",
+          "submitted()",        "completed()",     "dump()",
+          "submission_begin()", "submission_end()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&

@@ -33,6 +33,23 @@ static int buffers_device(const cua_op *op) {
   return dev;
 }
 
+/* Where @p op's buffers all live (-1: none or mixed) and the device it must
+ * run on (-1: any). */
+void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
+                     int *restrict_to) {
+  int dd = buffers_device(op);
+  *data = dd >= 0 ? dd : -1;
+  *restrict_to = -1;
+  /* Memory a device cannot reach pins the op to where its data lives
+   * (device-to-device copies excepted: the backend routes them). */
+  if (!rt->all_peers && op->kind != CUA_OP_MEMCPY_D2D && op->nacc > 0)
+    *restrict_to = op->acc[0].buf->device;
+  if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_FREE)
+    *restrict_to = op->acc[0].buf->device;
+  if (op->kind == CUA_OP_WAIT_NATIVE)
+    *restrict_to = op->native_device;
+}
+
 /* Adds the device and host nodes @p n waits for to rt->inputs, seeing
  * through virtual nodes (zips, unzips, thens without a node of their own,
  * shared ops), each node once (marked with rt->input_gen). */
@@ -67,8 +84,8 @@ static int gather_inputs(cua_runtime *rt, const cua__node *n, size_t *cnt,
       in->where.device = in->where.stream = -1;
     } else {
       in->where = d->pl;
-      in->state = d->state == CUA__NODE_DONE ? CUA_INPUT_DONE
-                                             : CUA_INPUT_PLACED;
+      in->state =
+          d->state == CUA__NODE_DONE ? CUA_INPUT_DONE : CUA_INPUT_PLACED;
       in->expected_end_ns = in->state == CUA_INPUT_DONE ? 0 : d->est_end;
     }
   }
@@ -108,17 +125,7 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
   in->then_of.device = in->then_of.stream = -1;
   if (n->then_src != NULL && n->then_src->pl.device >= 0)
     in->then_of = n->then_src->pl;
-  int dd = buffers_device(op);
-  in->data_device = dd >= 0 ? dd : -1;
-  in->restrict_device = -1;
-  /* Memory a device cannot reach pins the op to where its data lives
-   * (device-to-device copies excepted: the backend routes them). */
-  if (!rt->all_peers && op->kind != CUA_OP_MEMCPY_D2D && op->nacc > 0)
-    in->restrict_device = op->acc[0].buf->device;
-  if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_FREE)
-    in->restrict_device = op->acc[0].buf->device;
-  if (op->kind == CUA_OP_WAIT_NATIVE)
-    in->restrict_device = op->native_device;
+  cua__op_devices(rt, op, &in->data_device, &in->restrict_device);
   in->level = n->level;
   in->submission = n->sub_id;
   in->op_id = n->op_id;
@@ -139,8 +146,7 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
  * @p tmp with the inputs at the new stride in *buf (free()d by the
  * caller). NULL when out of memory. */
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
-                                      size_t to, cua_op_info *tmp,
-                                      void **buf) {
+                                      size_t to, cua_op_info *tmp, void **buf) {
   *buf = NULL;
   if (from == to || in->ninputs == 0 || in->inputs == NULL)
     return in;
@@ -292,8 +298,8 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
      * from now at the earliest (one clock read per round). */
     if (r->now == 0)
       r->now = cua__now_ns();
-    uint64_t start = r->now > s->load.expected_end_ns ? r->now
-                                                      : s->load.expected_end_ns;
+    uint64_t start =
+        r->now > s->load.expected_end_ns ? r->now : s->load.expected_end_ns;
     for (size_t i = 0; i < info.ninputs; i++)
       if (info.inputs[i].expected_end_ns > start)
         start = info.inputs[i].expected_end_ns;
@@ -303,8 +309,8 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     if (p != NULL && p->d->submitted) {
       cua_op_info tmp;
       void *buf = NULL;
-      const cua_op_info *pin = cua__info_restride(
-          &info, sizeof(cua_op_input), p->d->input_size, &tmp, &buf);
+      const cua_op_info *pin = cua__info_restride(&info, sizeof(cua_op_input),
+                                                  p->d->input_size, &tmp, &buf);
       if (pin == NULL) {
         tmp = info;
         tmp.inputs = NULL;

@@ -3,7 +3,8 @@ policy_LTLIBRARIES += \
 	%reldir%/single-stream.la \
 	%reldir%/round-robin.la \
 	%reldir%/least-loaded.la \
-	%reldir%/affinity.la
+	%reldir%/affinity.la \
+	%reldir%/heft.la
 %canon_reldir%_single_stream_la_SOURCES = %reldir%/single-stream.c
 %canon_reldir%_single_stream_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_round_robin_la_SOURCES = %reldir%/round-robin.c
@@ -12,3 +13,5 @@ policy_LTLIBRARIES += \
 %canon_reldir%_least_loaded_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_affinity_la_SOURCES = %reldir%/affinity.c
 %canon_reldir%_affinity_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_heft_la_SOURCES = %reldir%/heft.c
+%canon_reldir%_heft_la_LDFLAGS = $(MODULE_LDFLAGS)

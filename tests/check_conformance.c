@@ -16,7 +16,7 @@
 static const char *const policies[] = {"single-stream", "round-robin",
                                        "least-loaded",  "affinity",
                                        "random",        "scatter",
-                                       "earliest-end"};
+                                       "earliest-end",  "heft"};
 #define NPOL (sizeof policies / sizeof *policies)
 
 static cua_runtime *open_pol(int i) {

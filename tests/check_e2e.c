@@ -267,6 +267,10 @@ static const struct bad_param {
     {"affinity", "within = round-robin\nwithin = single-stream", "within",
      CUA_ERR_CONFIG_DUPLICATE_KEY},
     {"affinity", "rules = tag:a -> 0", "rules", CUA_ERR_CONFIG_UNKNOWN_KEY},
+    {"heft", "streams = 0", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"heft", "peer_gbps = 0", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"heft", "default_cost_ns = soon", "default_cost_ns",
+     CUA_ERR_CONFIG_BAD_VALUE},
 };
 
 START_TEST(policy_parameters_are_validated_with_their_line) {

@@ -508,6 +508,11 @@ START_TEST(faults_least_loaded) {
 }
 END_TEST
 
+START_TEST(faults_heft) {
+  sweep("heft");
+}
+END_TEST
+
 START_TEST(faults_affinity) {
   sweep("affinity");
 }
@@ -635,6 +640,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, faults_round_robin);
   tcase_add_test(tc, faults_least_loaded);
   tcase_add_test(tc, faults_affinity);
+  tcase_add_test(tc, faults_heft);
   suite_add_tcase(s, tc);
   tc = tcase_create("wiring");
   tcase_set_timeout(tc, 60);

@@ -709,7 +709,6 @@ START_TEST(info_lists_broken_descriptors_without_crashing) {
 }
 END_TEST
 
-
 /* A module built against 0.1's headers (ABI 1.0) is told to be rebuilt. */
 START_TEST(abi1_module_is_told_to_rebuild) {
   char want[128];
@@ -835,8 +834,7 @@ END_TEST
 
 START_TEST(register_refusals_have_their_codes_and_messages) {
   static const cua_policy_descriptor good =
-      CUA_POLICY_INIT(.name = "mine", .create = reg_create,
-                      .place = reg_place);
+      CUA_POLICY_INIT(.name = "mine", .create = reg_create, .place = reg_place);
   static cua_policy_descriptor d;
 
   ck_assert_err(NULL, cua_policy_register(NULL), CUA_ERR_INVAL,

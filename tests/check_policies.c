@@ -104,6 +104,8 @@ static int fk_stream_load(void *core, int d, int s, cua_stream_load *out) {
   out->ops_in_flight = f->ops[d][s];
   out->est_busy_ns = 0;
   out->ops_total = 0;
+  /* As the core counts it: never before now, later with more in flight. */
+  out->expected_end_ns = f->now + f->ops[d][s] * 1000;
   return 0;
 }
 
@@ -1210,6 +1212,8 @@ static const config configs[] = {
      1},
     {"scatter", {NULL}, 0},
     {"scatter", {"devices=first", "seed=7", "streams=5", NULL}, 0},
+    {"heft", {NULL}, 0},
+    {"heft", {"streams=2", "default_cost_ns=0", "peer_gbps=0.001", NULL}, 0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))
 

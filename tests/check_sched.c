@@ -637,7 +637,6 @@ START_TEST(place_order_is_breadth_first) {
 }
 END_TEST
 
-
 /* ------------------------------------------------ what a policy is told */
 
 /* An op with a name and a cost hint. */
@@ -739,8 +738,8 @@ START_TEST(policy_sees_inputs_successors_and_the_dag) {
   ck_assert_uint_eq(g->nops, 4);
   ck_assert_uint_eq(g->ndevice, 4);
   ck_assert_uint_eq(g->placed, 4);
-  size_t ia = dag_index(g, "a"), ib = dag_index(g, "b"),
-         ic = dag_index(g, "c"), id = dag_index(g, "d");
+  size_t ia = dag_index(g, "a"), ib = dag_index(g, "b"), ic = dag_index(g, "c"),
+         id = dag_index(g, "d");
   ck_assert_uint_eq(g->ids[ia], ea->op_id);
   ck_assert_uint_eq(g->ninputs[ic], 2);
   ck_assert_msg((g->inputs[ic][0] == ia && g->inputs[ic][1] == ib) ||
@@ -825,7 +824,8 @@ static int node_create(const cua_policy_host *host,
 }
 static int node_place(void *state, const cua_op_info *op, cua_placement *out) {
   (void)state;
-  *out = (cua_placement){.device = 0, .stream = 0,
+  *out = (cua_placement){.device = 0,
+                         .stream = 0,
                          .node = op->priority == 1 ? 1 : 0,
                          .reserved = op->priority == 2 ? 7 : 0};
   return 0;

@@ -72,8 +72,8 @@ typedef struct earliest_state {
 } earliest_state;
 
 static int earliest_refuse(earliest_state *s, const char *why, uint64_t id) {
-  s->host->log(s->host->core, CUA_LOG_ERROR, "broken promise: %s (op %" PRIu64
-               ")", why, id);
+  s->host->log(s->host->core, CUA_LOG_ERROR,
+               "broken promise: %s (op %" PRIu64 ")", why, id);
   return CUA_ERR_INTERNAL;
 }
 
@@ -109,7 +109,9 @@ static int earliest_create(const cua_policy_host *host,
   return 0;
 }
 
-static void earliest_destroy(void *state) { free(state); }
+static void earliest_destroy(void *state) {
+  free(state);
+}
 
 static void earliest_begin(void *state, const cua_dag *dag) {
   earliest_state *s = state;
@@ -181,8 +183,7 @@ static int earliest_place(void *state, const cua_op_info *op,
       if (g->ids[i] == op->op_id)
         break;
     if (i == g->nops)
-      return earliest_refuse(s, "an op not in its submission's DAG",
-                             op->op_id);
+      return earliest_refuse(s, "an op not in its submission's DAG", op->op_id);
     g->placed++;
   }
   for (size_t k = 0; k < op->ninputs; k++) {
@@ -254,8 +255,8 @@ static void earliest_submitted(void *state, const cua_op_info *op,
   cua_stream_load l;
   memset(&l, 0, sizeof l);
   l.size = sizeof l;
-  if (e != NULL && s->host->stream_load(s->host->core, where.device,
-                                        where.stream, &l) == 0)
+  if (e != NULL &&
+      s->host->stream_load(s->host->core, where.device, where.stream, &l) == 0)
     e->expected_end = l.expected_end_ns;
 }
 
@@ -264,13 +265,14 @@ static const cua_param_spec earliest_params[] = {
 };
 
 static const cua_policy_descriptor earliest_policy = CUA_POLICY_INIT(
-    .name = "earliest-end", .version = "1.0",
-    .description = "test: the stream whose expected end comes first; checks "
-                   "what the core promises",
-    CUA_POLICY_PARAMS(earliest_params), .create = earliest_create,
-    .destroy = earliest_destroy, .place = earliest_place,
-    .submitted = earliest_submitted, .submission_begin = earliest_begin,
-    .submission_end = earliest_end);
+        .name = "earliest-end", .version = "1.0",
+        .description =
+            "test: the stream whose expected end comes first; checks "
+            "what the core promises",
+        CUA_POLICY_PARAMS(earliest_params), .create = earliest_create,
+        .destroy = earliest_destroy, .place = earliest_place,
+        .submitted = earliest_submitted, .submission_begin = earliest_begin,
+        .submission_end = earliest_end);
 
 /* Registers it once per process. */
 static inline void earliest_register(void) {

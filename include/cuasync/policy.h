@@ -107,10 +107,10 @@
 
 /** Where an input of an op stands when the op is placed. */
 typedef enum cua_input_state {
-  CUA_INPUT_PLACED = 0,  /**< placed, not known complete */
-  CUA_INPUT_DONE = 1,    /**< known complete */
-  CUA_INPUT_HOST = 2,    /**< a host step or map, complete (an op waiting
-                              for one is placed once it completed) */
+  CUA_INPUT_PLACED = 0, /**< placed, not known complete */
+  CUA_INPUT_DONE = 1,   /**< known complete */
+  CUA_INPUT_HOST = 2,   /**< a host step or map, complete (an op waiting
+                             for one is placed once it completed) */
 } cua_input_state;
 
 /** One op an op waits for (an element of cua_op_info::inputs). The core
@@ -210,6 +210,8 @@ typedef struct cua_dag_op {
   const size_t *buffers;
   const unsigned *access;
   size_t nbuffers;
+  int data_device;     /**< as cua_op_info::data_device */
+  int restrict_device; /**< as cua_op_info::restrict_device */
 } cua_dag_op;
 
 /** Access bits of cua_dag_op::access. */
@@ -228,9 +230,9 @@ typedef struct cua_dag_buffer {
  * waited (the DAG's post-order: every op after its inputs). Valid during
  * the call. */
 typedef struct cua_dag {
-  size_t size;               /**< sizeof(cua_dag) as the core knows it */
-  uint64_t submission;       /**< as cua_op_info::submission */
-  const cua_dag_op *ops;     /**< nops entries */
+  size_t size;           /**< sizeof(cua_dag) as the core knows it */
+  uint64_t submission;   /**< as cua_op_info::submission */
+  const cua_dag_op *ops; /**< nops entries */
   size_t nops;
   const cua_dag_buffer *buffers; /**< nbuffers entries */
   size_t nbuffers;
@@ -302,14 +304,14 @@ typedef struct cua_policy_descriptor {
   uint64_t flags;               /**< CUA_POLICY_* flags */
   const cua_param_spec *params; /**< its INI section's schema, or NULL */
   size_t nparams;               /**< entries in params */
-  size_t param_spec_size;  /**< sizeof(cua_param_spec): stride of params */
-  size_t param_value_size; /**< sizeof(cua_param_value): stride of the
-                                values create() gets */
-  size_t input_size;       /**< sizeof(cua_op_input): stride of
-                                cua_op_info::inputs */
-  size_t dag_op_size;      /**< sizeof(cua_dag_op): stride of cua_dag::ops */
-  size_t dag_buffer_size;  /**< sizeof(cua_dag_buffer): stride of
-                                cua_dag::buffers */
+  size_t param_spec_size;       /**< sizeof(cua_param_spec): stride of params */
+  size_t param_value_size;      /**< sizeof(cua_param_value): stride of the
+                                     values create() gets */
+  size_t input_size;            /**< sizeof(cua_op_input): stride of
+                                     cua_op_info::inputs */
+  size_t dag_op_size;     /**< sizeof(cua_dag_op): stride of cua_dag::ops */
+  size_t dag_buffer_size; /**< sizeof(cua_dag_buffer): stride of
+                               cua_dag::buffers */
 
   /**
    * Required. Creates an instance. @p params has @c nparams values in the
@@ -379,15 +381,14 @@ typedef struct cua_policy_descriptor {
  * @endcode
  */
 #define CUA_POLICY_INIT(...)                                                   \
-  {.abi_major = CUA_POLICY_ABI_MAJOR,                                          \
-   .abi_minor = CUA_POLICY_ABI_MINOR,                                          \
-   .size = sizeof(cua_policy_descriptor),                                      \
-   .param_spec_size = sizeof(cua_param_spec),                                  \
-   .param_value_size = sizeof(cua_param_value),                                \
-   .input_size = sizeof(cua_op_input),                                         \
-   .dag_op_size = sizeof(cua_dag_op),                                          \
-   .dag_buffer_size = sizeof(cua_dag_buffer),                                  \
-   __VA_ARGS__}
+  {                                                                            \
+    .abi_major = CUA_POLICY_ABI_MAJOR, .abi_minor = CUA_POLICY_ABI_MINOR,      \
+    .size = sizeof(cua_policy_descriptor),                                     \
+    .param_spec_size = sizeof(cua_param_spec),                                 \
+    .param_value_size = sizeof(cua_param_value),                               \
+    .input_size = sizeof(cua_op_input), .dag_op_size = sizeof(cua_dag_op),     \
+    .dag_buffer_size = sizeof(cua_dag_buffer), __VA_ARGS__                     \
+  }
 
 /** Defines a policy module's entry symbol from named fields (see
  * #CUA_POLICY_INIT): a policy file is its logic plus this one define. */

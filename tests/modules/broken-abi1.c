@@ -23,8 +23,7 @@ typedef struct v1_descriptor {
   uint64_t flags;
   const cua_param_spec *params;
   size_t nparams;
-  int (*create)(const void *host, const cua_param_value *params,
-                void **state);
+  int (*create)(const void *host, const cua_param_value *params, void **state);
   void (*destroy)(void *state);
   int (*place)(void *state, const void *op, void *out);
   void (*submitted)(void *state, const void *op, int where);
@@ -47,8 +46,19 @@ static int v1_place(void *state, const void *op, void *out) {
   return CUA_ERR_INTERNAL;
 }
 
-__attribute__((visibility("default"))) const v1_descriptor cua_policy_entry = {
-    1,         0,       sizeof(v1_descriptor), "broken-abi1", "1.0",
-    "test: a policy built for ABI 1.0",        0,             NULL,
-    0,         v1_create, NULL,                v1_place,      NULL,
-    NULL,      NULL};
+__attribute__((visibility("default")))
+const v1_descriptor cua_policy_entry = {1,
+                                        0,
+                                        sizeof(v1_descriptor),
+                                        "broken-abi1",
+                                        "1.0",
+                                        "test: a policy built for ABI 1.0",
+                                        0,
+                                        NULL,
+                                        0,
+                                        v1_create,
+                                        NULL,
+                                        v1_place,
+                                        NULL,
+                                        NULL,
+                                        NULL};

@@ -53,7 +53,9 @@ static int wide_create(const cua_policy_host *host,
   return 0;
 }
 
-static void wide_destroy(void *state) { free(state); }
+static void wide_destroy(void *state) {
+  free(state);
+}
 
 static int wide_place(void *state, const cua_op_info *op, cua_placement *out) {
   wide_state *s = state;
@@ -72,8 +74,8 @@ static int wide_place(void *state, const cua_op_info *op, cua_placement *out) {
 static void wide_dump(void *state, FILE *out) {
   const wide_state *s = state;
   fprintf(out,
-          "wide: first=%" PRId64 " second=%s extra=%" PRIu64
-          " inputs=%" PRIu64 " bad=%" PRIu64 "\n",
+          "wide: first=%" PRId64 " second=%s extra=%" PRIu64 " inputs=%" PRIu64
+          " bad=%" PRIu64 "\n",
           s->first, s->second, s->extra, s->inputs, s->bad);
 }
 

@@ -49,6 +49,7 @@ enum bench_task_kind {
 typedef struct bench_task {
   uint8_t kind;                 /**< enum bench_task_kind */
   uint8_t npred;                /**< predecessors, 0..BENCH_MAX_PRED */
+  uint16_t scale;               /**< a SPIN lasts scale * dag->ns (0: 1) */
   int32_t pred[BENCH_MAX_PRED]; /**< their indices, all below this one */
   int32_t lane;   /**< hand-written placement: stream lane % streams */
   int32_t device; /**< device (multigpu pattern), else 0 */
@@ -66,8 +67,9 @@ typedef struct bench_dag {
   size_t bytes;      /**< bytes of each buffer (a multiple of 4) */
   int ndevices;      /**< devices the DAG is spread over (>= 1) */
   int width;         /**< the pattern's width, for the report */
-  size_t ncompute;   /**< SPIN and AXPY tasks */
-  size_t cp_compute; /**< compute tasks on the path that has most */
+  size_t ncompute;   /**< SPIN and AXPY tasks, a task of scale R counting
+                          R (--skew) */
+  size_t cp_compute; /**< the same on the path that has most */
   size_t edges;      /**< dependency edges */
 } bench_dag;
 
@@ -81,7 +83,15 @@ typedef struct bench_shape {
   size_t bytes;    /**< AXPY buffer / pipeline chunk bytes */
   uint64_t seed;   /**< random pattern seed */
   int ndevices;    /**< devices for the multigpu pattern */
+  unsigned skew;   /**< > 1: one SPIN in four (drawn from seed) lasts skew
+                        times ns */
 } bench_shape;
+
+/** How long task @p t of @p dag spins, in nanoseconds. */
+static inline uint64_t bench_task_ns(const bench_dag *dag,
+                                     const bench_task *t) {
+  return dag->ns * (t->scale > 1 ? t->scale : 1);
+}
 
 /** The workload patterns, in the order of `--workload all`. */
 extern const char *const bench_patterns[];

@@ -166,7 +166,7 @@ static int task_op(bench_cua *g, const bench_task *t, cua_op **op) {
   const bench_dag *d = g->dag;
   switch (t->kind) {
   case BENCH_SPIN:
-    return cua_op_spin(op, g->rt, d->ns, d->blocks);
+    return cua_op_spin(op, g->rt, bench_task_ns(d, t), d->blocks);
   case BENCH_AXPY:
     return cua_op_axpy(op, g->bufs[t->buf], 0.5f, g->x[t->device % g->ndev]);
   case BENCH_H2D:
@@ -205,7 +205,7 @@ static int build(bench_cua *g, char *err, size_t len) {
      * pattern adds each op's device. */
     if (d->ndevices > 1) {
       cua_hints h = CUA_HINTS_INIT;
-      h.cost_ns = t->kind == BENCH_SPIN ? d->ns : 0;
+      h.cost_ns = t->kind == BENCH_SPIN ? bench_task_ns(d, t) : 0;
       h.device = t->device % g->ndev;
       what = "cua_op_set_hints";
       rc = cua_op_set_hints(ops[k], &h);

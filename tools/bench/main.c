@@ -58,6 +58,7 @@ typedef struct options {
   size_t tasks, bytes;
   int width, repeat, streams, blocks, axpy, metg, quick, format;
   uint64_t duration, seed;
+  unsigned skew;
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
@@ -128,6 +129,8 @@ static void usage(FILE *out) {
           "  -S, --streams N       streams of the baselines and of the ideal "
           "(4)\n"
           "  -s, --seed S          random pattern seed (1)\n"
+          "  -K, --skew R          one spin task in four (drawn from the\n"
+          "                        seed) lasts R times the duration (1)\n"
           "  -r, --repeat R        timed runs after one warm-up; median (5; "
           "quick 3)\n"
           "  -m, --metg            sweep the task duration 1us..10ms, report "
@@ -478,6 +481,7 @@ static void shape_for(const bench *b, const char *w, const group *gr,
   sh->axpy = o->axpy;
   sh->bytes = o->bytes;
   sh->seed = o->seed;
+  sh->skew = o->skew;
   sh->ndevices = gr->ndev;
   *pattern = w;
   if (strcmp(w, "micro-chain") == 0) {
@@ -1042,6 +1046,7 @@ static void fill_meta(bench_meta *m, const bench *b) {
   m->axpy = o->axpy;
   m->duration_ns = o->duration;
   m->seed = o->seed;
+  m->skew = o->skew;
   m->blocks = (uint32_t)o->blocks;
   m->bytes = o->bytes;
   m->submit[0] = '\0';
@@ -1074,6 +1079,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"bytes", required_argument, NULL, 'x'},
       {"streams", required_argument, NULL, 'S'},
       {"seed", required_argument, NULL, 's'},
+      {"skew", required_argument, NULL, 'K'},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
       {"submit", required_argument, NULL, 'u'},
@@ -1097,6 +1103,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
   o.blocks = 1;
   o.streams = 4;
   o.seed = 1;
+  o.skew = 1;
   o.repeat = 5;
   o.bytes = 256 * 1024;
   o.format = BENCH_FMT_TABLE;
@@ -1105,7 +1112,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
   if (specs == NULL)
     return EXIT_RUN;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":c:p:b:w:n:W:d:B:k:S:s:r:mu:qf:o:P:hV",
+  while ((c = getopt_long(argc, argv, ":c:p:b:w:n:W:d:B:k:S:s:K:r:mu:qf:o:P:hV",
                           longopts, NULL)) != -1) {
     switch (c) {
     case 'c':
@@ -1187,6 +1194,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
       o.seed = s;
       break;
     }
+    case 'K':
+      if (parse_num(optarg, NULL, 1, 1000, &v))
+        return free(o.workloads),
+               usage_error("--skew wants 1..1000, not '%s'", optarg);
+      o.skew = (unsigned)v;
+      break;
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
         return free(o.workloads),

@@ -112,11 +112,11 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
              fmt_time(d, sizeof d, (double)m->duration_ns), m->blocks);
   fprintf(out,
           "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
-          "for baselines and ideal, seed %llu, median of %d run(s) after 1 "
-          "warm-up%s%s, submission %s\n",
+          "for baselines and ideal, seed %llu, skew %u, median of %d run(s) "
+          "after 1 warm-up%s%s, submission %s\n",
           prefix, m->tasks, m->width, task, m->streams,
-          (unsigned long long)m->seed, m->repeat, m->quick ? ", quick" : "",
-          m->metg ? ", METG sweep" : "", m->submit);
+          (unsigned long long)m->seed, m->skew ? m->skew : 1, m->repeat,
+          m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "", m->submit);
 }
 
 static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
@@ -276,13 +276,13 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
   fprintf(out,
           "},\n  \"parameters\": {\"tasks\": %zu, \"width\": %d, "
           "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
-          "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"repeat\": %d, "
-          "\"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
+          "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"skew\": %u, "
+          "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
           "  \"results\": [",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
-          (unsigned long long)m->seed, m->repeat, m->quick ? "true" : "false",
-          m->metg ? "true" : "false", m->submit);
+          (unsigned long long)m->seed, m->skew ? m->skew : 1, m->repeat,
+          m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);

@@ -85,7 +85,8 @@ int launch_task(bench_raw *r, size_t k, cudaStream_t s, int dev, char *err,
   size_t n = d->bytes / sizeof(float);
   switch (t->kind) {
   case BENCH_SPIN:
-    return ck_int(cua__kernel_spin(d->ns, d->blocks, s), "spin launch", err,
+    return ck_int(cua__kernel_spin(bench_task_ns(d, t), d->blocks, s),
+                  "spin launch", err,
                   len);
   case BENCH_AXPY:
     return ck_int(cua__kernel_axpy(r->bufs[t->buf], r->x[dev], n, 0.5f, s),

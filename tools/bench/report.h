@@ -67,6 +67,7 @@ typedef struct bench_meta {
   size_t tasks;
   int width, streams, repeat, quick, metg, axpy;
   uint64_t duration_ns, seed;
+  unsigned skew; /* --skew: 1 none */
   uint32_t blocks;
   size_t bytes;
   char submit[24]; /**< the --submit modes, comma-separated */

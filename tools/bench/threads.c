@@ -118,7 +118,7 @@ static void execute(bench_threads *th, const bench_task *t) {
   const bench_dag *d = th->dag;
   switch (t->kind) {
   case BENCH_SPIN:
-    bench_threads_spin(d->ns);
+    bench_threads_spin(bench_task_ns(d, t));
     break;
   case BENCH_AXPY:
     axpy(th->dev[t->buf], th->x, d->bytes / sizeof(float));

@@ -227,7 +227,9 @@ static int analyse(bench_dag *d, char *err, size_t len) {
   d->ncompute = d->cp_compute = d->edges = 0;
   for (size_t k = 0; k < d->n; k++) {
     const bench_task *t = &d->task[k];
-    int compute = t->kind == BENCH_SPIN || t->kind == BENCH_AXPY;
+    size_t compute = t->kind == BENCH_SPIN   ? (t->scale > 1 ? t->scale : 1)
+                     : t->kind == BENCH_AXPY ? 1
+                                             : 0;
     size_t best = 0;
     for (int p = 0; p < t->npred; p++) {
       if ((size_t)t->pred[p] >= k) {
@@ -238,8 +240,8 @@ static int analyse(bench_dag *d, char *err, size_t len) {
       }
       best = max_sz(best, cp[t->pred[p]]);
     }
-    cp[k] = best + (size_t)compute;
-    d->ncompute += (size_t)compute;
+    cp[k] = best + compute;
+    d->ncompute += compute;
     d->edges += t->npred;
     d->cp_compute = max_sz(d->cp_compute, cp[k]);
     if (t->buf >= 0 && (size_t)t->buf + 1 > d->nbuf)
@@ -295,6 +297,14 @@ int bench_dag_make(bench_dag *d, const char *name, const bench_shape *sh,
     snprintf(err, len, "unknown workload '%s'", name);
     bench_dag_free(d);
     return -1;
+  }
+  /* Cost skew: one SPIN in four, drawn from the seed, lasts skew times
+   * as long. */
+  if (sh->skew > 1) {
+    uint64_t st = sh->seed ^ 0x5ce3a11d5eedull;
+    for (size_t k = 0; k < d->n; k++)
+      if (d->task[k].kind == BENCH_SPIN && mix64(&st) % 4 == 0)
+        d->task[k].scale = (uint16_t)sh->skew;
   }
   if (analyse(d, err, len) != 0) {
     bench_dag_free(d);

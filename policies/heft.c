@@ -1,0 +1,393 @@
+/*
+ * policies/heft.c: HEFT, list scheduling of the whole DAG of a submission
+ * (Topcuoglu, Hariri and Wu, "Performance-effective and low-complexity task
+ * scheduling for heterogeneous computing", IEEE TPDS 13(3), 2002).
+ *
+ * Parameters ([policy.heft]):
+ *   streams          INT, 1..1024, default 4. Streams used on each device.
+ *   default_cost_ns  INT, 0..10^12, default 10000. The duration assumed for
+ *                    an op without a cost hint.
+ *   peer_gbps        DOUBLE, 0.001..10^6, default 25. Bytes per nanosecond
+ *                    (GB/s) at which an op reads or writes a buffer that
+ *                    lives on another device than its own.
+ *
+ * How it plans. submission_begin() gets the DAG (policy ABI 2.0). Each op
+ * i gets a cost w(i): its cost hint, else default_cost_ns (host steps 0),
+ * and an upward rank: rank(i) = w(i) + the largest rank of its
+ * successors, the length of the longest path from it to the DAG's end.
+ * Taking ops by decreasing rank (a topological order), each op goes to
+ * the stream, over the devices it may use, where it would finish first:
+ *   finish = max(stream free, inputs' finish) + w(i) + remote(i, device)
+ * where remote is the bytes of its buffers on other devices over
+ * peer_gbps (data stays where its buffer lives in cuasync: an op on
+ * another device reaches it across the link). Ties keep the stream of the
+ * input that finishes last, which saves an event. A stream is free, at
+ * first, at its expected end as the core counts it (work placed earlier,
+ * from cost hints). The plan is kept until submission_end().
+ *
+ * place() then answers from the plan. An op not in a plan (a policy opened
+ * as a [device.N] or nested policy gets no DAG) is placed the same way,
+ * on the live loads: the stream whose expected end, with the op's inputs'
+ * expected ends, lets it finish first.
+ *
+ * Cost: O(E + V * D * S) per submission for V ops, E edges, D devices and
+ * S streams, and a binary search per place().
+ */
+#include <cuasync/errors.h>
+#include <cuasync/policy.h>
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cua_param_spec heft_params[] = {
+    {"streams", CUA_PARAM_INT, "4", 1, 1024, NULL,
+     "streams used on each device", 0},
+    {"default_cost_ns", CUA_PARAM_INT, "10000", 0, 1e12, NULL,
+     "duration assumed for an op without a cost hint", 0},
+    {"peer_gbps", CUA_PARAM_DOUBLE, "25", 0.001, 1e6, NULL,
+     "GB/s at which an op reaches a buffer on another device", 0},
+};
+
+/* One op's place in a plan. */
+typedef struct heft_slot {
+  uint64_t op_id;
+  int device, stream;
+} heft_slot;
+
+/* The plan of one submission, sorted by op id. */
+typedef struct heft_plan {
+  uint64_t submission;
+  heft_slot *slots;
+  size_t n;
+  struct heft_plan *next;
+} heft_plan;
+
+typedef struct heft_state {
+  const cua_policy_host *host;
+  int ndev, streams;
+  uint64_t default_cost;
+  double peer_gbps;
+  uint64_t *free_at; /* ndev * streams: the planner's scratch */
+  heft_plan *plans;  /* open submissions */
+  /* For dump(). */
+  uint64_t planned, from_plan, live, dags, last_span;
+} heft_state;
+
+static int heft_create(const cua_policy_host *host,
+                       const cua_param_value *params, void **state) {
+  heft_state *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return CUA_ERR_NOMEM;
+  s->host = host;
+  s->streams = (int)params[0].i;
+  s->default_cost = (uint64_t)params[1].i;
+  s->peer_gbps = params[2].d;
+  s->ndev = host->device_count(host->core);
+  for (int d = 0; d < s->ndev; d++) {
+    int rc = host->ensure_streams(host->core, d, s->streams);
+    if (rc != 0) {
+      host->log(host->core, CUA_LOG_ERROR, "cannot get %d streams on device %d",
+                s->streams, d);
+      free(s);
+      return rc;
+    }
+  }
+  s->free_at = calloc((size_t)s->ndev * (size_t)s->streams, sizeof *s->free_at);
+  if (s->free_at == NULL) {
+    free(s);
+    return CUA_ERR_NOMEM;
+  }
+  *state = s;
+  return 0;
+}
+
+static void plan_free(heft_plan *p) {
+  free(p->slots);
+  free(p);
+}
+
+static void heft_destroy(void *state) {
+  heft_state *s = state;
+  while (s->plans != NULL) {
+    heft_plan *p = s->plans;
+    s->plans = p->next;
+    plan_free(p);
+  }
+  free(s->free_at);
+  free(s);
+}
+
+/* The time @p op would spend reaching buffers on devices other than
+ * @p dev. */
+static uint64_t remote_ns(const heft_state *s, const cua_dag *dag,
+                          const cua_dag_op *op, int dev) {
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < op->nbuffers; k++) {
+    const cua_dag_buffer *b = &dag->buffers[op->buffers[k]];
+    if (b->device != dev)
+      bytes += b->bytes;
+  }
+  return (uint64_t)((double)bytes / s->peer_gbps);
+}
+
+static uint64_t cost_of(const heft_state *s, const cua_dag_op *op) {
+  if (op->host)
+    return 0;
+  return op->cost_ns > 0 ? op->cost_ns : s->default_cost;
+}
+
+static int cmp_slot(const void *a, const void *b) {
+  uint64_t x = ((const heft_slot *)a)->op_id, y = ((const heft_slot *)b)->op_id;
+  return x < y ? -1 : x > y;
+}
+
+/* An op and its rank, to sort by decreasing rank (ties: DAG order, inputs
+ * first). */
+typedef struct ranked {
+  uint64_t rank;
+  size_t i;
+} ranked;
+
+static int cmp_rank(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  if (x->rank != y->rank)
+    return x->rank > y->rank ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static void heft_begin(void *state, const cua_dag *dag) {
+  heft_state *s = state;
+  size_t n = dag->nops;
+  uint64_t *rank = calloc(n, sizeof *rank);
+  uint64_t *finish = calloc(n, sizeof *finish);
+  ranked *order = calloc(n, sizeof *order);
+  heft_plan *plan = calloc(1, sizeof *plan);
+  heft_slot *slots = calloc(n, sizeof *slots);
+  int *pdev = calloc(n, sizeof *pdev), *pstr = calloc(n, sizeof *pstr);
+  if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
+      slots == NULL || pdev == NULL || pstr == NULL) {
+    /* Without a plan, place() decides on the live loads. */
+    s->host->log(s->host->core, CUA_LOG_WARN,
+                 "out of memory planning submission %" PRIu64, dag->submission);
+    free(plan);
+    free(slots);
+    goto out;
+  }
+  /* Upward ranks: successors come later in the DAG's order. */
+  for (size_t i = n; i-- > 0;) {
+    const cua_dag_op *op = &dag->ops[i];
+    uint64_t best = 0;
+    for (size_t k = 0; k < op->nsuccessors; k++)
+      if (rank[op->successors[k]] > best)
+        best = rank[op->successors[k]];
+    rank[i] = cost_of(s, op) + best;
+  }
+  for (size_t i = 0; i < n; i++) {
+    order[i].rank = rank[i];
+    order[i].i = i;
+  }
+  qsort(order, n, sizeof *order, cmp_rank);
+
+  /* Streams are free at their expected end, or now. */
+  uint64_t now = s->host->now_ns(s->host->core), span = now;
+  for (int d = 0; d < s->ndev; d++)
+    for (int st = 0; st < s->streams; st++) {
+      cua_stream_load l;
+      memset(&l, 0, sizeof l);
+      l.size = sizeof l;
+      uint64_t at = now;
+      if (s->host->stream_load(s->host->core, d, st, &l) == 0 &&
+          l.expected_end_ns > at)
+        at = l.expected_end_ns;
+      s->free_at[(size_t)d * (size_t)s->streams + (size_t)st] = at;
+    }
+
+  size_t nslots = 0;
+  for (size_t r = 0; r < n; r++) {
+    size_t i = order[r].i;
+    const cua_dag_op *op = &dag->ops[i];
+    uint64_t ready = now;
+    size_t last = SIZE_MAX; /* the input that finishes last */
+    for (size_t k = 0; k < op->ninputs; k++) {
+      size_t j = op->inputs[k];
+      if (finish[j] >= ready) {
+        ready = finish[j];
+        last = j;
+      }
+    }
+    if (op->host) {
+      finish[i] = ready;
+      pdev[i] = pstr[i] = -1;
+      continue;
+    }
+    int bd = -1, bs = -1;
+    uint64_t best = UINT64_MAX;
+    /* The last input's stream first, so that a tie keeps it. */
+    if (last != SIZE_MAX && pdev[last] >= 0 &&
+        (op->restrict_device < 0 || op->restrict_device == pdev[last])) {
+      bd = pdev[last];
+      bs = pstr[last];
+      uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
+      best =
+          (f > ready ? f : ready) + cost_of(s, op) + remote_ns(s, dag, op, bd);
+    }
+    for (int d = 0; d < s->ndev; d++) {
+      if (op->restrict_device >= 0 && d != op->restrict_device)
+        continue;
+      uint64_t extra = cost_of(s, op) + remote_ns(s, dag, op, d);
+      for (int st = 0; st < s->streams; st++) {
+        uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
+        uint64_t end = (f > ready ? f : ready) + extra;
+        if (end < best) {
+          best = end;
+          bd = d;
+          bs = st;
+        }
+      }
+    }
+    if (bd < 0)
+      continue; /* restricted to a device the runtime lacks: core refuses */
+    finish[i] = best;
+    if (best > span)
+      span = best;
+    pdev[i] = bd;
+    pstr[i] = bs;
+    s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs] = best;
+    slots[nslots].op_id = op->op_id;
+    slots[nslots].device = bd;
+    slots[nslots].stream = bs;
+    nslots++;
+  }
+  qsort(slots, nslots, sizeof *slots, cmp_slot);
+  plan->submission = dag->submission;
+  plan->slots = slots;
+  plan->n = nslots;
+  plan->next = s->plans;
+  s->plans = plan;
+  s->planned += nslots;
+  s->dags++;
+  s->last_span = span - now;
+
+out:
+  free(rank);
+  free(finish);
+  free(order);
+  free(pdev);
+  free(pstr);
+}
+
+static void heft_end(void *state, uint64_t submission) {
+  heft_state *s = state;
+  for (heft_plan **pp = &s->plans; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->submission == submission) {
+      heft_plan *p = *pp;
+      *pp = p->next;
+      plan_free(p);
+      return;
+    }
+}
+
+static const heft_slot *planned(const heft_state *s, const cua_op_info *op) {
+  for (const heft_plan *p = s->plans; p != NULL; p = p->next) {
+    if (p->submission != op->submission)
+      continue;
+    size_t lo = 0, hi = p->n;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (p->slots[mid].op_id < op->op_id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo < p->n && p->slots[lo].op_id == op->op_id ? &p->slots[lo] : NULL;
+  }
+  return NULL;
+}
+
+static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
+  heft_state *s = state;
+  const heft_slot *sl = planned(s, op);
+  if (sl != NULL &&
+      (op->restrict_device < 0 || op->restrict_device == sl->device)) {
+    out->device = sl->device;
+    out->stream = sl->stream;
+    s->from_plan++;
+    return 0;
+  }
+  /* On the live loads: the stream where it would finish first. */
+  uint64_t ready = 0, cost = op->cost_ns > 0 ? op->cost_ns : s->default_cost;
+  for (size_t k = 0; k < op->ninputs; k++)
+    if (op->inputs[k].expected_end_ns > ready)
+      ready = op->inputs[k].expected_end_ns;
+  int bd = -1, bs = -1;
+  uint64_t best = UINT64_MAX;
+  if (op->then_of.device >= 0 && op->then_of.stream < s->streams &&
+      op->then_of.device < s->ndev &&
+      (op->restrict_device < 0 || op->restrict_device == op->then_of.device)) {
+    cua_stream_load l;
+    memset(&l, 0, sizeof l);
+    l.size = sizeof l;
+    if (s->host->stream_load(s->host->core, op->then_of.device,
+                             op->then_of.stream, &l) == 0) {
+      bd = op->then_of.device;
+      bs = op->then_of.stream;
+      best = (l.expected_end_ns > ready ? l.expected_end_ns : ready) + cost;
+    }
+  }
+  for (int d = 0; d < s->ndev; d++) {
+    if (op->restrict_device >= 0 && d != op->restrict_device)
+      continue;
+    uint64_t remote = op->data_device >= 0 && op->data_device != d
+                          ? (uint64_t)((double)op->bytes / s->peer_gbps)
+                          : 0;
+    for (int st = 0; st < s->streams; st++) {
+      cua_stream_load l;
+      memset(&l, 0, sizeof l);
+      l.size = sizeof l;
+      if (s->host->stream_load(s->host->core, d, st, &l) != 0)
+        continue;
+      uint64_t end = (l.expected_end_ns > ready ? l.expected_end_ns : ready) +
+                     cost + remote;
+      if (end < best) {
+        best = end;
+        bd = d;
+        bs = st;
+      }
+    }
+  }
+  if (bd < 0) {
+    s->host->log(s->host->core, CUA_LOG_ERROR,
+                 "no stream on device %d for op '%s'", op->restrict_device,
+                 op->name ? op->name : "(unnamed)");
+    return CUA_ERR_BAD_DEVICE;
+  }
+  out->device = bd;
+  out->stream = bs;
+  s->live++;
+  return 0;
+}
+
+static void heft_dump(void *state, FILE *out) {
+  const heft_state *s = state;
+  size_t open = 0;
+  for (const heft_plan *p = s->plans; p != NULL; p = p->next)
+    open++;
+  fprintf(out,
+          "heft: %d streams per device, default cost %" PRIu64
+          " ns, peer %.3g GB/s\n"
+          "  DAGs planned %" PRIu64 " (open %zu), ops planned %" PRIu64
+          ", placed from a plan %" PRIu64 ", on live loads %" PRIu64 "\n"
+          "  last plan's span %" PRIu64 " ns\n",
+          s->streams, s->default_cost, s->peer_gbps, s->dags, open, s->planned,
+          s->from_plan, s->live, s->last_span);
+}
+
+CUA_POLICY_DEFINE(.name = "heft", .version = "1.0",
+                  .description = "HEFT: the whole DAG list-scheduled by "
+                                 "upward rank, each op where it finishes "
+                                 "first",
+                  CUA_POLICY_PARAMS(heft_params), .create = heft_create,
+                  .destroy = heft_destroy, .place = heft_place,
+                  .dump = heft_dump, .submission_begin = heft_begin,
+                  .submission_end = heft_end);
