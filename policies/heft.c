@@ -47,6 +47,10 @@ static const cua_param_spec heft_params[] = {
      "duration assumed for an op without a cost hint", 0},
     {"peer_gbps", CUA_PARAM_DOUBLE, "25", 0.001, 1e6, NULL,
      "GB/s at which an op reaches a buffer on another device", 0},
+    {"order", CUA_PARAM_ENUM, "placement", 0, 0, "placement|rank",
+     "plan the ops in the order the core places them, or by decreasing "
+     "upward rank (textbook HEFT)",
+     0},
 };
 
 /* One op's place in a plan. */
@@ -68,6 +72,7 @@ typedef struct heft_state {
   int ndev, streams;
   uint64_t default_cost;
   double peer_gbps;
+  int by_rank;       /* order = rank: plan by decreasing upward rank */
   uint64_t *free_at; /* ndev * streams: the planner's scratch */
   heft_plan *plans;  /* open submissions */
   /* For dump(). */
@@ -83,6 +88,7 @@ static int heft_create(const cua_policy_host *host,
   s->streams = (int)params[0].i;
   s->default_cost = (uint64_t)params[1].i;
   s->peer_gbps = params[2].d;
+  s->by_rank = params[3].i == 1;
   s->ndev = host->device_count(host->core);
   for (int d = 0; d < s->ndev; d++) {
     int rc = host->ensure_streams(host->core, d, s->streams);
@@ -156,6 +162,30 @@ static int cmp_rank(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* The order in which the core will place the ops (policy.h): first in,
+ * first out as they become placeable, from the ops with no input in the
+ * DAG's order. A stream runs its ops in the order they are placed, so a
+ * plan made in this order is the one the streams will follow. */
+static int placement_order(const cua_dag *dag, ranked *order) {
+  size_t n = dag->nops, head = 0, tail = 0;
+  size_t *left = calloc(n ? n : 1, sizeof *left);
+  if (left == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    left[i] = dag->ops[i].ninputs;
+    if (left[i] == 0)
+      order[tail++].i = i;
+  }
+  while (head < tail) {
+    const cua_dag_op *op = &dag->ops[order[head++].i];
+    for (size_t k = 0; k < op->nsuccessors; k++)
+      if (--left[op->successors[k]] == 0)
+        order[tail++].i = op->successors[k];
+  }
+  free(left);
+  return 0;
+}
+
 static void heft_begin(void *state, const cua_dag *dag) {
   heft_state *s = state;
   size_t n = dag->nops;
@@ -183,11 +213,19 @@ static void heft_begin(void *state, const cua_dag *dag) {
         best = rank[op->successors[k]];
     rank[i] = cost_of(s, op) + best;
   }
-  for (size_t i = 0; i < n; i++) {
-    order[i].rank = rank[i];
-    order[i].i = i;
+  if (s->by_rank) {
+    for (size_t i = 0; i < n; i++) {
+      order[i].rank = rank[i];
+      order[i].i = i;
+    }
+    qsort(order, n, sizeof *order, cmp_rank);
+  } else if (placement_order(dag, order) != 0) {
+    s->host->log(s->host->core, CUA_LOG_WARN,
+                 "out of memory planning submission %" PRIu64, dag->submission);
+    free(plan);
+    free(slots);
+    goto out;
   }
-  qsort(order, n, sizeof *order, cmp_rank);
 
   /* Streams are free at their expected end, or now. */
   uint64_t now = s->host->now_ns(s->host->core), span = now;

@@ -23,7 +23,7 @@ SUBMITS="submit submit-mt"
 # --help: usage on stdout, exit 0, the options named.
 run 0 --help
 for opt in --config --policy --backend --workload --tasks --width \
-  --duration --blocks --seed --repeat --metg --submit --format --output \
+  --duration --blocks --seed --skew --repeat --metg --submit --format --output \
   --plot --quick --version; do
   expect "$OUT" "$opt" "--help"
 done
@@ -181,10 +181,21 @@ awk '$1 == "stencil" && $(NF - 1) == "-" { bad = 1 } END { exit bad }' \
   "$OUT" || fail "--metg --submit task: a row without METG"
 pass "--metg with --submit task"
 
+# --skew: the parameters say it; heft, which plans from the cost hints,
+# runs the skewed patterns.
+run 0 --quick -b host -p heft -w stencil,tree,random -K 4
+expect "$OUT" "skew 4" "--skew 4"
+for w in stencil tree random; do
+  awk -v w="$w" '$1 == w && $2 == "heft" { ok = 1 } END { exit !ok }' \
+    "$OUT" || fail "--skew 4: no heft row for $w"
+done
+pass "--skew with heft"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
-  "--submit each" "--submit task,task" "--submit ," "--submit"; do
+  "--submit each" "--submit task,task" "--submit ," "--submit" \
+  "--skew 0" "--skew 1001" "--skew x"; do
   # shellcheck disable=SC2086 # the words are meant to split
   run 2 $args
   [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"

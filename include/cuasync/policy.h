@@ -25,8 +25,9 @@
  *   core does not load 1.x modules, see cuasync-policy(7));
  * - abi_minor is newer than the core's (CUA_ERR_MODULE_ABI_MINOR);
  * - size is smaller than the ABI 2.0 descriptor (CUA_ERR_MODULE_BAD_SIZE);
- * - an element size (param_spec_size, param_value_size, input_size) is
- *   smaller than the 2.0 element's (CUA_ERR_MODULE_BAD_SIZE);
+ * - an element size (param_spec_size, param_value_size, input_size,
+ *   dag_op_size, dag_buffer_size) is smaller than the 2.0 element's or
+ *   larger than 4096 bytes (CUA_ERR_MODULE_BAD_SIZE);
  * - name differs from the name it was loaded by (CUA_ERR_MODULE_NAME_MISMATCH);
  * - the symbol is not a data object, is smaller than a descriptor's header
  *   or misaligned, or its size field exceeds the symbol
@@ -40,11 +41,12 @@
  *
  * Arrays: every array of structs that crosses the boundary has its
  * element size in the descriptor (param_spec_size, param_value_size,
- * input_size), which #CUA_POLICY_INIT sets to the sizes of the headers the
- * policy was built with; the core reads and writes those arrays with that
- * stride, so a policy indexes them as plain C arrays, and a later minor
- * version may grow an element without breaking it. Single structs
- * (cua_op_info, cua_stream_load, cua_policy_host) carry their own size.
+ * input_size, dag_op_size, dag_buffer_size), which #CUA_POLICY_INIT sets to
+ * the sizes of the headers the policy was built with; the core reads and
+ * writes those arrays with that stride, so a policy indexes them as plain
+ * C arrays, and a later minor version may grow an element without
+ * breaking it. Single structs (cua_op_info, cua_stream_load, cua_dag,
+ * cua_policy_host) carry their own size.
  * cua_placement has a fixed size, with room for a node.
  *
  * The policy answers one question per op: where does it run? It calls the
