@@ -192,6 +192,8 @@ struct cua_backend_stream {
   uint64_t nqueued;     /* items ever committed */
   uint64_t nexecuted;   /* items ever run (set after each batch) */
   mem_header *deferred; /* frees waiting for nexecuted (see mem_free) */
+  atomic_int ndeferred; /* entries in deferred: the worker reads it
+                           without the lock before each mark */
 
   _Atomic uint64_t progress; /* the value of the last mark executed */
 
@@ -857,6 +859,7 @@ static mem_header *deferred_due(cua_backend_stream *s) {
       *at = h->defer_next;
       h->defer_next = due;
       due = h;
+      atomic_fetch_sub(&s->ndeferred, 1);
     } else {
       at = &h->defer_next;
     }
@@ -889,7 +892,7 @@ static void *worker_main(void *arg) {
      * thread needs is taken once per batch rather than once per item. */
     item_block *b = s->head_blk, *end = s->tail_blk;
     unsigned i = s->head_idx, end_idx = s->tail_idx;
-    uint64_t upto = s->nqueued;
+    uint64_t upto = s->nqueued, ran = s->nexecuted;
     s->running = 1;
     pthread_mutex_unlock(&s->lock);
 
@@ -900,7 +903,19 @@ static void *worker_main(void *arg) {
         i = 0;
         continue;
       }
+      /* A mark tells the core that what came before it is done, frees
+       * included: the deferred ones it passes go back first, so that
+       * memory freed by a completed op is there to allocate again. */
+      if (b->items[i].kind == ITEM_MARK &&
+          atomic_load_explicit(&s->ndeferred, memory_order_relaxed) > 0) {
+        pthread_mutex_lock(&s->lock);
+        s->nexecuted = ran;
+        mem_header *due = deferred_due(s);
+        pthread_mutex_unlock(&s->lock);
+        release_all(s->st, due);
+      }
       run_item(s, &b->items[i++]);
+      ran++;
     }
 
     pthread_mutex_lock(&s->lock);
@@ -1041,6 +1056,7 @@ static int host_stream_create(void *state, int device, cua_backend_stream **out,
   first->next = NULL;
   s->head_blk = s->tail_blk = first;
   atomic_init(&s->progress, 0);
+  atomic_init(&s->ndeferred, 0);
   atomic_init(&s->nerrors, 0);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
@@ -1233,6 +1249,7 @@ static void host_mem_free(void *state, int device, cua_backend_stream *s,
       h->defer_after = s->nqueued;
       h->defer_next = s->deferred;
       s->deferred = h;
+      atomic_fetch_add(&s->ndeferred, 1);
       pthread_mutex_unlock(&s->lock);
       return;
     }
