@@ -32,8 +32,8 @@ typedef struct cua__module {
 } cua__module;
 
 /* Element @p i of a schema of element size @p stride. */
-static inline const cua_param_spec *
-cua__spec_at(const cua_param_spec *params, size_t stride, size_t i) {
+static inline const cua_param_spec *cua__spec_at(const cua_param_spec *params,
+                                                 size_t stride, size_t i) {
   return (const cua_param_spec *)(const void *)((const char *)params +
                                                 i * stride);
 }
@@ -60,8 +60,8 @@ void cua__strv_free(char **v, size_t n);
  * Loads module @p name of @p kind. A policy registered with
  * cua_policy_register() under @p name comes first. A name containing '/'
  * (or ending in ".so") is a path, loaded as is; the descriptor's name is
- * then not compared. Otherwise each directory D of cua__module_dirs() is tried in
- * order with D/NAME.so; a file that exists but is refused does not stop the
+ * then not compared. Otherwise each directory D of cua__module_dirs() is tried
+ * in order with D/NAME.so; a file that exists but is refused does not stop the
  * search: the next directory is tried, and if none succeeds, the error is
  * the one of the first file refused (or CUA_ERR_MODULE_NOT_FOUND when no file
  * existed), and the message lists every file tried and why each was refused.

@@ -369,5 +369,11 @@ static void af_dump(void *state, FILE *out) {
   fprintf(out, "; refused %" PRIu64 "\n", af->refused);
 }
 
-CUA_POLICY_DEFINE(.name = "affinity", .version = "1.0", .description = "device from the op's hint, tag rule or data; stream from a "
-                  "nested policy", CUA_POLICY_PARAMS(af_params), .create = af_create, .destroy = af_destroy, .place = af_place, .submitted = af_submitted, .completed = af_completed, .dump = af_dump);
+CUA_POLICY_DEFINE(
+        .name = "affinity", .version = "1.0",
+        .description =
+            "device from the op's hint, tag rule or data; stream from a "
+            "nested policy",
+        CUA_POLICY_PARAMS(af_params), .create = af_create,
+        .destroy = af_destroy, .place = af_place, .submitted = af_submitted,
+        .completed = af_completed, .dump = af_dump);

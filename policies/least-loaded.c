@@ -541,5 +541,10 @@ static void ll_dump(void *state, FILE *out) {
               ll->stats[i].avg_ns, ll->stats[i].samples);
 }
 
-CUA_POLICY_DEFINE(.name = "least-loaded", .version = "1.0", .description = "the stream with the least work in flight, in ops or in "
-                  "estimated time", .flags = CUA_POLICY_WANTS_TIMING, CUA_POLICY_PARAMS(ll_params), .create = ll_create, .destroy = ll_destroy, .place = ll_place, .submitted = ll_submitted, .completed = ll_completed, .dump = ll_dump);
+CUA_POLICY_DEFINE(
+        .name = "least-loaded", .version = "1.0",
+        .description = "the stream with the least work in flight, in ops or in "
+                       "estimated time",
+        .flags = CUA_POLICY_WANTS_TIMING, CUA_POLICY_PARAMS(ll_params),
+        .create = ll_create, .destroy = ll_destroy, .place = ll_place,
+        .submitted = ll_submitted, .completed = ll_completed, .dump = ll_dump);

@@ -320,5 +320,9 @@ static void rr_dump(void *state, FILE *out) {
           rr->kept_then, rr->refused);
 }
 
-CUA_POLICY_DEFINE(.name = "round-robin", .version = "1.0", .description = "rotates ops over N streams per device; then chains stay "
-                  "on their stream", CUA_POLICY_PARAMS(rr_params), .create = rr_create, .destroy = rr_destroy, .place = rr_place, .dump = rr_dump);
+CUA_POLICY_DEFINE(.name = "round-robin", .version = "1.0",
+                  .description =
+                      "rotates ops over N streams per device; then chains stay "
+                      "on their stream",
+                  CUA_POLICY_PARAMS(rr_params), .create = rr_create,
+                  .destroy = rr_destroy, .place = rr_place, .dump = rr_dump);

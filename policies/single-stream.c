@@ -133,4 +133,8 @@ static void ss_dump(void *state, FILE *out) {
   fprintf(out, "  refused: %" PRIu64 "\n", ss->refused);
 }
 
-CUA_POLICY_DEFINE(.name = "single-stream", .version = "1.0", .description = "every op on stream 0 of one device, in submission order", CUA_POLICY_PARAMS(ss_params), .create = ss_create, .destroy = ss_destroy, .place = ss_place, .dump = ss_dump);
+CUA_POLICY_DEFINE(.name = "single-stream", .version = "1.0",
+                  .description =
+                      "every op on stream 0 of one device, in submission order",
+                  CUA_POLICY_PARAMS(ss_params), .create = ss_create,
+                  .destroy = ss_destroy, .place = ss_place, .dump = ss_dump);

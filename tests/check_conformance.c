@@ -3,9 +3,10 @@
  * four standard policies, the out-of-tree example (doc/examples/
  * custom-policy, built here as a test module), the test policy "scatter"
  * and "earliest-end" (tests/earliest.h), registered from memory with
- * cua_policy_register() and written against ABI 2.0's named fields: valid placements for every op kind, correct results on random
- * DAGs, state that survives thousands of submissions, submissions from
- * several threads, and clean destruction (valgrind checks the last).
+ * cua_policy_register() and written against ABI 2.0's named fields: valid
+ * placements for every op kind, correct results on random DAGs, state that
+ * survives thousands of submissions, submissions from several threads, and
+ * clean destruction (valgrind checks the last).
  */
 #include "earliest.h"
 #include "helpers.h"
@@ -13,10 +14,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-static const char *const policies[] = {"single-stream", "round-robin",
-                                       "least-loaded",  "affinity",
-                                       "random",        "scatter",
-                                       "earliest-end",  "heft"};
+static const char *const policies[] = {
+    "single-stream", "round-robin", "least-loaded", "affinity",
+    "random",        "scatter",     "earliest-end", "heft"};
 #define NPOL (sizeof policies / sizeof *policies)
 
 static cua_runtime *open_pol(int i) {

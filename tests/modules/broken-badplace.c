@@ -23,4 +23,6 @@ static int ok_create(const cua_policy_host *host, const cua_param_value *params,
 typedef int (*place_fn)(void *, const cua_op_info *, cua_placement *);
 
 /* The place() pointing nowhere is the defect under test. */
-CUA_POLICY_DEFINE(.name = "broken-badplace", .version = "1.0", .description = "test: its place() points nowhere", .create = ok_create, .place = (place_fn)(uintptr_t)0x200);
+CUA_POLICY_DEFINE(.name = "broken-badplace", .version = "1.0",
+                  .description = "test: its place() points nowhere",
+                  .create = ok_create, .place = (place_fn)(uintptr_t)0x200);

@@ -23,4 +23,7 @@ static int bc_place(void *state, const cua_op_info *op, cua_placement *out) {
   return op->priority;
 }
 
-CUA_POLICY_DEFINE(.name = "broken-code", .version = "1.0", .description = "test: place() returns the op's priority as its code", .create = bc_create, .place = bc_place);
+CUA_POLICY_DEFINE(.name = "broken-code", .version = "1.0",
+                  .description =
+                      "test: place() returns the op's priority as its code",
+                  .create = bc_create, .place = bc_place);

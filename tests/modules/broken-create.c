@@ -34,4 +34,6 @@ static int bc_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
-CUA_POLICY_DEFINE(.name = "broken-create", .version = "1.0", .description = "test: create() always fails", .create = bc_create, .place = bc_place);
+CUA_POLICY_DEFINE(.name = "broken-create", .version = "1.0",
+                  .description = "test: create() always fails",
+                  .create = bc_create, .place = bc_place);

@@ -35,4 +35,6 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The newline is the defect under test. */
-CUA_POLICY_DEFINE(.name = "broken\nctrlname", .version = "1.0", .description = "test: its name holds a newline", .create = ok_create, .place = ok_place);
+CUA_POLICY_DEFINE(.name = "broken\nctrlname", .version = "1.0",
+                  .description = "test: its name holds a newline",
+                  .create = ok_create, .place = ok_place);

@@ -41,4 +41,7 @@ static const cua_param_spec dup_params[] = {
     {"streams", CUA_PARAM_INT, "2", 1, 16, NULL, "the same key again", 0},
 };
 
-CUA_POLICY_DEFINE(.name = "broken-dupparam", .version = "1.0", .description = "test: its schema names a parameter twice", CUA_POLICY_PARAMS(dup_params), .create = ok_create, .place = ok_place);
+CUA_POLICY_DEFINE(.name = "broken-dupparam", .version = "1.0",
+                  .description = "test: its schema names a parameter twice",
+                  CUA_POLICY_PARAMS(dup_params), .create = ok_create,
+                  .place = ok_place);

@@ -34,4 +34,6 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The empty name is the defect under test. */
-CUA_POLICY_DEFINE(.name = "", .version = "1.0", .description = "test: its name is empty", .create = ok_create, .place = ok_place);
+CUA_POLICY_DEFINE(.name = "", .version = "1.0",
+                  .description = "test: its name is empty", .create = ok_create,
+                  .place = ok_place);

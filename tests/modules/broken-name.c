@@ -36,4 +36,6 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 }
 
 /* The wrong name is the defect under test. */
-CUA_POLICY_DEFINE(.name = "not-the-file-name", .version = "1.0", .description = "test: its name differs from its file name", .create = ok_create, .place = ok_place);
+CUA_POLICY_DEFINE(.name = "not-the-file-name", .version = "1.0",
+                  .description = "test: its name differs from its file name",
+                  .create = ok_create, .place = ok_place);

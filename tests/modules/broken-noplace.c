@@ -26,4 +26,5 @@ static int ok_create(const cua_policy_host *host, const cua_param_value *params,
 }
 
 /* place is NULL: the defect under test. */
-CUA_POLICY_DEFINE(.name = "broken-noplace", .version = "1.0", .description = "test: has no place()", .create = ok_create);
+CUA_POLICY_DEFINE(.name = "broken-noplace", .version = "1.0",
+                  .description = "test: has no place()", .create = ok_create);

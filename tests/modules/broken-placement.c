@@ -32,4 +32,6 @@ static int bp_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
-CUA_POLICY_DEFINE(.name = "broken-placement", .version = "1.0", .description = "test: places every op on device 99", .create = bp_create, .place = bp_place);
+CUA_POLICY_DEFINE(.name = "broken-placement", .version = "1.0",
+                  .description = "test: places every op on device 99",
+                  .create = bp_create, .place = bp_place);

@@ -32,4 +32,6 @@ static int ok_place(void *state, const cua_op_info *op, cua_placement *out) {
 #define NOWHERE ((const char *)(uintptr_t)0x100)
 
 /* The name pointing nowhere is the defect under test. */
-CUA_POLICY_DEFINE(.name = NOWHERE, .version = "1.0", .description = "test: its name points nowhere", .create = ok_create, .place = ok_place);
+CUA_POLICY_DEFINE(.name = NOWHERE, .version = "1.0",
+                  .description = "test: its name points nowhere",
+                  .create = ok_create, .place = ok_place);

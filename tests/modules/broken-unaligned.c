@@ -35,10 +35,9 @@ struct holder {
 } __attribute__((packed));
 
 __attribute__((used)) static const struct holder holder = {
-    0,
-    CUA_POLICY_INIT(.name = "broken-unaligned", .version = "1.0",
-                    .description = "test: its descriptor is misaligned",
-                    .create = ok_create, .place = ok_place)};
+    0, CUA_POLICY_INIT(.name = "broken-unaligned", .version = "1.0",
+                       .description = "test: its descriptor is misaligned",
+                       .create = ok_create, .place = ok_place)};
 
 /* The odd address is the defect under test; the size is the
  * descriptor's. */

@@ -32,4 +32,6 @@ static int bu_place(void *state, const cua_op_info *op, cua_placement *out) {
   return 0;
 }
 
-CUA_POLICY_DEFINE(.name = "broken-undefined", .version = "1.0", .description = "test: needs a symbol that nothing defines", .create = bu_create, .place = bu_place);
+CUA_POLICY_DEFINE(.name = "broken-undefined", .version = "1.0",
+                  .description = "test: needs a symbol that nothing defines",
+                  .create = bu_create, .place = bu_place);

@@ -178,5 +178,10 @@ static void sc_dump(void *state, FILE *out) {
   fprintf(out, "\n");
 }
 
-CUA_POLICY_DEFINE(.name = "scatter", .version = "1.0", .description = "test only: every op on a pseudo-random stream, ignoring "
-                  "then_of", CUA_POLICY_PARAMS(sc_params), .create = sc_create, .destroy = sc_destroy, .place = sc_place, .completed = sc_completed, .dump = sc_dump);
+CUA_POLICY_DEFINE(.name = "scatter", .version = "1.0",
+                  .description =
+                      "test only: every op on a pseudo-random stream, ignoring "
+                      "then_of",
+                  CUA_POLICY_PARAMS(sc_params), .create = sc_create,
+                  .destroy = sc_destroy, .place = sc_place,
+                  .completed = sc_completed, .dump = sc_dump);

@@ -146,4 +146,8 @@ static void random_dump(void *state, FILE *out) {
 
 /* The one symbol cuasync looks for. No submitted()/completed(): this
  * policy keeps no per-op state. */
-CUA_POLICY_DEFINE(.name = "random", .version = "1.0", .description = "pseudo-random streams; priority > 0 ops on stream 0", CUA_POLICY_PARAMS(random_params), .create = random_create, .destroy = random_destroy, .place = random_place, .dump = random_dump);
+CUA_POLICY_DEFINE(
+        .name = "random", .version = "1.0",
+        .description = "pseudo-random streams; priority > 0 ops on stream 0",
+        CUA_POLICY_PARAMS(random_params), .create = random_create,
+        .destroy = random_destroy, .place = random_place, .dump = random_dump);
