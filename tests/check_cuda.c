@@ -527,6 +527,10 @@ START_TEST(test_memcpy_h2d_d2h_d2d) {
 
   cu_op_memcpy(&t, CUA_OP_MEMCPY_H2D, a, pinned, n * 4);
   cu_op_memcpy(&t, CUA_OP_MEMCPY_D2D, c, a, n * 4);
+  /* The H2D reads pinned asynchronously: it must be done before pinned is
+   * cleared for the read-back (clearing it at once let the copy read
+   * zeros, seen once on the H100). */
+  cu_sync_stream(&t);
   memset(pinned, 0, n * 4);
   cu_read_back(&t, pinned, c, n);
   cu_expect_ramp(pinned, n, 0.0, 1.0, "H2D(pinned)+D2D");
