@@ -145,11 +145,23 @@ static void help_add(help_buf *h, const char *fmt, ...) {
   }
 }
 
+/* The two texts of `policy = help`: the whole (standard error) and a
+ * short one that fits an error message (names and parameter names). */
+typedef struct help_pair {
+  help_buf full, brief;
+  int n;
+} help_pair;
+
 static void help_policy(const cua__module_report *r, void *arg) {
-  help_buf *h = arg;
+  help_pair *hp = arg;
+  help_buf *h = &hp->full;
   if (r->status != 0 || r->shadowed)
     return;
   const cua_policy_descriptor *d = r->module->desc.policy;
+  help_add(&hp->brief, "%s %s (", hp->n++ ? "," : "", d->name);
+  for (size_t i = 0; i < d->nparams; i++)
+    help_add(&hp->brief, "%s%s", i ? ", " : "", d->params[i].name);
+  help_add(&hp->brief, ")");
   help_add(h, "\n  %s %s: %s (%s)", d->name, d->version, d->description,
            r->path);
   for (size_t i = 0; i < d->nparams; i++) {
@@ -165,13 +177,21 @@ static void help_policy(const cua__module_report *r, void *arg) {
 }
 
 static int policy_help(cua_runtime *rt) {
-  help_buf h = {NULL, 0, 0};
-  help_add(&h, "policy = help: the policies found are:");
+  help_pair hp;
+  memset(&hp, 0, sizeof hp);
+  help_add(&hp.full, "policy = help: the policies found are:");
   cua__module_scan(CUA__MODULE_POLICY, rt->cfg->policy_path,
-                   rt->cfg->npolicy_path, rt->ignore_env, help_policy, &h);
-  int rc = cua__fail(NULL, CUA_ERR_INVAL, "%s", h.text ? h.text : "");
-  fprintf(stderr, "cuasync: %s\n", h.text ? h.text : "");
-  free(h.text);
+                   rt->cfg->npolicy_path, rt->ignore_env, help_policy, &hp);
+  /* The message names every policy and its parameters; their defaults,
+   * ranges and help, which outgrow a message, go to standard error. */
+  int rc = cua__fail(NULL, CUA_ERR_INVAL,
+                     "policy = help: the policies found are (with their "
+                     "parameters):%s; defaults, ranges and help are on "
+                     "standard error and in cuasync-info --policies",
+                     hp.brief.text ? hp.brief.text : " none");
+  fprintf(stderr, "cuasync: %s\n", hp.full.text ? hp.full.text : "");
+  free(hp.full.text);
+  free(hp.brief.text);
   return rc;
 }
 

@@ -4,7 +4,8 @@ policy_LTLIBRARIES += \
 	%reldir%/round-robin.la \
 	%reldir%/least-loaded.la \
 	%reldir%/affinity.la \
-	%reldir%/heft.la
+	%reldir%/heft.la \
+	%reldir%/dmda.la
 %canon_reldir%_single_stream_la_SOURCES = %reldir%/single-stream.c
 %canon_reldir%_single_stream_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_round_robin_la_SOURCES = %reldir%/round-robin.c
@@ -15,3 +16,5 @@ policy_LTLIBRARIES += \
 %canon_reldir%_affinity_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_heft_la_SOURCES = %reldir%/heft.c
 %canon_reldir%_heft_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_dmda_la_SOURCES = %reldir%/dmda.c
+%canon_reldir%_dmda_la_LDFLAGS = $(MODULE_LDFLAGS)

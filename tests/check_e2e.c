@@ -238,9 +238,13 @@ START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
   int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = help\n");
   ck_assert_int_eq(rc, CUA_ERR_INVAL);
   const char *m = cua_runtime_error(NULL);
-  ck_assert_msg(strstr(m, "round-robin") && strstr(m, "least-loaded") &&
-                    strstr(m, "affinity") && strstr(m, "single-stream") &&
-                    strstr(m, "streams = 4"),
+  ck_assert_msg(strstr(m, " round-robin (streams, by_level, devices)") &&
+                    strstr(m, " least-loaded (") && strstr(m, " affinity (") &&
+                    strstr(m, " single-stream (") &&
+                    strstr(m, " heft (streams, default_cost_ns, peer_gbps, "
+                              "order)") &&
+                    strstr(m, " dmda (") &&
+                    strstr(m, "cuasync-info --policies"),
                 "%s", m);
 }
 END_TEST
@@ -271,6 +275,9 @@ static const struct bad_param {
     {"heft", "peer_gbps = 0", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
     {"heft", "default_cost_ns = soon", "default_cost_ns",
      CUA_ERR_CONFIG_BAD_VALUE},
+    {"heft", "order = random", "placement", CUA_ERR_CONFIG_BAD_VALUE},
+    {"dmda", "alpha = 2", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"dmda", "peer_gbps = fast", "peer_gbps", CUA_ERR_CONFIG_BAD_VALUE},
 };
 
 START_TEST(policy_parameters_are_validated_with_their_line) {

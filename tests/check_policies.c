@@ -1214,6 +1214,8 @@ static const config configs[] = {
     {"scatter", {"devices=first", "seed=7", "streams=5", NULL}, 0},
     {"heft", {NULL}, 0},
     {"heft", {"streams=2", "default_cost_ns=0", "peer_gbps=0.001", NULL}, 0},
+    {"dmda", {NULL}, 0},
+    {"dmda", {"streams=3", "alpha=1", "default_cost_ns=0", NULL}, 0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))
 
