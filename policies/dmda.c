@@ -18,11 +18,15 @@
  *            + expected duration on that device + transfer
  * The expected duration comes from a history of measured durations
  * (CUA_POLICY_WANTS_TIMING) kept per (kind, name, tag, size bucket of the
- * bytes hint, device); with no sample yet, the op's cost hint, else
- * default_cost_ns. The transfer is the op's bytes hint over peer_gbps when
- * its data lives on another device. A tie keeps the stream of the op it
- * continues. The policy keeps each stream's expected free time itself: an
- * op placed pushes it by the op's expectation, and each completion
+ * bytes hint, bucket of the cost hint, device); with no sample yet, the
+ * op's cost hint, else default_cost_ns. The cost hint's bucket is part of
+ * the class: without it, the average of a kind's short and long ops
+ * replaced every op's own hint once measured, and dmda placed a workload
+ * of unequal spins as round-robin does (on the H100, 1.14x heft's
+ * makespan on independent tasks). The transfer is the op's bytes hint over
+ * peer_gbps when its data lives on another device. A tie keeps the stream of
+ * the op it continues. The policy keeps each stream's expected free time
+ * itself: an op placed pushes it by the op's expectation, and each completion
  * corrects it by what the op really took (an idle stream is free now).
  *
  * Unlike heft, it needs no view of the whole DAG: it decides op by op, so
@@ -89,16 +93,24 @@ static uint64_t hash_str(uint64_t h, const char *s) {
   return mix(h, 1);
 }
 
-/* The class of @p op on @p dev: kind, name, tag, log2 of bytes, device. */
+/* log2 of @p v, rounded up (0 for 0). */
+static uint64_t bucket_of(uint64_t v) {
+  uint64_t b = 0;
+  for (; v > 0; v >>= 1)
+    b++;
+  return b;
+}
+
+/* The class of @p op on @p dev: kind, name, tag, size bucket (log2 of the
+ * bytes hint), cost bucket (log2 of the cost hint: ops whose hints differ
+ * eightfold are not one class, even of one kind and name), device. */
 static uint64_t key_of(const cua_op_info *op, int dev) {
   uint64_t h = 0xcbf29ce484222325ull;
-  int bucket = 0;
-  for (uint64_t b = op->bytes; b > 0; b >>= 1)
-    bucket++;
   h = mix(h, (uint64_t)op->kind);
   h = hash_str(h, op->name);
   h = hash_str(h, op->tag);
-  h = mix(h, (uint64_t)bucket);
+  h = mix(h, bucket_of(op->bytes));
+  h = mix(h, bucket_of(op->cost_ns));
   h = mix(h, (uint64_t)(dev + 1));
   return h ? h : 1;
 }
