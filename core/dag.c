@@ -30,32 +30,26 @@ static int cmp_acc(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Appends the indices of the DAG ops @p n waits for (through virtual
- * nodes), each once (rt->input_gen marks). */
-static int dag_inputs(cua_runtime *rt, const cua__node *n, uint64_t sub,
-                      size_t **v, size_t *cnt, size_t *cap, int depth) {
-  for (size_t i = 0; i < n->ndeps; i++) {
-    cua__node *d = n->deps[i].node;
-    if (d->input_gen == rt->input_gen)
-      continue;
-    d->input_gen = rt->input_gen;
-    if (d->cls == CUA__CLASS_VIRTUAL) {
-      if (depth < 64 && dag_inputs(rt, d, sub, v, cnt, cap, depth + 1) != 0)
-        return -1;
-      continue;
-    }
-    if (d->sub_id != sub || d->state == CUA__NODE_DONE)
-      continue;
-    if (*cnt == *cap) {
-      size_t nc = *cap ? 2 * *cap : 64;
-      size_t *nv = realloc(*v, nc * sizeof *nv);
-      if (nv == NULL)
-        return -1;
-      *v = nv;
-      *cap = nc;
-    }
-    (*v)[(*cnt)++] = d->dag_idx;
+/* The input list being built, for cua__each_input()'s visitor. */
+typedef struct dag_ins {
+  uint64_t sub;
+  size_t *v, n, cap;
+} dag_ins;
+
+/* Appends @p d's index if it is an op of this DAG still to run. */
+static int add_dag_input(cua__node *d, void *arg) {
+  dag_ins *a = arg;
+  if (d->sub_id != a->sub || d->state == CUA__NODE_DONE)
+    return 0;
+  if (a->n == a->cap) {
+    size_t nc = a->cap ? 2 * a->cap : 64;
+    size_t *nv = realloc(a->v, nc * sizeof *nv);
+    if (nv == NULL)
+      return -1;
+    a->v = nv;
+    a->cap = nc;
   }
+  a->v[a->n++] = d->dag_idx;
   return 0;
 }
 
@@ -85,7 +79,8 @@ void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
   size_t *acc_buf = cua__calloc(nacc + 1, sizeof *acc_buf);
   unsigned *acc_mode = cua__calloc(nacc + 1, sizeof *acc_mode);
   acc_ref *refs = cua__calloc(nacc + 1, sizeof *refs);
-  size_t *ins = NULL, *succ = NULL, nins = 0, capins = 0;
+  dag_ins di = {sub->id, NULL, 0, 0};
+  size_t *succ = NULL;
   char *bufs = NULL;
   size_t nbufs = 0;
   if (ops == NULL || nodes == NULL || in_off == NULL || succ_cnt == NULL ||
@@ -103,13 +98,12 @@ void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
     nodes[k++] = x;
   }
   for (k = 0; k < nops; k++) {
-    in_off[k] = nins;
-    if (++rt->input_gen == 0)
-      rt->input_gen = 1;
-    if (dag_inputs(rt, nodes[k], sub->id, &ins, &nins, &capins, 0) != 0)
+    in_off[k] = di.n;
+    if (cua__each_input(rt, nodes[k], add_dag_input, &di) != 0)
       goto out;
   }
-  in_off[nops] = nins;
+  in_off[nops] = di.n;
+  size_t *ins = di.v, nins = di.n;
   /* Successors: the inputs turned around. */
   for (size_t i = 0; i < nins; i++)
     succ_cnt[ins[i] + 1]++;
@@ -206,7 +200,7 @@ out:
   free(acc_buf);
   free(acc_mode);
   free(refs);
-  free(ins);
+  free(di.v);
   free(succ);
   free(bufs);
 }

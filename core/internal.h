@@ -555,13 +555,13 @@ struct cua_runtime {
   cua__stream **streams;
   int nstreams, capstreams;
   /* Policies. */
-  cua__polinst *policy;   /* runtime-wide */
-  cua__polinst *fallback; /* single-stream, loaded on first need */
-  cua__polinst *policies; /* every instance, for closing */
-  char *policy_error;     /* why the fallback was taken, if it was */
-  cua_op_input *inputs;   /* place.c: the op being placed's inputs */
-  size_t ninputs_cap;     /* */
-  uint32_t input_gen;     /* place.c: marks nodes listed once per op */
+  cua__polinst *policy;        /* runtime-wide */
+  cua__polinst *fallback;      /* single-stream, loaded on first need */
+  cua__polinst *policies;      /* every instance, for closing */
+  char *policy_error;          /* why the fallback was taken, if it was */
+  cua_op_input *inputs;        /* place.c: the op being placed's inputs */
+  size_t ninputs, ninputs_cap; /* */
+  uint32_t input_gen;          /* place.c: marks nodes listed once per op */
   /* Submissions and completion. */
   cua__sub *subs; /* in flight */
   size_t nsubs;
@@ -719,6 +719,8 @@ void cua__dag_end(cua__sub *sub);
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
                      int *restrict_to);
+int cua__each_input(cua_runtime *rt, const cua__node *n,
+                    int (*fn)(cua__node *d, void *arg), void *arg);
 void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
                   int with_inputs);
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,

@@ -50,44 +50,58 @@ void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
     *restrict_to = op->native_device;
 }
 
-/* Adds the device and host nodes @p n waits for to rt->inputs, seeing
- * through virtual nodes (zips, unzips, thens without a node of their own,
- * shared ops), each node once (marked with rt->input_gen). */
-static int gather_inputs(cua_runtime *rt, const cua__node *n, size_t *cnt,
-                         int depth) {
+/* Calls @p fn for every device or host node @p n waits for, seen through
+ * virtual nodes (zips, unzips, thens without a node of their own, shared
+ * ops), each once (marked with a new rt->input_gen). Stops at the first
+ * non-zero answer and returns it. */
+static int each_input_at(cua_runtime *rt, const cua__node *n, int depth,
+                         int (*fn)(cua__node *d, void *arg), void *arg) {
   for (size_t i = 0; i < n->ndeps; i++) {
     cua__node *d = n->deps[i].node;
     if (d->input_gen == rt->input_gen)
       continue;
     d->input_gen = rt->input_gen;
-    if (d->cls == CUA__CLASS_VIRTUAL) {
-      /* Virtual nodes are short chains; the depth bound is a backstop. */
-      if (depth < 64 && gather_inputs(rt, d, cnt, depth + 1) != 0)
-        return -1;
-      continue;
-    }
-    if (*cnt == rt->ninputs_cap) {
-      size_t cap = rt->ninputs_cap ? 2 * rt->ninputs_cap : 16;
-      cua_op_input *v = realloc(rt->inputs, cap * sizeof *v);
-      if (v == NULL)
-        return -1;
-      rt->inputs = v;
-      rt->ninputs_cap = cap;
-    }
-    cua_op_input *in = &rt->inputs[(*cnt)++];
-    memset(in, 0, sizeof *in);
-    in->op_id = d->op_id;
-    in->kind = d->kind;
-    in->bytes = d->op != NULL ? d->op->hints.bytes : 0;
-    if (d->cls == CUA__CLASS_HOST) {
-      in->state = CUA_INPUT_HOST;
-      in->where.device = in->where.stream = -1;
-    } else {
-      in->where = d->pl;
-      in->state =
-          d->state == CUA__NODE_DONE ? CUA_INPUT_DONE : CUA_INPUT_PLACED;
-      in->expected_end_ns = in->state == CUA_INPUT_DONE ? 0 : d->est_end;
-    }
+    int rc = 0;
+    if (d->cls != CUA__CLASS_VIRTUAL)
+      rc = fn(d, arg);
+    else if (depth < 64) /* virtual nodes are short chains: a backstop */
+      rc = each_input_at(rt, d, depth + 1, fn, arg);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+int cua__each_input(cua_runtime *rt, const cua__node *n,
+                    int (*fn)(cua__node *d, void *arg), void *arg) {
+  if (++rt->input_gen == 0)
+    rt->input_gen = 1;
+  return each_input_at(rt, n, 0, fn, arg);
+}
+
+/* cua__each_input()'s visitor for place(): appends @p d to rt->inputs. */
+static int add_input(cua__node *d, void *arg) {
+  cua_runtime *rt = arg;
+  if (rt->ninputs == rt->ninputs_cap) {
+    size_t cap = rt->ninputs_cap ? 2 * rt->ninputs_cap : 16;
+    cua_op_input *v = realloc(rt->inputs, cap * sizeof *v);
+    if (v == NULL)
+      return -1;
+    rt->inputs = v;
+    rt->ninputs_cap = cap;
+  }
+  cua_op_input *in = &rt->inputs[rt->ninputs++];
+  memset(in, 0, sizeof *in);
+  in->op_id = d->op_id;
+  in->kind = d->kind;
+  in->bytes = d->op != NULL ? d->op->hints.bytes : 0;
+  if (d->cls == CUA__CLASS_HOST) {
+    in->state = CUA_INPUT_HOST;
+    in->where.device = in->where.stream = -1;
+  } else {
+    in->where = d->pl;
+    in->state = d->state == CUA__NODE_DONE ? CUA_INPUT_DONE : CUA_INPUT_PLACED;
+    in->expected_end_ns = in->state == CUA_INPUT_DONE ? 0 : d->est_end;
   }
   return 0;
 }
@@ -132,31 +146,33 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
   in->nsuccessors = count_successors(n, 0);
   if (!with_inputs)
     return;
-  size_t cnt = 0;
-  if (++rt->input_gen == 0)
-    rt->input_gen = 1;
-  if (gather_inputs(rt, n, &cnt, 0) != 0)
-    cnt = 0; /* out of memory: the policy sees no inputs, nothing worse */
-  in->inputs = cnt > 0 ? rt->inputs : NULL;
-  in->ninputs = cnt;
+  rt->ninputs = 0;
+  if (cua__each_input(rt, n, add_input, rt) != 0)
+    rt->ninputs = 0; /* out of memory: the policy sees no inputs, no worse */
+  in->inputs = rt->ninputs > 0 ? rt->inputs : NULL;
+  in->ninputs = rt->ninputs;
 }
 
 /* @p in for a policy whose cua_op_input has @p to bytes, when its inputs
  * are @p from bytes apart: @p in itself when they agree, else a copy in
  * @p tmp with the inputs at the new stride in *buf (free()d by the
- * caller). NULL when out of memory. */
+ * caller); out of memory, a copy without inputs (the policy then sees
+ * none, as when they could not be gathered). Never NULL. */
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
                                       size_t to, cua_op_info *tmp, void **buf) {
   *buf = NULL;
   if (from == to || in->ninputs == 0 || in->inputs == NULL)
     return in;
   char *v = cua__calloc(in->ninputs, to);
-  if (v == NULL)
-    return NULL;
+  *tmp = *in;
+  if (v == NULL) {
+    tmp->inputs = NULL;
+    tmp->ninputs = 0;
+    return tmp;
+  }
   for (size_t i = 0; i < in->ninputs; i++)
     memcpy(v + i * to, (const char *)in->inputs + i * from,
            from < to ? from : to);
-  *tmp = *in;
   tmp->inputs = (const cua_op_input *)(void *)v;
   *buf = v;
   return tmp;
@@ -182,7 +198,7 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
   void *buf = NULL;
   const cua_op_info *pin = cua__info_restride(in, sizeof(cua_op_input),
                                               p->d->input_size, &tmp, &buf);
-  int rc = pin != NULL ? p->d->place(p->state, pin, pl) : CUA_ERR_NOMEM;
+  int rc = p->d->place(p->state, pin, pl);
   free(buf);
   if (rc != 0) {
     /* A code outside the list is named as the number it is. */
@@ -311,12 +327,6 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
       void *buf = NULL;
       const cua_op_info *pin = cua__info_restride(&info, sizeof(cua_op_input),
                                                   p->d->input_size, &tmp, &buf);
-      if (pin == NULL) {
-        tmp = info;
-        tmp.inputs = NULL;
-        tmp.ninputs = 0;
-        pin = &tmp;
-      }
       p->d->submitted(p->state, pin, n->pl);
       free(buf);
     }

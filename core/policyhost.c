@@ -162,7 +162,7 @@ static int h_nested_place(void *core, cua_policy_nested *nested,
   void *buf = NULL;
   const cua_op_info *in =
       cua__info_restride(op, p->d->input_size, q->d->input_size, &tmp, &buf);
-  int rc = in != NULL ? q->d->place(q->state, in, out) : CUA_ERR_NOMEM;
+  int rc = q->d->place(q->state, in, out);
   free(buf);
   return rc;
 }
@@ -176,12 +176,6 @@ static void h_nested_submitted(void *core, cua_policy_nested *nested,
     return;
   const cua_op_info *in =
       cua__info_restride(op, p->d->input_size, q->d->input_size, &tmp, &buf);
-  if (in == NULL) {
-    tmp = *op;
-    tmp.inputs = NULL;
-    tmp.ninputs = 0;
-    in = &tmp;
-  }
   q->d->submitted(q->state, in, where);
   free(buf);
 }

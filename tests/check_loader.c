@@ -709,6 +709,16 @@ START_TEST(info_lists_broken_descriptors_without_crashing) {
 }
 END_TEST
 
+/* What cua_runtime_dump_policy() writes for @p rt, in @p text. */
+static void dump_policy(cua_runtime *rt, char *text, size_t len) {
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
+  rewind(f);
+  text[fread(text, 1, len - 1, f)] = '\0';
+  fclose(f);
+}
+
 /* A module built against 0.1's headers (ABI 1.0) is told to be rebuilt. */
 START_TEST(abi1_module_is_told_to_rebuild) {
   char want[128];
@@ -766,12 +776,8 @@ START_TEST(larger_elements_are_read_and_written_with_their_stride) {
   }
   t = ops[5];
   ck_assert_int_eq(cua_submit_wait(rt, t, NULL, NULL), 0);
-  char text[512] = "";
-  FILE *f = tmpfile();
-  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
-  rewind(f);
-  text[fread(text, 1, sizeof text - 1, f)] = '\0';
-  fclose(f);
+  char text[512];
+  dump_policy(rt, text, sizeof text);
   ck_assert_msg(strstr(text, "wide: first=1 second=given extra=0 inputs=5 "
                              "bad=0") != NULL,
                 "dump: %s", text);
@@ -812,12 +818,8 @@ START_TEST(registered_policy_comes_before_the_search_path) {
   cua_runtime *rt = NULL;
   ck_assert_int_eq(
       open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"), 0);
-  char text[256] = "";
-  FILE *f = tmpfile();
-  ck_assert_int_eq(cua_runtime_dump_policy(rt, f), 0);
-  rewind(f);
-  text[fread(text, 1, sizeof text - 1, f)] = '\0';
-  fclose(f);
+  char text[256];
+  dump_policy(rt, text, sizeof text);
   ck_assert_str_eq(text, "the registered one\n");
   cua_op *op;
   ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
