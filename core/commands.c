@@ -173,8 +173,9 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   }
   c->node = n;
   n->cmd = r->cmds.n - 1;
-  if (n->placed_by != NULL &&
-      (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING) && !rt->host_exec)
+  if (!rt->host_exec && (rt->models != NULL ||
+                         (n->placed_by != NULL &&
+                          (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING))))
     n->t_launch = cua__now_ns();
   n->vc_gen = s->vc_gen;
   /* Results known now, so the executor writes nothing the completion

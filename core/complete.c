@@ -100,15 +100,16 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
     cua_stream_load *l = &n->stream->load;
     if (l->ops_in_flight > 0)
       l->ops_in_flight--;
-    l->est_busy_ns -= n->op->hints.cost_ns < l->est_busy_ns
-                          ? n->op->hints.cost_ns
-                          : l->est_busy_ns;
+    l->est_busy_ns -=
+        n->est_cost < l->est_busy_ns ? n->est_cost : l->est_busy_ns;
   }
   if (n->ext_event != NULL) {
     /* The stream waited for it (or never will): the event may go back. */
     cua__event_put(rt, n->stream->device, n->ext_event);
     n->ext_event = NULL;
   }
+  if (rt->models != NULL && n->cls == CUA__CLASS_DEVICE)
+    cua__models_measured(rt, n);
   if (n->placed_by != NULL) {
     cua__polinst *p = n->placed_by;
     if (p->d->completed != NULL) {
@@ -137,28 +138,46 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
   cua_op_destroy(op);
 }
 
-/* Durations for policies that want them, without asking the backend to
- * time each op (an event pair per op on CUDA): the ops a stream completed
- * since the last look ran one after the other, between the later of that
- * look and the first one's launch, and now; each gets an equal share. */
-static void estimate_durations(cua__stream *s, uint64_t upto) {
+/* Durations for policies that want them and for the performance models,
+ * without asking the backend to time each op (an event pair per op on
+ * CUDA): the ops a stream completed since the last look ran one after the
+ * other, between the later of that look and the first one's launch, and
+ * now. Each gets a share of that interval in proportion to what it was
+ * expected to take (its model's mean, else its cost hint; equal shares
+ * when one of them has neither), and remembers how many shared it, which
+ * weighs its sample in the models. */
+static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
   size_t k = 0;
   uint64_t start = 0;
+  double total = 0;
+  int equal = 0;
   for (cua__node *n = s->inflight_head; n != NULL && n->seq <= upto;
        n = n->inflight_next) {
     if (k++ == 0)
       start = n->t_launch;
+    if (!equal) {
+      uint64_t g = n->op != NULL ? cua__models_guess(rt, n) : 0;
+      if (g == 0)
+        equal = 1;
+      total += (double)g;
+    }
   }
   if (k == 0 || start == 0)
     return;
   uint64_t now = cua__now_ns();
   if (s->t_done > start)
     start = s->t_done;
-  uint64_t share = now > start ? (now - start) / k : 0;
+  uint64_t span = now > start ? now - start : 0;
   for (cua__node *n = s->inflight_head; n != NULL && n->seq <= upto;
        n = n->inflight_next)
-    if (n->t_launch != 0 && n->duration_ns == 0)
-      n->duration_ns = share;
+    if (n->t_launch != 0 && n->duration_ns == 0) {
+      n->duration_ns =
+          equal || k == 1
+              ? span / k
+              : (uint64_t)((double)span * (double)cua__models_guess(rt, n) /
+                           total);
+      n->dur_share = (uint32_t)(k > UINT32_MAX ? UINT32_MAX : k);
+    }
   s->t_done = now;
 }
 
@@ -207,7 +226,7 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (vals[i] > s->done) {
-      estimate_durations(s, vals[i]);
+      estimate_durations(rt, s, vals[i]);
       s->done = vals[i];
     }
     while (s->inflight_head != NULL && s->inflight_head->seq <= s->done) {

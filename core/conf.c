@@ -442,9 +442,56 @@ static int parse_text(cua__config *cfg, const char *text, size_t len,
 /* Fills in what the input did not say, and applies $CUASYNC_POLICY and
  * $CUASYNC_LAUNCH (a value of the latter that is not one of launch's is
  * CUA_ERR_CONFIG_BAD_VALUE, with its message in @p err). */
+/* models: $CUASYNC_MODELS over the file's value; with neither,
+ * $XDG_CACHE_HOME/cuasync, else $HOME/.cache/cuasync, else memory. */
+static int resolve_models(cua__config *cfg, unsigned flags, char *err,
+                          size_t errlen) {
+  const char *env =
+      (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_MODELS");
+  char *v;
+
+  if (env != NULL && *env != '\0') {
+    if (strcmp(env, "off") != 0 && strcmp(env, "memory") != 0 &&
+        env[0] != '/') {
+      cua__put_err(err, errlen,
+                   "$CUASYNC_MODELS: '%.64s' is not an absolute directory, "
+                   "memory or off",
+                   env);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    if ((v = cua__strdup(env)) == NULL)
+      return CUA_ERR_NOMEM;
+    free(cfg->models);
+    cfg->models = v;
+    cfg->models_from = 1;
+    return 0;
+  }
+  if (cfg->models != NULL)
+    return 0;
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  size_t n;
+  if (xdg != NULL && xdg[0] == '/') {
+    n = strlen(xdg) + sizeof "/cuasync";
+    if ((v = cua__malloc(n)) != NULL)
+      snprintf(v, n, "%s/cuasync", xdg);
+  } else if (home != NULL && home[0] == '/') {
+    n = strlen(home) + sizeof "/.cache/cuasync";
+    if ((v = cua__malloc(n)) != NULL)
+      snprintf(v, n, "%s/.cache/cuasync", home);
+  } else {
+    v = cua__strdup("memory");
+  }
+  if (v == NULL)
+    return CUA_ERR_NOMEM;
+  cfg->models = v;
+  cfg->models_from = 2;
+  return 0;
+}
+
 static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
   const char *env;
   char *v;
+  int rc;
 
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_LAUNCH");
   if (env != NULL && *env != '\0') {
@@ -461,6 +508,8 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
 
   if (cfg->backend == NULL && (cfg->backend = cua__strdup("auto")) == NULL)
     return CUA_ERR_NOMEM;
+  if ((rc = resolve_models(cfg, flags, err, errlen)) != 0)
+    return rc;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
     v = cua__strdup(env);
@@ -594,6 +643,7 @@ void cua__config_free(cua__config *cfg) {
   free(cfg->devices);
   free(cfg->backend);
   free(cfg->policy);
+  free(cfg->models);
   free(cfg->path);
   free(cfg->origin);
   free(cfg);

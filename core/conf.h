@@ -61,6 +61,12 @@ typedef struct cua__config {
   int policy_line;     /* line of `policy =`, 0 if defaulted */
   int launch;          /* CUA__LAUNCH_*; $CUASYNC_LAUNCH overrides it */
   int launch_from_env; /* 1 if $CUASYNC_LAUNCH overrode it */
+  /* models = DIR | memory | off, resolved: "off", "memory" or a directory
+   * (a relative one in a file resolved against the file's directory; the
+   * default $XDG_CACHE_HOME/cuasync, else $HOME/.cache/cuasync, else
+   * memory); $CUASYNC_MODELS overrides it. */
+  char *models;
+  int models_from; /* 0: the file or text, 1: $CUASYNC_MODELS, 2: default */
 } cua__config;
 
 /**
@@ -77,7 +83,7 @@ typedef struct cua__config {
  * Checks: syntax (CUA_ERR_CONFIG_SYNTAX); section names must be
  * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
  * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
- * backend, devices, policy, policy_path, on_policy_error, launch
+ * backend, devices, policy, policy_path, on_policy_error, launch, models
  * (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
  * key policy; a key given twice in [runtime] or [device.N]
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are

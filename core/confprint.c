@@ -196,6 +196,10 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
   put_kv(pr, "runtime", "launch",
          cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller",
          cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
+  put_kv(pr, "runtime", "models", cfg->models,
+         cfg->models_from == 1   ? "from $CUASYNC_MODELS"
+         : cfg->models_from == 2 ? "default"
+                                 : NULL);
   for (i = 0; i < cfg->nsections && pr->code == 0; i++) {
     const cua__section *s = &cfg->sections[i];
     if (strcmp(s->name, "runtime") == 0)

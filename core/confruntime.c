@@ -1,7 +1,7 @@
 /*
  * core/confruntime.c: the [runtime] keys of a configuration and their
  * values (backend, devices, policy, policy_path, on_policy_error,
- * launch).
+ * launch, models).
  *
  * Each value is checked and stored, resolved, into the cua__config being
  * parsed (core/conf.c hands them over from its inih key handler); defaults
@@ -21,7 +21,8 @@
 
 /* The keys [runtime] accepts, listed in messages. */
 static const char *const runtime_keys[] = {
-    "backend", "devices", "policy", "policy_path", "on_policy_error", "launch"};
+    "backend",         "devices", "policy", "policy_path",
+    "on_policy_error", "launch",  "models"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -218,6 +219,34 @@ static int set_launch(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* models = DIR | memory | off: where performance models are kept
+ * (core/models.c). A relative directory in a file is relative to that
+ * file, as policy_path's entries are. */
+static int set_models(cua__conf_parser *p, const char *value) {
+  char *v;
+  size_t dl = 0;
+
+  if (*value == '\0')
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] models: the value is empty; give a "
+                          "directory, memory or off");
+  if (strcmp(value, "off") != 0 && strcmp(value, "memory") != 0 &&
+      value[0] != '/' && p->dir != NULL)
+    dl = strlen(p->dir) + 1;
+  v = cua__malloc(dl + strlen(value) + 1);
+  if (v == NULL)
+    return cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+  if (dl > 0) {
+    memcpy(v, p->dir, dl - 1);
+    v[dl - 1] = '/';
+  }
+  strcpy(v + dl, value);
+  free(p->cfg->models);
+  p->cfg->models = v;
+  p->cfg->models_from = 0;
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
   char valid[128];
@@ -235,6 +264,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_on_policy_error(p, value);
   if (strcmp(key, "launch") == 0)
     return set_launch(p, value);
+  if (strcmp(key, "models") == 0)
+    return set_models(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

@@ -23,6 +23,7 @@
 
 #include "conf.h"
 #include "loader.h"
+#include "models.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -400,7 +401,11 @@ struct cua__node {
   atomic_int doomed;  /* failed: the executor must not launch it */
   atomic_int nstates; /* buffer states (writers, readers) that hold it */
   uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
-  uint64_t t_launch;  /* when decided, if its policy wants durations */
+  uint64_t t_launch;  /* when decided, if durations are measured */
+  uint32_t dur_share; /* duration_ns is a share of an interval this many
+                         ops ran in (complete.c); 0 or 1: its own */
+  uint64_t est_cost;  /* expected duration, counted in its stream's load */
+  void *mfam;         /* its performance model's class (models.c), if any */
   size_t cmd;         /* its LAUNCH command in the round deciding it */
   cua__node *q_next;  /* in a round's queue */
   int queued;
@@ -559,6 +564,7 @@ struct cua_runtime {
   cua__polinst *fallback;      /* single-stream, loaded on first need */
   cua__polinst *policies;      /* every instance, for closing */
   char *policy_error;          /* why the fallback was taken, if it was */
+  cua__models *models;         /* performance models (models.c), or NULL */
   cua_op_input *inputs;        /* place.c: the op being placed's inputs */
   size_t ninputs, ninputs_cap; /* */
   uint32_t input_gen;          /* place.c: marks nodes listed once per op */

@@ -18,6 +18,8 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/runtime.c \
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
+	%reldir%/models.h \
+	%reldir%/models.c \
 	%reldir%/op.c \
 	%reldir%/combine.c \
 	%reldir%/buffer.c \
@@ -31,7 +33,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/submit.c \
 	%reldir%/future.c
 %canon_reldir%_libcuasync_core_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
-%canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS)
+%canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS) -lm
 
 lib_LTLIBRARIES += libcuasync.la
 libcuasync_la_SOURCES =

@@ -158,6 +158,7 @@ static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
     return rc;
   op->value = value;
   op->bytes = dst->bytes;
+  op->hints.bytes = dst->bytes;
   rc = add_access(op, dst, kind == CUA_OP_AXPY ? CUA_READ_WRITE : CUA_WRITE);
   if (rc == 0 && src != NULL)
     rc = add_access(op, src, CUA_READ);
@@ -300,6 +301,7 @@ int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
   op->dst_off = off;
   op->byte_value = value;
   op->bytes = bytes;
+  op->hints.bytes = bytes;
   return cua__op_finish(out, op, add_access(op, dst, CUA_WRITE));
 }
 
@@ -432,6 +434,13 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
   return cua__op_finish(out, op, rc);
 }
 
+/* Kinds whose constructor sets the bytes hint (op->bytes). */
+static int has_bytes(cua_op_kind k) {
+  return k == CUA_OP_FILL || k == CUA_OP_COPY || k == CUA_OP_AXPY ||
+         k == CUA_OP_MEMSET || k == CUA_OP_MEMCPY_H2D ||
+         k == CUA_OP_MEMCPY_D2H || k == CUA_OP_MEMCPY_D2D;
+}
+
 /* cua_op_set_hints() with the op held (frozen == 2). */
 static int set_hints(cua_op *op, const cua_hints *h) {
   cua_hints n = CUA_HINTS_INIT;
@@ -443,8 +452,12 @@ static int set_hints(cua_op *op, const cua_hints *h) {
     free(tag);
     return cua__fail(op->rt, CUA_ERR_NOMEM, "out of host memory");
   }
+  /* What the constructor knows stays where the caller gives nothing: a
+   * spin's duration, the bytes a built-in data op moves. */
   if (op->kind == CUA_OP_SPIN && n.cost_ns == 0)
     n.cost_ns = op->spin.ns;
+  if (n.bytes == 0 && has_bytes(op->kind))
+    n.bytes = op->bytes;
   free(op->name);
   free(op->tag);
   op->name = name;

@@ -309,7 +309,8 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     n->seq = ++s->seq;
     s->load.ops_in_flight++;
     s->load.ops_total++;
-    s->load.est_busy_ns += n->op->hints.cost_ns;
+    n->est_cost = cua__models_attach(rt, n);
+    s->load.est_busy_ns += n->est_cost;
     /* Its expected end: after its stream's and its inputs' expected ends,
      * from now at the earliest (one clock read per round). */
     if (r->now == 0)
@@ -319,7 +320,7 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     for (size_t i = 0; i < info.ninputs; i++)
       if (info.inputs[i].expected_end_ns > start)
         start = info.inputs[i].expected_end_ns;
-    n->est_end = start + n->op->hints.cost_ns;
+    n->est_end = start + n->est_cost;
     s->load.expected_end_ns = n->est_end;
     cua__polinst *p = n->placed_by;
     if (p != NULL && p->d->submitted) {

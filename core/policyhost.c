@@ -68,6 +68,16 @@ static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
     fprintf(stderr, "cuasync: policy %s: %s\n", p->name, line);
 }
 
+static int h_expected_duration(void *core, const cua_op_info *op, int device,
+                               cua_estimate *out) {
+  return cua__models_expect(((cua__polinst *)core)->rt, op, device, out);
+}
+
+static int h_expected_transfer(void *core, int from, int to, uint64_t bytes,
+                               cua_estimate *out) {
+  return cua__models_transfer(((cua__polinst *)core)->rt, from, to, bytes, out);
+}
+
 static int h_device_info(void *core, int device, cua_device_info *out) {
   cua_runtime *rt = ((cua__polinst *)core)->rt;
   if (device < 0 || device >= rt->ndev || out == NULL)
@@ -281,6 +291,8 @@ static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
   h->nested_submitted = h_nested_submitted;
   h->nested_completed = h_nested_completed;
   h->nested_close = h_nested_close;
+  h->expected_duration = h_expected_duration;
+  h->expected_transfer = h_expected_transfer;
   p->next = rt->policies;
   rt->policies = p;
   /* h_nested_open() checks nesting against the instances being created;

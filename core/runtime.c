@@ -304,6 +304,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
       if (a != b &&
           (rt->be->can_access == NULL || !rt->be->can_access(rt->bst, a, b)))
         rt->all_peers = 0;
+  if ((rc = cua__models_open(rt)) != 0)
+    goto fail;
   pthread_mutex_lock(&rt->lock);
   rc = open_policies(rt);
   pthread_mutex_unlock(&rt->lock);
@@ -344,6 +346,7 @@ static void runtime_free(cua_runtime *rt) {
   pthread_mutex_lock(&rt->lock);
   cua__polinst_close_all(rt);
   pthread_mutex_unlock(&rt->lock);
+  cua__models_close(rt);
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     while (s->points_head != NULL) {

@@ -175,6 +175,46 @@ typedef struct cua_stats {
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
+
+/** One entry of a runtime's performance models (cua_runtime_models()):
+ * the measured durations of one op class in one size bucket on one
+ * device, or of one transfer between two memories. */
+typedef struct cua_model_entry {
+  size_t size;          /**< sizeof(cua_model_entry) as the library knows */
+  int transfer;         /**< 1: a transfer model entry; 0: an op class */
+  int device;           /**< the runtime device (transfer: destination, -1
+                             for host memory) */
+  int from;             /**< transfer: the source (-1: host memory) */
+  cua_op_kind kind;     /**< op class: its kind (0 for a transfer) */
+  const char *name;     /**< op class: the name hint, or NULL */
+  const char *tag;      /**< op class: the tag hint, or NULL */
+  unsigned cost_bucket; /**< op class: bits of the cost hint (0: none) */
+  uint64_t bytes_min;   /**< the size bucket: bytes hints from ... */
+  uint64_t bytes_max;   /**< ... to this, inclusive */
+  double samples;       /**< weighted measurements, stored and this run's */
+  double samples_new;   /**< of which measured by this runtime */
+  uint64_t mean_ns;     /**< mean duration */
+  uint64_t stddev_ns;   /**< their spread */
+  double mean_bytes;    /**< mean bytes hint of the measured ops */
+} cua_model_entry;
+
+/** Visitor of cua_runtime_models(): return 0 to go on, anything else to
+ * stop (cua_runtime_models() then returns it). */
+typedef int (*cua_model_fn)(const cua_model_entry *e, void *arg);
+
+/**
+ * The runtime's performance models ([runtime] models, cuasync.ini(5)):
+ * calls @p fn for each entry, for the runtime's backend and devices,
+ * with the entries loaded from the model file at creation merged with
+ * what the runtime measured since. Runs @p fn on the calling thread with
+ * no lock held, over a copy taken at the call (strings valid during the
+ * call). @p file, if not NULL, gets the model file's path (valid while
+ * @p rt lives), or NULL when models are kept in memory only or off.
+ * Returns 0, what @p fn returned to stop, CUA_ERR_INVAL for NULL @p rt
+ * or @p fn, CUA_ERR_NOMEM, or CUA_ERR_NOTSUP with models off.
+ */
+CUA_EXTERN int cua_runtime_models(cua_runtime *rt, cua_model_fn fn, void *arg,
+                                  const char **file);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
@@ -447,7 +487,9 @@ typedef struct cua_hints {
   const char *tag;  /**< copied; matched by affinity rules */
   int device;       /**< preferred device, -1 for none */
   uint64_t cost_ns; /**< estimated duration, 0 if unknown */
-  uint64_t bytes;   /**< bytes moved, 0 if unknown */
+  uint64_t bytes;   /**< bytes moved, 0 if unknown (fill, copy, axpy,
+                         memset and memcpy ops set it to the bytes they
+                         touch; a 0 given to cua_op_set_hints() keeps it) */
   uint64_t flops;   /**< floating-point operations, 0 if unknown */
   int priority;     /**< higher runs earlier where the policy cares */
 } cua_hints;

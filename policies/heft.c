@@ -6,21 +6,26 @@
  * Parameters ([policy.heft]):
  *   streams          INT, 1..1024, default 4. Streams used on each device.
  *   default_cost_ns  INT, 0..10^12, default 10000. The duration assumed for
- *                    an op without a cost hint.
+ *                    an op the performance models know nothing of and
+ *                    without a cost hint.
  *   peer_gbps        DOUBLE, 0.001..10^6, default 25. Bytes per nanosecond
  *                    (GB/s) at which an op reads or writes a buffer that
- *                    lives on another device than its own.
+ *                    lives on another device than its own, for pairs of
+ *                    devices the transfer model has not measured.
  *
  * How it plans. submission_begin() gets the DAG (policy ABI 2.0). Each op
- * i gets a cost w(i): its cost hint, else default_cost_ns (host steps 0),
- * and an upward rank: rank(i) = w(i) + the largest rank of its
- * successors, the length of the longest path from it to the DAG's end.
- * Taking ops by decreasing rank (a topological order), each op goes to
- * the stream, over the devices it may use, where it would finish first:
- *   finish = max(stream free, inputs' finish) + w(i) + remote(i, device)
- * where remote is the bytes of its buffers on other devices over
- * peer_gbps (data stays where its buffer lives in cuasync: an op on
- * another device reaches it across the link). Ties keep the stream of the
+ * i gets a cost w(i, d) on each device d: the core's performance model
+ * (cua_policy_host::expected_duration, measured durations kept between
+ * runs), else its cost hint, else default_cost_ns (host steps 0); and an
+ * upward rank: rank(i) = mean over devices of w(i, d) + the largest rank
+ * of its successors, the length of the longest path from it to the DAG's
+ * end. Taking ops by decreasing rank (a topological order), each op goes
+ * to the stream, over the devices it may use, where it would finish first:
+ *   finish = max(stream free, inputs' finish) + w(i, d) + remote(i, d)
+ * where remote is the transfer model's time (expected_transfer) for the
+ * bytes of its buffers on other devices, or those bytes over peer_gbps
+ * (data stays where its buffer lives in cuasync: an op on another device
+ * reaches it across the link). Ties keep the stream of the
  * input that finishes last, which saves an event. A stream is free, at
  * first, at its expected end as the core counts it (work placed earlier,
  * from cost hints). The plan is kept until submission_end().
@@ -128,19 +133,47 @@ static void heft_destroy(void *state) {
  * @p dev. */
 static uint64_t remote_ns(const heft_state *s, const cua_dag *dag,
                           const cua_dag_op *op, int dev) {
-  uint64_t bytes = 0;
+  uint64_t ns = 0;
   for (size_t k = 0; k < op->nbuffers; k++) {
     const cua_dag_buffer *b = &dag->buffers[op->buffers[k]];
-    if (b->device != dev)
-      bytes += b->bytes;
+    if (b->device == dev)
+      continue;
+    cua_estimate e = {.size = sizeof e};
+    if (s->host->expected_transfer(s->host->core, b->device, dev, b->bytes,
+                                   &e) == 0 &&
+        e.source != CUA_ESTIMATE_NONE)
+      ns += e.ns;
+    else
+      ns += (uint64_t)((double)b->bytes / s->peer_gbps);
   }
-  return (uint64_t)((double)bytes / s->peer_gbps);
+  return ns;
 }
 
-static uint64_t cost_of(const heft_state *s, const cua_dag_op *op) {
+/* What @p in is expected to take on @p dev. */
+static uint64_t expect(const heft_state *s, const cua_op_info *in, int dev) {
+  cua_estimate e = {.size = sizeof e};
+  if (s->host->expected_duration(s->host->core, in, dev, &e) == 0 &&
+      (e.source == CUA_ESTIMATE_HISTORY || e.source == CUA_ESTIMATE_REGRESSION))
+    return e.ns;
+  return in->cost_ns > 0 ? in->cost_ns : s->default_cost;
+}
+
+/* w(i, d) of the plan; d < 0: the mean over the devices. */
+static uint64_t cost_of(const heft_state *s, const cua_dag_op *op, int dev) {
   if (op->host)
     return 0;
-  return op->cost_ns > 0 ? op->cost_ns : s->default_cost;
+  cua_op_info in = {.size = sizeof in,
+                    .kind = op->kind,
+                    .name = op->name,
+                    .tag = op->tag,
+                    .cost_ns = op->cost_ns,
+                    .bytes = op->bytes};
+  if (dev >= 0)
+    return expect(s, &in, dev);
+  double sum = 0;
+  for (int d = 0; d < s->ndev; d++)
+    sum += (double)expect(s, &in, d);
+  return s->ndev > 0 ? (uint64_t)(sum / s->ndev) : 0;
 }
 
 static int cmp_slot(const void *a, const void *b) {
@@ -211,7 +244,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
     for (size_t k = 0; k < op->nsuccessors; k++)
       if (rank[op->successors[k]] > best)
         best = rank[op->successors[k]];
-    rank[i] = cost_of(s, op) + best;
+    rank[i] = cost_of(s, op, -1) + best;
   }
   if (s->by_rank) {
     for (size_t i = 0; i < n; i++) {
@@ -267,13 +300,13 @@ static void heft_begin(void *state, const cua_dag *dag) {
       bd = pdev[last];
       bs = pstr[last];
       uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
-      best =
-          (f > ready ? f : ready) + cost_of(s, op) + remote_ns(s, dag, op, bd);
+      best = (f > ready ? f : ready) + cost_of(s, op, bd) +
+             remote_ns(s, dag, op, bd);
     }
     for (int d = 0; d < s->ndev; d++) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
         continue;
-      uint64_t extra = cost_of(s, op) + remote_ns(s, dag, op, d);
+      uint64_t extra = cost_of(s, op, d) + remote_ns(s, dag, op, d);
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
         uint64_t end = (f > ready ? f : ready) + extra;
@@ -354,7 +387,7 @@ static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
     return 0;
   }
   /* On the live loads: the stream where it would finish first. */
-  uint64_t ready = 0, cost = op->cost_ns > 0 ? op->cost_ns : s->default_cost;
+  uint64_t ready = 0;
   for (size_t k = 0; k < op->ninputs; k++)
     if (op->inputs[k].expected_end_ns > ready)
       ready = op->inputs[k].expected_end_ns;
@@ -370,15 +403,22 @@ static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
                              op->then_of.stream, &l) == 0) {
       bd = op->then_of.device;
       bs = op->then_of.stream;
-      best = (l.expected_end_ns > ready ? l.expected_end_ns : ready) + cost;
+      best = (l.expected_end_ns > ready ? l.expected_end_ns : ready) +
+             expect(s, op, bd);
     }
   }
   for (int d = 0; d < s->ndev; d++) {
     if (op->restrict_device >= 0 && d != op->restrict_device)
       continue;
-    uint64_t remote = op->data_device >= 0 && op->data_device != d
-                          ? (uint64_t)((double)op->bytes / s->peer_gbps)
-                          : 0;
+    uint64_t cost = expect(s, op, d), remote = 0;
+    if (op->data_device >= 0 && op->data_device != d) {
+      cua_estimate e = {.size = sizeof e};
+      remote = s->host->expected_transfer(s->host->core, op->data_device, d,
+                                          op->bytes, &e) == 0 &&
+                       e.source != CUA_ESTIMATE_NONE
+                   ? e.ns
+                   : (uint64_t)((double)op->bytes / s->peer_gbps);
+    }
     for (int st = 0; st < s->streams; st++) {
       cua_stream_load l;
       memset(&l, 0, sizeof l);
@@ -421,7 +461,7 @@ static void heft_dump(void *state, FILE *out) {
           s->from_plan, s->live, s->last_span);
 }
 
-CUA_POLICY_DEFINE(.name = "heft", .version = "1.0",
+CUA_POLICY_DEFINE(.name = "heft", .version = "1.1",
                   .description = "HEFT: the whole DAG list-scheduled by "
                                  "upward rank, each op where it finishes "
                                  "first",

@@ -276,7 +276,8 @@ static const struct bad_param {
     {"heft", "default_cost_ns = soon", "default_cost_ns",
      CUA_ERR_CONFIG_BAD_VALUE},
     {"heft", "order = random", "placement", CUA_ERR_CONFIG_BAD_VALUE},
-    {"dmda", "alpha = 2", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"dmda", "default_cost_ns = -1", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
+    {"dmda", "alpha = 0.5", "unknown key", CUA_ERR_CONFIG_UNKNOWN_KEY},
     {"dmda", "peer_gbps = fast", "peer_gbps", CUA_ERR_CONFIG_BAD_VALUE},
 };
 

@@ -21,7 +21,7 @@ printf '[runtime]\nbackend = host\n' >"$HOST_CONFIG"
 
 # --help: usage on stdout, exit 0, every option named.
 run 0 --help
-for opt in --policies --format --config --version; do
+for opt in --policies --models --format --config --version; do
   expect "$OUT" "$opt" "--help"
 done
 pass "--help exits 0 and lists the options"
@@ -98,6 +98,36 @@ if command -v python3 >/dev/null 2>&1; then
     fail "--format json with a missing file: the output does not parse"
 fi
 pass "--format json still prints a document when the runtime fails"
+
+# --models: the runtime's performance models, from a file written here.
+mkdir -p "$TMP/models"
+printf '[runtime]\nbackend = host\nmodels = %s\n' "$TMP/models" >"$TMP/m.ini"
+run 0 --config "$TMP/m.ini"
+expect "$OUT" "^Performance models: $TMP/models/models-.*\\.txt, 0 entries" \
+  "table: the performance models' file"
+host=$(ls "$TMP/models" 2>/dev/null)
+[ -z "$host" ] || fail "--models: a run that measured nothing wrote $host"
+hn=$(uname -n)
+printf 'cuasync-models 1 %s\nop host 0:host%%20device%%200 spin gemm - 20 0 3 0 0 3000000 3000000000000 0\n' \
+  "$hn" >"$TMP/models/models-$hn.txt"
+run 0 --config "$TMP/m.ini" --models
+expect "$OUT" '^Performance models: .*, 1 entry' "--models: the summary"
+expect "$OUT" '^  0  *spin  *gemm  *-  *20  *-  *3  *1000\.0 us  *0 ns' \
+  "--models: the entry"
+run 0 --config "$TMP/m.ini" --models --format json
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+m = json.load(sys.stdin)["runtime"]["models"]
+assert m["state"] == "file" and m["entries"] == 1, m
+e = m["list"][0]
+assert e["kind"] == "spin" and e["name"] == "gemm" and e["mean_ns"] == 1000000, e
+' <"$OUT" 2>"$ERR" || fail "--models --format json: $(cat "$ERR")"
+fi
+printf '[runtime]\nbackend = host\nmodels = off\n' >"$TMP/off.ini"
+run 0 --config "$TMP/off.ini"
+expect "$OUT" '^Performance models: off' "table: models off"
+pass "--models lists the performance models; the table says where they are"
 
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--config" "stray"; do

@@ -65,6 +65,13 @@ typedef struct fake {
       nested_completes;
   int nested_restrict; /* restrict_device of the last nested_place() op */
   int nested_sabotage; /* nested_place() moves the op to another device */
+  /* The performance model: ops named model_name take model_ns on device
+   * model_dev; transfers take xfer_ns once it is set. */
+  const char *model_name;
+  uint64_t model_ns;
+  int model_dev;
+  uint64_t xfer_ns;
+  int model_calls, xfer_calls;
 } fake;
 
 static int inst_open(inst *p, fake *f, const char *name, const char *const *kv);
@@ -189,6 +196,43 @@ static void fk_nested_close(void *core, cua_policy_nested *n) {
   free(n);
 }
 
+static int fk_expected_duration(void *core, const cua_op_info *op, int dev,
+                                cua_estimate *out) {
+  fake *f = core;
+  f->model_calls++;
+  if (op == NULL || out == NULL || dev < 0 || dev >= f->ndev)
+    return CUA_ERR_INVAL;
+  cua_estimate e = {.size = out->size};
+  if (f->model_name != NULL && op->name != NULL &&
+      strcmp(op->name, f->model_name) == 0 && dev == f->model_dev) {
+    e.ns = f->model_ns;
+    e.samples = 10;
+    e.confidence = 0.8;
+    e.source = CUA_ESTIMATE_HISTORY;
+  } else if (op->cost_ns > 0) {
+    e.ns = op->cost_ns;
+    e.source = CUA_ESTIMATE_HINT;
+  }
+  memcpy(out, &e, out->size < sizeof e ? out->size : sizeof e);
+  return 0;
+}
+
+static int fk_expected_transfer(void *core, int from, int to, uint64_t bytes,
+                                cua_estimate *out) {
+  fake *f = core;
+  (void)bytes;
+  f->xfer_calls++;
+  if (out == NULL || from < -1 || to < -1 || from >= f->ndev || to >= f->ndev)
+    return CUA_ERR_INVAL;
+  cua_estimate e = {.size = out->size};
+  if (f->xfer_ns > 0) {
+    e.ns = f->xfer_ns;
+    e.source = CUA_ESTIMATE_REGRESSION;
+  }
+  memcpy(out, &e, out->size < sizeof e ? out->size : sizeof e);
+  return 0;
+}
+
 static fake *fake_new(int ndev) {
   fake *f = calloc(1, sizeof *f);
 
@@ -211,6 +255,8 @@ static fake *fake_new(int ndev) {
   f->host.nested_submitted = fk_nested_submitted;
   f->host.nested_completed = fk_nested_completed;
   f->host.nested_close = fk_nested_close;
+  f->host.expected_duration = fk_expected_duration;
+  f->host.expected_transfer = fk_expected_transfer;
   return f;
 }
 
@@ -942,6 +988,63 @@ START_TEST(test_ll_time_uses_measured_durations) {
 }
 END_TEST
 
+/* dmda takes the core's model over a cost hint, per device, and the
+ * transfer model over peer_gbps. (heft plans whole DAGs, which this
+ * harness does not give; check_models runs it on a runtime.) */
+START_TEST(test_dmda_asks_the_models) {
+  const char *const names[] = {"dmda"};
+  for (int k = 0; k < 1; k++) {
+    fake *f = fake_new(1);
+    inst p;
+    const char *const kv[] = {"streams=2", "default_cost_ns=1000", NULL};
+    f->model_name = "big";
+    f->model_ns = 5000000;
+    f->model_dev = 0;
+    open_ok(&p, f, names[k], kv);
+    /* "big" claims 1 us, the model says 5 ms: 1 ms ops go beside it, two
+     * in a row, where its hint would have let the second share its
+     * stream. */
+    cua_op_info a = cost_op(1000, "big"), b = cost_op(1000000, NULL),
+                c = cost_op(1000000, NULL);
+    cua_placement pa = run(&p, f, &a), pb = run(&p, f, &b), pc = run(&p, f, &c);
+    ck_assert_msg(pb.stream != pa.stream && pc.stream != pa.stream,
+                  "%s: big on %d, then %d and %d", names[k], pa.stream,
+                  pb.stream, pc.stream);
+    ck_assert_int_gt(f->model_calls, 0);
+    complete(&p, &a, pa, 5000000);
+    complete(&p, &b, pb, 1000000);
+    complete(&p, &c, pc, 1000000);
+    inst_close(&p);
+    free(f);
+  }
+  /* The transfer model replaces peer_gbps: an op whose data is on device
+   * 1 is kept there when reaching it from device 0 would take 1 s. */
+  {
+    fake *f = fake_new(2);
+    inst p;
+    const char *const kv[] = {"streams=1", "peer_gbps=1000000", NULL};
+    f->xfer_ns = 1000000000;
+    open_ok(&p, f, "dmda", kv);
+    cua_op_info a = cost_op(1000, NULL);
+    a.data_device = 1;
+    a.bytes = 1;
+    /* Device 0 busy for 1 ms first: without the transfer model the op
+     * would still go to 1 (it is free), so busy device 1 instead. */
+    cua_op_info busy = cost_op(1000000, NULL);
+    busy.restrict_device = 1;
+    cua_placement pbusy = run(&p, f, &busy);
+    assert_at(pbusy, 1, 0);
+    cua_placement pa = run(&p, f, &a);
+    assert_at(pa, 1, 0);
+    ck_assert_int_gt(f->xfer_calls, 0);
+    complete(&p, &busy, pbusy, 1000000);
+    complete(&p, &a, pa, 1000);
+    inst_close(&p);
+    free(f);
+  }
+}
+END_TEST
+
 START_TEST(test_ll_time_chain_wins_ties) {
   fake *f = fake_new(2);
   inst p;
@@ -1215,7 +1318,7 @@ static const config configs[] = {
     {"heft", {NULL}, 0},
     {"heft", {"streams=2", "default_cost_ns=0", "peer_gbps=0.001", NULL}, 0},
     {"dmda", {NULL}, 0},
-    {"dmda", {"streams=3", "alpha=1", "default_cost_ns=0", NULL}, 0},
+    {"dmda", {"streams=3", "peer_gbps=1", "default_cost_ns=0", NULL}, 0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))
 
@@ -1539,6 +1642,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_ll_ops_avoids_busy_streams);
   tcase_add_test(t, test_ll_time_avoids_long_op);
   tcase_add_test(t, test_ll_time_uses_measured_durations);
+  tcase_add_test(t, test_dmda_asks_the_models);
   tcase_add_test(t, test_ll_time_chain_wins_ties);
   suite_add_tcase(s, t);
 

@@ -5,7 +5,8 @@ AM_TESTS_ENVIRONMENT = \
 	export CUASYNC_MODULE_PATH; \
 	CUASYNC_TEST_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export CUASYNC_TEST_FIXTURES; \
 	CUASYNC_TEST_BUILDDIR='$(abs_top_builddir)'; export CUASYNC_TEST_BUILDDIR; \
-	unset CUASYNC_CONFIG CUASYNC_POLICY; \
+	unset CUASYNC_CONFIG CUASYNC_POLICY CUASYNC_MODELS; \
+	XDG_CACHE_HOME='$(abs_top_builddir)/tests/cache'; export XDG_CACHE_HOME; \
 	CK_DEFAULT_TIMEOUT=120; export CK_DEFAULT_TIMEOUT;
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(INIH_CFLAGS)
@@ -32,6 +33,7 @@ UNIT_TESTS = \
 	tests/check_futures \
 	tests/check_conformance \
 	tests/check_sched \
+	tests/check_models \
 	tests/check_misuse \
 	tests/check_cuda \
 	tests/check_faults \
@@ -124,6 +126,9 @@ tests_check_sched_SOURCES = tests/check_sched.c tests/helpers.h \
 	tests/earliest.h
 tests_check_sched_CFLAGS = $(TEST_CFLAGS)
 tests_check_sched_LDADD = $(PUBLIC_TEST_LIBS)
+tests_check_models_SOURCES = tests/check_models.c tests/helpers.h
+tests_check_models_CFLAGS = $(TEST_CFLAGS)
+tests_check_models_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_misuse_SOURCES = tests/check_misuse.c tests/helpers.h
 tests_check_misuse_CFLAGS = $(TEST_CFLAGS)
 tests_check_misuse_LDADD = $(PUBLIC_TEST_LIBS)
@@ -261,3 +266,9 @@ tests_fuzz_fuzz_dag_CFLAGS = $(AM_CFLAGS)
 tests_fuzz_fuzz_dag_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
 tests_fuzz_fuzz_dag_LDADD = $(FUZZ_LIBS)
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
+
+# The tests' $XDG_CACHE_HOME (performance models they stored).
+clean-local: clean-test-cache
+clean-test-cache:
+	-rm -rf tests/cache
+.PHONY: clean-test-cache

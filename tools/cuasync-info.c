@@ -3,9 +3,9 @@
  *
  * Prints the library version, the configuration as resolved, the backend
  * modules found (and whether each opens), the devices of the runtime the
- * configuration opens, every policy module on the search path with its
- * parameters, and every module that was refused with the loader's reason.
- * See cuasync-info(1).
+ * configuration opens and its performance models, every policy module on
+ * the search path with its parameters, and every module that was refused
+ * with the loader's reason. See cuasync-info(1).
  *
  * The tool first gathers everything into a report, then renders it as a
  * table or as JSON, so that both formats always say the same thing and a
@@ -52,6 +52,7 @@ typedef enum format { FORMAT_TABLE, FORMAT_JSON } format;
 typedef struct options {
   const char *config; /* --config FILE, or NULL for the usual lookup */
   int policies;       /* --policies: the policy view, with parameters */
+  int models;         /* --models: every entry of the performance models */
   format fmt;
 } options;
 
@@ -122,6 +123,11 @@ typedef struct report {
   char *rt_policy;
   cua_device_info *devices;
   int ndevices;
+  /* Its performance models ([runtime] models). */
+  const char *models_state; /* "file", "memory" or "off" */
+  char *models_file;
+  cua_model_entry *models; /* name and tag allocated */
+  size_t nmodels;
 } report;
 
 /* ------------------------------------------------------------------ */
@@ -187,6 +193,7 @@ static void usage(FILE *f) {
           "                         ($CUASYNC_CONFIG, then the installed "
           "cuasync.ini)\n"
           "  -p, --policies         list the policies with their parameters\n"
+          "  -m, --models           list the runtime's performance models\n"
           "  -f, --format FORMAT    table (default) or json\n"
           "  -h, --help             show this help and exit\n"
           "  -V, --version          show the version and exit\n"
@@ -221,6 +228,7 @@ static int parse_args(int argc, char **argv, options *o) {
   static const struct option longopts[] = {
       {"config", required_argument, NULL, 'c'},
       {"policies", no_argument, NULL, 'p'},
+      {"models", no_argument, NULL, 'm'},
       {"format", required_argument, NULL, 'f'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
@@ -231,10 +239,13 @@ static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->fmt = FORMAT_TABLE;
   opterr = 0; /* the messages below say more than getopt's */
-  while ((c = getopt_long(argc, argv, ":c:pf:hV", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:pmf:hV", longopts, NULL)) != -1) {
     switch (c) {
     case 'c':
       o->config = optarg;
+      break;
+    case 'm':
+      o->models = 1;
       break;
     case 'p':
       o->policies = 1;
@@ -582,8 +593,56 @@ static void probe_backends(report *r) {
       probe_backend(&r->backends[i]);
 }
 
-static void describe_runtime(report *r, const cua_runtime *rt) {
+static int add_model(const cua_model_entry *e, void *arg) {
+  report *r = arg;
+  r->models = grow_array(r->models, r->nmodels, sizeof *r->models);
+  cua_model_entry *m = &r->models[r->nmodels++];
+  *m = *e;
+  m->name = e->name != NULL ? xstrdup(e->name) : NULL;
+  m->tag = e->tag != NULL ? xstrdup(e->tag) : NULL;
+  return 0;
+}
+
+/* Entries by device, transfers last, then kind, name, tag and size. */
+static int cmp_model(const void *pa, const void *pb) {
+  const cua_model_entry *a = pa, *b = pb;
+  if (a->transfer != b->transfer)
+    return a->transfer - b->transfer;
+  if (a->device != b->device)
+    return a->device - b->device;
+  if (a->from != b->from)
+    return a->from - b->from;
+  if (a->kind != b->kind)
+    return (int)a->kind - (int)b->kind;
+  int c = strcmp(a->name ? a->name : "", b->name ? b->name : "");
+  if (c == 0)
+    c = strcmp(a->tag ? a->tag : "", b->tag ? b->tag : "");
+  if (c == 0)
+    c = (a->cost_bucket > b->cost_bucket) - (a->cost_bucket < b->cost_bucket);
+  if (c == 0)
+    c = (a->bytes_min > b->bytes_min) - (a->bytes_min < b->bytes_min);
+  return c;
+}
+
+static void describe_models(report *r, cua_runtime *rt) {
+  const char *file = NULL;
+  int rc = cua_runtime_models(rt, add_model, r, &file);
+  if (rc == CUA_ERR_NOTSUP) {
+    r->models_state = "off";
+    return;
+  }
+  if (rc != 0)
+    out_of_memory();
+  if (r->nmodels > 1)
+    qsort(r->models, r->nmodels, sizeof *r->models, cmp_model);
+  r->models_state = file != NULL ? "file" : "memory";
+  r->models_file = file != NULL ? xstrdup(file) : NULL;
+}
+
+static void describe_runtime(report *r, cua_runtime *rt) {
   int i;
+
+  describe_models(r, rt);
 
   r->rt_backend = xstrdup(cua_runtime_backend(rt));
   r->rt_policy = xstrdup(cua_runtime_policy(rt));
@@ -687,6 +746,12 @@ static void free_report(report *r) {
   free(r->rt_backend);
   free(r->rt_policy);
   free(r->devices);
+  for (i = 0; i < r->nmodels; i++) {
+    free((char *)r->models[i].name);
+    free((char *)r->models[i].tag);
+  }
+  free(r->models);
+  free(r->models_file);
 }
 
 /* ------------------------------------------------------------------ */
@@ -840,6 +905,92 @@ static void table_config(const report *r, FILE *f) {
   free(text);
 }
 
+/* A duration for people: ns, us, ms or s. */
+static void format_ns(uint64_t ns, char *buf, size_t len) {
+  if (ns < 10000)
+    snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+  else if (ns < 10000000)
+    snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+  else if (ns < 10000000000ull)
+    snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+  else
+    snprintf(buf, len, "%.1f s", (double)ns / 1e9);
+}
+
+/* A size bucket's bound: bytes, KiB, MiB or GiB (powers of two). */
+static void format_size(uint64_t b, char *buf, size_t len) {
+  if (b < 1024)
+    snprintf(buf, len, "%llu B", (unsigned long long)b);
+  else if (b < (1ull << 20))
+    snprintf(buf, len, "%.0f KiB", (double)b / 1024);
+  else if (b < (1ull << 30))
+    snprintf(buf, len, "%.0f MiB", (double)b / (1 << 20));
+  else
+    snprintf(buf, len, "%.0f GiB", (double)b / (1 << 30));
+}
+
+static void table_models_summary(const report *r, FILE *f) {
+  if (r->models_state == NULL)
+    return;
+  if (strcmp(r->models_state, "off") == 0)
+    fprintf(f, "Performance models: off\n");
+  else
+    fprintf(f, "Performance models: %s, %zu entr%s%s\n",
+            r->models_file != NULL ? r->models_file : "in memory only",
+            r->nmodels, r->nmodels == 1 ? "y" : "ies",
+            r->nmodels > 0 ? " (cuasync-info --models lists them)" : "");
+}
+
+/* Where an entry is measured: "0" for an op class on device 0, "host->0"
+ * for a transfer. */
+static void model_where(const cua_model_entry *e, char *buf, size_t len) {
+  char from[16], to[16];
+  snprintf(to, sizeof to, e->device < 0 ? "host" : "%d", e->device);
+  if (!e->transfer) {
+    snprintf(buf, len, "%s", to);
+    return;
+  }
+  snprintf(from, sizeof from, e->from < 0 ? "host" : "%d", e->from);
+  snprintf(buf, len, "%s->%s", from, to);
+}
+
+static void table_models(const report *r, FILE *f) {
+  table t = {9, NULL, 0};
+  char where[40], bytes[48], lo[16], hi[16], samples[24], mean[24], sd[24],
+      cb[16];
+  size_t i;
+
+  if (!r->rt_opened) {
+    fprintf(f, "Performance models: the runtime does not open: %s\n",
+            r->rt_error);
+    return;
+  }
+  table_models_summary(r, f);
+  if (r->nmodels == 0)
+    return;
+  table_row(&t, "DEVICE", "KIND", "NAME", "TAG", "COST-BITS", "BYTES",
+            "SAMPLES", "MEAN", "STDDEV");
+  for (i = 0; i < r->nmodels; i++) {
+    const cua_model_entry *e = &r->models[i];
+    model_where(e, where, sizeof where);
+    if (e->bytes_max == 0) {
+      snprintf(bytes, sizeof bytes, "-");
+    } else {
+      format_size(e->bytes_min, lo, sizeof lo);
+      format_size(e->bytes_max + 1, hi, sizeof hi);
+      snprintf(bytes, sizeof bytes, "%s-%s", lo, hi);
+    }
+    snprintf(samples, sizeof samples, "%.4g", e->samples);
+    format_ns(e->mean_ns, mean, sizeof mean);
+    format_ns(e->stddev_ns, sd, sizeof sd);
+    snprintf(cb, sizeof cb, "%u", e->cost_bucket);
+    table_row(&t, where, e->transfer ? "transfer" : cua_op_kind_name(e->kind),
+              e->name != NULL ? e->name : "-", e->tag != NULL ? e->tag : "-",
+              e->transfer ? "-" : cb, bytes, samples, mean, sd);
+  }
+  table_print(&t, f, 2);
+}
+
 static void table_runtime(const report *r, FILE *f) {
   table t = {5, NULL, 0};
   char mem[32], cc[16], units[32], idx[16];
@@ -864,6 +1015,7 @@ static void table_runtime(const report *r, FILE *f) {
     table_row(&t, idx, d->name, mem, cc, units);
   }
   table_print(&t, f, 2);
+  table_models_summary(r, f);
 }
 
 static const char *backend_status(const module_info *m) {
@@ -1037,6 +1189,11 @@ static void render_table(const report *r, const options *o, FILE *f) {
     fprintf(f, "\n");
     table_policies_full(r, f);
     table_failures(r, f, 1);
+    return;
+  }
+  if (o->models) {
+    fprintf(f, "\n");
+    table_models(r, f);
     return;
   }
   fprintf(f, "\n");
@@ -1220,7 +1377,43 @@ static void json_config(json *j, const report *r) {
   json_close(j, '}');
 }
 
-static void json_runtime(json *j, const report *r) {
+/* The models' state, and with @p list every entry. */
+static void json_models(json *j, const report *r, int list) {
+  size_t i;
+
+  json_open(j, "models", '{');
+  json_string(j, "state", r->models_state);
+  json_string(j, "file", r->models_file);
+  json_int(j, "entries", (long long)r->nmodels);
+  if (list) {
+    json_open(j, "list", '[');
+    for (i = 0; i < r->nmodels; i++) {
+      const cua_model_entry *e = &r->models[i];
+      json_open(j, NULL, '{');
+      json_bool(j, "transfer", e->transfer);
+      json_int(j, "device", e->device);
+      if (e->transfer)
+        json_int(j, "from", e->from);
+      else {
+        json_string(j, "kind", cua_op_kind_name(e->kind));
+        json_string(j, "name", e->name);
+        json_string(j, "tag", e->tag);
+        json_int(j, "cost_bits", e->cost_bucket);
+      }
+      json_int(j, "bytes_min", (long long)e->bytes_min);
+      json_number(j, "bytes_max", (double)e->bytes_max);
+      json_number(j, "samples", e->samples);
+      json_number(j, "samples_new", e->samples_new);
+      json_int(j, "mean_ns", (long long)e->mean_ns);
+      json_int(j, "stddev_ns", (long long)e->stddev_ns);
+      json_close(j, '}');
+    }
+    json_close(j, ']');
+  }
+  json_close(j, '}');
+}
+
+static void json_runtime(json *j, const report *r, int list_models) {
   int i;
 
   json_open(j, "runtime", '{');
@@ -1242,6 +1435,7 @@ static void json_runtime(json *j, const report *r) {
     json_close(j, '}');
   }
   json_close(j, ']');
+  json_models(j, r, list_models);
   json_close(j, '}');
 }
 
@@ -1330,7 +1524,7 @@ static void json_failures(json *j, const report *r) {
   json_close(j, ']');
 }
 
-static void render_json(const report *r, FILE *f) {
+static void render_json(const report *r, const options *o, FILE *f) {
   json j;
 
   memset(&j, 0, sizeof j);
@@ -1344,7 +1538,7 @@ static void render_json(const report *r, FILE *f) {
   json_strv(&j, "backends", r->dirs[CUA__MODULE_BACKEND],
             r->ndirs[CUA__MODULE_BACKEND]);
   json_close(&j, '}');
-  json_runtime(&j, r);
+  json_runtime(&j, r, o->models);
   json_modules(&j, r, CUA__MODULE_BACKEND);
   json_modules(&j, r, CUA__MODULE_POLICY);
   json_failures(&j, r);
@@ -1362,7 +1556,7 @@ int main(int argc, char **argv) {
     return rc;
   gather(&r, &o);
   if (o.fmt == FORMAT_JSON)
-    render_json(&r, stdout);
+    render_json(&r, &o, stdout);
   else
     render_table(&r, &o, stdout);
   rc = r.rt_opened ? EXIT_OK : EXIT_NO_RUNTIME;

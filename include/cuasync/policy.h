@@ -185,6 +185,33 @@ typedef struct cua_stream_load {
   uint64_t expected_end_ns;
 } cua_stream_load;
 
+/** Where an estimate of cua_policy_host::expected_duration or
+ * cua_policy_host::expected_transfer comes from. */
+typedef enum cua_estimate_source {
+  CUA_ESTIMATE_NONE = 0,  /**< nothing known: ns is 0 */
+  CUA_ESTIMATE_HINT,      /**< the op's cost hint (no measurement yet) */
+  CUA_ESTIMATE_HISTORY,   /**< the mean of measurements of this class and
+                               size bucket on this device */
+  CUA_ESTIMATE_REGRESSION /**< a + b * bytes, fitted over the class's
+                               other size buckets on this device */
+} cua_estimate_source;
+
+/** An expected duration from the core's performance models (see
+ * cua_policy_host::expected_duration). Set @c size before the call: the
+ * core writes only the fields that fit in it. */
+typedef struct cua_estimate {
+  size_t size;        /**< sizeof(cua_estimate) as the caller knows it */
+  uint64_t ns;        /**< expected duration, nanoseconds */
+  uint64_t stddev_ns; /**< spread of the measurements (0: unknown) */
+  double samples;     /**< measurements behind it (weighted, see
+                           cuasync-policy(7)) */
+  /** 0 (nothing measured) to 1: samples / (samples + 2) divided by
+   * (1 + stddev / mean) for a history; half of that times the fit's r^2
+   * for a regression; 0 for a hint. */
+  double confidence;
+  int source; /**< a #cua_estimate_source */
+} cua_estimate;
+
 /** One op of a submission's DAG (an element of cua_dag::ops, written with
  * the descriptor's dag_op_size as the stride). */
 typedef struct cua_dag_op {
@@ -290,6 +317,27 @@ typedef struct cua_policy_host {
                            uint64_t duration_ns);
   /** Closes a nested policy. */
   void (*nested_close)(void *core, cua_policy_nested *nested);
+  /** The core's performance model: how long @p op is expected to take on
+   * @p device. Models are measured durations per op class (kind, name,
+   * tag, bucket of the cost hint), size bucket (log2 of the bytes hint)
+   * and device, learned from every op the runtime runs and kept per host
+   * between runs ([runtime] models in cuasync.ini(5)). With no
+   * measurement of the op's own size bucket (or fewer than 3), a
+   * regression over the class's other sizes answers, if there are two;
+   * else the op's cost hint (#CUA_ESTIMATE_HINT); else
+   * #CUA_ESTIMATE_NONE with ns 0. Kinds that do no timed work (alloc,
+   * free, barrier, host steps, combinators) are always NONE. Returns 0, or
+   * CUA_ERR_INVAL for a NULL @p op or @p out, a bad device, or
+   * out->size smaller than its first two fields. */
+  int (*expected_duration)(void *core, const cua_op_info *op, int device,
+                           cua_estimate *out);
+  /** The transfer model: how long moving @p bytes from @p from to @p to
+   * takes (a device, or -1 for host memory), fitted as latency + bytes /
+   * bandwidth from the memcpy ops the runtime ran between them (H2D, D2H,
+   * D2D and peer copies). #CUA_ESTIMATE_NONE (ns 0) when nothing was
+   * measured between them. Returns 0, or CUA_ERR_INVAL as above. */
+  int (*expected_transfer)(void *core, int from, int to, uint64_t bytes,
+                           cua_estimate *out);
 } cua_policy_host;
 
 /** The descriptor a policy module exports as #CUA_POLICY_ENTRY_SYMBOL (or

@@ -1,0 +1,647 @@
+/*
+ * tests/check_models.c: the core's performance models ([runtime] models,
+ * cua_policy_host::expected_duration and ::expected_transfer,
+ * cua_runtime_models()): learned from runs, kept per host and device in a
+ * file a later process loads, a regression over sizes, a transfer model,
+ * and files that are corrupt, foreign or unwritable (a warning, never a
+ * failure). Host backend; a registered policy ("probe") records what the
+ * models tell it.
+ */
+#include "helpers.h"
+
+#include <cuasync/errors.h>
+#include <cuasync/policy.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------ the probe */
+
+/* What probe's place() was told for the last op, and for an op of another
+ * device (probe places on the op's preferred device, else 0). */
+static cua_estimate seen, seen_other, seen_xfer;
+static int seen_rc_bad_size, seen_rc_bad_dev, seen_rc_bad_xfer;
+
+static int pr_create(const cua_policy_host *host, const cua_param_value *params,
+                     void **state) {
+  (void)params;
+  for (int d = 0; d < host->device_count(host->core); d++)
+    if (host->ensure_streams(host->core, d, 1) != 0)
+      return CUA_ERR_NOMEM;
+  *state = (void *)host;
+  return 0;
+}
+
+static int pr_place(void *state, const cua_op_info *op, cua_placement *out) {
+  const cua_policy_host *h = state;
+  int dev = op->preferred_device >= 0 ? op->preferred_device : 0;
+  int ndev = h->device_count(h->core);
+  memset(&seen, 0, sizeof seen);
+  seen.size = sizeof seen;
+  memset(&seen_other, 0, sizeof seen_other);
+  seen_other.size = sizeof seen_other;
+  memset(&seen_xfer, 0, sizeof seen_xfer);
+  seen_xfer.size = sizeof seen_xfer;
+  ck_assert_int_eq(h->expected_duration(h->core, op, dev, &seen), 0);
+  if (ndev > 1)
+    ck_assert_int_eq(
+        h->expected_duration(h->core, op, (dev + 1) % ndev, &seen_other), 0);
+  ck_assert_int_eq(
+      h->expected_transfer(h->core, -1, dev, op->bytes, &seen_xfer), 0);
+  cua_estimate tiny = {.size = 1};
+  seen_rc_bad_size = h->expected_duration(h->core, op, dev, &tiny);
+  cua_estimate e = {.size = sizeof e};
+  seen_rc_bad_dev = h->expected_duration(h->core, op, ndev, &e);
+  seen_rc_bad_xfer = h->expected_transfer(h->core, -2, dev, 1, &e);
+  out->device = dev;
+  out->stream = 0;
+  return 0;
+}
+
+static const cua_policy_descriptor probe =
+    CUA_POLICY_INIT(.name = "probe", .version = "1",
+                    .description = "asks the models", .create = pr_create,
+                    .place = pr_place);
+
+static void register_probe(void) {
+  int rc = cua_policy_register(&probe);
+  ck_assert_msg(rc == 0 || rc == CUA_ERR_INVAL, "register: %s",
+                cua_runtime_error(NULL));
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static char dir[4096];
+
+/* A fresh directory under the tests' cache ($XDG_CACHE_HOME, which
+ * `make clean` removes). */
+static void make_dir(void) {
+  const char *cache = getenv("XDG_CACHE_HOME");
+  ck_assert_msg(cache != NULL && cache[0] == '/',
+                "XDG_CACHE_HOME is not set (tests/local.mk sets it)");
+  mkdir(cache, 0700);
+  snprintf(dir, sizeof dir, "%s/models-XXXXXX", cache);
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+/* The host name as the model file's name writes it. */
+static const char *host_field(void) {
+  static char out[1024];
+  char host[256] = "unknown";
+  if (gethostname(host, sizeof host - 1) != 0)
+    strcpy(host, "unknown");
+  host[sizeof host - 1] = '\0';
+  size_t o = 0;
+  if (strcmp(host, "-") == 0)
+    return "%2D";
+  for (const char *s = host; *s && o + 4 < sizeof out; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
+      o += (size_t)snprintf(out + o, sizeof out - o, "%%%02X", c);
+    else
+      out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+static const char *model_file(const char *d) {
+  static char buf[8192];
+  snprintf(buf, sizeof buf, "%s/models-%s.txt", d, host_field());
+  return buf;
+}
+
+static cua_runtime *open_models(const char *models, const char *extra) {
+  char text[8192];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = probe\nmodels = %s\n%s", models,
+           extra ? extra : "");
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == 0, "runtime: %s", cua_runtime_error(NULL));
+  return rt;
+}
+
+/* Runs a spin of @p ns named @p name on @p device. */
+static void spin(cua_runtime *rt, const char *name, uint64_t ns, int device) {
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, ns, 1), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = name;
+  h.device = device;
+  ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+  ck_assert_msg(run_op(rt, op) == 0, "%s", cua_runtime_error(rt));
+}
+
+/* Runs a memset of @p bytes (a fresh buffer each time). */
+static void memset_op(cua_runtime *rt, size_t bytes) {
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, bytes, 0), 0);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_memset(&op, b, 0, 1, bytes), 0);
+  ck_assert_msg(run_op(rt, op) == 0, "%s", cua_runtime_error(rt));
+  cua_buffer_destroy(b);
+}
+
+typedef struct found {
+  int n;
+  cua_model_entry e;
+  int kind;
+  const char *name;
+  int transfer;
+} found;
+
+static int find_entry(const cua_model_entry *e, void *arg) {
+  found *f = arg;
+  if (e->transfer != f->transfer)
+    return 0;
+  if (!f->transfer && ((int)e->kind != f->kind || e->name == NULL ||
+                       f->name == NULL || strcmp(e->name, f->name) != 0))
+    return 0;
+  f->n++;
+  f->e = *e;
+  f->e.name = NULL;
+  f->e.tag = NULL;
+  return 0;
+}
+
+static found lookup(cua_runtime *rt, int kind, const char *name) {
+  found f = {0};
+  f.kind = kind;
+  f.name = name;
+  f.transfer = kind < 0;
+  ck_assert_int_eq(cua_runtime_models(rt, find_entry, &f, NULL), 0);
+  return f;
+}
+
+static int count_entry(const cua_model_entry *e, void *arg) {
+  (void)e;
+  ++*(int *)arg;
+  return 0;
+}
+
+static int entries(cua_runtime *rt) {
+  int n = 0;
+  ck_assert_int_eq(cua_runtime_models(rt, count_entry, &n, NULL), 0);
+  return n;
+}
+
+/* Standard error goes to a file while a test's runtime speaks. */
+static int saved_err = -1;
+static char err_path[4200];
+
+static void capture_begin(void) {
+  snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+  fflush(stderr);
+  saved_err = dup(2);
+  int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert_int_ge(fd, 0);
+  dup2(fd, 2);
+  close(fd);
+}
+
+static const char *capture_end(void) {
+  static char buf[8192];
+  fflush(stderr);
+  dup2(saved_err, 2);
+  close(saved_err);
+  FILE *f = fopen(err_path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return NULL;
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* The host backend's device 0 as the model file names it. */
+static const char *dev0_field(cua_runtime *rt) {
+  static char out[512];
+  cua_device_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  ck_assert_int_eq(cua_device_get_info(rt, 0, &info), 0);
+  size_t o = (size_t)snprintf(out, sizeof out, "%d:", info.ordinal);
+  for (const char *s = info.name; *s && o + 4 < sizeof out; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
+      o += (size_t)snprintf(out + o, sizeof out - o, "%%%02X", c);
+    else
+      out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* A run stores what it measured; another process loads it, and a policy
+ * there gets the history as the expected duration. */
+START_TEST(models_are_kept_for_the_next_process) {
+  register_probe();
+  make_dir();
+  pid_t pid = fork();
+  if (pid == 0) {
+    cua_runtime *rt = open_models(dir, NULL);
+    for (int i = 0; i < 4; i++)
+      spin(rt, "short", 1000000, -1);
+    for (int i = 0; i < 3; i++)
+      spin(rt, "long", 4000000, -1);
+    found f = lookup(rt, CUA_OP_SPIN, "short");
+    int ok = f.n == 1 && f.e.samples == 4 && f.e.samples_new == 4;
+    const char *file = NULL;
+    cua_runtime_models(rt, count_entry, &(int){0}, &file);
+    ok = ok && file != NULL && strcmp(file, model_file(dir)) == 0;
+    cua_runtime_destroy(rt);
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "the first process did not see its models");
+  char *text = read_all(model_file(dir));
+  ck_assert_msg(text != NULL, "no model file %s", model_file(dir));
+  ck_assert_msg(strncmp(text, "cuasync-models 1 ", 17) == 0, "%s", text);
+
+  cua_runtime *rt = open_models(dir, NULL);
+  found f = lookup(rt, CUA_OP_SPIN, "short");
+  ck_assert_int_eq(f.n, 1);
+  ck_assert(f.e.samples == 4);
+  ck_assert(f.e.samples_new == 0);
+  /* Spins busy-compute for their duration on the host backend. */
+  ck_assert_msg(f.e.mean_ns >= 700000 && f.e.mean_ns <= 5000000,
+                "short spin measured %llu ns", (unsigned long long)f.e.mean_ns);
+  found g = lookup(rt, CUA_OP_SPIN, "long");
+  ck_assert_int_eq(g.n, 1);
+  ck_assert_msg(g.e.mean_ns > f.e.mean_ns, "long %llu <= short %llu",
+                (unsigned long long)g.e.mean_ns,
+                (unsigned long long)f.e.mean_ns);
+  /* What a policy is told, for a fifth short spin. */
+  spin(rt, "short", 1000000, -1);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HISTORY);
+  ck_assert_uint_eq(seen.ns, f.e.mean_ns);
+  ck_assert(seen.samples == 4);
+  ck_assert(seen.confidence > 0 && seen.confidence < 1);
+  ck_assert_int_eq(seen_rc_bad_size, CUA_ERR_INVAL);
+  ck_assert_int_eq(seen_rc_bad_dev, CUA_ERR_INVAL);
+  ck_assert_int_eq(seen_rc_bad_xfer, CUA_ERR_INVAL);
+  /* An op never measured: its cost hint. */
+  spin(rt, "never", 3000, -1);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HINT);
+  ck_assert_uint_eq(seen.ns, 3000);
+  ck_assert(seen.confidence == 0);
+  cua_runtime_destroy(rt);
+
+  /* The second run's sample was merged in. */
+  rt = open_models(dir, NULL);
+  f = lookup(rt, CUA_OP_SPIN, "short");
+  ck_assert(f.e.samples == 5);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* With no sample of an op's own size, a fit over the class's other sizes
+ * answers. The file is written by hand: memsets of 1 MiB took 1 ms and of
+ * 4 MiB 4 ms. */
+START_TEST(a_regression_answers_for_sizes_not_measured) {
+  register_probe();
+  make_dir();
+  cua_runtime *rt = open_models("memory", NULL);
+  char dev[512];
+  snprintf(dev, sizeof dev, "%s", dev0_field(rt));
+  cua_runtime_destroy(rt);
+  char text[4096];
+  double x1 = 1048576, x4 = 4194304, y1 = 1e6, y4 = 4e6;
+  snprintf(text, sizeof text,
+           "cuasync-models 1 %s\n"
+           "# written by check_models\n"
+           "op host %s memset - - 0 21 4 %.17g %.17g %.17g %.17g %.17g\n"
+           "op host %s memset - - 0 23 4 %.17g %.17g %.17g %.17g %.17g\n"
+           "op cuda 0:Some%%20GPU memset - - 0 21 4 1 1 1 1 1\n",
+           host_field(), dev, 4 * x1, 4 * x1 * x1, 4 * y1, 4 * y1 * y1,
+           4 * x1 * y1, dev, 4 * x4, 4 * x4 * x4, 4 * y4, 4 * y4 * y4,
+           4 * x4 * y4);
+  write_file(model_file(dir), text);
+  rt = open_models(dir, NULL);
+  /* Only this backend's entries are loaded. */
+  ck_assert_int_eq(entries(rt), 2);
+  memset_op(rt, 2097152);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_REGRESSION);
+  ck_assert_msg(seen.ns > 1950000 && seen.ns < 2050000, "expected 2 ms, %llu",
+                (unsigned long long)seen.ns);
+  ck_assert(seen.confidence > 0 && seen.confidence <= 0.5);
+  /* A measured size answers from its history. */
+  memset_op(rt, 1048576);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HISTORY);
+  ck_assert_uint_eq(seen.ns, 1000000);
+  cua_runtime_destroy(rt);
+  /* The other backend's entry is still in the file. */
+  char *after = read_all(model_file(dir));
+  ck_assert_ptr_nonnull(after);
+  ck_assert_msg(strstr(after, "op cuda 0:Some%20GPU memset") != NULL, "%s",
+                after);
+}
+END_TEST
+
+/* Copies from host memory teach the transfer model. */
+START_TEST(memcpys_teach_the_transfer_model) {
+  register_probe();
+  make_dir();
+  cua_runtime *rt = open_models("memory", NULL);
+  cua_buffer *b;
+  size_t big = 8u << 20;
+  char *src = calloc(1, big);
+  ck_assert_ptr_nonnull(src);
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, big, 0), 0);
+  for (int i = 0; i < 3; i++)
+    for (size_t bytes = 1u << 20; bytes <= big; bytes *= 8) {
+      cua_op *op;
+      ck_assert_int_eq(cua_op_memcpy_h2d(&op, b, 0, src, bytes), 0);
+      ck_assert_int_eq(run_op(rt, op), 0);
+    }
+  found f = lookup(rt, -1, NULL);
+  ck_assert_int_ge(f.n, 1);
+  ck_assert_int_eq(f.e.transfer, 1);
+  ck_assert_int_eq(f.e.from, -1);
+  ck_assert_int_eq(f.e.device, 0);
+  /* The probe asked for host -> device 0 at the op's bytes. */
+  cua_op *op;
+  ck_assert_int_eq(cua_op_memcpy_h2d(&op, b, 0, src, 4u << 20), 0);
+  ck_assert_int_eq(run_op(rt, op), 0);
+  ck_assert_msg(seen_xfer.source == CUA_ESTIMATE_REGRESSION ||
+                    seen_xfer.source == CUA_ESTIMATE_HISTORY,
+                "transfer source %d", seen_xfer.source);
+  ck_assert_uint_gt(seen_xfer.ns, 0);
+  cua_buffer_destroy(b);
+  free(src);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* Models are per device: what device 0 ran says nothing of device 1. */
+START_TEST(models_are_per_device) {
+  register_probe();
+  make_dir();
+  cua_runtime *rt = open_models("memory", "[backend.host]\ndevices = 2\n");
+  for (int i = 0; i < 3; i++)
+    spin(rt, "d", 500000, 0);
+  spin(rt, "d", 500000, 0);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HISTORY);
+  ck_assert_int_eq(seen_other.source, CUA_ESTIMATE_HINT);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(a_corrupt_file_is_ignored_with_a_warning) {
+  register_probe();
+  make_dir();
+  write_file(model_file(dir), "cuasync-models 1 x\n");
+  /* The right header, then garbage. */
+  char text[1024];
+  snprintf(text, sizeof text,
+           "cuasync-models 1 %s\nop host 0:x spin - - 0 0 nan 1 1 1 1 1\n",
+           host_field());
+  write_file(model_file(dir), text);
+  capture_begin();
+  cua_runtime *rt = open_models(dir, NULL);
+  const char *err = capture_end();
+  ck_assert_msg(strstr(err, "performance models") != NULL &&
+                    strstr(err, "txt:2: a malformed entry; the file is "
+                                "ignored") != NULL,
+                "stderr: %s", err);
+  ck_assert_int_eq(entries(rt), 0);
+  spin(rt, "after", 100000, -1);
+  cua_runtime_destroy(rt);
+  /* Replaced by a valid file with this run's measurement. */
+  rt = open_models(dir, NULL);
+  ck_assert_int_eq(lookup(rt, CUA_OP_SPIN, "after").n, 1);
+  cua_runtime_destroy(rt);
+
+  /* Binary junk. */
+  write_file(model_file(dir), "\x7f"
+                              "ELF\x01\x02junk\n\n");
+  capture_begin();
+  rt = open_models(dir, NULL);
+  err = capture_end();
+  ck_assert_msg(strstr(err, "not a cuasync model file") != NULL, "stderr: %s",
+                err);
+  ck_assert_int_eq(entries(rt), 0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(a_foreign_file_is_ignored_with_a_warning) {
+  register_probe();
+  make_dir();
+  write_file(model_file(dir),
+             "cuasync-models 1 some-other-host\nop host 0:x spin - - 0 0 1 1 "
+             "1 1 1 1\n");
+  capture_begin();
+  cua_runtime *rt = open_models(dir, NULL);
+  const char *err = capture_end();
+  ck_assert_msg(strstr(err, "written on host some-other-host, not on this "
+                            "one") != NULL,
+                "stderr: %s", err);
+  ck_assert_int_eq(entries(rt), 0);
+  cua_runtime_destroy(rt);
+
+  char text[1024];
+  snprintf(text, sizeof text, "cuasync-models 9 %s\n", host_field());
+  write_file(model_file(dir), text);
+  capture_begin();
+  rt = open_models(dir, NULL);
+  err = capture_end();
+  ck_assert_msg(strstr(err, "another version of cuasync (format 9, this one "
+                            "reads 1)") != NULL,
+                "stderr: %s", err);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(an_unwritable_directory_is_a_warning) {
+  register_probe();
+  make_dir();
+  char file[4200];
+  snprintf(file, sizeof file, "%s/plain", dir);
+  write_file(file, "not a directory\n");
+  char models[4300];
+  snprintf(models, sizeof models, "%s/sub", file);
+  cua_runtime *rt = open_models(models, NULL);
+  spin(rt, "x", 100000, -1);
+  capture_begin();
+  cua_runtime_destroy(rt);
+  const char *err = capture_end();
+  ck_assert_msg(strstr(err, "cannot create") != NULL &&
+                    strstr(err, "this run's models are not kept") != NULL,
+                "stderr: %s", err);
+}
+END_TEST
+
+START_TEST(models_off_and_in_memory) {
+  register_probe();
+  make_dir();
+  cua_runtime *rt = open_models("off", NULL);
+  spin(rt, "x", 100000, -1);
+  spin(rt, "x", 100000, -1);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HINT);
+  ck_assert_err(rt, cua_runtime_models(rt, count_entry, &(int){0}, NULL),
+                CUA_ERR_NOTSUP, "performance models are off");
+  cua_runtime_destroy(rt);
+
+  rt = open_models("memory", NULL);
+  for (int i = 0; i < 4; i++)
+    spin(rt, "x", 100000, -1);
+  ck_assert_int_eq(seen.source, CUA_ESTIMATE_HISTORY);
+  const char *file = "unset";
+  ck_assert_int_eq(cua_runtime_models(rt, count_entry, &(int){0}, &file), 0);
+  ck_assert_ptr_null(file);
+  ck_assert_err(rt, cua_runtime_models(NULL, count_entry, NULL, NULL),
+                CUA_ERR_INVAL, "NULL runtime");
+  ck_assert_err(rt, cua_runtime_models(rt, NULL, NULL, NULL), CUA_ERR_INVAL,
+                "NULL visitor");
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int stop_at_first(const cua_model_entry *e, void *arg) {
+  (void)e;
+  (void)arg;
+  return 42;
+}
+
+START_TEST(a_visitor_stops_the_walk) {
+  register_probe();
+  cua_runtime *rt = open_models("memory", NULL);
+  spin(rt, "x", 100000, -1);
+  spin(rt, "y", 100000, -1);
+  ck_assert_int_eq(cua_runtime_models(rt, stop_at_first, NULL, NULL), 42);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(the_models_key_is_checked) {
+  cua_runtime *rt = NULL;
+  ck_assert_err(NULL, open_text(&rt, "[runtime]\nbackend = host\nmodels =\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "<text>:3: [runtime] models: the value is empty; give a "
+                "directory, memory or off");
+  ck_assert_err(NULL,
+                open_text(&rt, "[runtime]\nbackend = host\nmodels = a\n"
+                               "models = b\n"),
+                CUA_ERR_CONFIG_DUPLICATE_KEY, "models");
+  setenv("CUASYNC_MODELS", "relative/dir", 1);
+  ck_assert_err(NULL, open_text(&rt, "[runtime]\nbackend = host\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "$CUASYNC_MODELS: 'relative/dir' is not an absolute "
+                "directory, memory or off");
+  setenv("CUASYNC_MODELS", "off", 1);
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\nmodels = "
+                                  "memory\n"),
+                   0);
+  ck_assert_err(rt, cua_runtime_models(rt, count_entry, &(int){0}, NULL),
+                CUA_ERR_NOTSUP, "off");
+  cua_runtime_destroy(rt);
+  unsetenv("CUASYNC_MODELS");
+}
+END_TEST
+
+/* A relative directory in a file is relative to that file. */
+START_TEST(a_relative_directory_is_the_files) {
+  register_probe();
+  make_dir();
+  char ini[4200];
+  snprintf(ini, sizeof ini, "%s/cuasync.ini", dir);
+  write_file(ini, "[runtime]\nbackend = host\npolicy = probe\nmodels = m\n");
+  cua_runtime *rt = NULL;
+  int rc = cua_runtime_create(&rt, ini);
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  const char *file = NULL;
+  ck_assert_int_eq(cua_runtime_models(rt, count_entry, &(int){0}, &file), 0);
+  char want[4300];
+  snprintf(want, sizeof want, "%s/m", dir);
+  ck_assert_str_eq(file, model_file(want));
+  spin(rt, "x", 100000, -1);
+  cua_runtime_destroy(rt);
+  struct stat st;
+  ck_assert_int_eq(stat(model_file(want), &st), 0);
+}
+END_TEST
+
+/* dmda and heft ask the models: a class measured long is placed by its
+ * measured duration, not by a misleading cost hint. */
+START_TEST(dmda_uses_measured_durations) {
+  make_dir();
+  char text[4096];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = dmda\nmodels = memory\n"
+           "[policy.dmda]\nstreams = 2\n");
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, text), 0);
+  /* "liar" claims 10 us and takes 2 ms. */
+  for (int i = 0; i < 3; i++) {
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, rt, 2000000, 1), 0);
+    cua_hints h = CUA_HINTS_INIT;
+    h.name = "liar";
+    h.cost_ns = 10000;
+    ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+    ck_assert_int_eq(run_op(rt, op), 0);
+  }
+  found f = lookup(rt, CUA_OP_SPIN, "liar");
+  ck_assert_int_eq(f.n, 1);
+  ck_assert_msg(f.e.mean_ns > 1000000, "liar measured %llu",
+                (unsigned long long)f.e.mean_ns);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  ck_assert_int_eq(cua_runtime_dump_policy(rt, out), 0);
+  fclose(out);
+  /* The first was placed on its hint; the next two on their history. */
+  ck_assert_msg(strstr(buf, "placed 3 (expected from the models 2, from "
+                            "hints or default 1)") != NULL,
+                "%s", buf);
+  free(buf);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("models");
+  TCase *t = tcase_create("models");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, models_are_kept_for_the_next_process);
+  tcase_add_test(t, a_regression_answers_for_sizes_not_measured);
+  tcase_add_test(t, memcpys_teach_the_transfer_model);
+  tcase_add_test(t, models_are_per_device);
+  tcase_add_test(t, a_corrupt_file_is_ignored_with_a_warning);
+  tcase_add_test(t, a_foreign_file_is_ignored_with_a_warning);
+  tcase_add_test(t, an_unwritable_directory_is_a_warning);
+  tcase_add_test(t, models_off_and_in_memory);
+  tcase_add_test(t, a_visitor_stops_the_walk);
+  tcase_add_test(t, the_models_key_is_checked);
+  tcase_add_test(t, a_relative_directory_is_the_files);
+  tcase_add_test(t, dmda_uses_measured_durations);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  return run_suite(suite());
+}
