@@ -15,7 +15,7 @@ INFO=$TOOL
 # The checks open a configuration of their own on the host backend, so
 # that they behave the same with or without a GPU, and whatever this
 # machine has installed as its cuasync.ini.
-unset CUASYNC_CONFIG CUASYNC_POLICY
+unset CUASYNC_CONFIG CUASYNC_POLICY CUASYNC_MODELS
 HOST_CONFIG=$TMP/host.ini
 printf '[runtime]\nbackend = host\n' >"$HOST_CONFIG"
 

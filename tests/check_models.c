@@ -5,7 +5,8 @@
  * file a later process loads, a regression over sizes, a transfer model,
  * and files that are corrupt, foreign or unwritable (a warning, never a
  * failure). Host backend; a registered policy ("probe") records what the
- * models tell it.
+ * models tell it. $CUASYNC_MODELS, which the test environment sets, is
+ * unset first.
  */
 #include "helpers.h"
 
@@ -643,5 +644,8 @@ static Suite *suite(void) {
 }
 
 int main(void) {
+  /* The test environment keeps models in memory: these tests are about
+   * the configuration's value and the files. */
+  unsetenv("CUASYNC_MODELS");
   return run_suite(suite());
 }

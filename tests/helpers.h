@@ -3,8 +3,9 @@
  *
  * The test environment (tests/local.mk) sets CUASYNC_MODULE_PATH to the
  * modules of the build tree, CUASYNC_TEST_FIXTURES to tests/fixtures and
- * CUASYNC_TEST_BUILDDIR to the build tree, and unsets CUASYNC_CONFIG and
- * CUASYNC_POLICY.
+ * CUASYNC_TEST_BUILDDIR to the build tree, XDG_CACHE_HOME to tests/cache
+ * there and CUASYNC_MODELS to memory (no test depends on another's
+ * measurements), and unsets CUASYNC_CONFIG and CUASYNC_POLICY.
  */
 #ifndef CUA_TESTS_HELPERS_H
 #define CUA_TESTS_HELPERS_H

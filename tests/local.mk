@@ -1,12 +1,16 @@
 # Check suites, one per unit. Tests load the modules just built, never
 # installed ones, and never read the user's or the system's configuration.
+# Performance models stay in memory ($CUASYNC_MODELS), so that no test
+# depends on what an earlier one measured; check_models and check_info.sh,
+# which test the files, unset it and write under tests/cache.
 AM_TESTS_ENVIRONMENT = \
 	CUASYNC_MODULE_PATH='$(abs_top_builddir)/policies/.libs:$(abs_top_builddir)/plugins/.libs:$(abs_top_builddir)/tests/modules/.libs'; \
 	export CUASYNC_MODULE_PATH; \
 	CUASYNC_TEST_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export CUASYNC_TEST_FIXTURES; \
 	CUASYNC_TEST_BUILDDIR='$(abs_top_builddir)'; export CUASYNC_TEST_BUILDDIR; \
-	unset CUASYNC_CONFIG CUASYNC_POLICY CUASYNC_MODELS; \
+	unset CUASYNC_CONFIG CUASYNC_POLICY; \
 	XDG_CACHE_HOME='$(abs_top_builddir)/tests/cache'; export XDG_CACHE_HOME; \
+	CUASYNC_MODELS=memory; export CUASYNC_MODELS; \
 	CK_DEFAULT_TIMEOUT=120; export CK_DEFAULT_TIMEOUT;
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(INIH_CFLAGS)

@@ -1372,6 +1372,9 @@ static void json_config(json *j, const report *r) {
                 cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK
                     ? "fallback"
                     : "error");
+    json_string(j, "launch",
+                cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller");
+    json_string(j, "models", cfg->models);
     json_sections(j, cfg);
   }
   json_close(j, '}');

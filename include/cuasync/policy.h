@@ -128,8 +128,10 @@ typedef struct cua_op_input {
                                  start (the latest of the scheduling
                                  round that placed it, its stream's
                                  expected end and its inputs' expected
-                                 ends) plus its cost hint; 0 once done and
-                                 for a host step */
+                                 ends) plus its expected duration (the
+                                 performance model's mean for its class
+                                 and size on that device, else its cost
+                                 hint); 0 once done and for a host step */
   uint64_t bytes;           /**< its bytes hint (what it produces, as far
                                  as the hint says), 0 unknown */
 } cua_op_input;
@@ -177,10 +179,12 @@ typedef struct cua_op_info {
 typedef struct cua_stream_load {
   size_t size;            /**< sizeof(cua_stream_load) as the caller knows */
   uint64_t ops_in_flight; /**< placed, not known complete */
-  uint64_t est_busy_ns;   /**< sum of cost_ns hints of those ops */
+  uint64_t est_busy_ns;   /**< sum of their expected durations (as in
+                               cua_op_input::expected_end_ns) */
   uint64_t ops_total;     /**< placed since the stream was created */
   /** When the stream is expected to have run what was placed on it, on
-   * the now_ns() clock, from cost hints (as cua_op_input::expected_end_ns);
+   * the now_ns() clock, from expected durations (as
+   * cua_op_input::expected_end_ns);
    * never earlier than the last op placed there. */
   uint64_t expected_end_ns;
 } cua_stream_load;
