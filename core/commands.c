@@ -264,6 +264,17 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
+      if (n->pulled == 2) {
+        /* Pull mode: the completion thread sees each op end, so that its
+         * stream is asked again as soon as it has room. */
+        cua__stream *s = n->stream;
+        cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
+        if (c != NULL) {
+          c->value = s->launched;
+          c->prev = s->marked;
+          s->marked = s->launched;
+        }
+      }
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       continue;
@@ -276,6 +287,9 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       cua__node_release(n);
       continue;
     }
+    /* Streams with room ask pull-mode policies for the ops they hold. */
+    if (cua__pull_fill(rt, r) > 0 || r->settle.head != NULL)
+      continue;
     break;
   }
   /* Exact waits for later rounds; without memory, later consumers wait at

@@ -262,12 +262,14 @@ static void run_host_node(cua_runtime *rt, cua__node *n) {
   void *result = NULL;
   void *in = n->ndeps > 0 ? n->deps[0].node->result : NULL;
   n->state = CUA__NODE_RUNNING;
+  rt->host_running++;
   pthread_mutex_unlock(&rt->lock);
   if (op->kind == CUA_OP_HOST)
     rc = op->host_fn(op->arg, &result);
   else
     rc = op->map_fn(in, op->arg, &result);
   pthread_mutex_lock(&rt->lock);
+  rt->host_running--;
   rt->stats.host_steps++;
   rt->stats.ops++;
   n->result = result;

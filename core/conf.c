@@ -510,6 +510,8 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     return CUA_ERR_NOMEM;
   if ((rc = resolve_models(cfg, flags, err, errlen)) != 0)
     return rc;
+  if (cfg->pull_depth == 0)
+    cfg->pull_depth = 2;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
     v = cua__strdup(env);

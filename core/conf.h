@@ -67,6 +67,8 @@ typedef struct cua__config {
    * memory); $CUASYNC_MODELS overrides it. */
   char *models;
   int models_from; /* 0: the file or text, 1: $CUASYNC_MODELS, 2: default */
+  int pull_depth;  /* pull_depth = 1..1024 (default 2): ops in flight per
+                      stream before a pull-mode policy is asked for more */
 } cua__config;
 
 /**
@@ -83,8 +85,8 @@ typedef struct cua__config {
  * Checks: syntax (CUA_ERR_CONFIG_SYNTAX); section names must be
  * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
  * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
- * backend, devices, policy, policy_path, on_policy_error, launch, models
- * (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
+ * backend, devices, policy, policy_path, on_policy_error, launch, models,
+ * pull_depth (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
  * key policy; a key given twice in [runtime] or [device.N]
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
  * written into @p err. Whether the backend and policies named exist, and

@@ -196,6 +196,11 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
   put_kv(pr, "runtime", "launch",
          cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller",
          cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
+  {
+    char depth[16];
+    snprintf(depth, sizeof depth, "%d", cfg->pull_depth);
+    put_kv(pr, "runtime", "pull_depth", depth, NULL);
+  }
   put_kv(pr, "runtime", "models", cfg->models,
          cfg->models_from == 1   ? "from $CUASYNC_MODELS"
          : cfg->models_from == 2 ? "default"

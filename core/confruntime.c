@@ -1,7 +1,7 @@
 /*
  * core/confruntime.c: the [runtime] keys of a configuration and their
  * values (backend, devices, policy, policy_path, on_policy_error,
- * launch, models).
+ * launch, models, pull_depth).
  *
  * Each value is checked and stored, resolved, into the cua__config being
  * parsed (core/conf.c hands them over from its inih key handler); defaults
@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 /* The keys [runtime] accepts, listed in messages. */
 static const char *const runtime_keys[] = {
     "backend",         "devices", "policy", "policy_path",
-    "on_policy_error", "launch",  "models"};
+    "on_policy_error", "launch",  "models", "pull_depth"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -247,6 +248,23 @@ static int set_models(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* pull_depth = N, 1..1024. */
+static int set_pull_depth(cua__conf_parser *p, const char *value) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno != 0)
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] pull_depth: '%s' is not an integer",
+                          value);
+  if (v < 1 || v > 1024)
+    return cua__conf_fail(p, CUA_ERR_CONFIG_OUT_OF_RANGE, p->line,
+                          "[runtime] pull_depth: %ld is out of range [1, 1024]",
+                          v);
+  p->cfg->pull_depth = (int)v;
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
   char valid[128];
@@ -266,6 +284,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_launch(p, value);
   if (strcmp(key, "models") == 0)
     return set_models(p, value);
+  if (strcmp(key, "pull_depth") == 0)
+    return set_pull_depth(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

@@ -203,6 +203,10 @@ typedef struct cua__polinst {
   struct cua__polinst *next; /* the runtime's list of instances */
   int user; /* an application handle (cua_policy_open()) not yet closed */
   int dead; /* its runtime closed: only the name is left, for the handle */
+  /* Pull mode (pull.c): the ops it holds, by op id (open addressing). */
+  struct cua__node **pull;
+  size_t pull_n, pull_cap;
+  int pull_warned; /* pop() gave an op it did not hold: said once */
 } cua__polinst;
 
 /* ------------------------------------------------------------------ ops */
@@ -406,6 +410,8 @@ struct cua__node {
                          ops ran in (complete.c); 0 or 1: its own */
   uint64_t est_cost;  /* expected duration, counted in its stream's load */
   void *mfam;         /* its performance model's class (models.c), if any */
+  int pulled; /* pull.c: 1 held by a pull-mode policy, 2 given to a stream
+                 by pop() (a MARK follows its launch), else 0 */
   size_t cmd;         /* its LAUNCH command in the round deciding it */
   cua__node *q_next;  /* in a round's queue */
   int queued;
@@ -565,6 +571,8 @@ struct cua_runtime {
   cua__polinst *policies;      /* every instance, for closing */
   char *policy_error;          /* why the fallback was taken, if it was */
   cua__models *models;         /* performance models (models.c), or NULL */
+  size_t pull_held;            /* ops pull-mode policies hold (pull.c) */
+  int host_running;            /* host steps running (complete.c) */
   cua_op_input *inputs;        /* place.c: the op being placed's inputs */
   size_t ninputs, ninputs_cap; /* */
   uint32_t input_gen;          /* place.c: marks nodes listed once per op */
@@ -731,6 +739,20 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
                   int with_inputs);
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
                                       size_t to, cua_op_info *tmp, void **buf);
+
+/* place.c: a node pop() gave to @p where: validated, placed, queued for
+ * launch (or failed and settled); takes over the node's hold on @p p. */
+void cua__place_pulled(cua_runtime *rt, cua__node *n, cua__polinst *p,
+                       cua_placement where, cua__round *r);
+
+/* pull.c: pull mode (policy ABI 2.1). */
+cua__polinst *cua__pull_policy(cua_runtime *rt, const cua__sub *sub);
+int cua__pull_keep(cua_runtime *rt, cua__polinst *p, cua__node *n,
+                   const cua_op_info *info, char *msg, size_t len);
+/* Asks pull-mode policies to fill every stream with room; the nodes
+ * placed (0: nothing more this round). */
+int cua__pull_fill(cua_runtime *rt, cua__round *r);
+void cua__pull_drop(cua__polinst *p);
 
 /* commands.c: rounds and launching. */
 void cua__q_push(cua__queue *q, cua__node *n);

@@ -354,6 +354,20 @@ static int check_desc(cua__module_kind kind, const char *path,
                  k->word, missing);
     return CUA_ERR_MODULE_INCOMPLETE;
   }
+  if (kind == CUA__MODULE_POLICY) {
+    /* Pull mode (2.1) is push() and pop() together. */
+    const cua_policy_descriptor *d = (const void *)head;
+    size_t end = offsetof(cua_policy_descriptor, pop) + sizeof d->pop;
+    int push = d->size >= end && d->push != NULL;
+    int pop = d->size >= end && d->pop != NULL;
+    if (push != pop) {
+      cua__put_err(err, errlen,
+                   "%s: the policy descriptor has %s() but not %s(): pull "
+                   "mode needs both (cuasync-policy(7))",
+                   path, push ? "push" : "pop", push ? "pop" : "push");
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+  }
   /* The schema is read by the configuration code without further checks
    * of its shape, so an impossible one is refused here. */
   if (nparams > 0 && params == NULL) {
@@ -376,8 +390,9 @@ static int check_desc(cua__module_kind kind, const char *path,
 /*
  * A policy descriptor whose schema has another element size than the
  * core's is copied, with its schema, into memory of the module's (so the
- * configuration code reads plain arrays); other descriptors are used in
- * place. Returns 0 or CUA_ERR_NOMEM.
+ * configuration code reads plain arrays), and one smaller than the core's
+ * (an earlier minor version) into a descriptor of the core's size; other
+ * descriptors are used in place. Returns 0 or CUA_ERR_NOMEM.
  */
 static int normalise(cua__module *mod, const void *head) {
   const cua_policy_descriptor *d = head;
@@ -388,23 +403,28 @@ static int normalise(cua__module *mod, const void *head) {
     mod->desc.backend = head;
     return 0;
   }
-  if (d->param_spec_size == sizeof(cua_param_spec) || d->nparams == 0) {
+  int restride = d->param_spec_size != sizeof(cua_param_spec) && d->nparams;
+  if (!restride && d->size >= sizeof *d) {
     mod->desc.policy = d;
     return 0;
   }
+  /* A descriptor of an earlier minor version is copied too, so that the
+   * fields it lacks read as absent (NULL), never past its end. */
   copy = cua__calloc(1, sizeof *copy);
-  specs = cua__calloc(d->nparams, sizeof *specs);
-  if (copy == NULL || specs == NULL) {
+  specs = restride ? cua__calloc(d->nparams, sizeof *specs) : NULL;
+  if (copy == NULL || (restride && specs == NULL)) {
     free(copy);
     free(specs);
     return CUA_ERR_NOMEM;
   }
   memcpy(copy, d, d->size < sizeof *copy ? d->size : sizeof *copy);
-  for (size_t i = 0; i < d->nparams; i++)
-    memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
-           sizeof *specs);
-  copy->params = specs;
-  copy->param_spec_size = sizeof *specs;
+  if (restride) {
+    for (size_t i = 0; i < d->nparams; i++)
+      memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
+             sizeof *specs);
+    copy->params = specs;
+    copy->param_spec_size = sizeof *specs;
+  }
   mod->own_desc = copy;
   mod->own_params = specs;
   mod->desc.policy = copy;

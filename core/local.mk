@@ -27,6 +27,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/graph.c \
 	%reldir%/hazards.c \
 	%reldir%/place.c \
+	%reldir%/pull.c \
 	%reldir%/commands.c \
 	%reldir%/executor.c \
 	%reldir%/complete.c \

@@ -233,7 +233,8 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
       static const char *const policy_ops[] = {
           "create()",           "destroy()",       "place()",
           "submitted()",        "completed()",     "dump()",
-          "submission_begin()", "submission_end()"};
+          "submission_begin()", "submission_end()", "push()",
+          "pop()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&

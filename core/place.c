@@ -296,14 +296,12 @@ static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
   return 0;
 }
 
-/* Places one device node and gives it its stream's next number. */
-void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
-  char msg[CUA__ERRLEN];
-  cua__sub *sub = n->nwatchers > 0 ? n->watchers[0] : NULL;
-  cua_op_info info;
-  cua__op_info(rt, n, &info, 1);
-  int rc = place_node(rt, n, sub, &info, msg, sizeof msg);
-  if (rc == 0) {
+/* A placed node gets its stream's next number, counts in its load, and is
+ * queued for launch; its policy hears of it (submitted()). */
+static void placed(cua_runtime *rt, cua__node *n, cua__round *r,
+                   const cua_op_info *pinfo) {
+  cua_op_info info = *pinfo;
+  {
     cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
     n->stream = s;
     n->seq = ++s->seq;
@@ -335,9 +333,47 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
     cua__q_push(&r->launch, n);
     cua__dag_placed(n);
     cua__resolve(rt, n, 0, r);
+  }
+}
+
+/* Places one device node (or hands it to its pull-mode policy) and gives
+ * it its stream's next number. */
+void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
+  char msg[CUA__ERRLEN];
+  cua__sub *sub = n->nwatchers > 0 ? n->watchers[0] : NULL;
+  cua_op_info info;
+  cua__op_info(rt, n, &info, 1);
+  cua__polinst *pp = cua__pull_policy(rt, sub);
+  int rc = pp != NULL ? cua__pull_keep(rt, pp, n, &info, msg, sizeof msg)
+                      : place_node(rt, n, sub, &info, msg, sizeof msg);
+  if (rc == 0) {
+    if (pp == NULL)
+      placed(rt, n, r, &info);
     return;
   }
   cua__fail_node(rt, n, rc, msg);
   cua__dag_placed(n);
   cua__settle_push(r, n);
+}
+
+void cua__place_pulled(cua_runtime *rt, cua__node *n, cua__polinst *p,
+                       cua_placement where, cua__round *r) {
+  cua_op_info info;
+  cua__op_info(rt, n, &info, 1);
+  if (!valid_placement(rt, &info, where)) {
+    char msg[CUA__ERRLEN];
+    snprintf(msg, sizeof msg,
+             "policy '%s' gave op '%s' to device %d stream %d (pop()), but "
+             "it must run on device %d (where its buffers live)",
+             p->name, cua__node_name(n), where.device, where.stream,
+             info.restrict_device);
+    cua__polinst_release(p);
+    cua__fail_node(rt, n, CUA_ERR_BAD_PLACEMENT, msg);
+    cua__dag_placed(n);
+    cua__settle_push(r, n);
+    return;
+  }
+  n->pl = where;
+  n->placed_by = p; /* the hold the table had */
+  placed(rt, n, r, &info);
 }

@@ -214,6 +214,7 @@ static void polinst_teardown(cua__polinst *p) {
       *pp = p->next;
       break;
     }
+  cua__pull_drop(p);
   if (p->state != NULL && p->d->destroy != NULL)
     p->d->destroy(p->state);
   p->state = NULL;

@@ -5,7 +5,8 @@ policy_LTLIBRARIES += \
 	%reldir%/least-loaded.la \
 	%reldir%/affinity.la \
 	%reldir%/heft.la \
-	%reldir%/dmda.la
+	%reldir%/dmda.la \
+	%reldir%/work-stealing.la
 %canon_reldir%_single_stream_la_SOURCES = %reldir%/single-stream.c
 %canon_reldir%_single_stream_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_round_robin_la_SOURCES = %reldir%/round-robin.c
@@ -18,3 +19,5 @@ policy_LTLIBRARIES += \
 %canon_reldir%_heft_la_LDFLAGS = $(MODULE_LDFLAGS)
 %canon_reldir%_dmda_la_SOURCES = %reldir%/dmda.c
 %canon_reldir%_dmda_la_LDFLAGS = $(MODULE_LDFLAGS)
+%canon_reldir%_work_stealing_la_SOURCES = %reldir%/work-stealing.c
+%canon_reldir%_work_stealing_la_LDFLAGS = $(MODULE_LDFLAGS)

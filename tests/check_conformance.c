@@ -16,7 +16,8 @@
 
 static const char *const policies[] = {
     "single-stream", "round-robin", "least-loaded", "affinity",
-    "random",        "scatter",     "earliest-end", "heft"};
+    "random",        "scatter",     "earliest-end", "heft",
+    "dmda",          "work-stealing"};
 #define NPOL (sizeof policies / sizeof *policies)
 
 static cua_runtime *open_pol(int i) {

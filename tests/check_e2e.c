@@ -243,7 +243,7 @@ START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
                     strstr(m, " single-stream (") &&
                     strstr(m, " heft (streams, default_cost_ns, peer_gbps, "
                               "order)") &&
-                    strstr(m, " dmda (") &&
+                    strstr(m, " dmda (") && strstr(m, " work-stealing (") &&
                     strstr(m, "cuasync-info --policies"),
                 "%s", m);
 }
@@ -279,6 +279,8 @@ static const struct bad_param {
     {"dmda", "default_cost_ns = -1", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
     {"dmda", "alpha = 0.5", "unknown key", CUA_ERR_CONFIG_UNKNOWN_KEY},
     {"dmda", "peer_gbps = fast", "peer_gbps", CUA_ERR_CONFIG_BAD_VALUE},
+    {"work-stealing", "steal = maybe", "steal", CUA_ERR_CONFIG_BAD_VALUE},
+    {"work-stealing", "streams = 2000", "range", CUA_ERR_CONFIG_OUT_OF_RANGE},
 };
 
 START_TEST(policy_parameters_are_validated_with_their_line) {

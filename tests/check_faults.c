@@ -513,6 +513,11 @@ START_TEST(faults_heft) {
 }
 END_TEST
 
+START_TEST(faults_work_stealing) {
+  sweep("work-stealing");
+}
+END_TEST
+
 START_TEST(faults_affinity) {
   sweep("affinity");
 }
@@ -641,6 +646,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, faults_least_loaded);
   tcase_add_test(tc, faults_affinity);
   tcase_add_test(tc, faults_heft);
+  tcase_add_test(tc, faults_work_stealing);
   suite_add_tcase(s, tc);
   tc = tcase_create("wiring");
   tcase_set_timeout(tc, 60);

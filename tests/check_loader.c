@@ -151,7 +151,9 @@ START_TEST(short_descriptor_is_refused_naming_both_sizes) {
   snprintf(have, sizeof have, "size is %zu bytes",
            offsetof(cua_policy_descriptor, create));
   snprintf(need, sizeof need, "%zu bytes of the policy ABI %d.0 descriptor",
-           sizeof(cua_policy_descriptor), CUA_POLICY_ABI_MAJOR);
+           offsetof(cua_policy_descriptor, submission_end) +
+               sizeof(void (*)(void)),
+           CUA_POLICY_ABI_MAJOR);
   expect_refusal("broken-size", CUA_ERR_MODULE_BAD_SIZE,
                  mod_path("broken-size"), have, need, NULL);
 }
@@ -834,6 +836,36 @@ START_TEST(registered_policy_comes_before_the_search_path) {
 }
 END_TEST
 
+/* A module built against 2.0 is a 2.0 descriptor: what lies past its size
+ * (pull mode's push() and pop() in 2.1) is never read. */
+START_TEST(an_abi_2_0_module_loads_in_push_mode) {
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                                  "abi20\n"),
+                   0);
+  for (int i = 0; i < 3; i++) {
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+    ck_assert_int_eq(cua_submit_wait(rt, op, NULL, NULL), 0);
+    cua_op_destroy(op);
+  }
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int reg_push(void *state, const cua_op_info *op) {
+  (void)state;
+  (void)op;
+  return 0;
+}
+
+static int reg_pop(void *state, cua_placement where, uint64_t *op_id) {
+  (void)state;
+  (void)where;
+  (void)op_id;
+  return 0;
+}
+
 START_TEST(register_refusals_have_their_codes_and_messages) {
   static const cua_policy_descriptor good =
       CUA_POLICY_INIT(.name = "mine", .create = reg_create, .place = reg_place);
@@ -855,8 +887,19 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
   ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
                 "name is empty");
   d = good;
+  d.name = "half";
+  d.push = reg_push;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                "has push() but not pop(): pull mode needs both");
+  d = good;
+  d.name = "half";
+  d.pop = reg_pop;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                "has pop() but not push()");
+  d = good;
   d.name = "other";
   d.abi_major = 1;
+  d.abi_minor = 0;
   ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_ABI_MAJOR,
                 "cua_policy_register: built for policy ABI 1.0");
   d = good;
@@ -899,6 +942,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, larger_elements_are_read_and_written_with_their_stride);
   tcase_add_test(tc, registered_policy_comes_before_the_search_path);
   tcase_add_test(tc, register_refusals_have_their_codes_and_messages);
+  tcase_add_test(tc, an_abi_2_0_module_loads_in_push_mode);
   tcase_add_test(tc, other_abi_major_is_refused_naming_both_versions);
   tcase_add_test(tc, newer_abi_minor_is_refused_naming_both_versions);
   tcase_add_test(tc, short_descriptor_is_refused_naming_both_sizes);

@@ -1319,6 +1319,9 @@ static const config configs[] = {
     {"heft", {"streams=2", "default_cost_ns=0", "peer_gbps=0.001", NULL}, 0},
     {"dmda", {NULL}, 0},
     {"dmda", {"streams=3", "peer_gbps=1", "default_cost_ns=0", NULL}, 0},
+    {"work-stealing", {NULL}, 0},
+    {"work-stealing", {"streams=3", "steal=false", "default_cost_ns=0", NULL},
+     0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))
 

@@ -864,6 +864,288 @@ START_TEST(a_placement_on_another_node_is_refused) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------
+ * Pull mode (policy ABI 2.1): "fifo-pull" keeps the ops it is pushed and
+ * gives the oldest that may run there to each stream that asks; its mode
+ * makes it misbehave in one way or another. */
+
+enum { PULL_FIFO, PULL_HOARD, PULL_BAD_ID, PULL_ANY_DEVICE };
+static int pull_mode;
+static uint64_t pull_ids[4096];
+static int pull_restrict[4096];
+static size_t pull_n;
+static int pulls, pushes, pull_submits, pull_completes;
+static uint64_t pull_max_in_flight; /* at pop() */
+
+static int fp_create(const cua_policy_host *host, const cua_param_value *params,
+                     void **state) {
+  (void)params;
+  *state = (void *)host;
+  for (int d = 0; d < host->device_count(host->core); d++) {
+    int rc = host->ensure_streams(host->core, d, 2);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int fp_place(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  out->device = op->restrict_device >= 0 ? op->restrict_device : 0;
+  out->stream = 0;
+  return 0;
+}
+
+static int fp_push(void *state, const cua_op_info *op) {
+  (void)state;
+  if (op->name != NULL && strcmp(op->name, "refuse") == 0)
+    return CUA_ERR_INTERNAL;
+  ck_assert_uint_lt(pull_n, 4096);
+  pull_ids[pull_n] = op->op_id;
+  pull_restrict[pull_n] = op->restrict_device;
+  pull_n++;
+  pushes++;
+  return 0;
+}
+
+static int fp_pop(void *state, cua_placement where, uint64_t *op_id) {
+  const cua_policy_host *h = state;
+  cua_stream_load l = {.size = sizeof l};
+  ck_assert_int_eq(h->stream_load(h->core, where.device, where.stream, &l), 0);
+  if (l.ops_in_flight > pull_max_in_flight)
+    pull_max_in_flight = l.ops_in_flight;
+  if (pull_mode == PULL_HOARD)
+    return 0;
+  if (pull_mode == PULL_BAD_ID) {
+    *op_id = 987654321;
+    return 1;
+  }
+  for (size_t i = 0; i < pull_n; i++) {
+    if (pull_mode != PULL_ANY_DEVICE && pull_restrict[i] >= 0 &&
+        pull_restrict[i] != where.device)
+      continue;
+    *op_id = pull_ids[i];
+    memmove(&pull_ids[i], &pull_ids[i + 1], (pull_n - i - 1) * sizeof *pull_ids);
+    memmove(&pull_restrict[i], &pull_restrict[i + 1],
+            (pull_n - i - 1) * sizeof *pull_restrict);
+    pull_n--;
+    pulls++;
+    return 1;
+  }
+  return 0;
+}
+
+static void fp_submitted(void *state, const cua_op_info *op,
+                         cua_placement where) {
+  (void)state;
+  (void)op;
+  (void)where;
+  pull_submits++;
+}
+
+static void fp_completed(void *state, const cua_op_info *op,
+                         cua_placement where, uint64_t ns) {
+  (void)state;
+  (void)op;
+  (void)where;
+  (void)ns;
+  pull_completes++;
+}
+
+static const cua_policy_descriptor fifo_pull = CUA_POLICY_INIT(
+    .name = "fifo-pull", .create = fp_create, .place = fp_place,
+    .push = fp_push, .pop = fp_pop, .submitted = fp_submitted,
+    .completed = fp_completed);
+
+static cua_runtime *open_pull(int depth, const char *extra) {
+  int rc = cua_policy_register(&fifo_pull);
+  ck_assert(rc == 0 || rc == CUA_ERR_INVAL); /* registered already */
+  pull_mode = PULL_FIFO;
+  pull_n = 0;
+  pulls = pushes = pull_submits = pull_completes = 0;
+  pull_max_in_flight = 0;
+  char cfg[1024];
+  snprintf(cfg, sizeof cfg, "[runtime]\nbackend = %s\npolicy = fifo-pull\n"
+           "pull_depth = %d\n%s", test_backend(), depth, extra ? extra : "");
+  cua_runtime *rt = NULL;
+  rc = open_text(&rt, cfg);
+  if (rc == CUA_ERR_NO_DEVICE && !test_backend_on_cpu()) {
+    printf("skipped: no device\n");
+    exit(77);
+  }
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  return rt;
+}
+
+static cua_op *named_spin(cua_runtime *rt, const char *name, uint64_t ns) {
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, ns, 1), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = name;
+  ck_assert_int_eq(cua_op_set_hints(op, &h), 0);
+  return op;
+}
+
+/* Ops go to streams as they have room: no stream ever has pull_depth ops
+ * in flight when it is asked, every op pushed is popped once, and the
+ * data is right (a chain and a fan-in over the two streams). */
+START_TEST(pull_mode_fills_streams_to_their_depth) {
+  cua_runtime *rt = open_pull(2, NULL);
+  cua_op *spins[24];
+  for (int i = 0; i < 24; i++)
+    spins[i] = named_spin(rt, "s", 100000);
+  cua_op *z;
+  ck_assert_int_eq(cua_op_zip(&z, spins, 24), 0);
+  for (int i = 0; i < 24; i++)
+    cua_op_destroy(spins[i]);
+  ck_assert_int_eq(run_op(rt, z), 0);
+  ck_assert_int_eq(pushes, 24);
+  ck_assert_int_eq(pulls, 24);
+  ck_assert_int_eq(pull_submits, 24);
+  ck_assert_uint_le(pull_max_in_flight, 1);
+
+  /* Data: a = 2; b = 1; b += 3a (then); c = 5; c += 1b: c = 12. */
+  cua_buffer *a = buffer(rt), *b = buffer(rt), *c = buffer(rt);
+  cua_op *fa, *fb, *fc, *ax1, *ax2, *t1, *t2, *zz;
+  ck_assert_int_eq(cua_op_fill(&fa, a, 2), 0);
+  ck_assert_int_eq(cua_op_fill(&fb, b, 1), 0);
+  ck_assert_int_eq(cua_op_fill(&fc, c, 5), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax1, b, 3, a), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax2, c, 1, b), 0);
+  cua_op *firsts[3] = {fa, fb, fc};
+  ck_assert_int_eq(cua_op_zip(&zz, firsts, 3), 0);
+  ck_assert_int_eq(cua_op_then(&t1, zz, ax1), 0);
+  ck_assert_int_eq(cua_op_then(&t2, t1, ax2), 0);
+  ck_assert_int_eq(run_op(rt, t2), 0);
+  ck_assert(first_value(rt, c) == 12.0f);
+  cua_op *ops[] = {fa, fb, fc, ax1, ax2, t1, zz};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(a);
+  cua_buffer_destroy(b);
+  cua_buffer_destroy(c);
+  cua_runtime_destroy(rt);
+  ck_assert_int_eq(pull_completes, pull_submits);
+}
+END_TEST
+
+/* A policy that keeps its ops while every stream is idle would hang the
+ * program: the core fails them, and the runtime goes on. */
+START_TEST(a_pull_policy_that_keeps_its_ops_fails_them) {
+  cua_runtime *rt = open_pull(2, NULL);
+  pull_mode = PULL_HOARD;
+  cua_op *op = named_spin(rt, "kept", 1000);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_POLICY);
+  ck_assert_msg(strstr(cua_future_error(f),
+                       "policy 'fifo-pull' (pull mode) kept 1 ready op and "
+                       "gave none to any stream while every stream was "
+                       "idle") != NULL,
+                "%s", cua_future_error(f));
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  pull_mode = PULL_FIFO;
+  pull_n = 0;
+  ck_assert_int_eq(run_op(rt, named_spin(rt, "after", 1000)), 0);
+
+  /* An op id it does not hold: ignored (said once), then the same. */
+  pull_mode = PULL_BAD_ID;
+  op = named_spin(rt, "bad", 1000);
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_POLICY);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+
+  /* push() refuses: the op fails, naming the policy and the op. */
+  pull_mode = PULL_FIFO;
+  pull_n = 0;
+  op = named_spin(rt, "refuse", 1000);
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_POLICY);
+  ck_assert_msg(strstr(cua_future_error(f),
+                       "policy 'fifo-pull' failed to take op 'refuse' "
+                       "(push()): CUA_ERR_INTERNAL") != NULL,
+                "%s", cua_future_error(f));
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* pop() gives an op to a device it may not run on: it fails with
+ * CUA_ERR_BAD_PLACEMENT, as a bad place() does. */
+START_TEST(a_pulled_op_on_a_wrong_device_is_refused) {
+  if (!test_backend_on_cpu())
+    return; /* needs two devices */
+  cua_runtime *rt = open_pull(1, two_devices_section());
+  pull_mode = PULL_ANY_DEVICE;
+  cua_buffer *b = NULL;
+  ck_assert_int_eq(
+      cua_buffer_create(&b, rt, 1, N * sizeof(float), CUA_BUFFER_LAZY), 0);
+  cua_op *op; /* allocations run on their buffer's device */
+  ck_assert_int_eq(cua_op_alloc(&op, b), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_BAD_PLACEMENT);
+  ck_assert_msg(strstr(cua_future_error(f),
+                       "policy 'fifo-pull' gave op 'alloc' to device 0 "
+                       "stream 0 (pop()), but it must run on device 1") !=
+                    NULL,
+                "%s", cua_future_error(f));
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int failing_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  (void)arg;
+  return -1;
+}
+
+/* An op held by the policy whose producer fails meanwhile is failed with
+ * it when pop() returns it: its future reports the failure, nothing
+ * hangs. */
+START_TEST(a_held_op_fails_with_its_producer) {
+  cua_runtime *rt = open_pull(1, NULL);
+  cua_buffer *b = buffer(rt);
+  cua_access acc = {b, CUA_WRITE};
+  cua_op *slow = named_spin(rt, "slow", 20000000), *bad, *use, *t1, *t2;
+  ck_assert_int_eq(cua_op_func(&bad, rt, failing_fn, NULL, &acc, 1), 0);
+  ck_assert_int_eq(cua_op_fill(&use, b, 3), 0);
+  ck_assert_int_eq(cua_op_then(&t1, slow, bad), 0);
+  ck_assert_int_eq(cua_op_then(&t2, t1, use), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, t2, NULL), 0);
+  int rc = cua_future_wait(f);
+  ck_assert_msg(rc != 0, "the chain succeeded");
+  cua_future_destroy(f);
+  cua_op *ops[] = {slow, bad, use, t1, t2};
+  for (size_t i = 0; i < 5; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(b);
+  /* Still usable. */
+  ck_assert_int_eq(run_op(rt, named_spin(rt, "after", 1000)), 0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(pull_depth_is_checked) {
+  cua_runtime *rt = NULL;
+  ck_assert_err(NULL,
+                open_text(&rt, "[runtime]\nbackend = host\npull_depth = 0\n"),
+                CUA_ERR_CONFIG_OUT_OF_RANGE,
+                "<text>:3: [runtime] pull_depth: 0 is out of range [1, 1024]");
+  ck_assert_err(NULL,
+                open_text(&rt, "[runtime]\nbackend = host\npull_depth = two\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] pull_depth: 'two' is not an integer");
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -886,6 +1168,11 @@ int main(void) {
   tcase_add_test(tc, place_order_is_breadth_first);
   tcase_add_test(tc, policy_sees_inputs_successors_and_the_dag);
   tcase_add_test(tc, submission_end_comes_after_ops_behind_a_host_step);
+  tcase_add_test(tc, pull_mode_fills_streams_to_their_depth);
+  tcase_add_test(tc, a_pull_policy_that_keeps_its_ops_fails_them);
+  tcase_add_test(tc, a_pulled_op_on_a_wrong_device_is_refused);
+  tcase_add_test(tc, a_held_op_fails_with_its_producer);
+  tcase_add_test(tc, pull_depth_is_checked);
   tcase_add_test(tc, a_placement_on_another_node_is_refused);
   suite_add_tcase(s, tc);
   return run_suite(s);

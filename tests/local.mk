@@ -159,6 +159,7 @@ check_LTLIBRARIES += \
 	tests/modules/broken-abi1.la \
 	tests/modules/broken-stride.la \
 	tests/modules/wide.la \
+	tests/modules/abi20.la \
 	tests/modules/broken-abi-minor.la \
 	tests/modules/broken-size.la \
 	tests/modules/broken-name.la \
@@ -203,6 +204,8 @@ tests_modules_broken_stride_la_SOURCES = tests/modules/broken-stride.c
 tests_modules_broken_stride_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_wide_la_SOURCES = tests/modules/wide.c
 tests_modules_wide_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_abi20_la_SOURCES = tests/modules/abi20.c
+tests_modules_abi20_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_abi_minor_la_SOURCES = tests/modules/broken-abi-minor.c
 tests_modules_broken_abi_minor_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_size_la_SOURCES = tests/modules/broken-size.c

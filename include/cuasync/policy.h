@@ -97,7 +97,7 @@
 
 /** ABI version of policy modules, independent of the library version. */
 #define CUA_POLICY_ABI_MAJOR 2
-#define CUA_POLICY_ABI_MINOR 0
+#define CUA_POLICY_ABI_MINOR 1
 /** The symbol every policy module exports. */
 #define CUA_POLICY_ENTRY_SYMBOL "cua_policy_entry"
 
@@ -414,6 +414,36 @@ typedef struct cua_policy_descriptor {
   /** Optional (default: nothing). Every op of the submission
    * submission_begin() announced has been placed (or failed). */
   void (*submission_end)(void *state, uint64_t submission);
+
+  /* ABI 2.1. A 2.0 module's descriptor ends above: these count as absent. */
+
+  /**
+   * Optional, with pop(): pull mode (late binding, as StarPU's push/pop).
+   * An op this instance places (as the runtime's or a submission's
+   * policy) is ready, everything it waits for placed or done: instead of
+   * calling place(), the core hands it over here, and the policy keeps its
+   * op_id until pop() gives it to a stream. @p op is as place() gets it
+   * (valid during the call). Return 0, or a negative code, which fails the
+   * op with CUA_ERR_POLICY. place() is still required: the core calls it
+   * where it cannot wait, for the policy opened as a nested or [device.N]
+   * policy.
+   */
+  int (*push)(void *state, const cua_op_info *op);
+  /**
+   * Optional, with push(): stream @p where has fewer than [runtime]
+   * pull_depth ops in flight (cuasync.ini(5)). Return 1 with *op_id set to
+   * an op push() gave and pop() has not returned yet, to run there next,
+   * or 0 to give it nothing. The core asks every stream with room, device
+   * by device, after each scheduling round (a submission, completions),
+   * until each is full or declines. A policy must give an op it holds to
+   * an idle stream it may run on: if it holds ops when no stream has
+   * anything in flight, nothing would ask it again, and the core fails
+   * those ops (CUA_ERR_POLICY). An op given to a stream of a device it may
+   * not run on fails with CUA_ERR_BAD_PLACEMENT; an op_id it does not hold
+   * is ignored (logged). submitted() follows each op given, completed()
+   * its end, as in push mode.
+   */
+  int (*pop)(void *state, cua_placement where, uint64_t *op_id);
 } cua_policy_descriptor;
 
 #ifdef __cplusplus

@@ -41,8 +41,8 @@ __attribute__((used)) static const struct holder holder = {
 
 /* The odd address is the defect under test; the size is the
  * descriptor's. */
-_Static_assert(sizeof(cua_policy_descriptor) == 168, "update .size below");
+_Static_assert(sizeof(cua_policy_descriptor) == 184, "update .size below");
 __asm__(".globl cua_policy_entry\n"
         ".type cua_policy_entry, @object\n"
         ".set cua_policy_entry, holder + 1\n"
-        ".size cua_policy_entry, 168\n");
+        ".size cua_policy_entry, 184\n");
