@@ -23,7 +23,8 @@ SUBMITS="submit submit-mt"
 # --help: usage on stdout, exit 0, the options named.
 run 0 --help
 for opt in --config --policy --backend --workload --tasks --width \
-  --duration --blocks --seed --skew --repeat --metg --submit --format --output \
+  --duration --blocks --seed --skew --skew-share --hints --repeat --metg \
+  --submit --format --output \
   --plot --quick --version; do
   expect "$OUT" "$opt" "--help"
 done
@@ -144,7 +145,7 @@ run 0 --quick --backend host --workload chain --tasks 16 --metg \
 expect "$OUT" '^workload  *contender' "table header"
 expect "$OUT" '^chain  *round-robin  *host ' "table: the contender row"
 expect "$OUT" '^chain  *threads  *host ' "table: the baseline row"
-awk '$1 == "chain" && $(NF - 1) == "-" { bad = 1 } END { exit bad }' "$OUT" ||
+awk '$1 == "chain" && $(NF - 2) == "-" { bad = 1 } END { exit bad }' "$OUT" ||
   fail "--metg: a row without METG"
 pass "the table and --metg"
 
@@ -177,7 +178,7 @@ run 0 --quick --backend host --workload stencil --tasks 16 --streams 2 \
 expect "$OUT" '^workload  *contender  *be  *submit ' "table header: submit"
 expect "$OUT" '^stencil  *round-robin  *host  *task ' "table: the task row"
 expect "$OUT" '^stencil  *threads  *host  *- ' "table: the baseline row"
-awk '$1 == "stencil" && $(NF - 1) == "-" { bad = 1 } END { exit bad }' \
+awk '$1 == "stencil" && $(NF - 2) == "-" { bad = 1 } END { exit bad }' \
   "$OUT" || fail "--metg --submit task: a row without METG"
 pass "--metg with --submit task"
 
@@ -191,11 +192,25 @@ for w in stencil tree random; do
 done
 pass "--skew with heft"
 
+# The bimodal workload of issue 12: 10% long tasks, no informative hints;
+# work-stealing and dmda against the offline LPT schedule (vs_lpt).
+run 0 --quick -b host -p work-stealing -p dmda -w trivial -K 8 \
+  --skew-share 10 --hints off --repeat 1 --format csv
+expect "$OUT" "skew 8 (10% of spins), hints off" "--skew-share, --hints"
+awk -F, '/^workload,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  /^#/ { next }
+  $1 == "trivial" && $4 == "host" { n++; v = $col["vs_lpt"] + 0
+    if (v < 0.99 || v > 100) bad = 1 }
+  END { exit bad || n < 3 }' "$OUT" >"$ERR" ||
+  fail "--skew-share: no vs_lpt in the trivial rows"
+pass "--skew-share and --hints off: rows against the LPT schedule"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
   "--submit each" "--submit task,task" "--submit ," "--submit" \
-  "--skew 0" "--skew 1001" "--skew x"; do
+  "--skew 0" "--skew 1001" "--skew x" "--skew-share 0" "--skew-share 101" \
+  "--hints maybe"; do
   # shellcheck disable=SC2086 # the words are meant to split
   run 2 $args
   [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"

@@ -179,6 +179,18 @@ START_TEST(least_loaded_matches_sequential) {
 }
 END_TEST
 
+/* Pull mode: ops bound to streams only as streams have room (a depth of
+ * 1 makes the most late decisions), across two devices. */
+START_TEST(work_stealing_matches_sequential) {
+  char extra[256];
+  snprintf(extra, sizeof extra,
+           "pull_depth = 1\n[policy.work-stealing]\nstreams = "
+           "3\n%s",
+           two_devices_section());
+  run_policy("work-stealing", extra, 2);
+}
+END_TEST
+
 START_TEST(single_stream_matches_sequential) {
   run_policy("single-stream", NULL, 1);
 }
@@ -193,6 +205,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, round_robin_matches_sequential);
   tcase_add_test(tc, least_loaded_matches_sequential);
   tcase_add_test(tc, single_stream_matches_sequential);
+  tcase_add_test(tc, work_stealing_matches_sequential);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,6 +1,6 @@
 /**
  * @file cuasync/policy.h
- * @brief The scheduling-policy ABI (2.0): the whole contract for policy
+ * @brief The scheduling-policy ABI (2.1): the whole contract for policy
  * authors.
  *
  * A policy is a shared object that exports one symbol,

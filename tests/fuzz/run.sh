@@ -14,6 +14,10 @@ secs=${2:-${CUASYNC_FUZZ_SECONDS:-40}}
 CUASYNC_MODULE_PATH="$builddir/policies/.libs:$builddir/plugins/.libs"
 export CUASYNC_MODULE_PATH
 unset CUASYNC_CONFIG CUASYNC_POLICY
+# Performance models in memory: thousands of runtimes must not each merge
+# a model file (and a fuzzed [runtime] models must not name a directory).
+CUASYNC_MODELS=memory
+export CUASYNC_MODELS
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export UBSAN_OPTIONS
 

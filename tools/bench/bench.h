@@ -71,6 +71,9 @@ typedef struct bench_dag {
                           R (--skew) */
   size_t cp_compute; /**< the same on the path that has most */
   size_t edges;      /**< dependency edges */
+  int skewed;        /**< some SPIN tasks are long (--skew): ops are named
+                          "short" and "long" */
+  int no_hints;      /**< --hints off: every SPIN hints the same 1 ns */
 } bench_dag;
 
 /** Parameters of a workload generator. */
@@ -83,8 +86,10 @@ typedef struct bench_shape {
   size_t bytes;    /**< AXPY buffer / pipeline chunk bytes */
   uint64_t seed;   /**< random pattern seed */
   int ndevices;    /**< devices for the multigpu pattern */
-  unsigned skew;   /**< > 1: one SPIN in four (drawn from seed) lasts skew
-                        times ns */
+  unsigned skew;   /**< > 1: skew_share percent of the SPINs (drawn from
+                        seed) last skew times ns */
+  unsigned skew_share; /**< percent, 1..100 (0: 25) */
+  int no_hints;        /**< SPINs hint nothing about their duration */
 } bench_shape;
 
 /** How long task @p t of @p dag spins, in nanoseconds. */
@@ -102,6 +107,11 @@ void bench_dag_free(bench_dag *dag);
 /** The ideal makespan for compute tasks of @p task_ns on @p p queues:
  * task_ns * max(ncompute / p, cp_compute). */
 double bench_dag_ideal(const bench_dag *dag, double task_ns, int p);
+/** For a DAG without edges (trivial), the makespan of the
+ * longest-processing-time-first schedule of its compute tasks on @p p
+ * queues (each task, longest first, on the queue that is free first); 0
+ * for a DAG with edges. */
+double bench_dag_lpt(const bench_dag *dag, double task_ns, int p);
 
 /**
  * A hand-written multi-stream schedule of a DAG: task k runs on stream

@@ -202,11 +202,15 @@ static int build(bench_cua *g, char *err, size_t len) {
     if ((rc = task_op(g, t, &ops[k])))
       break;
     /* cua_op_spin() already hints its duration as cost_ns; the multigpu
-     * pattern adds each op's device. */
-    if (d->ndevices > 1) {
+     * pattern adds each op's device; with --skew, spins are named by their
+     * length (as two kernels would be), and with --hints off every spin
+     * hints the same 1 ns, so only measurements tell them apart. */
+    if (d->ndevices > 1 || (t->kind == BENCH_SPIN && (d->skewed || d->no_hints))) {
       cua_hints h = CUA_HINTS_INIT;
-      h.cost_ns = t->kind == BENCH_SPIN ? bench_task_ns(d, t) : 0;
-      h.device = t->device % g->ndev;
+      h.cost_ns = t->kind == BENCH_SPIN ? (d->no_hints ? 1 : bench_task_ns(d, t)) : 0;
+      h.device = d->ndevices > 1 ? t->device % g->ndev : -1;
+      if (t->kind == BENCH_SPIN && d->skewed)
+        h.name = t->scale > 1 ? "long" : "short";
       what = "cua_op_set_hints";
       rc = cua_op_set_hints(ops[k], &h);
     }

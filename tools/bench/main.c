@@ -59,6 +59,8 @@ typedef struct options {
   int width, repeat, streams, blocks, axpy, metg, quick, format;
   uint64_t duration, seed;
   unsigned skew;
+  unsigned skew_share;
+  int no_hints;
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
@@ -131,6 +133,10 @@ static void usage(FILE *out) {
           "  -s, --seed S          random pattern seed (1)\n"
           "  -K, --skew R          one spin task in four (drawn from the\n"
           "                        seed) lasts R times the duration (1)\n"
+          "      --skew-share P    P percent of the spin tasks are long "
+          "(25)\n"
+          "      --hints on|off    off: every spin hints 1 ns, so only\n"
+          "                        measurements tell them apart (on)\n"
           "  -r, --repeat R        timed runs after one warm-up; median (5; "
           "quick 3)\n"
           "  -m, --metg            sweep the task duration 1us..10ms, report "
@@ -344,7 +350,7 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
       &row->efficiency,    &row->concurrency, &row->events_per_kop,
       &row->waits_per_kop, &row->ratio,       &row->build_ns_per_op,
       &row->lat_p50_ns,    &row->lat_p99_ns,  &row->metg_ns,
-      &row->scaling};
+      &row->scaling,       &row->lpt_ns,      &row->vs_lpt};
   for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
     *nans[i] = NAN;
   return row;
@@ -482,6 +488,8 @@ static void shape_for(const bench *b, const char *w, const group *gr,
   sh->bytes = o->bytes;
   sh->seed = o->seed;
   sh->skew = o->skew;
+  sh->skew_share = o->skew_share;
+  sh->no_hints = o->no_hints;
   sh->ndevices = gr->ndev;
   *pattern = w;
   if (strcmp(w, "micro-chain") == 0) {
@@ -531,6 +539,11 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->per_task_ns = m->makespan_ns / (double)d->n;
   row->throughput = (double)d->n * 1e9 / m->makespan_ns;
   row->ideal_ns = bench_dag_ideal(d, row->task_ns, o->streams * d->ndevices);
+  row->lpt_ns = bench_dag_lpt(d, row->task_ns, o->streams * d->ndevices);
+  if (row->lpt_ns > 0)
+    row->vs_lpt = m->makespan_ns / row->lpt_ns;
+  else
+    row->lpt_ns = NAN;
   if (row->ideal_ns > 0) {
     row->efficiency = row->ideal_ns / m->makespan_ns;
     row->concurrency = (double)d->ncompute * row->task_ns / m->makespan_ns;
@@ -1047,6 +1060,8 @@ static void fill_meta(bench_meta *m, const bench *b) {
   m->duration_ns = o->duration;
   m->seed = o->seed;
   m->skew = o->skew;
+  m->skew_share = o->skew_share ? o->skew_share : 25;
+  m->no_hints = o->no_hints;
   m->blocks = (uint32_t)o->blocks;
   m->bytes = o->bytes;
   m->submit[0] = '\0';
@@ -1080,6 +1095,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"streams", required_argument, NULL, 'S'},
       {"seed", required_argument, NULL, 's'},
       {"skew", required_argument, NULL, 'K'},
+      {"skew-share", required_argument, NULL, 1001},
+      {"hints", required_argument, NULL, 1002},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
       {"submit", required_argument, NULL, 'u'},
@@ -1199,6 +1216,19 @@ static int bench_main(int argc, char **argv, spec *specs) {
         return free(o.workloads),
                usage_error("--skew wants 1..1000, not '%s'", optarg);
       o.skew = (unsigned)v;
+      break;
+    case 1001:
+      if (parse_num(optarg, NULL, 1, 100, &v))
+        return free(o.workloads),
+               usage_error("--skew-share wants a percent, 1..100, not '%s'",
+                           optarg);
+      o.skew_share = (unsigned)v;
+      break;
+    case 1002:
+      if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+        return free(o.workloads),
+               usage_error("--hints wants on or off, not '%s'", optarg);
+      o.no_hints = strcmp(optarg, "off") == 0;
       break;
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
@@ -1407,6 +1437,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
 }
 
 int main(int argc, char **argv) {
+  /* Each contender learns its performance models from its own warm-up
+   * run, not from earlier runs' files, unless the caller says otherwise
+   * (cuasync-bench(1)). */
+  setenv("CUASYNC_MODELS", "memory", 0);
   spec *specs = calloc((size_t)argc + 4, sizeof *specs);
   int rc = bench_main(argc, argv, specs);
   free(specs);

@@ -22,7 +22,7 @@ static const char *const csv_columns =
     "duration_ns,blocks,task_ns,makespan_ns,per_task_ns,throughput_per_s,"
     "overhead_ns_per_op,ideal_ns,efficiency,concurrency,events_per_kop,"
     "waits_per_kop,ratio_vs_best_raw,best_raw,build_ns_per_op,lat_p50_ns,"
-    "lat_p99_ns,metg_ns,metg_state,thread_scaling,valid,error";
+    "lat_p99_ns,metg_ns,metg_state,thread_scaling,lpt_ns,vs_lpt,valid,error";
 
 static const char *metg_state_name(int s) {
   switch (s) {
@@ -112,10 +112,13 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
              fmt_time(d, sizeof d, (double)m->duration_ns), m->blocks);
   fprintf(out,
           "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
-          "for baselines and ideal, seed %llu, skew %u, median of %d run(s) "
-          "after 1 warm-up%s%s, submission %s\n",
+          "for baselines and ideal, seed %llu, skew %u (%u%% of spins), "
+          "hints %s, median of %d run(s) after 1 warm-up%s%s, submission "
+          "%s\n",
           prefix, m->tasks, m->width, task, m->streams,
-          (unsigned long long)m->seed, m->skew ? m->skew : 1, m->repeat,
+          (unsigned long long)m->seed, m->skew ? m->skew : 1,
+          m->skew_share ? m->skew_share : 25, m->no_hints ? "off" : "on",
+          m->repeat,
           m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "", m->submit);
 }
 
@@ -129,14 +132,14 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
   header_lines(out, "# ", m);
   fprintf(out,
           "%-13s %-*s %-4s %-6s %7s %9s %9s %8s %9s %5s %5s %7s %7s %8s "
-          "%8s %8s %6s\n",
+          "%8s %8s %6s %6s\n",
           "workload", cw, "contender", "be", "submit", "tasks", "makespan",
           "per-task", "tasks/s", "ovh/op", "eff", "conc", "ev/kop", "vs-raw",
-          "p50", "p99", "METG", "x1thr");
+          "p50", "p99", "METG", "x1thr", "vs-lpt");
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32],
-        mm[32], sc[32];
+        mm[32], sc[32], lp[32];
     char who[sizeof r->contender + 2];
     snprintf(who, sizeof who, "%s%s", r->contender, r->valid ? "" : "!");
     if (r->error[0]) {
@@ -146,7 +149,7 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
     }
     fprintf(out,
             "%-13s %-*s %-4s %-6s %7zu %9s %9s %8s %9s %5s %5s %7s %7s %8s "
-            "%8s %8s %6s\n",
+            "%8s %8s %6s %6s\n",
             r->workload, cw, who, r->backend, r->submit, r->tasks,
             fmt_time(a, sizeof a, r->makespan_ns),
             fmt_time(b, sizeof b, r->per_task_ns),
@@ -158,11 +161,14 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
             fmt_fixed(h, sizeof h, r->ratio, 2),
             fmt_time(k, sizeof k, r->lat_p50_ns),
             fmt_time(l, sizeof l, r->lat_p99_ns), fmt_metg(mm, sizeof mm, r),
-            fmt_fixed(sc, sizeof sc, r->scaling, 2));
+            fmt_fixed(sc, sizeof sc, r->scaling, 2),
+            fmt_fixed(lp, sizeof lp, r->vs_lpt, 2));
   }
   fprintf(out, "# vs-raw: makespan (latency: p50; dispatch: ns per call) "
                "divided by the best baseline's; ! marks a run faster than "
-               "its critical path; x1thr: submit-mt rate over one thread's\n");
+               "its critical path; x1thr: submit-mt rate over one thread's; "
+               "vs-lpt (independent tasks): makespan over the offline "
+               "longest-processing-time-first schedule's\n");
 }
 
 /* ------------------------------------------------------------ CSV */
@@ -217,6 +223,10 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_num(out, r->metg_ns);
     fprintf(out, ",%s,", metg_state_name(r->metg_state));
     csv_num(out, r->scaling);
+    fputc(',', out);
+    csv_num(out, r->lpt_ns);
+    fputc(',', out);
+    csv_num(out, r->vs_lpt);
     fprintf(out, ",%d,", r->valid);
     csv_str(out, r->error);
     fputc('\n', out);
@@ -277,11 +287,14 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           "},\n  \"parameters\": {\"tasks\": %zu, \"width\": %d, "
           "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
           "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"skew\": %u, "
+          "\"skew_share\": %u, \"hints\": %s, "
           "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
           "  \"results\": [",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
-          (unsigned long long)m->seed, m->skew ? m->skew : 1, m->repeat,
+          (unsigned long long)m->seed, m->skew ? m->skew : 1,
+          m->skew_share ? m->skew_share : 25,
+          m->no_hints ? "false" : "true", m->repeat,
           m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
@@ -312,6 +325,8 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "waits_per_kop", r->waits_per_kop, 1);
     json_num(out, "ratio_vs_best_raw", r->ratio, 1);
     json_num(out, "thread_scaling", r->scaling, 1);
+    json_num(out, "lpt_ns", r->lpt_ns, 1);
+    json_num(out, "vs_lpt", r->vs_lpt, 1);
     fputs("\"best_raw\": ", out);
     if (r->best_raw[0])
       json_str(out, r->best_raw);

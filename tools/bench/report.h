@@ -39,6 +39,8 @@ typedef struct bench_row {
   double overhead_ns; /**< (makespan - best raw makespan) / tasks */
   double ideal_ns;
   double efficiency;  /**< ideal / makespan */
+  double lpt_ns;      /**< trivial pattern: the LPT schedule's makespan */
+  double vs_lpt;      /**< makespan / lpt_ns (0: no LPT) */
   double concurrency; /**< compute tasks * task_ns / makespan */
   double events_per_kop, waits_per_kop;
   double ratio;       /**< makespan (or p50) / best raw baseline's */
@@ -68,6 +70,8 @@ typedef struct bench_meta {
   int width, streams, repeat, quick, metg, axpy;
   uint64_t duration_ns, seed;
   unsigned skew; /* --skew: 1 none */
+  unsigned skew_share; /* --skew-share: percent of spins skewed */
+  int no_hints;        /* --hints off */
   uint32_t blocks;
   size_t bytes;
   char submit[24]; /**< the --submit modes, comma-separated */

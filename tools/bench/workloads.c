@@ -298,19 +298,57 @@ int bench_dag_make(bench_dag *d, const char *name, const bench_shape *sh,
     bench_dag_free(d);
     return -1;
   }
-  /* Cost skew: one SPIN in four, drawn from the seed, lasts skew times
-   * as long. */
+  /* Cost skew: skew_share percent of the SPINs (one in four by default),
+   * drawn from the seed, last skew times as long. */
   if (sh->skew > 1) {
     uint64_t st = sh->seed ^ 0x5ce3a11d5eedull;
+    unsigned share = sh->skew_share ? sh->skew_share : 25;
     for (size_t k = 0; k < d->n; k++)
-      if (d->task[k].kind == BENCH_SPIN && mix64(&st) % 4 == 0)
+      if (d->task[k].kind == BENCH_SPIN && mix64(&st) % 100 < share)
         d->task[k].scale = (uint16_t)sh->skew;
+    d->skewed = 1;
   }
+  d->no_hints = sh->no_hints;
   if (analyse(d, err, len) != 0) {
     bench_dag_free(d);
     return -1;
   }
   return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+double bench_dag_lpt(const bench_dag *d, double task_ns, int p) {
+  if (d->edges > 0 || p < 1)
+    return 0;
+  size_t m = 0;
+  double *dur = malloc((d->n ? d->n : 1) * sizeof *dur);
+  double *load = calloc((size_t)p, sizeof *load);
+  if (dur == NULL || load == NULL) {
+    free(dur);
+    free(load);
+    return 0;
+  }
+  for (size_t k = 0; k < d->n; k++)
+    if (d->task[k].kind == BENCH_SPIN || d->task[k].kind == BENCH_AXPY)
+      dur[m++] = task_ns * (d->task[k].scale > 1 ? d->task[k].scale : 1);
+  qsort(dur, m, sizeof *dur, cmp_desc);
+  double span = 0;
+  for (size_t k = 0; k < m; k++) {
+    int best = 0;
+    for (int q = 1; q < p; q++)
+      if (load[q] < load[best])
+        best = q;
+    load[best] += dur[k];
+    if (load[best] > span)
+      span = load[best];
+  }
+  free(dur);
+  free(load);
+  return span;
 }
 
 void bench_dag_free(bench_dag *d) {
