@@ -86,8 +86,8 @@ typedef struct cua__config {
  * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
  * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
  * backend, devices, policy, policy_path, on_policy_error, launch, models,
- * pull_depth (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE); [device.N]
- * key policy; a key given twice in [runtime] or [device.N]
+ * pull_depth (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE);
+ * [device.N] key policy; a key given twice in [runtime] or [device.N]
  * (CUA_ERR_CONFIG_DUPLICATE_KEY). Messages are "ORIGIN:LINE: what" and are
  * written into @p err. Whether the backend and policies named exist, and
  * the keys of [backend.NAME] and [policy.NAME], are checked when a runtime

@@ -412,8 +412,8 @@ struct cua__node {
   void *mfam;         /* its performance model's class (models.c), if any */
   int pulled; /* pull.c: 1 held by a pull-mode policy, 2 given to a stream
                  by pop() (a MARK follows its launch), else 0 */
-  size_t cmd;         /* its LAUNCH command in the round deciding it */
-  cua__node *q_next;  /* in a round's queue */
+  size_t cmd; /* its LAUNCH command in the round deciding it */
+  cua__node *q_next; /* in a round's queue */
   int queued;
   int scratch;   /* cycle check of its submission's build */
   unsigned want; /* dependents cua__reserve_hazards() will reserve; 0

@@ -230,11 +230,16 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
     memcpy(&fn, (const char *)desc + off, sizeof fn);
     if (fn != NULL &&
         segment_of(m, (const void *)(uintptr_t)fn, 1, PF_X) == NULL) {
-      static const char *const policy_ops[] = {
-          "create()",           "destroy()",       "place()",
-          "submitted()",        "completed()",     "dump()",
-          "submission_begin()", "submission_end()", "push()",
-          "pop()"};
+      static const char *const policy_ops[] = {"create()",
+                                               "destroy()",
+                                               "place()",
+                                               "submitted()",
+                                               "completed()",
+                                               "dump()",
+                                               "submission_begin()",
+                                               "submission_end()",
+                                               "push()",
+                                               "pop()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&

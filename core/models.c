@@ -876,6 +876,13 @@ uint64_t cua__models_guess(cua_runtime *rt, const cua__node *n) {
   return guess(n->mfam, op->hints.bytes, op->hints.cost_ns);
 }
 
+int cua__models_sampling(const cua_runtime *rt, const cua__node *n) {
+  if (rt->models == NULL || rt->host_exec || n->mfam == NULL || n->op == NULL)
+    return 0;
+  const mbucket *k = bucket_find(n->mfam, bits_of(n->op->hints.bytes), 0);
+  return k == NULL || k->all.n < CUA__MODELS_SAMPLE;
+}
+
 /* ------------------------------------------------------------ public */
 
 int cua_runtime_models(cua_runtime *rt, cua_model_fn fn, void *arg,

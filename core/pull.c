@@ -74,7 +74,8 @@ static cua__node *table_take(cua__polinst *p, uint64_t id) {
   for (size_t k = (j + 1) & mask; p->pull[k] != NULL; k = (k + 1) & mask) {
     size_t home = slot_of(p->pull[k]->op_id, p->pull_cap);
     /* Move it into the hole unless its home lies cyclically in (j, k]. */
-    if ((k > j && (home <= j || home > k)) || (k < j && home <= j && home > k)) {
+    if ((k > j && (home <= j || home > k)) ||
+        (k < j && home <= j && home > k)) {
       p->pull[j] = p->pull[k];
       p->pull[k] = NULL;
       j = k;
@@ -109,8 +110,8 @@ int cua__pull_keep(cua_runtime *rt, cua__polinst *p, cua__node *n,
   if (rc != 0) {
     snprintf(msg, len, "policy '%s' failed to take op '%s' (push()): %s%s%s",
              p->name, cua__node_name(n),
-             rc < 0 ? cua_err_name(rc) : "a positive code", p->log[0] ? ": " : "",
-             p->log);
+             rc < 0 ? cua_err_name(rc) : "a positive code",
+             p->log[0] ? ": " : "", p->log);
     return CUA_ERR_POLICY;
   }
   atomic_fetch_add(&n->refs, 1);

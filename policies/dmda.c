@@ -49,6 +49,7 @@ static const cua_param_spec dm_params[] = {
 /* An op in flight on a stream, oldest first. */
 typedef struct dm_flight {
   uint64_t op_id, est;
+  uint64_t end; /* its expected end, as this policy counts */
 } dm_flight;
 
 typedef struct dm_stream {
@@ -141,12 +142,35 @@ static dm_stream *stream_of(dm_state *s, cua_placement p) {
   return &s->st[(size_t)p.device * (size_t)s->streams + (size_t)p.stream];
 }
 
+/* When @p op can start at the earliest: now, or after its inputs. An input
+ * this policy placed ends when its own count says (the newest ops of its
+ * stream are looked up, most recent first), so that the op's start and
+ * its streams' free times come from one count: mixing them with the
+ * core's expected ends made a chain hop to an idle stream whenever the two
+ * counts drifted apart. Others: the core's expected end. */
+static uint64_t ready_at(dm_state *s, const cua_op_info *op, uint64_t now) {
+  uint64_t ready = now;
+  for (size_t k = 0; k < op->ninputs; k++) {
+    const cua_op_input *in = &op->inputs[k];
+    uint64_t end = in->expected_end_ns;
+    dm_stream *x =
+        in->state == CUA_INPUT_PLACED ? stream_of(s, in->where) : NULL;
+    for (size_t i = 0; x != NULL && i < x->n && i < 64; i++) {
+      const dm_flight *f = &x->q[(x->head + x->n - 1 - i) % x->cap];
+      if (f->op_id == in->op_id) {
+        end = f->end;
+        break;
+      }
+    }
+    if (end > ready)
+      ready = end;
+  }
+  return ready;
+}
+
 static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
   dm_state *s = state;
-  uint64_t now = s->host->now_ns(s->host->core), ready = now;
-  for (size_t k = 0; k < op->ninputs; k++)
-    if (op->inputs[k].expected_end_ns > ready)
-      ready = op->inputs[k].expected_end_ns;
+  uint64_t now = s->host->now_ns(s->host->core), ready = ready_at(s, op, now);
   int bd = -1, bs = -1, from = 0;
   uint64_t best = UINT64_MAX;
   /* The stream of the op it continues first, so that a tie keeps it. */
@@ -195,10 +219,7 @@ static void dm_submitted(void *state, const cua_op_info *op,
   dm_stream *x = stream_of(s, where);
   if (x == NULL)
     return; /* a stream outside its pool (a device policy's choice) */
-  uint64_t now = s->host->now_ns(s->host->core), ready = now;
-  for (size_t k = 0; k < op->ninputs; k++)
-    if (op->inputs[k].expected_end_ns > ready)
-      ready = op->inputs[k].expected_end_ns;
+  uint64_t now = s->host->now_ns(s->host->core), ready = ready_at(s, op, now);
   int f;
   uint64_t est =
       expect(s, op, where.device, &f) + transfer(s, op, where.device);
@@ -214,9 +235,9 @@ static void dm_submitted(void *state, const cua_op_info *op,
     x->head = 0;
     x->cap = cap;
   }
-  x->q[(x->head + x->n) % x->cap] = (dm_flight){op->op_id, est};
-  x->n++;
   uint64_t start = x->free_at > ready ? x->free_at : ready;
+  x->q[(x->head + x->n) % x->cap] = (dm_flight){op->op_id, est, start + est};
+  x->n++;
   x->free_at = start + est;
 }
 

@@ -20,7 +20,10 @@
  * queue empty it steals the newest op, that may run on its device, from
  * the queue with the most expected work. So a stream that drew long ops
  * hands its backlog to those that drew short ones, as they go idle,
- * whatever was guessed when the ops were queued.
+ * whatever was guessed when the ops were queued. An op queued behind an
+ * input that is still in flight on its own stream (a chain) is not
+ * stolen: its stream runs it right after that input, where a thief would
+ * wait for the input through an event anyway.
  *
  * place() (the policy opened nested or for a [device.N] section, where
  * the core cannot wait) puts the op on the stream with the least expected
@@ -45,6 +48,9 @@ static const cua_param_spec ws_params[] = {
 typedef struct ws_item {
   uint64_t op_id, est;
   int restrict_device;
+  int bound; /* queued behind an input not done on its home stream: the
+                home stream runs it after that input, with no wait; a
+                thief would only wait for the input with an event */
 } ws_item;
 
 /* A ring: oldest at head. */
@@ -156,14 +162,20 @@ static int allowed(const cua_op_info *op, int dev) {
   return op->restrict_device < 0 || op->restrict_device == dev;
 }
 
-/* The stream whose data @p op continues, if it is one of ours. */
+/* The stream whose data @p op continues, if it is one of ours; *bound
+ * says an input of @p op on it is not done yet. */
 static int home_of(const ws_state *s, const cua_op_info *op, int *dev,
-                   int *stream) {
-  if (queue_of((ws_state *)s, op->then_of.device, op->then_of.stream) !=
-          NULL &&
+                   int *stream, int *bound) {
+  *bound = 0;
+  if (queue_of((ws_state *)s, op->then_of.device, op->then_of.stream) != NULL &&
       allowed(op, op->then_of.device)) {
     *dev = op->then_of.device;
     *stream = op->then_of.stream;
+    for (size_t k = 0; k < op->ninputs; k++)
+      if (op->inputs[k].state == CUA_INPUT_PLACED &&
+          op->inputs[k].where.device == *dev &&
+          op->inputs[k].where.stream == *stream)
+        *bound = 1;
     return 1;
   }
   uint64_t best = 0;
@@ -181,6 +193,7 @@ static int home_of(const ws_state *s, const cua_op_info *op, int *dev,
       found = 1;
     }
   }
+  *bound = found;
   return found;
 }
 
@@ -210,15 +223,15 @@ static int least_work(const ws_state *s, const cua_op_info *op, int queued,
 
 static int ws_push(void *state, const cua_op_info *op) {
   ws_state *s = state;
-  int dev = -1, stream = -1;
-  if (!home_of(s, op, &dev, &stream) &&
+  int dev = -1, stream = -1, bound = 0;
+  if (!home_of(s, op, &dev, &stream, &bound) &&
       !least_work(s, op, 1, &dev, &stream)) {
     s->host->log(s->host->core, CUA_LOG_ERROR,
                  "no stream on device %d for op '%s'", op->restrict_device,
                  op->name ? op->name : "(unnamed)");
     return CUA_ERR_BAD_DEVICE;
   }
-  ws_item it = {op->op_id, expect(s, op, dev), op->restrict_device};
+  ws_item it = {op->op_id, expect(s, op, dev), op->restrict_device, bound};
   int rc = q_push(queue_of(s, dev, stream), it);
   if (rc == 0)
     s->pushed++;
@@ -236,7 +249,8 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
   if (!s->steal && q != NULL)
     return 0;
   /* Steal: from the queue with the most expected work, its newest op
-   * that may run here. */
+   * that may run here and is not bound to its stream; failing that, from
+   * any queue that has one. */
   ws_queue *victim = NULL;
   for (size_t i = 0; i < (size_t)s->ndev * (size_t)s->streams; i++) {
     ws_queue *v = &s->q[i];
@@ -246,19 +260,20 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
   for (int pass = 0; pass < 2 && victim != NULL; pass++) {
     for (size_t k = victim->n; k-- > 0;) {
       const ws_item *it = &victim->v[(victim->head + k) % victim->cap];
-      if (it->restrict_device < 0 || it->restrict_device == where.device) {
+      if (!it->bound &&
+          (it->restrict_device < 0 || it->restrict_device == where.device)) {
         *op_id = q_take(victim, k).op_id;
         s->stolen++;
         return 1;
       }
     }
-    /* Nothing there may run here: any queue with such an op. */
     victim = NULL;
     for (size_t i = 0; i < (size_t)s->ndev * (size_t)s->streams; i++) {
       ws_queue *v = &s->q[i];
-      for (size_t k = 0; k < v->n && victim == NULL; k++) {
+      for (size_t k = 0; k < v->n && victim == NULL && v != q; k++) {
         const ws_item *it = &v->v[(v->head + k) % v->cap];
-        if (it->restrict_device < 0 || it->restrict_device == where.device)
+        if (!it->bound &&
+            (it->restrict_device < 0 || it->restrict_device == where.device))
           victim = v;
       }
       if (victim != NULL)

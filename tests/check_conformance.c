@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 static const char *const policies[] = {
-    "single-stream", "round-robin", "least-loaded", "affinity",
-    "random",        "scatter",     "earliest-end", "heft",
+    "single-stream", "round-robin",  "least-loaded", "affinity",
+    "random",        "scatter",      "earliest-end", "heft",
     "dmda",          "work-stealing"};
 #define NPOL (sizeof policies / sizeof *policies)
 

@@ -1320,7 +1320,8 @@ static const config configs[] = {
     {"dmda", {NULL}, 0},
     {"dmda", {"streams=3", "peer_gbps=1", "default_cost_ns=0", NULL}, 0},
     {"work-stealing", {NULL}, 0},
-    {"work-stealing", {"streams=3", "steal=false", "default_cost_ns=0", NULL},
+    {"work-stealing",
+     {"streams=3", "steal=false", "default_cost_ns=0", NULL},
      0},
 };
 #define NCONFIGS ((int)(sizeof configs / sizeof configs[0]))

@@ -925,7 +925,8 @@ static int fp_pop(void *state, cua_placement where, uint64_t *op_id) {
         pull_restrict[i] != where.device)
       continue;
     *op_id = pull_ids[i];
-    memmove(&pull_ids[i], &pull_ids[i + 1], (pull_n - i - 1) * sizeof *pull_ids);
+    memmove(&pull_ids[i], &pull_ids[i + 1],
+            (pull_n - i - 1) * sizeof *pull_ids);
     memmove(&pull_restrict[i], &pull_restrict[i + 1],
             (pull_n - i - 1) * sizeof *pull_restrict);
     pull_n--;
@@ -952,10 +953,10 @@ static void fp_completed(void *state, const cua_op_info *op,
   pull_completes++;
 }
 
-static const cua_policy_descriptor fifo_pull = CUA_POLICY_INIT(
-    .name = "fifo-pull", .create = fp_create, .place = fp_place,
-    .push = fp_push, .pop = fp_pop, .submitted = fp_submitted,
-    .completed = fp_completed);
+static const cua_policy_descriptor fifo_pull =
+    CUA_POLICY_INIT(.name = "fifo-pull", .create = fp_create, .place = fp_place,
+                    .push = fp_push, .pop = fp_pop, .submitted = fp_submitted,
+                    .completed = fp_completed);
 
 static cua_runtime *open_pull(int depth, const char *extra) {
   int rc = cua_policy_register(&fifo_pull);
@@ -965,8 +966,10 @@ static cua_runtime *open_pull(int depth, const char *extra) {
   pulls = pushes = pull_submits = pull_completes = 0;
   pull_max_in_flight = 0;
   char cfg[1024];
-  snprintf(cfg, sizeof cfg, "[runtime]\nbackend = %s\npolicy = fifo-pull\n"
-           "pull_depth = %d\n%s", test_backend(), depth, extra ? extra : "");
+  snprintf(cfg, sizeof cfg,
+           "[runtime]\nbackend = %s\npolicy = fifo-pull\n"
+           "pull_depth = %d\n%s",
+           test_backend(), depth, extra ? extra : "");
   cua_runtime *rt = NULL;
   rc = open_text(&rt, cfg);
   if (rc == CUA_ERR_NO_DEVICE && !test_backend_on_cpu()) {
@@ -1090,8 +1093,7 @@ START_TEST(a_pulled_op_on_a_wrong_device_is_refused) {
   ck_assert_int_eq(cua_future_wait(f), CUA_ERR_BAD_PLACEMENT);
   ck_assert_msg(strstr(cua_future_error(f),
                        "policy 'fifo-pull' gave op 'alloc' to device 0 "
-                       "stream 0 (pop()), but it must run on device 1") !=
-                    NULL,
+                       "stream 0 (pop()), but it must run on device 1") != NULL,
                 "%s", cua_future_error(f));
   cua_future_destroy(f);
   cua_op_destroy(op);

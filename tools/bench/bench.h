@@ -78,16 +78,16 @@ typedef struct bench_dag {
 
 /** Parameters of a workload generator. */
 typedef struct bench_shape {
-  size_t tasks;    /**< requested tasks (the pattern may round) */
-  int width;       /**< chains, stencil width, random layer width */
-  uint64_t ns;     /**< SPIN duration */
-  uint32_t blocks; /**< SPIN blocks */
-  int axpy;        /**< compute tasks are AXPY instead of SPIN */
-  size_t bytes;    /**< AXPY buffer / pipeline chunk bytes */
-  uint64_t seed;   /**< random pattern seed */
-  int ndevices;    /**< devices for the multigpu pattern */
-  unsigned skew;   /**< > 1: skew_share percent of the SPINs (drawn from
-                        seed) last skew times ns */
+  size_t tasks;        /**< requested tasks (the pattern may round) */
+  int width;           /**< chains, stencil width, random layer width */
+  uint64_t ns;         /**< SPIN duration */
+  uint32_t blocks;     /**< SPIN blocks */
+  int axpy;            /**< compute tasks are AXPY instead of SPIN */
+  size_t bytes;        /**< AXPY buffer / pipeline chunk bytes */
+  uint64_t seed;       /**< random pattern seed */
+  int ndevices;        /**< devices for the multigpu pattern */
+  unsigned skew;       /**< > 1: skew_share percent of the SPINs (drawn from
+                            seed) last skew times ns */
   unsigned skew_share; /**< percent, 1..100 (0: 25) */
   int no_hints;        /**< SPINs hint nothing about their duration */
 } bench_shape;

@@ -118,8 +118,8 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
           prefix, m->tasks, m->width, task, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "off" : "on",
-          m->repeat,
-          m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "", m->submit);
+          m->repeat, m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "",
+          m->submit);
 }
 
 static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
@@ -293,9 +293,9 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
-          m->skew_share ? m->skew_share : 25,
-          m->no_hints ? "false" : "true", m->repeat,
-          m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
+          m->skew_share ? m->skew_share : 25, m->no_hints ? "false" : "true",
+          m->repeat, m->quick ? "true" : "false", m->metg ? "true" : "false",
+          m->submit);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);

@@ -69,7 +69,7 @@ typedef struct bench_meta {
   size_t tasks;
   int width, streams, repeat, quick, metg, axpy;
   uint64_t duration_ns, seed;
-  unsigned skew; /* --skew: 1 none */
+  unsigned skew;       /* --skew: 1 none */
   unsigned skew_share; /* --skew-share: percent of spins skewed */
   int no_hints;        /* --hints off */
   uint32_t blocks;
