@@ -19,7 +19,9 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
 	%reldir%/models.h \
+	%reldir%/modelstore.h \
 	%reldir%/models.c \
+	%reldir%/modelfile.c \
 	%reldir%/op.c \
 	%reldir%/combine.c \
 	%reldir%/buffer.c \

@@ -37,8 +37,9 @@ uint64_t cua__models_guess(cua_runtime *rt, const struct cua__node *n);
 /* Whether the launch of @p n, placed, should be followed by a mark of its
  * own so that its duration is measured alone: on a backend that does not
  * time ops itself, while its class and size have fewer than
- * CUA__MODELS_SAMPLE samples. */
+ * CUA__MODELS_SAMPLE samples, for CUA__MODELS_SAMPLE ops of it per runtime
+ * at most (counted here). */
 #define CUA__MODELS_SAMPLE 16
-int cua__models_sampling(const cua_runtime *rt, const struct cua__node *n);
+int cua__models_sampling(const cua_runtime *rt, struct cua__node *n);
 
 #endif /* CUA_CORE_MODELS_H */

@@ -20,10 +20,11 @@
  * queue empty it steals the newest op, that may run on its device, from
  * the queue with the most expected work. So a stream that drew long ops
  * hands its backlog to those that drew short ones, as they go idle,
- * whatever was guessed when the ops were queued. An op queued behind an
- * input that is still in flight on its own stream (a chain) is not
- * stolen: its stream runs it right after that input, where a thief would
- * wait for the input through an event anyway.
+ * whatever was guessed when the ops were queued. The op at the head of a
+ * queue whose input is still in flight on that queue's stream (the next
+ * link of a chain) is not stolen: its stream runs it right after that
+ * input, where a thief would wait for the input through an event anyway;
+ * the ops behind it (the other children of a fan-out) are.
  *
  * place() (the policy opened nested or for a [device.N] section, where
  * the core cannot wait) puts the op on the stream with the least expected
@@ -48,9 +49,10 @@ static const cua_param_spec ws_params[] = {
 typedef struct ws_item {
   uint64_t op_id, est;
   int restrict_device;
-  int bound; /* queued behind an input not done on its home stream: the
-                home stream runs it after that input, with no wait; a
-                thief would only wait for the input with an event */
+  int bound; /* queued behind an input not done on its home stream: at
+                the head of its queue, its stream runs it next, right
+                after that input, with no wait, where a thief would only
+                wait for the input through an event */
 } ws_item;
 
 /* A ring: oldest at head. */
@@ -249,7 +251,8 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
   if (!s->steal && q != NULL)
     return 0;
   /* Steal: from the queue with the most expected work, its newest op
-   * that may run here and is not bound to its stream; failing that, from
+   * that may run here and is not the bound head of its queue; failing
+   * that, from
    * any queue that has one. */
   ws_queue *victim = NULL;
   for (size_t i = 0; i < (size_t)s->ndev * (size_t)s->streams; i++) {
@@ -260,7 +263,7 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
   for (int pass = 0; pass < 2 && victim != NULL; pass++) {
     for (size_t k = victim->n; k-- > 0;) {
       const ws_item *it = &victim->v[(victim->head + k) % victim->cap];
-      if (!it->bound &&
+      if (!(k == 0 && it->bound) &&
           (it->restrict_device < 0 || it->restrict_device == where.device)) {
         *op_id = q_take(victim, k).op_id;
         s->stolen++;
@@ -272,7 +275,7 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
       ws_queue *v = &s->q[i];
       for (size_t k = 0; k < v->n && victim == NULL && v != q; k++) {
         const ws_item *it = &v->v[(v->head + k) % v->cap];
-        if (!it->bound &&
+        if (!(k == 0 && it->bound) &&
             (it->restrict_device < 0 || it->restrict_device == where.device))
           victim = v;
       }

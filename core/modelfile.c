@@ -1,0 +1,510 @@
+/*
+ * core/modelfile.c: the performance models' file, DIR/models-HOST.txt
+ * ([runtime] models = DIR): a header line with the format and the host,
+ * then one entry per line, the fields that name it (backend, device(s),
+ * op class, bits of the bytes hint) and its six sums. Read when the
+ * runtime opens (entries for its backend and devices become the models'
+ * sums); when it is destroyed, read again, given what this runtime
+ * measured (the "delta" sums) and replaced at once (rename()), so that
+ * runs beside each other lose nothing but a race's last writer. A file
+ * that cannot be read, is foreign (another host or format) or corrupt is
+ * a warning on stderr and is replaced at the next save; one that cannot
+ * be written is a warning too: never a failure.
+ *
+ * Runs on the thread that creates or destroys the runtime (no lock: the
+ * models are not shared then). The store is core/modelstore.h.
+ */
+#include "config.h"
+
+#include "internal.h"
+#include "models.h"
+#include "modelstore.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MODELS_VERSION 1
+#define MAX_FILE_BYTES (64u << 20)
+
+/* ------------------------------------------------------------ fields */
+
+void cua__models_put_field(FILE *f, const char *s) {
+  if (s == NULL || *s == '\0') {
+    fputc('-', f);
+    return;
+  }
+  if (strcmp(s, "-") == 0) {
+    fputs("%2D", f);
+    return;
+  }
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
+      fprintf(f, "%%%02X", c);
+    else
+      fputc(c, f);
+  }
+}
+
+/* The escaped form of @p s, allocated. */
+char *cua__models_escaped(const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL)
+    return NULL;
+  cua__models_put_field(f, s);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Decodes a field in place; NULL for "-". Sets *bad on a malformed escape. */
+static char *unescape(char *s, int *bad) {
+  if (strcmp(s, "-") == 0)
+    return NULL;
+  char *w = s;
+  for (char *r = s; *r; r++) {
+    if (*r != '%') {
+      *w++ = *r;
+      continue;
+    }
+    unsigned v;
+    char hex[3] = {r[1], r[1] ? r[2] : 0, 0};
+    char *end;
+    if (hex[0] == 0 || hex[1] == 0) {
+      *bad = 1;
+      return s;
+    }
+    v = (unsigned)strtoul(hex, &end, 16);
+    if (*end != '\0' || v == 0) {
+      *bad = 1;
+      return s;
+    }
+    *w++ = (char)v;
+    r += 2;
+  }
+  *w = '\0';
+  return s;
+}
+
+static int kind_by_name(const char *s) {
+#define KIND(id, val, name, launched, desc)                                    \
+  if (strcmp(s, name) == 0)                                                    \
+    return val;
+  CUA_OP_KIND_MAP(KIND)
+#undef KIND
+  return 0;
+}
+
+/* ------------------------------------------------------------ the file */
+
+/* One entry as the file has it: the fields before the sums, verbatim. */
+typedef struct fentry {
+  char *key;
+  mstat s;
+} fentry;
+
+typedef struct fdata {
+  fentry *v;
+  size_t n, cap;
+} fdata;
+
+static void fdata_free(fdata *d) {
+  for (size_t i = 0; i < d->n; i++)
+    free(d->v[i].key);
+  free(d->v);
+  memset(d, 0, sizeof *d);
+}
+
+static void warn(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void warn(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "cuasync: warning: performance models: %s\n", line);
+}
+
+/* Splits @p line into at most @p max space-separated fields. */
+static int split(char *line, char **f, int max) {
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(line, " ", &save); t != NULL;
+       t = strtok_r(NULL, " ", &save)) {
+    if (n == max)
+      return max + 1;
+    f[n++] = t;
+  }
+  return n;
+}
+
+static int parse_sums(char **f, mstat *s) {
+  double *v[6] = {&s->n, &s->sx, &s->sxx, &s->sy, &s->syy, &s->sxy};
+  for (int i = 0; i < 6; i++) {
+    char *end;
+    errno = 0;
+    *v[i] = strtod(f[i], &end);
+    if (*end != '\0' || errno != 0 || !isfinite(*v[i]) || *v[i] < 0)
+      return -1;
+  }
+  return s->n > 0 ? 0 : -1;
+}
+
+/* Reads the model file of @p m into @p d: 0 (an absent file is empty), or
+ * -1 after a warning when it is unreadable, foreign or corrupt (then @p d
+ * is empty: the file is ignored, and replaced at the next save). */
+static int read_file(const cua__models *m, fdata *d, int quiet) {
+  FILE *f = fopen(m->file, "r");
+  if (f == NULL) {
+    if (errno == ENOENT || quiet)
+      return errno == ENOENT ? 0 : -1;
+    warn("cannot read %s: %s; starting with no models", m->file,
+         strerror(errno));
+    return -1;
+  }
+  char *line = NULL;
+  size_t cap = 0, total = 0;
+  ssize_t len;
+  int lineno = 0, rc = 0;
+  const char *why = NULL;
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    lineno++;
+    total += (size_t)len;
+    if (total > MAX_FILE_BYTES) {
+      why = "larger than 64 MiB";
+      break;
+    }
+    if (len > 0 && line[len - 1] == '\n')
+      line[--len] = '\0';
+    if (memchr(line, '\0', (size_t)len) != NULL) {
+      why = "a NUL byte";
+      break;
+    }
+    if (lineno == 1) {
+      char *fld[4];
+      char *copy = cua__strdup(line);
+      if (copy == NULL) {
+        why = "out of memory";
+        break;
+      }
+      int nf = split(copy, fld, 3);
+      if (nf != 3 || strcmp(fld[0], "cuasync-models") != 0) {
+        why = "not a cuasync model file";
+      } else if (strcmp(fld[1], "1") != 0) {
+        if (!quiet)
+          warn("%s was written by another version of cuasync (format %s, this "
+               "one reads %d); ignored",
+               m->file, fld[1], MODELS_VERSION);
+        rc = -1;
+      } else if (strcmp(fld[2], m->host) != 0) {
+        if (!quiet)
+          warn("%s was written on host %s, not on this one (%s); ignored",
+               m->file, fld[2], m->host);
+        rc = -1;
+      }
+      free(copy);
+      if (why != NULL || rc != 0)
+        break;
+      continue;
+    }
+    if (len == 0 || line[0] == '#')
+      continue;
+    char *fld[16];
+    char *copy = cua__strdup(line);
+    if (copy == NULL) {
+      why = "out of memory";
+      break;
+    }
+    int nf = split(copy, fld, 14);
+    int nkey = nf == 14 && strcmp(fld[0], "op") == 0     ? 8
+               : nf == 11 && strcmp(fld[0], "xfer") == 0 ? 5
+                                                         : -1;
+    mstat s;
+    if (nkey < 0 || parse_sums(fld + nkey, &s) != 0) {
+      free(copy);
+      why = "a malformed entry";
+      break;
+    }
+    /* The key, verbatim: the fields before the sums, one space apart. */
+    size_t klen = (size_t)(fld[nkey - 1] - copy) + strlen(fld[nkey - 1]);
+    for (size_t i = 0; i < klen; i++)
+      if (copy[i] == '\0')
+        copy[i] = ' ';
+    copy[klen] = '\0';
+    if (cua__grow(&d->v, &d->cap, d->n + 1, sizeof *d->v) != 0) {
+      free(copy);
+      why = "out of memory";
+      break;
+    }
+    d->v[d->n].key = copy;
+    d->v[d->n].s = s;
+    d->n++;
+  }
+  if (why != NULL) {
+    if (lineno <= 1 && total == 0)
+      why = NULL; /* an empty file: nothing stored */
+    else if (!quiet)
+      warn("%s:%d: %s; the file is ignored (it is replaced when this run "
+           "saves its models)",
+           m->file, lineno, why);
+  }
+  free(line);
+  fclose(f);
+  if (why != NULL || rc != 0) {
+    fdata_free(d);
+    return -1;
+  }
+  return 0;
+}
+
+/* The runtime device whose key is @p key, -1 for host memory ("host"), or
+ * -2 for another device or backend's. */
+static int dev_of(const cua__models *m, const char *key, int host_ok) {
+  if (host_ok && strcmp(key, "host") == 0)
+    return -1;
+  for (int d = 0; d < m->ndev; d++)
+    if (strcmp(m->devkey[d], key) == 0)
+      return d;
+  return -2;
+}
+
+/* Adds the file's entries for this backend and these devices to @p m. */
+static int load_entries(cua__models *m, const fdata *d) {
+  for (size_t i = 0; i < d->n; i++) {
+    char *copy = cua__strdup(d->v[i].key);
+    if (copy == NULL)
+      return CUA_ERR_NOMEM;
+    char *f[10];
+    int nf = split(copy, f, 8);
+    int bad = 0;
+    mfam *fam = NULL;
+    unsigned b = 0;
+    if (nf == 8 && strcmp(f[1], m->backend) == 0) {
+      /* op BACKEND DEVICE KIND NAME TAG COSTBITS BYTESBITS */
+      int dev = dev_of(m, f[2], 0), kind = kind_by_name(f[3]);
+      char *name = unescape(f[4], &bad), *tag = unescape(f[5], &bad);
+      unsigned long cb = strtoul(f[6], NULL, 10);
+      b = (unsigned)strtoul(f[7], NULL, 10);
+      if (dev >= 0 && kind != 0 && !bad && cb <= 64 && b <= 64)
+        fam = cua__mfam_find(m, 0, dev, dev, kind, name, tag, (unsigned)cb, 1);
+    } else if (nf == 5 && strcmp(f[1], m->backend) == 0) {
+      /* xfer BACKEND FROM TO BYTESBITS */
+      int from = dev_of(m, f[2], 1), to = dev_of(m, f[3], 1);
+      b = (unsigned)strtoul(f[4], NULL, 10);
+      if (from >= -1 && to >= -1 && b <= 64)
+        fam = cua__mfam_find(m, 1, to, from, 0, NULL, NULL, 0, 1);
+    }
+    free(copy);
+    if (fam != NULL) {
+      mbucket *k = cua__mbucket_find(fam, b, 1);
+      if (k == NULL)
+        return CUA_ERR_NOMEM;
+      stat_add(&k->all, &d->v[i].s);
+    }
+  }
+  return 0;
+}
+
+/* The file's key of @p f's bucket @p k, allocated. */
+static char *entry_key(const cua__models *m, const mfam *f, const mbucket *k) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *o = open_memstream(&buf, &len);
+  if (o == NULL)
+    return NULL;
+  if (f->transfer) {
+    fprintf(o, "xfer %s %s %s %u", m->backend,
+            f->from < 0 ? "host" : m->devkey[f->from],
+            f->dev < 0 ? "host" : m->devkey[f->dev], k->b);
+  } else {
+    fprintf(o, "op %s %s ", m->backend, m->devkey[f->dev]);
+    cua__models_put_field(o, cua_op_kind_name((cua_op_kind)f->kind));
+    fputc(' ', o);
+    cua__models_put_field(o, f->name);
+    fputc(' ', o);
+    cua__models_put_field(o, f->tag);
+    fprintf(o, " %u %u", f->cb, k->b);
+  }
+  if (fclose(o) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static int mkdirs(const char *dir) {
+  char *p = cua__strdup(dir);
+  if (p == NULL)
+    return -1;
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == '\0') {
+      char c = *s;
+      *s = '\0';
+      if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+        free(p);
+        return -1;
+      }
+      *s = c;
+      if (c == '\0')
+        break;
+    }
+  }
+  free(p);
+  return 0;
+}
+
+/* Merges this runtime's measurements into the file (see the top). */
+static void save(cua__models *m) {
+  fdata d = {0};
+  if (mkdirs(m->dir) != 0) {
+    warn("cannot create %s: %s; this run's models are not kept", m->dir,
+         strerror(errno));
+    return;
+  }
+  read_file(m, &d, 1); /* a bad file was reported at creation: replaced */
+  for (size_t i = 0; i < m->cap; i++) {
+    mfam *f = m->tab[i];
+    if (f == NULL)
+      continue;
+    for (size_t j = 0; j < f->nbk; j++) {
+      mbucket *k = &f->bk[j];
+      if (k->delta.n <= 0)
+        continue;
+      char *key = entry_key(m, f, k);
+      if (key == NULL)
+        goto nomem;
+      size_t e = 0;
+      while (e < d.n && strcmp(d.v[e].key, key) != 0)
+        e++;
+      if (e == d.n) {
+        if (cua__grow(&d.v, &d.cap, d.n + 1, sizeof *d.v) != 0) {
+          free(key);
+          goto nomem;
+        }
+        memset(&d.v[d.n++], 0, sizeof *d.v);
+        d.v[e].key = key;
+      } else {
+        free(key);
+      }
+      stat_add(&d.v[e].s, &k->delta);
+    }
+  }
+  size_t tl = strlen(m->dir) + 64;
+  char *tmp = cua__malloc(tl);
+  if (tmp == NULL)
+    goto nomem;
+  snprintf(tmp, tl, "%s/.models.%ld.tmp", m->dir, (long)getpid());
+  FILE *o = fopen(tmp, "w");
+  int ok = o != NULL;
+  if (ok) {
+    fprintf(o, "cuasync-models %d %s\n", MODELS_VERSION, m->host);
+    fputs("# kind backend device(s) class bits-of-bytes: count, sums of "
+          "bytes, bytes^2, ns, ns^2, bytes*ns\n",
+          o);
+    for (size_t i = 0; i < d.n; i++) {
+      const mstat *s = &d.v[i].s;
+      fprintf(o, "%s %.17g %.17g %.17g %.17g %.17g %.17g\n", d.v[i].key, s->n,
+              s->sx, s->sxx, s->sy, s->syy, s->sxy);
+    }
+    ok = !ferror(o);
+    ok = fclose(o) == 0 && ok;
+  }
+  if (!ok || rename(tmp, m->file) != 0) {
+    warn("cannot write %s: %s; this run's models are not kept", m->file,
+         strerror(errno));
+    unlink(tmp);
+  }
+  free(tmp);
+  fdata_free(&d);
+  return;
+nomem:
+  warn("out of memory; this run's models are not kept");
+  fdata_free(&d);
+}
+
+/* ------------------------------------------------------- opening, closing */
+
+int cua__models_open(cua_runtime *rt) {
+  const char *mode = rt->cfg->models;
+  if (mode == NULL || strcmp(mode, "off") == 0)
+    return 0;
+  cua__models *m = cua__calloc(1, sizeof *m);
+  if (m == NULL)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  rt->models = m;
+  char host[256] = "unknown";
+  if (gethostname(host, sizeof host - 1) != 0)
+    strcpy(host, "unknown");
+  host[sizeof host - 1] = '\0';
+  m->ndev = rt->ndev;
+  if ((m->host = cua__models_escaped(host)) == NULL ||
+      (m->backend = cua__models_escaped(rt->be->name)) == NULL ||
+      (m->devkey = cua__calloc((size_t)rt->ndev + 1, sizeof *m->devkey)) ==
+          NULL)
+    goto nomem;
+  for (int d = 0; d < rt->ndev; d++) {
+    cua_device_info info;
+    char key[160];
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    if (rt->be->device_info(rt->bst, d, &info) != 0)
+      snprintf(info.name, sizeof info.name, "device");
+    info.name[sizeof info.name - 1] = '\0';
+    snprintf(key, sizeof key, "%d:%s", info.ordinal, info.name);
+    if ((m->devkey[d] = cua__models_escaped(key)) == NULL)
+      goto nomem;
+  }
+  if (strcmp(mode, "memory") == 0)
+    return 0;
+  size_t n = strlen(mode) + strlen(m->host) + sizeof "/models-.txt";
+  if ((m->dir = cua__strdup(mode)) == NULL ||
+      (m->file = cua__malloc(n)) == NULL)
+    goto nomem;
+  snprintf(m->file, n, "%s/models-%s.txt", mode, m->host);
+  fdata d = {0};
+  if (read_file(m, &d, 0) == 0) {
+    int rc = load_entries(m, &d);
+    fdata_free(&d);
+    if (rc != 0)
+      goto nomem;
+  }
+  return 0;
+nomem:
+  cua__models_close(rt);
+  return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+}
+
+void cua__models_close(cua_runtime *rt) {
+  cua__models *m = rt->models;
+  if (m == NULL)
+    return;
+  if (m->file != NULL && m->dirty)
+    save(m);
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->tab[i] != NULL)
+      cua__mfam_free(m->tab[i]);
+  free(m->tab);
+  for (int d = 0; m->devkey != NULL && d < m->ndev; d++)
+    free(m->devkey[d]);
+  free(m->devkey);
+  free(m->host);
+  free(m->backend);
+  free(m->dir);
+  free(m->file);
+  free(m);
+  rt->models = NULL;
+}

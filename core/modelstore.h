@@ -1,0 +1,83 @@
+/*
+ * core/modelstore.h: the performance models' store, shared by the two
+ * files that keep it: core/models.c (the service: families of sums, what
+ * policies are told, what completions add) and core/modelfile.c (the
+ * model file: reading, merging, writing). Nothing else includes it. Every
+ * use is under rt->lock, or on the thread creating or destroying the
+ * runtime (models.c says which).
+ */
+#ifndef CUA_CORE_MODELSTORE_H
+#define CUA_CORE_MODELSTORE_H
+
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_FAMILIES 65536
+
+typedef struct mstat {
+  double n, sx, sxx, sy, syy, sxy;
+} mstat;
+
+typedef struct mbucket {
+  unsigned b;       /* bits of the bytes hint: [2^(b-1), 2^b - 1]; 0 is 0 */
+  unsigned sampled; /* ops given a mark of their own to be measured */
+  mstat all;        /* loaded + measured */
+  mstat delta;      /* measured by this runtime, not yet saved */
+} mbucket;
+
+typedef struct mfam {
+  uint64_t hash;
+  int transfer;
+  int dev, from; /* runtime devices; -1 host memory (transfers) */
+  int kind;
+  char *name, *tag;
+  unsigned cb; /* bits of the cost hint */
+  mbucket *bk;
+  size_t nbk, capbk;
+} mfam;
+
+struct cua__models {
+  char *file; /* NULL: memory only */
+  char *dir;
+  char *host;    /* escaped host name */
+  char *backend; /* escaped */
+  char **devkey; /* escaped "ordinal:name" per runtime device */
+  int ndev;
+  mfam **tab; /* open addressing, power of two */
+  size_t cap, n;
+  int dirty;
+  size_t dropped; /* classes not kept (MAX_FAMILIES) */
+};
+
+/* log2 of @p v rounded up: the bucket of a size or a cost (0 for 0). */
+static inline unsigned bits_of(uint64_t v) {
+  unsigned b = 0;
+  for (; v > 0; v >>= 1)
+    b++;
+  return b;
+}
+
+static inline void stat_add(mstat *a, const mstat *b) {
+  a->n += b->n;
+  a->sx += b->sx;
+  a->sxx += b->sxx;
+  a->sy += b->sy;
+  a->syy += b->syy;
+  a->sxy += b->sxy;
+}
+
+/* models.c: the family of a class on a device (a transfer: to, from), made
+ * when @p add and there is room; a size bucket of it. */
+mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
+                     const char *name, const char *tag, unsigned cb, int add);
+mbucket *cua__mbucket_find(mfam *f, unsigned b, int add);
+void cua__mfam_free(mfam *f);
+
+/* modelfile.c: a field of the model file (NULL or "" is "-"; bytes that
+ * would split a field or a line, '%%', '/' and a "-" alone as %XX). */
+void cua__models_put_field(FILE *f, const char *s);
+char *cua__models_escaped(const char *s);
+
+#endif /* CUA_CORE_MODELSTORE_H */
