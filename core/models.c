@@ -68,9 +68,8 @@ static int str_eq(const char *a, const char *b) {
  * or a line, '%', '/' (file names) and a "-" alone are written %XX. */
 /* ------------------------------------------------------------ families */
 
-mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from,
-                           int kind, const char *name, const char *tag,
-                           unsigned cb, int add) {
+mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
+                     const char *name, const char *tag, unsigned cb, int add) {
   uint64_t h = fam_hash(transfer, dev, from, kind, name, tag, cb);
   if (m->cap > 0) {
     for (size_t j = h & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
