@@ -173,10 +173,12 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   }
   c->node = n;
   n->cmd = r->cmds.n - 1;
+  /* The round's clock (read once, by its first placement) stands for
+   * when the op was launched: no clock read per op. */
   if (!rt->host_exec && (rt->models != NULL ||
                          (n->placed_by != NULL &&
                           (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING))))
-    n->t_launch = cua__now_ns();
+    n->t_launch = r->now != 0 ? r->now : (r->now = cua__now_ns());
   n->vc_gen = s->vc_gen;
   /* Results known now, so the executor writes nothing the completion
    * thread reads. */
