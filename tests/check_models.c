@@ -85,6 +85,22 @@ static void make_dir(void) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
+/* @p s escaped as the model file writes a field, appended to @p out at
+ * @p o (room @p len); returns the new length. */
+static size_t escape_into(char *out, size_t o, size_t len, const char *s) {
+  if (strcmp(s, "-") == 0)
+    return o + (size_t)snprintf(out + o, len - o, "%%2D");
+  for (; *s && o + 4 < len; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
+      o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+    else
+      out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return o;
+}
+
 /* The host name as the model file's name writes it. */
 static const char *host_field(void) {
   static char out[1024];
@@ -92,17 +108,7 @@ static const char *host_field(void) {
   if (gethostname(host, sizeof host - 1) != 0)
     strcpy(host, "unknown");
   host[sizeof host - 1] = '\0';
-  size_t o = 0;
-  if (strcmp(host, "-") == 0)
-    return "%2D";
-  for (const char *s = host; *s && o + 4 < sizeof out; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
-      o += (size_t)snprintf(out + o, sizeof out - o, "%%%02X", c);
-    else
-      out[o++] = (char)c;
-  }
-  out[o] = '\0';
+  escape_into(out, 0, sizeof out, host);
   return out;
 }
 
@@ -240,14 +246,7 @@ static const char *dev0_field(cua_runtime *rt) {
   info.size = sizeof info;
   ck_assert_int_eq(cua_device_get_info(rt, 0, &info), 0);
   size_t o = (size_t)snprintf(out, sizeof out, "%d:", info.ordinal);
-  for (const char *s = info.name; *s && o + 4 < sizeof out; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
-      o += (size_t)snprintf(out + o, sizeof out - o, "%%%02X", c);
-    else
-      out[o++] = (char)c;
-  }
-  out[o] = '\0';
+  escape_into(out, o, sizeof out, info.name);
   return out;
 }
 
