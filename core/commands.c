@@ -266,7 +266,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
-      if (n->pulled == 2 || cua__models_sampling(rt, n)) {
+      if (n->pulled == 2 || (n->sampled = cua__models_sampling(rt, n))) {
         /* Pull mode: the completion thread sees each op end, so that its
          * stream is asked again as soon as it has room. An op whose model
          * has few samples yet (CUDA): so that its duration is measured

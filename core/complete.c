@@ -153,8 +153,10 @@ static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
   int equal = 0;
   for (cua__node *n = s->inflight_head; n != NULL && n->seq <= upto;
        n = n->inflight_next) {
-    if (k++ == 0)
-      start = n->t_launch;
+    if (k++ == 0) {
+      uint64_t te = atomic_load_explicit(&n->t_exec, memory_order_relaxed);
+      start = te > n->t_launch ? te : n->t_launch;
+    }
     if (!equal) {
       uint64_t g = n->op != NULL ? cua__models_guess(rt, n) : 0;
       if (g == 0)

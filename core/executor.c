@@ -228,6 +228,11 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     bo.duration_ns = &n->duration_ns;
   cua_backend_err err = {{0}};
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
+  /* A node measured alone (models.c): when it really went to its stream,
+   * which its round's clock (t_launch) may precede by the round's other
+   * launches. */
+  if (rc == 0 && n->sampled)
+    atomic_store_explicit(&n->t_exec, cua__now_ns(), memory_order_relaxed);
   if (rc)
     snprintf(msg, len, "launching op '%s' on device %d stream %d: %s",
              cua__node_name(n), n->pl.device, n->pl.stream,
