@@ -188,7 +188,13 @@ void cua__models_measured(cua_runtime *rt, const cua__node *n) {
   if (m == NULL || op == NULL || n->code != 0 || n->duration_ns == 0 ||
       n->pl.device < 0 || n->pl.device >= m->ndev || !kind_timed(op->kind))
     return;
-  double w = n->dur_share > 1 ? 1.0 / n->dur_share : 1.0;
+  /* Only an op measured alone teaches the models: a share of an interval
+   * several ops ran in says what the models already guessed (the shares
+   * are in proportion to it), and hundreds of such shares would outweigh
+   * the few exact samples and pull every class of a batch to one mean. */
+  if (n->dur_share > 1)
+    return;
+  double w = 1.0;
   mfam *f = n->mfam != NULL
                 ? n->mfam
                 : cua__mfam_find(m, 0, n->pl.device, n->pl.device, op->kind,
