@@ -357,9 +357,11 @@ static int check_desc(cua__module_kind kind, const char *path,
   if (kind == CUA__MODULE_POLICY) {
     /* Pull mode (2.1) is push() and pop() together. */
     const cua_policy_descriptor *d = (const void *)head;
-    size_t end = offsetof(cua_policy_descriptor, pop) + sizeof d->pop;
-    int push = d->size >= end && d->push != NULL;
-    int pop = d->size >= end && d->pop != NULL;
+    int push =
+        d->size >= offsetof(cua_policy_descriptor, push) + sizeof d->push &&
+        d->push != NULL;
+    int pop = d->size >= offsetof(cua_policy_descriptor, pop) + sizeof d->pop &&
+              d->pop != NULL;
     if (push != pop) {
       cua__put_err(err, errlen,
                    "%s: the policy descriptor has %s() but not %s(): pull "
@@ -417,7 +419,12 @@ static int normalise(cua__module *mod, const void *head) {
     free(specs);
     return CUA_ERR_NOMEM;
   }
-  memcpy(copy, d, d->size < sizeof *copy ? d->size : sizeof *copy);
+  /* Whole fields only: a size that ends inside an operation's pointer
+   * leaves that operation absent. */
+  size_t n = d->size < sizeof *copy ? d->size : sizeof *copy;
+  if (n > offsetof(cua_policy_descriptor, create))
+    n -= (n - offsetof(cua_policy_descriptor, create)) % sizeof(void (*)(void));
+  memcpy(copy, d, n);
   if (restride) {
     for (size_t i = 0; i < d->nparams; i++)
       memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),

@@ -21,8 +21,10 @@
 #include "modelstore.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,20 +163,49 @@ static int parse_sums(char **f, mstat *s) {
     if (*end != '\0' || errno != 0 || !isfinite(*v[i]) || *v[i] < 0)
       return -1;
   }
-  return s->n > 0 ? 0 : -1;
+  /* Sums no measurement can make are refused: a mean duration beyond
+   * 10^15 ns (11 days), a mean size beyond 10^18 bytes, a count below
+   * 10^-9. */
+  if (s->n < 1e-9 || s->sy / s->n > 1e15 || s->sx / s->n > 1e18)
+    return -1;
+  return 0;
 }
 
-/* Reads the model file of @p m into @p d: 0 (an absent file is empty), or
- * -1 after a warning when it is unreadable, foreign or corrupt (then @p d
- * is empty: the file is ignored, and replaced at the next save). */
+#define MAX_LINE 4096
+#define MAX_ENTRIES 1000000
+
+/* Reads the model file of @p m into @p d: 0 (an absent file is empty);
+ * -1 after a warning when it is foreign or corrupt (then @p d is empty:
+ * the file is ignored, and replaced at the next save); -2 when it cannot
+ * be read (not a regular file, an I/O error: a save must not replace
+ * it). */
 static int read_file(const cua__models *m, fdata *d, int quiet) {
-  FILE *f = fopen(m->file, "r");
-  if (f == NULL) {
-    if (errno == ENOENT || quiet)
-      return errno == ENOENT ? 0 : -1;
-    warn("cannot read %s: %s; starting with no models", m->file,
-         strerror(errno));
-    return -1;
+  /* Not blocking on a FIFO someone left there. */
+  int fd = open(m->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  const char *bad = NULL;
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return 0;
+    bad = strerror(errno);
+  } else if (fstat(fd, &st) != 0) {
+    bad = strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    bad = "not a regular file";
+  } else if (st.st_size > (off_t)MAX_FILE_BYTES) {
+    bad = "larger than 64 MiB";
+  }
+  FILE *f = bad == NULL ? fdopen(fd, "r") : NULL;
+  if (bad == NULL && f == NULL)
+    bad = strerror(errno);
+  if (bad != NULL) {
+    if (fd >= 0 && f == NULL)
+      close(fd);
+    if (!quiet)
+      warn("cannot read %s: %s; starting with no models (the file is "
+           "left as it is)",
+           m->file, bad);
+    return -2;
   }
   char *line = NULL;
   size_t cap = 0, total = 0;
@@ -190,6 +221,14 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
     }
     if (len > 0 && line[len - 1] == '\n')
       line[--len] = '\0';
+    if (len > MAX_LINE) {
+      why = "a line longer than 4096 bytes";
+      break;
+    }
+    if (d->n >= MAX_ENTRIES) {
+      why = "more than a million entries";
+      break;
+    }
     if (memchr(line, '\0', (size_t)len) != NULL) {
       why = "a NUL byte";
       break;
@@ -262,8 +301,17 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
            "saves its models)",
            m->file, lineno, why);
   }
+  int ioerr = why == NULL && ferror(f);
   free(line);
   fclose(f);
+  if (ioerr) {
+    if (!quiet)
+      warn("cannot read %s: an I/O error; starting with no models (the "
+           "file is left as it is)",
+           m->file);
+    fdata_free(d);
+    return -2;
+  }
   if (why != NULL || rc != 0) {
     fdata_free(d);
     return -1;
@@ -368,14 +416,60 @@ static int mkdirs(const char *dir) {
 }
 
 /* Merges this runtime's measurements into the file (see the top). */
+static uint64_t key_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+/* The entry of @p d named @p key, through @p idx (open addressing over
+ * d's entries, @p cap a power of two at least twice their count), or
+ * d->n when there is none. */
+static size_t lookup(const fdata *d, const size_t *idx, size_t cap,
+                     const char *key) {
+  for (size_t j = key_hash(key) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+    if (idx[j] == SIZE_MAX)
+      return d->n;
+    if (strcmp(d->v[idx[j]].key, key) == 0)
+      return idx[j];
+  }
+}
+
+static void index_put(const fdata *d, size_t *idx, size_t cap, size_t e) {
+  size_t j = key_hash(d->v[e].key) & (cap - 1);
+  while (idx[j] != SIZE_MAX)
+    j = (j + 1) & (cap - 1);
+  idx[j] = e;
+}
+
 static void save(cua__models *m) {
   fdata d = {0};
+  size_t *idx = NULL, icap = 64;
   if (mkdirs(m->dir) != 0) {
     warn("cannot create %s: %s; this run's models are not kept", m->dir,
          strerror(errno));
     return;
   }
-  read_file(m, &d, 1); /* a bad file was reported at creation: replaced */
+  /* A foreign or corrupt file was reported at creation, and is replaced;
+   * one that cannot be read now is left as it is. */
+  if (read_file(m, &d, 1) == -2) {
+    warn("cannot read %s again; this run's models are not kept", m->file);
+    return;
+  }
+  size_t fresh = 0;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->tab[i] != NULL)
+      fresh += m->tab[i]->nbk;
+  while (icap < 2 * (d.n + fresh + 1))
+    icap *= 2;
+  if ((idx = cua__malloc(icap * sizeof *idx)) == NULL)
+    goto nomem;
+  for (size_t j = 0; j < icap; j++)
+    idx[j] = SIZE_MAX;
+  for (size_t e = 0; e < d.n; e++)
+    if (lookup(&d, idx, icap, d.v[e].key) == d.n)
+      index_put(&d, idx, icap, e);
   for (size_t i = 0; i < m->cap; i++) {
     mfam *f = m->tab[i];
     if (f == NULL)
@@ -387,9 +481,7 @@ static void save(cua__models *m) {
       char *key = entry_key(m, f, k);
       if (key == NULL)
         goto nomem;
-      size_t e = 0;
-      while (e < d.n && strcmp(d.v[e].key, key) != 0)
-        e++;
+      size_t e = lookup(&d, idx, icap, key);
       if (e == d.n) {
         if (cua__grow(&d.v, &d.cap, d.n + 1, sizeof *d.v) != 0) {
           free(key);
@@ -397,18 +489,25 @@ static void save(cua__models *m) {
         }
         memset(&d.v[d.n++], 0, sizeof *d.v);
         d.v[e].key = key;
+        index_put(&d, idx, icap, e);
       } else {
         free(key);
       }
       stat_add(&d.v[e].s, &k->delta);
     }
   }
+  free(idx);
+  idx = NULL;
   size_t tl = strlen(m->dir) + 64;
   char *tmp = cua__malloc(tl);
   if (tmp == NULL)
     goto nomem;
-  snprintf(tmp, tl, "%s/.models.%ld.tmp", m->dir, (long)getpid());
-  FILE *o = fopen(tmp, "w");
+  /* A name of its own: runtimes of one process may save at once. */
+  snprintf(tmp, tl, "%s/.models.XXXXXX", m->dir);
+  int tfd = mkstemp(tmp);
+  FILE *o = tfd >= 0 ? fdopen(tfd, "w") : NULL;
+  if (tfd >= 0 && o == NULL)
+    close(tfd);
   int ok = o != NULL;
   if (ok) {
     fprintf(o, "cuasync-models %d %s\n", MODELS_VERSION, m->host);
@@ -426,13 +525,15 @@ static void save(cua__models *m) {
   if (!ok || rename(tmp, m->file) != 0) {
     warn("cannot write %s: %s; this run's models are not kept", m->file,
          strerror(errno));
-    unlink(tmp);
+    if (tfd >= 0)
+      unlink(tmp);
   }
   free(tmp);
   fdata_free(&d);
   return;
 nomem:
   warn("out of memory; this run's models are not kept");
+  free(idx);
   fdata_free(&d);
 }
 

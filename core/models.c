@@ -66,6 +66,17 @@ static int str_eq(const char *a, const char *b) {
 
 /* A field of the file: NULL or "" is "-"; bytes that would split a field
  * or a line, '%', '/' (file names) and a "-" alone are written %XX. */
+/* A duration or size from the sums, as an integer: never negative, never
+ * past what a uint64_t holds (sums read from a file may be anything the
+ * parser lets through). */
+static uint64_t to_u64(double x) {
+  if (!(x > 0))
+    return 0;
+  if (x >= 1e18)
+    return (uint64_t)1e18;
+  return (uint64_t)(x + 0.5);
+}
+
 /* ------------------------------------------------------------ families */
 
 mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
@@ -224,8 +235,8 @@ static void from_history(const mstat *s, cua_estimate *e) {
   double mean = s->sy / s->n;
   double var = s->syy / s->n - mean * mean;
   double sd = var > 0 ? sqrt(var) : 0;
-  e->ns = (uint64_t)(mean + 0.5);
-  e->stddev_ns = (uint64_t)(sd + 0.5);
+  e->ns = to_u64(mean);
+  e->stddev_ns = to_u64(sd);
   e->samples = s->n;
   e->confidence = s->n / (s->n + 2) / (1 + (mean > 0 ? sd / mean : 1));
   e->source = CUA_ESTIMATE_HISTORY;
@@ -254,8 +265,8 @@ static int from_regression(const mfam *f, double x, cua_estimate *e) {
   double vy = t.n * t.syy - t.sy * t.sy;
   double r2 = vy > 0 ? cov * cov / (den * vy) : 1;
   double res = (t.syy - a * t.sy - b * t.sxy) / t.n;
-  e->ns = (uint64_t)(y + 0.5);
-  e->stddev_ns = res > 0 ? (uint64_t)(sqrt(res) + 0.5) : 0;
+  e->ns = to_u64(y);
+  e->stddev_ns = res > 0 ? to_u64(sqrt(res)) : 0;
   e->samples = t.n;
   e->confidence = 0.5 * (r2 > 1 ? 1 : r2) * t.n / (t.n + 2);
   e->source = CUA_ESTIMATE_REGRESSION;
@@ -315,7 +326,7 @@ int cua__models_transfer(cua_runtime *rt, int from, int to, uint64_t bytes,
     for (size_t i = 0; i < f->nbk; i++)
       stat_add(&t, &f->bk[i].all);
     if (t.n > 0 && t.sx > 0) {
-      e.ns = (uint64_t)((double)bytes * t.sy / t.sx + 0.5);
+      e.ns = to_u64((double)bytes * t.sy / t.sx);
       e.samples = t.n;
       e.confidence = 0.5 * t.n / (t.n + 2);
       e.source = CUA_ESTIMATE_HISTORY;
@@ -329,7 +340,7 @@ static uint64_t guess(const mfam *f, uint64_t bytes, uint64_t hint) {
   const mbucket *k =
       f != NULL ? cua__mbucket_find((mfam *)f, bits_of(bytes), 0) : NULL;
   if (k != NULL && k->all.n > 0)
-    return (uint64_t)(k->all.sy / k->all.n);
+    return to_u64(k->all.sy / k->all.n);
   return hint;
 }
 
@@ -391,8 +402,8 @@ int cua_runtime_models(cua_runtime *rt, cua_model_fn fn, void *arg,
     *file = m->file;
   size_t count = 0;
   for (size_t i = 0; i < m->cap; i++)
-    if (m->tab[i] != NULL)
-      count += m->tab[i]->nbk;
+    for (size_t j = 0; m->tab[i] != NULL && j < m->tab[i]->nbk; j++)
+      count += m->tab[i]->bk[j].all.n > 0;
   cua_model_entry *v = count > 0 ? cua__calloc(count, sizeof *v) : NULL;
   if (count > 0 && v == NULL) {
     pthread_mutex_unlock(&rt->lock);
@@ -403,6 +414,8 @@ int cua_runtime_models(cua_runtime *rt, cua_model_fn fn, void *arg,
     const mfam *f = m->tab[i];
     for (size_t j = 0; f != NULL && j < f->nbk; j++) {
       const mbucket *b = &f->bk[j];
+      if (!(b->all.n > 0))
+        continue; /* made for sampling, nothing measured yet */
       cua_model_entry *e = &v[k++];
       cua_estimate est;
       memset(&est, 0, sizeof est);

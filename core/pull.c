@@ -160,10 +160,13 @@ static void settle_held(cua_runtime *rt, cua__polinst *p, cua__node *n,
 }
 
 /* Asks @p p for an op for @p where; the node, placed and queued for
- * launch, or NULL. */
+ * launch, or NULL. The caller holds @p p (a node's placement failing, or
+ * a failed node settled, may drop the table's last holds on it). An id
+ * the policy does not hold (one the guard failed, say) is skipped, and
+ * the policy asked again, a bounded number of times. */
 static cua__node *ask(cua_runtime *rt, cua__polinst *p, cua_placement where,
                       cua__round *r) {
-  for (;;) {
+  for (int unknown = 0; unknown < 16;) {
     uint64_t id = 0;
     p->log[0] = '\0';
     if (p->pull_n == 0 || p->d->pop(p->state, where, &id) != 1)
@@ -177,7 +180,8 @@ static cua__node *ask(cua_runtime *rt, cua__polinst *p, cua_placement where,
                 ", which it does not hold (ignored; said once)\n",
                 p->name, id);
       }
-      return NULL;
+      unknown++;
+      continue;
     }
     leave(rt, p, n);
     if (n->code != 0 || n->state != CUA__NODE_PENDING) {
@@ -190,6 +194,7 @@ static cua__node *ask(cua_runtime *rt, cua__polinst *p, cua_placement where,
     cua__node_release(n);
     return n;
   }
+  return NULL;
 }
 
 /* Whether anything could still lead to another round: an op in flight on
@@ -245,10 +250,17 @@ int cua__pull_fill(cua_runtime *rt, cua__round *r) {
       cua_placement where = {.device = d, .stream = k};
       while (s->load.ops_in_flight < depth && rt->pull_held > 0) {
         cua__node *got = NULL;
+        cua__polinst *next;
         for (cua__polinst *p = rt->policies; p != NULL && got == NULL;
-             p = p->next)
-          if (p->pull_n > 0)
-            got = ask(rt, p, where, r);
+             p = next) {
+          next = p->next;
+          if (p->pull_n == 0)
+            continue;
+          p->refs++; /* ask() may drop the table's last holds on it */
+          got = ask(rt, p, where, r);
+          next = p->next;
+          cua__polinst_release(p);
+        }
         if (got == NULL)
           break;
         placed++;

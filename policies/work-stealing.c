@@ -134,6 +134,12 @@ static int q_push(ws_queue *q, ws_item it) {
 /* Removes the item @p k places after the head. */
 static ws_item q_take(ws_queue *q, size_t k) {
   ws_item it = q->v[(q->head + k) % q->cap];
+  if (k == 0) { /* the oldest: no shift */
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    q->work -= it.est < q->work ? it.est : q->work;
+    return it;
+  }
   for (size_t i = k; i + 1 < q->n; i++)
     q->v[(q->head + i) % q->cap] = q->v[(q->head + i + 1) % q->cap];
   q->n--;
@@ -248,7 +254,7 @@ static int ws_pop(void *state, cua_placement where, uint64_t *op_id) {
     s->own++;
     return 1;
   }
-  if (!s->steal && q != NULL)
+  if (!s->steal)
     return 0;
   /* Steal: from the queue with the most expected work, its newest op
    * that may run here and is not the bound head of its queue; failing

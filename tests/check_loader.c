@@ -891,6 +891,14 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
   d.push = reg_push;
   ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
                 "has push() but not pop(): pull mode needs both");
+  /* A size that ends inside pop(): only push() is there. */
+  d = good;
+  d.name = "half";
+  d.push = reg_push;
+  d.pop = reg_pop;
+  d.size = offsetof(cua_policy_descriptor, pop) + 4;
+  ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                "has push() but not pop()");
   d = good;
   d.name = "half";
   d.pop = reg_pop;

@@ -447,6 +447,40 @@ START_TEST(a_corrupt_file_is_ignored_with_a_warning) {
 }
 END_TEST
 
+/* A FIFO where the file should be: no hang at creation, and the save
+ * leaves it alone; sums no run can make are a malformed entry. */
+START_TEST(a_file_that_is_not_a_regular_file_is_left_alone) {
+  register_probe();
+  make_dir();
+  ck_assert_int_eq(mkfifo(model_file(dir), 0600), 0);
+  capture_begin();
+  cua_runtime *rt = open_models(dir, NULL);
+  spin(rt, "x", 100000, -1);
+  cua_runtime_destroy(rt);
+  const char *err = capture_end();
+  ck_assert_msg(strstr(err, "not a regular file") != NULL &&
+                    strstr(err, "again; this run's models are not kept") !=
+                        NULL,
+                "stderr: %s", err);
+  struct stat st;
+  ck_assert_int_eq(stat(model_file(dir), &st), 0);
+  ck_assert(S_ISFIFO(st.st_mode));
+  unlink(model_file(dir));
+
+  char text[1024];
+  snprintf(text, sizeof text,
+           "cuasync-models 1 %s\nop host 0:x spin - - 0 0 1 0 0 1e300 0 0\n",
+           host_field());
+  write_file(model_file(dir), text);
+  capture_begin();
+  rt = open_models(dir, NULL);
+  err = capture_end();
+  ck_assert_msg(strstr(err, "txt:2: a malformed entry") != NULL, "stderr: %s",
+                err);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(a_foreign_file_is_ignored_with_a_warning) {
   register_probe();
   make_dir();
@@ -632,6 +666,7 @@ static Suite *suite(void) {
   tcase_add_test(t, models_are_per_device);
   tcase_add_test(t, a_corrupt_file_is_ignored_with_a_warning);
   tcase_add_test(t, a_foreign_file_is_ignored_with_a_warning);
+  tcase_add_test(t, a_file_that_is_not_a_regular_file_is_left_alone);
   tcase_add_test(t, an_unwritable_directory_is_a_warning);
   tcase_add_test(t, models_off_and_in_memory);
   tcase_add_test(t, a_visitor_stops_the_walk);

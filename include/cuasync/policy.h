@@ -424,9 +424,11 @@ typedef struct cua_policy_descriptor {
    * calling place(), the core hands it over here, and the policy keeps its
    * op_id until pop() gives it to a stream. @p op is as place() gets it
    * (valid during the call). Return 0, or a negative code, which fails the
-   * op with CUA_ERR_POLICY. place() is still required: the core calls it
-   * where it cannot wait, for the policy opened as a nested or [device.N]
-   * policy.
+   * op with CUA_ERR_POLICY (on_policy_error = fallback does not apply to
+   * pull mode). place() is still required: the core calls it where it
+   * cannot wait, for the policy opened as a nested or [device.N] policy.
+   * In pull mode the stream pop() is offered is the placement: a device's
+   * own [device.N] policy is not consulted.
    */
   int (*push)(void *state, const cua_op_info *op);
   /**
@@ -440,8 +442,10 @@ typedef struct cua_policy_descriptor {
    * anything in flight, nothing would ask it again, and the core fails
    * those ops (CUA_ERR_POLICY). An op given to a stream of a device it may
    * not run on fails with CUA_ERR_BAD_PLACEMENT; an op_id it does not hold
-   * is ignored (logged). submitted() follows each op given, completed()
-   * its end, as in push mode.
+   * (say, one of the ops the core failed as above: those are gone) is
+   * ignored, said once on stderr, and pop() asked again (16 times at
+   * most). submitted() follows each op given, completed() its end, as in
+   * push mode.
    */
   int (*pop)(void *state, cua_placement where, uint64_t *op_id);
 } cua_policy_descriptor;
