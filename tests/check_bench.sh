@@ -193,14 +193,15 @@ done
 pass "--skew with heft"
 
 # The bimodal workload of issue 12: 10% long tasks, no informative hints;
-# work-stealing and dmda against the offline LPT schedule (vs_lpt).
+# work-stealing and dmda against the offline LPT schedule (vs_lpt: a number;
+# how close is the benchmark's business, and a schedule may beat LPT).
 run 0 --quick -b host -p work-stealing -p dmda -w trivial -K 8 \
   --skew-share 10 --hints off --repeat 1 --format csv
 expect "$OUT" "skew 8 (10% of spins), hints off" "--skew-share, --hints"
 awk -F, '/^workload,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
   /^#/ { next }
   $1 == "trivial" && $4 == "host" { n++; v = $col["vs_lpt"] + 0
-    if (v < 0.99 || v > 100) bad = 1 }
+    if (v < 0.5 || v > 1000) bad = 1 }
   END { exit bad || n < 3 }' "$OUT" >"$ERR" ||
   fail "--skew-share: no vs_lpt in the trivial rows"
 pass "--skew-share and --hints off: rows against the LPT schedule"

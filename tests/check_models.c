@@ -285,14 +285,14 @@ START_TEST(models_are_kept_for_the_next_process) {
   ck_assert_int_eq(f.n, 1);
   ck_assert(f.e.samples == 4);
   ck_assert(f.e.samples_new == 0);
-  /* Spins busy-compute for their duration on the host backend. */
-  ck_assert_msg(f.e.mean_ns >= 700000 && f.e.mean_ns <= 5000000,
-                "short spin measured %llu ns", (unsigned long long)f.e.mean_ns);
+  /* A host spin never ends before its duration has passed; how much
+   * later is the benchmark's business, not a test's (a loaded machine
+   * stretches any spin). */
+  ck_assert_uint_ge(f.e.mean_ns, 1000000);
   found g = lookup(rt, CUA_OP_SPIN, "long");
   ck_assert_int_eq(g.n, 1);
-  ck_assert_msg(g.e.mean_ns > f.e.mean_ns, "long %llu <= short %llu",
-                (unsigned long long)g.e.mean_ns,
-                (unsigned long long)f.e.mean_ns);
+  ck_assert(g.e.samples == 3);
+  ck_assert_uint_ge(g.e.mean_ns, 4000000);
   /* What a policy is told, for a fifth short spin. */
   spin(rt, "short", 1000000, -1);
   ck_assert_int_eq(seen.source, CUA_ESTIMATE_HISTORY);
