@@ -31,9 +31,10 @@
  * from cost hints). The plan is kept until submission_end().
  *
  * place() then answers from the plan. An op not in a plan (a policy opened
- * as a [device.N] or nested policy gets no DAG) is placed the same way,
- * on the live loads: the stream whose expected end, with the op's inputs'
- * expected ends, lets it finish first.
+ * as a [device.N] or nested policy gets no DAG, and a submission of one op
+ * gets no plan) is placed the same way, on the live loads: the stream
+ * whose expected end, with the op's inputs' expected ends, lets it finish
+ * first.
  *
  * Cost: O(E + V * D * S) per submission for V ops, E edges, D devices and
  * S streams, and a binary search per place().
@@ -222,6 +223,11 @@ static int placement_order(const cua_dag *dag, ranked *order) {
 static void heft_begin(void *state, const cua_dag *dag) {
   heft_state *s = state;
   size_t n = dag->nops;
+  /* One op has nothing to rank: place() decides it on the live loads,
+   * which also see its inputs of earlier submissions (a plan sees only
+   * the submission's own), and a submission of one task costs no plan. */
+  if (n <= 1)
+    return;
   uint64_t *rank = calloc(n, sizeof *rank);
   uint64_t *finish = calloc(n, sizeof *finish);
   ranked *order = calloc(n, sizeof *order);
