@@ -192,17 +192,23 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
 }
 
 /* Marks every stream that got work since its last mark. */
+/* A MARK of what @p s has launched; -1 when out of memory (the
+ * completion thread's next round marks it). */
+static int mark_stream(cua__round *r, cua__stream *s) {
+  cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
+  if (c == NULL)
+    return -1;
+  c->value = s->launched;
+  c->prev = s->marked;
+  s->marked = s->launched;
+  return 0;
+}
+
 static void mark_streams(cua_runtime *rt, cua__round *r) {
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
-    if (s->marked < s->launched) {
-      cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
-      if (c == NULL)
-        break; /* the completion thread's next round marks it */
-      c->value = s->launched;
-      c->prev = s->marked;
-      s->marked = s->launched;
-    }
+    if (s->marked < s->launched && mark_stream(r, s) != 0)
+      break;
   }
 }
 
@@ -266,19 +272,13 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
       inflight_push(n->stream, n);
-      if (n->pulled == 2 || (n->sampled = cua__models_sampling(rt, n))) {
-        /* Pull mode: the completion thread sees each op end, so that its
-         * stream is asked again as soon as it has room. An op whose model
-         * has few samples yet (CUDA): so that its duration is measured
-         * alone, not as a share of a batch. */
-        cua__stream *s = n->stream;
-        cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
-        if (c != NULL) {
-          c->value = s->launched;
-          c->prev = s->marked;
-          s->marked = s->launched;
-        }
-      }
+      /* A MARK of its own: in pull mode, so that the completion thread
+       * sees each op end and its stream is offered again as soon as it
+       * has room; for an op whose model has few samples yet (CUDA), so
+       * that its duration is measured alone, not as a share of a batch. */
+      n->sampled = n->pulled != 2 && cua__models_sampling(rt, n);
+      if (n->pulled == 2 || n->sampled)
+        (void)mark_stream(r, n->stream);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       continue;

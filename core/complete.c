@@ -143,10 +143,10 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
  * CUDA): the ops a stream completed since the last look ran one after the
  * other, between the later of that look and the first one's launch, and
  * now. Each gets a share of that interval in proportion to what it was
- * expected to take (its model's mean, else its cost hint; equal shares
- * when one of them has neither), and remembers how many shared it, which
- * weighs its sample in the models. */
-static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
+ * expected to take when placed (est_cost: its model's mean, else its cost
+ * hint; equal shares when one of them has neither), and remembers how
+ * many shared it: only an op measured alone teaches the models. */
+static void estimate_durations(cua__stream *s, uint64_t upto) {
   size_t k = 0;
   uint64_t start = 0;
   double total = 0;
@@ -157,12 +157,9 @@ static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
       uint64_t te = atomic_load_explicit(&n->t_exec, memory_order_relaxed);
       start = te > n->t_launch ? te : n->t_launch;
     }
-    if (!equal) {
-      uint64_t g = n->op != NULL ? cua__models_guess(rt, n) : 0;
-      if (g == 0)
-        equal = 1;
-      total += (double)g;
-    }
+    if (n->est_cost == 0)
+      equal = 1;
+    total += (double)n->est_cost;
   }
   if (k == 0 || start == 0)
     return;
@@ -176,8 +173,7 @@ static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
       n->duration_ns =
           equal || k == 1
               ? span / k
-              : (uint64_t)((double)span * (double)cua__models_guess(rt, n) /
-                           total);
+              : (uint64_t)((double)span * (double)n->est_cost / total);
       n->dur_share = (uint32_t)(k > UINT32_MAX ? UINT32_MAX : k);
     }
   s->t_done = now;
@@ -228,7 +224,7 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (vals[i] > s->done) {
-      estimate_durations(rt, s, vals[i]);
+      estimate_durations(s, vals[i]);
       s->done = vals[i];
     }
     while (s->inflight_head != NULL && s->inflight_head->seq <= s->done) {

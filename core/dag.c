@@ -41,14 +41,8 @@ static int add_dag_input(cua__node *d, void *arg) {
   dag_ins *a = arg;
   if (d->sub_id != a->sub || d->state == CUA__NODE_DONE)
     return 0;
-  if (a->n == a->cap) {
-    size_t nc = a->cap ? 2 * a->cap : 64;
-    size_t *nv = realloc(a->v, nc * sizeof *nv);
-    if (nv == NULL)
-      return -1;
-    a->v = nv;
-    a->cap = nc;
-  }
+  if (cua__grow(&a->v, &a->cap, a->n + 1, sizeof *a->v) != 0)
+    return -1;
   a->v[a->n++] = d->dag_idx;
   return 0;
 }

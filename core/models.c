@@ -178,12 +178,12 @@ static int kind_timed(int kind) {
 
 /* ------------------------------------------------------------ the service */
 
-static void sample(mfam *f, uint64_t bytes, uint64_t ns, double w) {
+static void sample(mfam *f, uint64_t bytes, uint64_t ns) {
   mbucket *k = cua__mbucket_find(f, bits_of(bytes), 1);
   if (k == NULL)
     return;
   double x = (double)bytes, y = (double)ns;
-  mstat s = {w, w * x, w * x * x, w * y, w * y * y, w * x * y};
+  mstat s = {1, x, x * x, y, y * y, x * y};
   stat_add(&k->all, &s);
   stat_add(&k->delta, &s);
 }
@@ -205,14 +205,13 @@ void cua__models_measured(cua_runtime *rt, const cua__node *n) {
    * the few exact samples and pull every class of a batch to one mean. */
   if (n->dur_share > 1)
     return;
-  double w = 1.0;
   mfam *f = n->mfam != NULL
                 ? n->mfam
                 : cua__mfam_find(m, 0, n->pl.device, n->pl.device, op->kind,
                                  op->hints.name, op->hints.tag,
                                  bits_of(op->hints.cost_ns), 1);
   if (f != NULL)
-    sample(f, op->hints.bytes, n->duration_ns, w);
+    sample(f, op->hints.bytes, n->duration_ns);
   int from = -2, to = -2;
   if (op->kind == CUA_OP_MEMCPY_H2D && op->nacc >= 1) {
     from = -1;
@@ -226,7 +225,7 @@ void cua__models_measured(cua_runtime *rt, const cua__node *n) {
   }
   if (from >= -1 && to >= -1 && from < m->ndev && to < m->ndev &&
       (f = cua__mfam_find(m, 1, to, from, 0, NULL, NULL, 0, 1)) != NULL)
-    sample(f, op->bytes, n->duration_ns, w);
+    sample(f, op->bytes, n->duration_ns);
   m->dirty = 1;
 }
 
@@ -357,20 +356,12 @@ uint64_t cua__models_attach(cua_runtime *rt, cua__node *n) {
   return guess(f, op->hints.bytes, op->hints.cost_ns);
 }
 
-uint64_t cua__models_guess(cua_runtime *rt, const cua__node *n) {
-  (void)rt;
-  const cua_op *op = n->op;
-  if (op == NULL)
-    return 0;
-  return guess(n->mfam, op->hints.bytes, op->hints.cost_ns);
-}
-
 int cua__models_sampling(const cua_runtime *rt, cua__node *n) {
   if (rt->models == NULL || rt->host_exec || n->mfam == NULL || n->op == NULL)
     return 0;
-  /* Counted by marks given, not by samples: ops seen complete together
-   * weigh less than one sample each, and must not keep every op of a
-   * class of short ones marked. */
+  /* Counted by marks given, not by samples: an op marked alone may still
+   * be seen complete with others (a short one) and teach nothing, and
+   * must not keep every op of its class marked. */
   mbucket *k = cua__mbucket_find(n->mfam, bits_of(n->op->hints.bytes), 1);
   if (k == NULL || k->all.n >= CUA__MODELS_SAMPLE ||
       k->sampled >= CUA__MODELS_SAMPLE)

@@ -31,9 +31,6 @@ int cua__models_transfer(cua_runtime *rt, int from, int to, uint64_t bytes,
  * bucket's mean, else its cost hint), for its stream's load and expected
  * end; keeps its class in n->mfam for the later calls. */
 uint64_t cua__models_attach(cua_runtime *rt, struct cua__node *n);
-/* The same for a node attached before, for sharing a measured interval
- * between the ops it covers. */
-uint64_t cua__models_guess(cua_runtime *rt, const struct cua__node *n);
 /* Whether the launch of @p n, placed, should be followed by a mark of its
  * own so that its duration is measured alone: on a backend that does not
  * time ops itself, while its class and size have fewer than

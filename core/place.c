@@ -82,14 +82,9 @@ int cua__each_input(cua_runtime *rt, const cua__node *n,
 /* cua__each_input()'s visitor for place(): appends @p d to rt->inputs. */
 static int add_input(cua__node *d, void *arg) {
   cua_runtime *rt = arg;
-  if (rt->ninputs == rt->ninputs_cap) {
-    size_t cap = rt->ninputs_cap ? 2 * rt->ninputs_cap : 16;
-    cua_op_input *v = realloc(rt->inputs, cap * sizeof *v);
-    if (v == NULL)
-      return -1;
-    rt->inputs = v;
-    rt->ninputs_cap = cap;
-  }
+  if (cua__grow(&rt->inputs, &rt->ninputs_cap, rt->ninputs + 1,
+                sizeof *rt->inputs) != 0)
+    return -1;
   cua_op_input *in = &rt->inputs[rt->ninputs++];
   memset(in, 0, sizeof *in);
   in->op_id = d->op_id;

@@ -141,22 +141,19 @@ void cua__pull_drop(cua__polinst *p) {
 
 /* A held node leaves the table: the instance's reference it held goes to
  * the node's placement, or is dropped. */
-static void leave(cua_runtime *rt, cua__polinst *p, cua__node *n) {
-  (void)p;
+static void leave(cua_runtime *rt, cua__node *n) {
   rt->pull_held--;
   n->pulled = 2;
 }
 
 /* A node that failed while held, or that the guard fails: settled like a
  * node that failed before placement. */
-static void settle_held(cua_runtime *rt, cua__polinst *p, cua__node *n,
-                        cua__round *r) {
+static void settle_held(cua__polinst *p, cua__node *n, cua__round *r) {
   n->pulled = 0;
   cua__dag_placed(n);
   cua__settle_push(r, n);
   cua__node_release(n);
   cua__polinst_release(p);
-  (void)rt;
 }
 
 /* Asks @p p for an op for @p where; the node, placed and queued for
@@ -183,9 +180,9 @@ static cua__node *ask(cua_runtime *rt, cua__polinst *p, cua_placement where,
       unknown++;
       continue;
     }
-    leave(rt, p, n);
+    leave(rt, n);
     if (n->code != 0 || n->state != CUA__NODE_PENDING) {
-      settle_held(rt, p, n, r);
+      settle_held(p, n, r);
       continue;
     }
     /* The node's reference from the table goes to the launch queue's
@@ -230,9 +227,9 @@ static void guard(cua_runtime *rt, cua__round *r) {
         continue;
       p->pull[i] = NULL;
       p->pull_n--;
-      leave(rt, p, n);
+      leave(rt, n);
       cua__fail_node(rt, n, CUA_ERR_POLICY, msg);
-      settle_held(rt, p, n, r);
+      settle_held(p, n, r);
     }
     next = p->next;
     cua__polinst_release(p);

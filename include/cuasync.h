@@ -191,7 +191,7 @@ typedef struct cua_model_entry {
   unsigned cost_bucket; /**< op class: bits of the cost hint (0: none) */
   uint64_t bytes_min;   /**< the size bucket: bytes hints from ... */
   uint64_t bytes_max;   /**< ... to this, inclusive */
-  double samples;       /**< weighted measurements, stored and this run's */
+  double samples;       /**< measurements, stored and this run's */
   double samples_new;   /**< of which measured by this runtime */
   uint64_t mean_ns;     /**< mean duration */
   uint64_t stddev_ns;   /**< their spread */

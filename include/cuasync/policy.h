@@ -207,8 +207,8 @@ typedef struct cua_estimate {
   size_t size;        /**< sizeof(cua_estimate) as the caller knows it */
   uint64_t ns;        /**< expected duration, nanoseconds */
   uint64_t stddev_ns; /**< spread of the measurements (0: unknown) */
-  double samples;     /**< measurements behind it (weighted, see
-                           cuasync-policy(7)) */
+  double samples;     /**< measurements behind it (a double: a model
+                           file is sums, see cuasync-policy(7)) */
   /** 0 (nothing measured) to 1: samples / (samples + 2) divided by
    * (1 + stddev / mean) for a history; half of that times the fit's r^2
    * for a regression; 0 for a hint. */
