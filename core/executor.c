@@ -113,6 +113,67 @@ static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
   return rc;
 }
 
+int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
+                    void **params, void **ptrs, const char *name, char *msg,
+                    size_t len) {
+  memset(bo, 0, sizeof *bo);
+  bo->size = sizeof *bo;
+  bo->kind = op->kind;
+  bo->seq = seq;
+  if (op->kind != CUA_OP_KERNEL) {
+    /* The memory ops' group of parameters (internal.h). */
+    bo->bytes = op->bytes;
+    bo->value = op->value;
+    bo->byte_value = op->byte_value;
+    bo->spin = op->spin;
+  }
+  switch (op->kind) {
+  case CUA_OP_FILL:
+  case CUA_OP_MEMSET:
+  case CUA_OP_MEMCPY_H2D:
+    bo->dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
+    bo->src = op->hptr;
+    break;
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+    bo->dst = cua__buffer_addr(op->acc[0].buf);
+    bo->src = cua__buffer_addr(op->acc[1].buf);
+    break;
+  case CUA_OP_MEMCPY_D2H:
+    bo->dst = op->hptr;
+    bo->src = (char *)cua__buffer_addr(op->acc[0].buf) + op->src_off;
+    break;
+  case CUA_OP_MEMCPY_D2D:
+    bo->dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
+    bo->src = (char *)cua__buffer_addr(op->acc[1].buf) + op->src_off;
+    bo->dst_device = op->acc[0].buf->device;
+    bo->src_device = op->acc[1].buf->device;
+    break;
+  case CUA_OP_KERNEL:
+    if (op->nargs > 64) {
+      snprintf(msg, len, "kernel '%s': more than 64 arguments", name);
+      return CUA_ERR_INVAL;
+    }
+    for (size_t i = 0; i < op->nargs; i++) {
+      if (op->argbuf[i] >= 0) {
+        ptrs[i] = cua__buffer_addr(op->acc[op->argbuf[i]].buf);
+        params[i] = &ptrs[i];
+      } else {
+        params[i] = op->argdata + op->argoff[i];
+      }
+    }
+    bo->kernel = op->kernel;
+    memcpy(bo->grid, op->grid, sizeof bo->grid);
+    memcpy(bo->block, op->block, sizeof bo->block);
+    bo->shared_bytes = op->shared_bytes;
+    bo->kernel_params = params;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
 static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   cua_op *op = n->op;
   cua__stream *s = n->stream;
@@ -145,42 +206,15 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
       return rc;
   if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_BARRIER)
     return 0;
+  if (op->kind == CUA_OP_GRAPH)
+    return cua__graph_replay(rt, n, msg, len);
   cua_backend_op bo;
-  memset(&bo, 0, sizeof bo);
-  bo.size = sizeof bo;
-  bo.kind = op->kind;
-  bo.seq = n->seq;
-  if (op->kind != CUA_OP_FUNC && op->kind != CUA_OP_KERNEL) {
-    /* The memory ops' group of parameters (internal.h). */
-    bo.bytes = op->bytes;
-    bo.value = op->value;
-    bo.byte_value = op->byte_value;
-    bo.spin = op->spin;
-  }
   void *params[64];
-  switch (op->kind) {
-  case CUA_OP_FILL:
-  case CUA_OP_MEMSET:
-  case CUA_OP_MEMCPY_H2D:
-    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
-    bo.src = op->hptr;
-    break;
-  case CUA_OP_COPY:
-  case CUA_OP_AXPY:
-    bo.dst = cua__buffer_addr(op->acc[0].buf);
-    bo.src = cua__buffer_addr(op->acc[1].buf);
-    break;
-  case CUA_OP_MEMCPY_D2H:
-    bo.dst = op->hptr;
-    bo.src = (char *)cua__buffer_addr(op->acc[0].buf) + op->src_off;
-    break;
-  case CUA_OP_MEMCPY_D2D:
-    bo.dst = (char *)cua__buffer_addr(op->acc[0].buf) + op->dst_off;
-    bo.src = (char *)cua__buffer_addr(op->acc[1].buf) + op->src_off;
-    bo.dst_device = op->acc[0].buf->device;
-    bo.src_device = op->acc[1].buf->device;
-    break;
-  case CUA_OP_FUNC:
+  if (op->kind == CUA_OP_FUNC) {
+    memset(&bo, 0, sizeof bo);
+    bo.size = sizeof bo;
+    bo.kind = op->kind;
+    bo.seq = n->seq;
     if (n->ctx == NULL) {
       n->ctx = cua__calloc(1, sizeof *n->ctx);
       n->ptrs = cua__calloc(op->nacc ? op->nacc : 1, sizeof *n->ptrs);
@@ -194,32 +228,16 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     n->ctx->native = rt->be->stream_native(rt->bst, s->bs);
     bo.func = ctx_func;
     bo.func_ctx = n->ctx;
-    break;
-  case CUA_OP_KERNEL:
-    if (op->nargs > 64) {
-      snprintf(msg, len, "kernel '%s': more than 64 arguments",
-               cua__node_name(n));
-      return CUA_ERR_INVAL;
+  } else {
+    if (op->kind == CUA_OP_KERNEL) {
+      n->ptrs = cua__calloc(op->nargs ? op->nargs : 1, sizeof *n->ptrs);
+      if (n->ptrs == NULL)
+        return CUA_ERR_NOMEM;
     }
-    n->ptrs = cua__calloc(op->nargs ? op->nargs : 1, sizeof *n->ptrs);
-    if (n->ptrs == NULL)
-      return CUA_ERR_NOMEM;
-    for (size_t i = 0; i < op->nargs; i++) {
-      if (op->argbuf[i] >= 0) {
-        n->ptrs[i] = cua__buffer_addr(op->acc[op->argbuf[i]].buf);
-        params[i] = &n->ptrs[i];
-      } else {
-        params[i] = op->argdata + op->argoff[i];
-      }
-    }
-    bo.kernel = op->kernel;
-    memcpy(bo.grid, op->grid, sizeof bo.grid);
-    memcpy(bo.block, op->block, sizeof bo.block);
-    bo.shared_bytes = op->shared_bytes;
-    bo.kernel_params = params;
-    break;
-  default:
-    break;
+    rc = cua__backend_op(op, n->seq, &bo, params, n->ptrs, cua__node_name(n),
+                         msg, len);
+    if (rc)
+      return rc;
   }
   /* Backends that run ops on host threads measure them for free; on the
    * others (an event pair per op on CUDA) the completion thread estimates
@@ -267,6 +285,14 @@ static void exec_launch(cua_runtime *rt, cua__cmd *c) {
   if (c->point != NULL &&
       rt->be->event_record(rt->bst, c->point->event, s->bs) != 0)
     atomic_store(&c->point->failed, 1);
+}
+
+int cua__backend_has_graphs(const cua_runtime *rt) {
+  const cua_backend_descriptor *d = rt->be;
+  return d->size >= offsetof(cua_backend_descriptor, graph_destroy) +
+                        sizeof d->graph_destroy &&
+         d->capture_begin != NULL && d->capture_end != NULL &&
+         d->graph_launch != NULL && d->graph_destroy != NULL;
 }
 
 int cua__backend_has_native(const cua_runtime *rt) {

@@ -260,6 +260,10 @@ struct cua_op {
       void *native;
       int native_device;
     };
+    struct { /* GRAPH: the graph and the parameters this launch runs */
+      struct cua_graph *graph;      /* held */
+      struct cua__gparams *gparams; /* held */
+    };
   };
   /* SHARED: the node of its one run, once submitted. ZIP: the node of its
    * unzips' shared wrapper's run, kept once that wrapper is gone (op.c). */
@@ -631,6 +635,7 @@ struct cua_runtime {
   cua__pool list_pool;  /* command lists, arrays kept (commands.c) */
   cua__pool edge_pool;  /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
   cua__pool input_pool; /* ops' input arrays of CUA__INPUT_BLOCK (op.c) */
+  struct cua_graph *graphs; /* alive (capture.c), under reg_lock */
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -662,6 +667,8 @@ void cua__polinst_close_all(cua_runtime *rt);
 
 /* op.c */
 void cua__op_freeze(cua_op *op);
+/* Appends an access of @p b (retained) to @p op; 0 or NOMEM. */
+int cua__op_add_access(cua_op *op, cua_buffer *b, cua_access_mode mode);
 int cua__op_is_host(const cua_op *op);
 /* A new op of @p kind (one reference, holding @p rt); 0 or a failure with
  * its message. */
@@ -743,6 +750,12 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
 const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
                                       size_t to, cua_op_info *tmp, void **buf);
 
+/* place.c: asks the submission's (or runtime's) policy where @p n runs,
+ * then its device's own policy; validated; sets n->pl and n->placed_by
+ * (held). 0 or a failure with its message. */
+int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
+                   cua_op_info *info, char *msg, size_t len);
+
 /* place.c: a node pop() gave to @p where: validated, placed, queued for
  * launch (or failed and settled); takes over the node's hold on @p p. */
 void cua__place_pulled(cua_runtime *rt, cua__node *n, cua__polinst *p,
@@ -785,7 +798,24 @@ int cua__launcher_start(cua_runtime *rt);
 void cua__launcher_stop(cua_runtime *rt);
 void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p);
 int cua__backend_has_native(const cua_runtime *rt);
+/* Whether the backend has graphs (ABI 1.3 capture_begin...graph_destroy). */
+int cua__backend_has_graphs(const cua_runtime *rt);
+/* @p op (a launched kind but FUNC) as the backend gets it, with the
+ * buffers' addresses; @p params and @p ptrs (64 each) hold a kernel's
+ * arguments until the launch returns. 0 or a failure in @p msg. */
+int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
+                    void **params, void **ptrs, const char *name, char *msg,
+                    size_t len);
 int cua__in_user_code(void);
+
+/* capture.c, replay.c: graphs (see graphs.h). */
+void cua__graphs_detach(cua_runtime *rt);
+/* Applies one launch of a graph: node @p n of kind GRAPH, on its stream. */
+int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
+/* The graph op @p op dies: drops its graph and parameters. */
+void cua__graph_op_gone(cua_op *op);
+/* submit.c: undoes a build that will not run (nodes, shared ops' runs). */
+void cua__build_undo(cua__build *b, cua__sub *sub);
 
 /* complete.c: progress, finishing nodes, the completion thread. */
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);

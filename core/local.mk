@@ -34,6 +34,9 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/executor.c \
 	%reldir%/complete.c \
 	%reldir%/submit.c \
+	%reldir%/graphs.h \
+	%reldir%/capture.c \
+	%reldir%/replay.c \
 	%reldir%/future.c
 %canon_reldir%_libcuasync_core_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 %canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS) -lm

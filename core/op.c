@@ -48,7 +48,7 @@ int cua__op_new(cua_op **out, cua_runtime *rt, cua_op_kind kind) {
   return 0;
 }
 
-static int add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
+int cua__op_add_access(cua_op *op, cua_buffer *b, cua_access_mode mode) {
   if (cua__grow_inl(&op->acc, &op->capacc, op->nacc + 1, sizeof *op->acc,
                     op->acc_inl))
     return cua__fail(op->rt, CUA_ERR_NOMEM,
@@ -128,7 +128,7 @@ int cua_op_func(cua_op **out, cua_runtime *rt, cua_stream_fn fn, void *arg,
   op->fn = fn;
   op->arg = arg;
   for (size_t i = 0; i < n && rc == 0; i++)
-    rc = add_access(op, access[i].buffer, access[i].mode);
+    rc = cua__op_add_access(op, access[i].buffer, access[i].mode);
   return cua__op_finish(out, op, rc);
 }
 
@@ -159,9 +159,10 @@ static int elementwise(cua_op **out, cua_op_kind kind, cua_buffer *dst,
   op->value = value;
   op->bytes = dst->bytes;
   op->hints.bytes = dst->bytes;
-  rc = add_access(op, dst, kind == CUA_OP_AXPY ? CUA_READ_WRITE : CUA_WRITE);
+  rc = cua__op_add_access(op, dst,
+                          kind == CUA_OP_AXPY ? CUA_READ_WRITE : CUA_WRITE);
   if (rc == 0 && src != NULL)
-    rc = add_access(op, src, CUA_READ);
+    rc = cua__op_add_access(op, src, CUA_READ);
   return cua__op_finish(out, op, rc);
 }
 
@@ -224,7 +225,7 @@ int cua_op_memcpy_h2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   op->dst_off = dst_off;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  return cua__op_finish(out, op, add_access(op, dst, CUA_WRITE));
+  return cua__op_finish(out, op, cua__op_add_access(op, dst, CUA_WRITE));
 }
 
 int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
@@ -245,7 +246,7 @@ int cua_op_memcpy_d2h(cua_op **out, void *dst, cua_buffer *src, size_t src_off,
   op->src_off = src_off;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  return cua__op_finish(out, op, add_access(op, src, CUA_READ));
+  return cua__op_finish(out, op, cua__op_add_access(op, src, CUA_READ));
 }
 
 int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
@@ -279,9 +280,9 @@ int cua_op_memcpy_d2d(cua_op **out, cua_buffer *dst, size_t dst_off,
   op->src_off = src_off;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  rc = add_access(op, dst, CUA_WRITE);
+  rc = cua__op_add_access(op, dst, CUA_WRITE);
   if (rc == 0)
-    rc = add_access(op, src, CUA_READ);
+    rc = cua__op_add_access(op, src, CUA_READ);
   return cua__op_finish(out, op, rc);
 }
 
@@ -302,7 +303,7 @@ int cua_op_memset(cua_op **out, cua_buffer *dst, size_t off, int value,
   op->byte_value = value;
   op->bytes = bytes;
   op->hints.bytes = bytes;
-  return cua__op_finish(out, op, add_access(op, dst, CUA_WRITE));
+  return cua__op_finish(out, op, cua__op_add_access(op, dst, CUA_WRITE));
 }
 
 int cua_op_alloc(cua_op **out, cua_buffer *buf) {
@@ -320,7 +321,7 @@ int cua_op_alloc(cua_op **out, cua_buffer *buf) {
   if ((rc = cua__op_new(&op, rt, CUA_OP_ALLOC)))
     return rc;
   op->hints.device = buf->device;
-  return cua__op_finish(out, op, add_access(op, buf, CUA_WRITE));
+  return cua__op_finish(out, op, cua__op_add_access(op, buf, CUA_WRITE));
 }
 
 int cua_op_free(cua_op **out, cua_buffer *buf) {
@@ -337,7 +338,7 @@ int cua_op_free(cua_op **out, cua_buffer *buf) {
   if ((rc = cua__op_new(&op, rt, CUA_OP_FREE)))
     return rc;
   op->hints.device = buf->device;
-  return cua__op_finish(out, op, add_access(op, buf, CUA_WRITE));
+  return cua__op_finish(out, op, cua__op_add_access(op, buf, CUA_WRITE));
 }
 
 int cua_op_host(cua_op **out, cua_runtime *rt, cua_host_fn fn, void *arg) {
@@ -418,8 +419,8 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
     op->argoff[i] = off;
     if (args[i].buffer) {
       op->argbuf[i] = (int)op->nacc;
-      rc = add_access(op, args[i].buffer,
-                      args[i].mode ? args[i].mode : CUA_READ_WRITE);
+      rc = cua__op_add_access(op, args[i].buffer,
+                              args[i].mode ? args[i].mode : CUA_READ_WRITE);
       off += sizeof(void *);
     } else {
       op->argbuf[i] = -1;
@@ -574,6 +575,8 @@ void cua_op_destroy(cua_op *op) {
     }
     if (op->shared_node != NULL)
       cua__node_release(op->shared_node);
+    if (op->kind == CUA_OP_GRAPH)
+      cua__graph_op_gone(op);
     if (op->kind == CUA_OP_KERNEL) {
       if (op->mod != NULL)
         cua_module_destroy(op->mod);

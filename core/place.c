@@ -42,7 +42,8 @@ void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
   *restrict_to = -1;
   /* Memory a device cannot reach pins the op to where its data lives
    * (device-to-device copies excepted: the backend routes them). */
-  if (!rt->all_peers && op->kind != CUA_OP_MEMCPY_D2D && op->nacc > 0)
+  if (!rt->all_peers && op->kind != CUA_OP_MEMCPY_D2D &&
+      op->kind != CUA_OP_GRAPH && op->nacc > 0)
     *restrict_to = op->acc[0].buf->device;
   if (op->kind == CUA_OP_ALLOC || op->kind == CUA_OP_FREE)
     *restrict_to = op->acc[0].buf->device;
@@ -242,8 +243,8 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
 
 /* Asks the submission's (or runtime's) policy, then the device's own
  * policy if that device has one. */
-static int place_node(cua_runtime *rt, cua__node *n, cua__sub *sub,
-                      cua_op_info *info, char *msg, size_t len) {
+int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
+                   cua_op_info *info, char *msg, size_t len) {
   if (sub != NULL && sub->on_stream) {
     cua_placement pl = sub->placement;
     if (!valid_placement(rt, info, pl)) {
@@ -340,7 +341,7 @@ void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r) {
   cua__op_info(rt, n, &info, 1);
   cua__polinst *pp = cua__pull_policy(rt, sub);
   int rc = pp != NULL ? cua__pull_keep(rt, pp, n, &info, msg, sizeof msg)
-                      : place_node(rt, n, sub, &info, msg, sizeof msg);
+                      : cua__place_ask(rt, n, sub, &info, msg, sizeof msg);
   if (rc == 0) {
     if (pp == NULL)
       placed(rt, n, r, &info);

@@ -340,6 +340,7 @@ int cua_runtime_create(cua_runtime **rt, const char *config_path) {
 static void runtime_free(cua_runtime *rt) {
   atomic_store(&rt->closed, 1);
   if (rt->be != NULL) {
+    cua__graphs_detach(rt);
     cua__buffers_detach(rt);
     cua__modules_detach(rt);
   }

@@ -18,6 +18,38 @@
 
 /* ------------------------------------------------------------ submission */
 
+/* Nothing of @p b ran or will: undoes its nodes and any shared op the
+ * build made the owner of its node. The new nodes may hold each other in
+ * a cycle (a then that placed an op after itself): their edges are
+ * dropped explicitly, under a reference of our own. Under rt->lock. */
+void cua__build_undo(cua__build *b, cua__sub *sub) {
+  for (size_t i = 0; i < b->n; i++)
+    atomic_fetch_add(&b->order[i]->refs, 1);
+  for (size_t i = 0; i < b->n; i++) {
+    cua__node *n = b->order[i];
+    if (n->op->kind == CUA_OP_SHARED && n->op->shared_node == n) {
+      n->op->shared_node = NULL;
+      cua__node_release(n);
+    }
+    n->nwatchers = 0;
+  }
+  for (size_t i = 0; i < sub->nnodes; i++) {
+    cua__node *n = sub->nodes[i];
+    for (size_t k = 0; k < n->nwatchers; k++)
+      if (n->watchers[k] == sub)
+        n->watchers[k] = n->watchers[--n->nwatchers];
+    cua__node_release(n);
+  }
+  if (sub->nodes != sub->nodes_inl)
+    free(sub->nodes);
+  sub->nodes = NULL;
+  sub->nnodes = 0;
+  for (size_t i = 0; i < b->n; i++)
+    cua__node_release_deps(b->order[i]);
+  for (size_t i = 0; i < b->n; i++)
+    cua__node_release(b->order[i]);
+}
+
 static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                      cua__polinst *pol, const cua_submit_options *opts) {
   if (fut != NULL)
@@ -76,35 +108,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   if (rc == 0)
     rc = cua__reserve_hazards(&b);
   if (rc != 0) {
-    /* Nothing ran: undo the nodes and any shared op this submission made
-     * the owner of its node. The new nodes may hold each other in a
-     * cycle (a then that placed an op after itself): their edges are
-     * dropped explicitly, under a reference of our own. */
-    for (size_t i = 0; i < b.n; i++)
-      atomic_fetch_add(&b.order[i]->refs, 1);
-    for (size_t i = 0; i < b.n; i++) {
-      cua__node *n = b.order[i];
-      if (n->op->kind == CUA_OP_SHARED && n->op->shared_node == n) {
-        n->op->shared_node = NULL;
-        cua__node_release(n);
-      }
-      n->nwatchers = 0;
-    }
-    for (size_t i = 0; i < sub->nnodes; i++) {
-      cua__node *n = sub->nodes[i];
-      for (size_t k = 0; k < n->nwatchers; k++)
-        if (n->watchers[k] == sub)
-          n->watchers[k] = n->watchers[--n->nwatchers];
-      cua__node_release(n);
-    }
-    if (sub->nodes != sub->nodes_inl)
-      free(sub->nodes);
-    sub->nodes = NULL;
-    sub->nnodes = 0;
-    for (size_t i = 0; i < b.n; i++)
-      cua__node_release_deps(b.order[i]);
-    for (size_t i = 0; i < b.n; i++)
-      cua__node_release(b.order[i]);
+    cua__build_undo(&b, sub);
     pthread_mutex_unlock(&rt->lock);
     cua__build_free(&b);
     cua__sub_release(sub);

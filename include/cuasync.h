@@ -606,4 +606,103 @@ CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
 CUA_EXTERN void cua_future_destroy(cua_future *fut);
 /**@}*/
 
+/**
+ * @defgroup graphs Graphs: capture once, replay many times
+ *
+ * A graph is a DAG placed once and replayed: cua_graph_create() asks the
+ * policy where every op of the DAG runs, exactly as a submission would
+ * (submission_begin(), place() and submitted() for each op, in the same
+ * order), and records the schedule: the policy's streams as chains of
+ * ops, the waits the core would insert between them as edges. The policy
+ * then hears completed() for every op at once (duration 0): it is not
+ * asked again, and does not see the replays.
+ *
+ * cua_graph_launch() replays the schedule and returns a future, as
+ * cua_submit() does. On a backend that has graphs (CUDA: a CUDA graph,
+ * captured from the schedule, instantiated and uploaded once) a replay is
+ * one graph launch; on the others (the host backend) the core replays the
+ * recorded commands on the graph's own streams, with no placement, no
+ * hazard analysis and no policy call. A launch is ordered against other
+ * launches and other submissions as one op that reads and writes every
+ * buffer the graph's ops touch; launches of one graph run one after the
+ * other (in the order of the cua_graph_launch() calls that made them,
+ * whichever thread made them).
+ *
+ * What can be captured: fill, copy, axpy, spin, memcpys, memset and
+ * kernel ops, joined by zip, unzip and then. Anything else (stream
+ * functions, host steps, maps, alloc and free ops, barriers, shared ops,
+ * waits for native streams) is refused with #CUA_ERR_CAPTURE and a
+ * message naming the op. Lazily allocated buffers are allocated when the
+ * graph is created (or, on CUDA, at its first launch when an earlier
+ * submission's allocation is still in flight).
+ *
+ * The graph holds its ops and buffers: destroying them (or the graph,
+ * while launches are in flight) is safe.
+ * @{
+ */
+
+/** A captured DAG (cua_graph_create()). */
+typedef struct cua_graph cua_graph;
+
+/** Options of cua_graph_create(). Zero-initialise, set size. */
+typedef struct cua_graph_options {
+  size_t size;        /**< sizeof(cua_graph_options) */
+  cua_policy *policy; /**< places the ops; NULL: the runtime's policy */
+} cua_graph_options;
+
+/** What cua_graph_get_info() reports. */
+typedef struct cua_graph_info {
+  size_t size;          /**< sizeof(cua_graph_info) as the caller knows it */
+  size_t ops;           /**< device ops captured */
+  size_t streams;       /**< streams the policy used: the graph's chains */
+  size_t waits;         /**< waits between chains (edges across streams) */
+  int native;           /**< 1: replayed as a backend graph (CUDA graph); 0:
+                             the core replays the recorded commands */
+  uint64_t launches;    /**< cua_graph_launch() calls that succeeded */
+  uint64_t updates;     /**< cua_graph_update() calls that succeeded */
+  uint64_t captures;    /**< backend graphs built: the first, and one more at
+                             the first launch after each update (0 when the
+                             backend has no graphs) */
+  cua_placement anchor; /**< the stream launches are ordered on: where
+                             the policy put the graph's first op */
+} cua_graph_info;
+
+/**
+ * Captures the DAG ending at @p op (see @ref graphs). Nothing runs. On
+ * failure *g is NULL and nothing was captured: #CUA_ERR_CAPTURE for an op
+ * that cannot be captured (the message names it), the codes of
+ * cua_submit() for a DAG it would refuse (a cycle, a freed buffer...), a
+ * policy's failure, or a backend's failure to build its graph
+ * (#CUA_ERR_BACKEND, #CUA_ERR_DEVICE_OOM) with the backend's message.
+ */
+CUA_EXTERN int cua_graph_create(cua_graph **g, cua_runtime *rt, cua_op *op,
+                                const cua_graph_options *opts);
+/**
+ * Launches a replay of @p g and returns its future; its ops run with the
+ * parameters the graph has at this call (cua_graph_update() after it
+ * changes later launches only). #CUA_ERR_CANCELED once the runtime is
+ * closing.
+ */
+CUA_EXTERN int cua_graph_launch(cua_future **fut, cua_graph *g);
+/**
+ * Gives the captured op @p captured (an op of the DAG given to
+ * cua_graph_create(), always named by that handle) the parameters of
+ * @p replacement, for the launches made after this call: the values of
+ * fill, axpy and memset, host pointers, offsets and sizes of memcpys, a
+ * kernel's argument values and launch geometry, and the buffers
+ * themselves (another buffer of the same size on the same device). The
+ * graph keeps a reference to @p replacement. #CUA_ERR_INVAL when
+ * @p captured is not an op of the graph; #CUA_ERR_STRUCTURE when
+ * @p replacement is of another kind, or uses a different number of
+ * buffers, other access modes, buffers of other sizes or devices, or
+ * another kernel, naming what differs; capture a new graph then.
+ */
+CUA_EXTERN int cua_graph_update(cua_graph *g, cua_op *captured,
+                                cua_op *replacement);
+/** Fills @p info (info->size must be set). */
+CUA_EXTERN int cua_graph_get_info(const cua_graph *g, cua_graph_info *info);
+/** Releases the graph; launches in flight run to completion. */
+CUA_EXTERN void cua_graph_destroy(cua_graph *g);
+/**@}*/
+
 #endif /* CUASYNC_H */

@@ -34,6 +34,7 @@ UNIT_TESTS = \
 	tests/check_ops \
 	tests/check_ordering \
 	tests/check_random_dag \
+	tests/check_graph \
 	tests/check_futures \
 	tests/check_conformance \
 	tests/check_sched \
@@ -52,6 +53,7 @@ CUDA_TESTS = \
 	tests/cuda/ops.sh \
 	tests/cuda/ordering.sh \
 	tests/cuda/random_dag.sh \
+	tests/cuda/graph.sh \
 	tests/cuda/futures.sh \
 	tests/cuda/conformance.sh \
 	tests/cuda/sched.sh \
@@ -67,6 +69,7 @@ LAUNCHTIME_TESTS = \
 	tests/launchtime/ops.sh \
 	tests/launchtime/ordering.sh \
 	tests/launchtime/random_dag.sh \
+	tests/launchtime/graph.sh \
 	tests/launchtime/conformance.sh \
 	tests/launchtime/sched.sh
 EXTRA_DIST += $(LAUNCHTIME_TESTS)
@@ -116,6 +119,9 @@ tests_check_ops_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_ordering_SOURCES = tests/check_ordering.c tests/helpers.h
 tests_check_ordering_CFLAGS = $(TEST_CFLAGS)
 tests_check_ordering_LDADD = $(PUBLIC_TEST_LIBS)
+tests_check_graph_SOURCES = tests/check_graph.c tests/helpers.h
+tests_check_graph_CFLAGS = $(TEST_CFLAGS)
+tests_check_graph_LDADD = $(PUBLIC_TEST_LIBS) -lpthread
 tests_check_random_dag_SOURCES = tests/check_random_dag.c tests/helpers.h
 tests_check_random_dag_CFLAGS = $(TEST_CFLAGS)
 tests_check_random_dag_LDADD = $(PUBLIC_TEST_LIBS)
@@ -247,6 +253,7 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 # The CUDA suites share the GPU with check_cuda, which runs the device out of
 # memory on purpose: under make -j they start only once it has finished.
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
+tests/cuda/graph.sh.log \
 tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
 tests/cuda/sched.sh.log tests/cuda/stress.sh.log: tests/check_cuda.log
 

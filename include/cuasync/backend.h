@@ -31,8 +31,9 @@
 
 #define CUA_BACKEND_ABI_MAJOR 1
 /* 1.1: cua_backend_descriptor::priority, native_record, native_wait.
- * 1.2: cua_backend_host::alloc, free, thread_create. */
-#define CUA_BACKEND_ABI_MINOR 2
+ * 1.2: cua_backend_host::alloc, free, thread_create.
+ * 1.3: capture_begin, capture_end, graph_launch, graph_destroy. */
+#define CUA_BACKEND_ABI_MINOR 3
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -46,6 +47,7 @@
 typedef struct cua_backend_stream cua_backend_stream; /**< backend-defined */
 typedef struct cua_backend_event cua_backend_event;   /**< backend-defined */
 typedef struct cua_backend_module cua_backend_module; /**< backend-defined */
+typedef struct cua_backend_graph cua_backend_graph;   /**< backend-defined */
 
 /** A message buffer for the failing call's detail. */
 typedef struct cua_backend_err {
@@ -255,6 +257,38 @@ typedef struct cua_backend_descriptor {
    * blocking the host, for the last recording of @p e. */
   int (*native_wait)(void *state, int device, void *native,
                      cua_backend_event *e, cua_backend_err *err);
+
+  /* ---- ABI 1.3: graphs (cua_graph_create()) ----
+   * All four or none (NULL): without them the core replays a graph's
+   * recorded commands itself. The core captures on streams of a graph's
+   * own, which nothing else uses meanwhile: begin on one of them, then
+   * the same calls as a replay (event_record() and stream_wait_event()
+   * fork the graph's other streams from it and join them back, launch()
+   * enqueues each op, with duration_ns NULL), then end on the same
+   * stream. No mark() is made during a capture. */
+
+  /** Starts capturing the work enqueued on @p s (and on the streams that
+   * come to wait for it) instead of running it. */
+  int (*capture_begin)(void *state, cua_backend_stream *s,
+                       cua_backend_err *err);
+  /**
+   * Ends the capture begun on @p s. With @p into NULL, makes an executable
+   * graph of what was captured, ready to launch (instantiated, uploaded),
+   * in *out. With @p into, updates @p into to the parameters captured (the
+   * same structure, other values) and sets *out to @p into; a capture
+   * whose structure differs fails with CUA_ERR_STRUCTURE and leaves
+   * @p into as it was. Any failure of an enqueue during the capture is
+   * reported here too (the capture is then discarded).
+   */
+  int (*capture_end)(void *state, cua_backend_stream *s,
+                     cua_backend_graph *into, cua_backend_graph **out,
+                     cua_backend_err *err);
+  /** Enqueues one replay of @p g on @p s: later work on @p s runs after
+   * all of it. Replays of one graph may be in flight at once. */
+  int (*graph_launch)(void *state, cua_backend_graph *g, cua_backend_stream *s,
+                      cua_backend_err *err);
+  /** Frees @p g; called once no replay of it is in flight. */
+  void (*graph_destroy)(void *state, cua_backend_graph *g);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

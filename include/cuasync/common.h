@@ -32,7 +32,7 @@ typedef enum cua_op_kind {
   CUA_OP_KIND_MAP(CUA__OP_KIND_ENUM)
 #undef CUA__OP_KIND_ENUM
   /** One more than the largest value (grows when a kind is appended). */
-  CUA_OP_KIND_COUNT_ = 21
+  CUA_OP_KIND_COUNT_ = 22
 } cua_op_kind;
 
 /** Where an op runs: a device of the runtime's backend and a stream index

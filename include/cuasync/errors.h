@@ -72,7 +72,9 @@
   X(CYCLE, -46, "operation graph has a cycle")                                 \
   X(SIZE, -47, "size or range mismatch")                                       \
   X(CANCELED, -48, "canceled because the runtime is closing")                  \
-  X(RESULT, -49, "result not available")
+  X(RESULT, -49, "result not available")                                       \
+  X(CAPTURE, -50, "op cannot be captured in a graph")                          \
+  X(STRUCTURE, -51, "graph update would change its structure")
 
 /** The error codes, CUA_ERR_ followed by the names of #CUA_ERRNO_MAP. */
 typedef enum cua_errno {

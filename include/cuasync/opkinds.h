@@ -57,6 +57,8 @@
   X(SHARED, 18, "shared", 0, "runs its inner op once for all consumers")       \
   X(KERNEL, 19, "kernel", 1, "kernel from a loaded PTX/cubin module")          \
   X(WAIT_NATIVE, 20, "wait_native", 0,                                         \
-    "waits for the work queued on a stream the application owns")
+    "waits for the work queued on a stream the application owns")              \
+  X(GRAPH, 21, "graph", 0,                                                     \
+    "one launch of a captured graph (cua_graph_launch())")
 
 #endif /* CUASYNC_OPKINDS_H */

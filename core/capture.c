@@ -1,0 +1,644 @@
+/*
+ * core/capture.c: cua_graph_create(): a DAG placed once, its schedule
+ * recorded.
+ *
+ * The DAG is built into nodes as a submission is (graph.c, validated the
+ * same way), but ordered only within itself: its buffer hazards are
+ * computed among its own ops (a graph launch is ordered against the rest
+ * of the runtime as one op, see replay.c). Its device ops are then placed
+ * in the order a submission would place them (breadth-first, first in
+ * first out), each by the same call into the policy, and counted in their
+ * streams' loads while the others are placed, so that the policy sees what
+ * it would see for one submission of the whole DAG. Then the loads are put
+ * back, the policy hears every op complete, and the nodes are dropped.
+ *
+ * What is recorded (graphs.h): the chains (one per stream used), the ops
+ * in placement order, and the waits between chains, one per producer a
+ * chain is not yet ordered after. The graph gets streams and events of its
+ * own; on a backend with graphs the schedule is captured into one.
+ *
+ * Owns: capturing. Runs under rt->lock from the build to the recorded
+ * schedule; the backend objects are made and the capture is done after it
+ * is released, before the graph is handed out.
+ */
+#include "config.h"
+#include "graphs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- what may be in */
+
+static int capturable(cua_op_kind k) {
+  switch (k) {
+  case CUA_OP_FILL:
+  case CUA_OP_COPY:
+  case CUA_OP_AXPY:
+  case CUA_OP_SPIN:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+  case CUA_OP_MEMSET:
+  case CUA_OP_KERNEL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static const char *why_not(cua_op_kind k) {
+  switch (k) {
+  case CUA_OP_FUNC:
+    return "a stream function runs user code when it is launched";
+  case CUA_OP_HOST:
+  case CUA_OP_MAP:
+    return "host steps and maps run on the host, not in a graph";
+  case CUA_OP_ALLOC:
+  case CUA_OP_FREE:
+    return "allocation is not part of a graph (a graph's buffers are "
+           "allocated when it is created)";
+  case CUA_OP_BARRIER:
+    return "a barrier waits for work submitted before it, outside the graph";
+  case CUA_OP_SHARED:
+    return "a shared op runs once for all the submissions that use it";
+  case CUA_OP_WAIT_NATIVE:
+    return "it waits for a stream of the application";
+  case CUA_OP_GRAPH:
+    return "it launches a graph";
+  default:
+    return "ops of this kind are not captured";
+  }
+}
+
+
+static int check_nodes(const cua__sub *sub, char *msg, size_t len) {
+  for (size_t i = 0; i < sub->nnodes; i++) {
+    const cua__node *n = sub->nodes[i];
+    cua_op_kind k = n->kind;
+    if (n->sub_id == sub->id &&
+        (capturable(k) || k == CUA_OP_ZIP || k == CUA_OP_UNZIP ||
+         k == CUA_OP_THEN))
+      continue;
+    if (n->sub_id != sub->id)
+      k = CUA_OP_SHARED; /* an earlier submission's run of a shared op */
+    snprintf(msg, len, "op '%s' (%s) cannot be captured: %s",
+             cua__node_name(n), cua_op_kind_name(k), why_not(k));
+    return CUA_ERR_CAPTURE;
+  }
+  return 0;
+}
+
+/* ----------------------------------------------------- hazards, within */
+
+typedef struct hrec {
+  const cua_buffer *root;
+  size_t off, len;
+  unsigned mode;
+  cua__node *n;
+  long prev; /* the previous access of the same root buffer, or -1 */
+} hrec;
+
+static size_t ptr_hash(const void *p, size_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x & (cap - 1);
+}
+
+/* Orders the DAG's device ops by their buffer accesses, in submission
+ * order (the post-order): a write after any access of overlapping bytes,
+ * a read after the last overlapping write. An earlier write covering the
+ * access ends the walk back: what came before it is ordered through it. */
+static int local_hazards(cua__build *b) {
+  size_t nacc = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (b->order[i]->cls == CUA__CLASS_DEVICE)
+      nacc += b->order[i]->op->nacc;
+  if (nacc == 0)
+    return 0;
+  size_t cap = 16;
+  while (cap < 2 * nacc)
+    cap *= 2;
+  hrec *recs = cua__malloc(nacc * sizeof *recs);
+  const cua_buffer **keys = cua__calloc(cap, sizeof *keys);
+  long *last = cua__malloc(cap * sizeof *last);
+  int rc = recs && keys && last ? 0 : CUA_ERR_NOMEM;
+  size_t nrec = 0;
+  for (size_t i = 0; i < b->n && rc == 0; i++) {
+    cua__node *n = b->order[i];
+    if (n->cls != CUA__CLASS_DEVICE)
+      continue;
+    for (size_t a = 0; a < n->op->nacc && rc == 0; a++) {
+      cua_buffer *buf = n->op->acc[a].buf;
+      const cua_buffer *root = cua__buffer_root(buf);
+      size_t off = buf == root ? 0 : buf->offset, len = buf->bytes;
+      unsigned mode = (unsigned)n->op->acc[a].mode;
+      size_t h = ptr_hash(root, cap);
+      while (keys[h] != NULL && keys[h] != root)
+        h = (h + 1) & (cap - 1);
+      if (keys[h] == NULL) {
+        keys[h] = root;
+        last[h] = -1;
+      }
+      for (long r = last[h]; r >= 0 && rc == 0; r = recs[r].prev) {
+        const hrec *x = &recs[r];
+        if (!(x->off < off + len && off < x->off + x->len))
+          continue;
+        if (x->n != n && ((x->mode | mode) & CUA_WRITE))
+          rc = cua__add_dep(n, x->n, 0);
+        if ((x->mode & CUA_WRITE) && x->off <= off &&
+            x->off + x->len >= off + len)
+          break;
+      }
+      recs[nrec] = (hrec){root, off, len, mode, n, last[h]};
+      last[h] = (long)nrec++;
+    }
+  }
+  free(recs);
+  free(keys);
+  free(last);
+  return rc;
+}
+
+/* ------------------------------------------------------------ placement */
+
+typedef struct saved_load {
+  cua__stream *s;
+  cua_stream_load load;
+} saved_load;
+
+typedef struct capture {
+  cua_runtime *rt;
+  cua__sub *sub;
+  cua__node **dev; /* device nodes, in build order */
+  size_t ndev;
+  size_t *pred_off; /* ndev + 1: preds of dev[i] in preds[pred_off[i]..] */
+  size_t *preds, npreds, cappreds;
+  size_t *order; /* placement order (indices into dev) */
+  size_t nplaced;
+  saved_load *saved;
+  size_t nsaved, capsaved;
+} capture;
+
+static int add_pred(cua__node *d, void *arg) {
+  capture *c = arg;
+  if (d->cls != CUA__CLASS_DEVICE || d->scratch <= 0)
+    return 0;
+  if (cua__grow(&c->preds, &c->cappreds, c->npreds + 1, sizeof *c->preds))
+    return CUA_ERR_NOMEM;
+  c->preds[c->npreds++] = (size_t)d->scratch - 1;
+  return 0;
+}
+
+static int save_load(capture *c, cua__stream *s) {
+  for (size_t i = 0; i < c->nsaved; i++)
+    if (c->saved[i].s == s)
+      return 0;
+  if (cua__grow(&c->saved, &c->capsaved, c->nsaved + 1, sizeof *c->saved))
+    return CUA_ERR_NOMEM;
+  c->saved[c->nsaved].s = s;
+  c->saved[c->nsaved].load = s->load;
+  c->nsaved++;
+  return 0;
+}
+
+/* As place.c's placed(), but nothing is launched: the node counts in its
+ * stream's load (put back once every op is placed). */
+static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
+                         uint64_t now) {
+  cua_runtime *rt = c->rt;
+  cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
+  if (save_load(c, s) != 0)
+    return CUA_ERR_NOMEM;
+  n->stream = s;
+  s->load.ops_in_flight++;
+  s->load.ops_total++;
+  n->est_cost = cua__models_attach(rt, n);
+  s->load.est_busy_ns += n->est_cost;
+  uint64_t start = now > s->load.expected_end_ns ? now : s->load.expected_end_ns;
+  for (size_t i = 0; i < info->ninputs; i++)
+    if (info->inputs[i].expected_end_ns > start)
+      start = info->inputs[i].expected_end_ns;
+  n->est_end = start + n->est_cost;
+  s->load.expected_end_ns = n->est_end;
+  cua__polinst *p = n->placed_by;
+  if (p != NULL && p->d->submitted) {
+    cua_op_info tmp;
+    void *buf = NULL;
+    const cua_op_info *pin = cua__info_restride(info, sizeof(cua_op_input),
+                                                p->d->input_size, &tmp, &buf);
+    p->d->submitted(p->state, pin, n->pl);
+    free(buf);
+  }
+  n->state = CUA__NODE_ENQUEUED;
+  cua__dag_placed(n);
+  return 0;
+}
+
+/* Places every device node, breadth-first as a submission would. */
+static int place_all(capture *c, char *msg, size_t len) {
+  cua_runtime *rt = c->rt;
+  size_t n = c->ndev;
+  c->pred_off = cua__calloc(n + 1, sizeof *c->pred_off);
+  size_t *left = cua__calloc(n + 1, sizeof *left);
+  size_t *succ_off = cua__calloc(n + 2, sizeof *succ_off);
+  size_t *succ = NULL;
+  c->order = cua__calloc(n + 1, sizeof *c->order);
+  int rc = c->pred_off && left && succ_off && c->order ? 0 : CUA_ERR_NOMEM;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    c->pred_off[i] = c->npreds;
+    rc = cua__each_input(rt, c->dev[i], add_pred, c);
+  }
+  if (rc == 0) {
+    c->pred_off[n] = c->npreds;
+    succ = cua__calloc(c->npreds + 1, sizeof *succ);
+    if (succ == NULL)
+      rc = CUA_ERR_NOMEM;
+  }
+  if (rc == 0) {
+    for (size_t k = 0; k < c->npreds; k++)
+      succ_off[c->preds[k] + 1]++;
+    for (size_t i = 0; i < n; i++)
+      succ_off[i + 1] += succ_off[i];
+    size_t *fill = left; /* borrowed as a cursor, then reset */
+    for (size_t i = 0; i < n; i++)
+      fill[i] = succ_off[i];
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = c->pred_off[i]; k < c->pred_off[i + 1]; k++)
+        succ[fill[c->preds[k]]++] = i;
+    for (size_t i = 0; i < n; i++)
+      left[i] = c->pred_off[i + 1] - c->pred_off[i];
+  }
+  /* The queue is the order array itself: placed ones first. */
+  size_t head = 0, tail = 0;
+  for (size_t i = 0; i < n && rc == 0; i++)
+    if (left[i] == 0)
+      c->order[tail++] = i;
+  uint64_t now = cua__now_ns();
+  while (rc == 0 && head < tail) {
+    size_t i = c->order[head++];
+    cua__node *nd = c->dev[i];
+    cua_op_info info;
+    cua__op_info(rt, nd, &info, 1);
+    rc = cua__place_ask(rt, nd, c->sub, &info, msg, len);
+    if (rc == 0)
+      rc = shadow_placed(c, nd, &info, now);
+    if (rc != 0)
+      break;
+    c->nplaced++;
+    for (size_t k = succ_off[i]; k < succ_off[i + 1]; k++)
+      if (--left[succ[k]] == 0)
+        c->order[tail++] = succ[k];
+  }
+  if (rc == 0 && c->nplaced != n) {
+    snprintf(msg, len, "internal error: %zu of %zu ops could be placed",
+             c->nplaced, n);
+    rc = CUA_ERR_INTERNAL;
+  }
+  free(left);
+  free(succ_off);
+  free(succ);
+  return rc;
+}
+
+/* The loads go back to what they were; every op placed completes for its
+ * policy (duration unknown), which lets go of it. */
+static void unplace(capture *c) {
+  cua_runtime *rt = c->rt;
+  for (size_t i = 0; i < c->nsaved; i++)
+    c->saved[i].s->load = c->saved[i].load;
+  for (size_t k = 0; k < c->nplaced; k++) {
+    cua__node *n = c->dev[c->order[k]];
+    cua__polinst *p = n->placed_by;
+    if (p == NULL)
+      continue;
+    if (p->state != NULL && p->d->completed != NULL) {
+      cua_op_info info;
+      cua__op_info(rt, n, &info, 0);
+      p->d->completed(p->state, &info, n->pl, 0);
+    }
+    n->placed_by = NULL;
+    cua__polinst_release(p);
+  }
+  /* A placement that failed may still hold its policy. */
+  for (size_t i = 0; i < c->ndev; i++)
+    if (c->dev[i]->placed_by != NULL) {
+      cua__polinst_release(c->dev[i]->placed_by);
+      c->dev[i]->placed_by = NULL;
+    }
+}
+
+/* ------------------------------------------------------------- schedule */
+
+static int record_schedule(capture *c, cua_graph *g) {
+  size_t n = c->ndev;
+  size_t *chain_of = cua__calloc(n + 1, sizeof *chain_of);
+  size_t *pos = cua__calloc(n + 1, sizeof *pos);  /* in its chain */
+  size_t *gidx = cua__calloc(n + 1, sizeof *gidx); /* in g->ops */
+  size_t *chain_len = NULL;
+  long *covered = NULL;
+  g->ops = cua__calloc(n + 1, sizeof *g->ops);
+  g->chains = cua__calloc(n + 1, sizeof *g->chains);
+  g->wait_store = cua__calloc(c->npreds + 1, sizeof *g->wait_store);
+  int rc = chain_of && pos && gidx && g->ops && g->chains && g->wait_store
+               ? 0
+               : CUA_ERR_NOMEM;
+  for (size_t k = 0; k < n && rc == 0; k++) {
+    cua__node *nd = c->dev[c->order[k]];
+    size_t ch = 0;
+    while (ch < g->nchains && (g->chains[ch].pl.device != nd->pl.device ||
+                               g->chains[ch].pl.stream != nd->pl.stream))
+      ch++;
+    if (ch == g->nchains) {
+      g->chains[ch].pl = nd->pl;
+      g->chains[ch].end_event = -1;
+      g->nchains++;
+    }
+    chain_of[c->order[k]] = ch;
+    gidx[c->order[k]] = k;
+  }
+  if (rc == 0) {
+    chain_len = cua__calloc(g->nchains, sizeof *chain_len);
+    covered = cua__malloc(g->nchains * g->nchains * sizeof *covered);
+    if (chain_len == NULL || covered == NULL)
+      rc = CUA_ERR_NOMEM;
+  }
+  if (rc == 0) {
+    for (size_t i = 0; i < g->nchains * g->nchains; i++)
+      covered[i] = -1;
+    size_t nw = 0;
+    g->nevents = 1; /* the fork */
+    for (size_t k = 0; k < n; k++) {
+      size_t i = c->order[k];
+      size_t ch = chain_of[i];
+      pos[i] = chain_len[ch]++;
+      cua__gop *o = &g->ops[k];
+      o->key = cua_op_retain(c->dev[i]->op);
+      o->chain = ch;
+      o->event = -1;
+      o->waits = g->wait_store + nw;
+      for (size_t e = c->pred_off[i]; e < c->pred_off[i + 1]; e++) {
+        size_t p = c->preds[e];
+        size_t pc = chain_of[p];
+        long *cv = &covered[ch * g->nchains + pc];
+        if (pc == ch || *cv >= (long)pos[p])
+          continue;
+        *cv = (long)pos[p];
+        cua__gop *po = &g->ops[gidx[p]];
+        if (po->event < 0)
+          po->event = (long)g->nevents++;
+        o->waits[o->nwaits++] = gidx[p];
+        nw++;
+      }
+    }
+    g->nops = n;
+    g->nwaits = nw;
+    for (size_t ch = 0; ch < g->nchains; ch++)
+      g->chains[ch].end_event = (long)g->nevents++;
+    g->anchor = g->chains[0].pl;
+  }
+  free(chain_of);
+  free(pos);
+  free(gidx);
+  free(chain_len);
+  free(covered);
+  return rc;
+}
+
+/* The devices of the events, for creating them. */
+static int event_devices(cua_graph *g) {
+  g->event_dev = cua__calloc(g->nevents, sizeof *g->event_dev);
+  g->events = cua__calloc(g->nevents, sizeof *g->events);
+  if (g->event_dev == NULL || g->events == NULL)
+    return CUA_ERR_NOMEM;
+  g->event_dev[0] = g->anchor.device;
+  for (size_t k = 0; k < g->nops; k++)
+    if (g->ops[k].event >= 0)
+      g->event_dev[g->ops[k].event] = g->chains[g->ops[k].chain].pl.device;
+  for (size_t ch = 0; ch < g->nchains; ch++)
+    g->event_dev[g->chains[ch].end_event] = g->chains[ch].pl.device;
+  return 0;
+}
+
+/* Lazily created buffers get their memory now (a capture needs their
+ * addresses); one whose allocation an earlier submission decided and has
+ * not made yet is left to it: *later is then set. Under rt->lock. */
+static int allocate_buffers(cua_runtime *rt, cua_graph *g, int *later,
+                            char *msg, size_t len) {
+  *later = 0;
+  for (size_t k = 0; k < g->nops; k++) {
+    const cua_op *op = g->ops[k].key;
+    for (size_t a = 0; a < op->nacc; a++) {
+      cua_buffer *root = cua__buffer_root(op->acc[a].buf);
+      if (__atomic_load_n(&root->ptr, __ATOMIC_ACQUIRE) != NULL)
+        continue;
+      if (root->planned) {
+        *later = 1;
+        continue;
+      }
+      cua_backend_err err = {{0}};
+      void *ptr = NULL;
+      int rc =
+          rt->be->mem_alloc(rt->bst, root->device, NULL, root->bytes, &ptr, &err);
+      if (rc != 0) {
+        snprintf(msg, len, "allocating %zu bytes on device %d: %s",
+                 root->bytes, root->device,
+                 err.msg[0] ? err.msg : cua_strerror(rc));
+        return rc;
+      }
+      __atomic_store_n(&root->ptr, ptr, __ATOMIC_RELEASE);
+      root->planned = 1;
+    }
+  }
+  return 0;
+}
+
+static int make_index(cua_graph *g) {
+  g->index_cap = 16;
+  while (g->index_cap < 2 * g->nops)
+    g->index_cap *= 2;
+  g->index = cua__calloc(g->index_cap, sizeof *g->index);
+  if (g->index == NULL)
+    return CUA_ERR_NOMEM;
+  for (size_t k = 0; k < g->nops; k++) {
+    size_t h = ptr_hash(g->ops[k].key, g->index_cap);
+    while (g->index[h] != 0)
+      h = (h + 1) & (g->index_cap - 1);
+    g->index[h] = k + 1;
+  }
+  return 0;
+}
+
+/* Streams and events of the graph's own. With no lock held. */
+static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
+  cua_backend_err err = {{0}};
+  int rc = 0;
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++) {
+    rc = rt->be->stream_create(rt->bst, g->chains[ch].pl.device,
+                               &g->chains[ch].bs, &err);
+    if (rc)
+      snprintf(msg, len, "creating a stream of the graph on device %d: %s",
+               g->chains[ch].pl.device, err.msg[0] ? err.msg : cua_strerror(rc));
+  }
+  for (size_t e = 0; e < g->nevents && rc == 0; e++) {
+    rc = rt->be->event_create(rt->bst, g->event_dev[e], &g->events[e], &err);
+    if (rc)
+      snprintf(msg, len, "creating an event of the graph on device %d: %s",
+               g->event_dev[e], err.msg[0] ? err.msg : cua_strerror(rc));
+  }
+  return rc;
+}
+
+/* --------------------------------------------------------------- create */
+
+int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
+                     const cua_graph_options *opts) {
+  if (out != NULL)
+    *out = NULL;
+  if (out == NULL || rt == NULL || op == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_graph_create: NULL argument");
+  cua__polinst *pol = NULL;
+  if (opts != NULL) {
+    if (opts->size < offsetof(cua_graph_options, policy) + sizeof opts->policy)
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_graph_create: opts->size is %zu; set it to "
+                       "sizeof(cua_graph_options) (%zu)",
+                       opts->size, sizeof(cua_graph_options));
+    pol = (cua__polinst *)opts->policy;
+    if (pol != NULL && pol->dead)
+      return cua__fail(rt, CUA_ERR_CANCELED,
+                       "cua_graph_create: the policy's runtime is closed");
+    if (pol != NULL && pol->rt != rt)
+      return cua__fail(rt, CUA_ERR_INVAL,
+                       "cua_graph_create: the policy belongs to another "
+                       "runtime");
+  }
+  if (cua__runtime_closed(op->rt, "cua_graph_create"))
+    return CUA_ERR_CANCELED;
+  if (op->rt != rt)
+    return cua__fail(rt, CUA_ERR_INVAL,
+                     "cua_graph_create: the op belongs to another runtime");
+  cua_graph *g = cua__calloc(1, sizeof *g);
+  if (g == NULL)
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  atomic_init(&g->refs, 1);
+  g->rt = rt;
+  cua__runtime_hold(rt);
+  pthread_mutex_init(&g->mu, NULL);
+
+  char msg[CUA__ERRLEN];
+  msg[0] = '\0';
+  pthread_mutex_lock(&rt->lock);
+  if (rt->stopping) {
+    pthread_mutex_unlock(&rt->lock);
+    cua__graph_release(g);
+    return cua__fail(rt, CUA_ERR_CANCELED,
+                     "cua_graph_create: runtime closing");
+  }
+  cua__sub *sub = cua__sub_new(rt);
+  if (sub == NULL) {
+    pthread_mutex_unlock(&rt->lock);
+    cua__graph_release(g);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+  }
+  sub->id = ++rt->next_sub;
+  sub->policy = pol;
+  if (pol != NULL)
+    pol->refs++;
+  cua__build b;
+  cua__build_init(&b, rt, sub);
+  size_t subcap = sizeof sub->nodes_inl / sizeof *sub->nodes_inl;
+  capture c;
+  memset(&c, 0, sizeof c);
+  c.rt = rt;
+  c.sub = sub;
+  int later = 0;
+  int rc = cua__build_graph(&b, op, &subcap);
+  if (rc == 0)
+    rc = cua__check_cycles(&b, msg, sizeof msg);
+  if (rc == 0)
+    rc = check_nodes(sub, msg, sizeof msg);
+  if (rc == 0)
+    rc = cua__validate(&b, msg, sizeof msg);
+  if (rc == 0)
+    rc = local_hazards(&b);
+  if (rc == 0) {
+    c.dev = cua__calloc(b.n + 1, sizeof *c.dev);
+    if (c.dev == NULL)
+      rc = CUA_ERR_NOMEM;
+    for (size_t i = 0; i < b.n && rc == 0; i++) {
+      b.order[i]->scratch = 0;
+      if (b.order[i]->cls == CUA__CLASS_DEVICE) {
+        b.order[i]->scratch = (int)(c.ndev + 1);
+        c.dev[c.ndev++] = b.order[i];
+      }
+    }
+    if (rc == 0 && c.ndev == 0) {
+      snprintf(msg, sizeof msg, "the DAG has no device op to capture");
+      rc = CUA_ERR_CAPTURE;
+    }
+  }
+  if (rc == 0) {
+    cua__dag_begin(rt, sub, b.order, b.n);
+    rc = place_all(&c, msg, sizeof msg);
+    cua__dag_end(sub);
+  }
+  if (rc == 0)
+    rc = record_schedule(&c, g);
+  if (rc == 0)
+    rc = allocate_buffers(rt, g, &later, msg, sizeof msg);
+  unplace(&c);
+  cua__build_undo(&b, sub);
+  if (pol != NULL)
+    cua__polinst_release(pol);
+  sub->policy = NULL;
+  pthread_mutex_unlock(&rt->lock);
+  cua__build_free(&b);
+  cua__sub_release(sub);
+  free(c.dev);
+  free(c.pred_off);
+  free(c.preds);
+  free(c.order);
+  free(c.saved);
+
+  if (rc == 0)
+    rc = event_devices(g);
+  if (rc == 0)
+    rc = make_index(g);
+  if (rc == 0)
+    rc = make_backend(rt, g, msg, sizeof msg);
+  if (rc == 0) {
+    g->cur = cua__calloc(1, sizeof *g->cur);
+    if (g->cur != NULL)
+      g->cur->ops = cua__calloc(g->nops, sizeof *g->cur->ops);
+    if (g->cur == NULL || g->cur->ops == NULL)
+      rc = CUA_ERR_NOMEM;
+  }
+  if (rc == 0) {
+    atomic_init(&g->cur->refs, 1);
+    g->cur->version = 1;
+    g->cur->n = g->nops;
+    for (size_t k = 0; k < g->nops; k++)
+      g->cur->ops[k] = cua_op_retain(g->ops[k].key);
+    g->native = cua__backend_has_graphs(rt);
+    if (g->native && !later)
+      rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
+  }
+  if (rc != 0) {
+    cua__graph_free_backend(rt, g);
+    cua__graph_release(g);
+    if (rc == CUA_ERR_NOMEM && msg[0] == '\0')
+      snprintf(msg, sizeof msg, "out of host memory");
+    return cua__fail(rt, rc, "cua_graph_create: %s", msg);
+  }
+  pthread_mutex_lock(&rt->reg_lock);
+  g->reg_next = rt->graphs;
+  if (rt->graphs != NULL)
+    rt->graphs->reg_prev = g;
+  rt->graphs = g;
+  pthread_mutex_unlock(&rt->reg_lock);
+  *out = g;
+  return 0;
+}

@@ -1,0 +1,92 @@
+/*
+ * core/graphs.h: a captured graph (cua_graph), shared by capture.c (which
+ * places a DAG once and records its schedule) and replay.c (which replays
+ * it, updates it and frees it).
+ *
+ * The schedule is immutable once captured: the graph's chains (one per
+ * stream the policy used, each a stream of the graph's own), its ops in
+ * placement order, and for each op the ops of other chains it waits for.
+ * What an update changes is the ops whose parameters run (cua__gparams),
+ * copied on write so that a launch keeps the parameters it was made with.
+ *
+ * Locking: g->mu (a leaf lock) guards cur and launch_op; the counters are
+ * atomic; the backend graph (bg, bg_version) and the chains' sequence
+ * numbers are touched only while the anchor stream's turn is held by the
+ * executor (launches of one graph are applied one at a time), or before
+ * the graph is published; the runtime's registry of graphs is guarded by
+ * rt->reg_lock.
+ */
+#ifndef CUA_CORE_GRAPHS_H
+#define CUA_CORE_GRAPHS_H
+
+#include "internal.h"
+
+/* One captured device op. */
+typedef struct cua__gop {
+  cua_op *key;   /* the op as the user names it (held) */
+  size_t chain;  /* index into cua_graph::chains */
+  size_t *waits; /* ops of other chains it waits for (indices into ops) */
+  size_t nwaits;
+  long event; /* index into cua_graph::events recorded after it, or -1 */
+} cua__gop;
+
+/* One chain: the ops the policy put on one stream, in order. */
+typedef struct cua__gchain {
+  cua_placement pl;       /* where the policy put them */
+  cua_backend_stream *bs; /* the graph's own stream on pl.device */
+  uint64_t seq;           /* ops enqueued on bs (replays by the core) */
+  long end_event;         /* index into events: joins it to the anchor */
+} cua__gchain;
+
+/* The parameters a launch runs: per op, the op whose parameters run. */
+typedef struct cua__gparams {
+  atomic_int refs;
+  uint64_t version; /* 1 at capture, one more per update */
+  cua_op **ops;     /* held */
+  size_t n;
+} cua__gparams;
+
+struct cua_graph {
+  atomic_int refs;  /* the user's handle, each launch op */
+  cua_runtime *rt;  /* held (cua__runtime_hold()) */
+  cua__gop *ops;    /* in placement order */
+  size_t nops;
+  size_t *wait_store; /* every op's waits, one allocation */
+  cua__gchain *chains;
+  size_t nchains;
+  size_t nwaits;
+  cua_backend_event **events; /* [0]: the fork, recorded on the anchor */
+  int *event_dev;
+  size_t nevents;
+  cua_placement anchor; /* chain 0's placement: launches are ordered there */
+  /* key -> index into ops (open addressing, a power of two). */
+  size_t *index;
+  size_t index_cap;
+  pthread_mutex_t mu;
+  cua__gparams *cur;  /* what the next launch runs */
+  cua_op *launch_op;  /* a GRAPH op for cur, made by the next launch */
+  int native;         /* the backend has graphs */
+  cua_backend_graph *bg;
+  uint64_t bg_version; /* the parameters' version bg was captured with */
+  atomic_uint_fast64_t launches, updates, captures;
+  int dead; /* the runtime closed: its backend objects are gone */
+  struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
+};
+
+/* replay.c */
+/* Enqueues @p g's schedule with parameters @p gp: forks the chains from
+ * @p anchor (on device anchor_dev), enqueues every op, joins the chains
+ * back into @p anchor. A chain whose stream is @p anchor needs no fork. */
+int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                       cua_backend_stream *anchor, char *msg, size_t len);
+/* Builds the backend graph for @p gp (a new one, or an update of g->bg).
+ * With no lock held, by the thread that has the anchor's turn (or the
+ * creator, before the graph is published). */
+int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                       char *msg, size_t len);
+void cua__gparams_release(cua__gparams *gp);
+void cua__graph_release(cua_graph *g);
+/* Frees what the backend made for @p g (streams, events, its graph). */
+void cua__graph_free_backend(cua_runtime *rt, cua_graph *g);
+
+#endif /* CUA_CORE_GRAPHS_H */

@@ -1,0 +1,487 @@
+/*
+ * core/replay.c: a captured graph's launches, updates and end.
+ *
+ * cua_graph_launch() submits one op of kind GRAPH on the graph's anchor
+ * stream (chain 0's placement), which reads and writes the union of the
+ * graph's buffer accesses: the ordinary submission path orders it against
+ * everything else (hazards, exact waits, marks, futures), and launches of
+ * one graph follow each other on the anchor. When the executor applies
+ * that op, cua__graph_replay() runs: on a backend with graphs, one launch
+ * of the backend graph (captured again first when an update changed the
+ * parameters); otherwise the schedule itself, forked from the anchor onto
+ * the graph's streams and joined back (cua__graph_enqueue(), which is also
+ * what a capture records).
+ *
+ * An update makes a new version of the parameters (copied on write, or
+ * changed in place when no launch holds them), so every launch runs the
+ * parameters it was made with.
+ *
+ * Owns: graph launches, updates, the parameters' versions, freeing graphs.
+ * Locks: g->mu (leaf) for cur and launch_op; the backend graph only under
+ * the anchor stream's turn (executor.c); rt->reg_lock for the registry.
+ * No core lock is held while the backend is called, except where a graph
+ * is freed by its last launch's node, under rt->lock (backend objects are
+ * then destroyed under it, as streams are created under it).
+ */
+#include "config.h"
+#include "graphs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -------------------------------------------------------------- enqueue */
+
+static const char *op_name(const cua_op *op) {
+  return op->hints.name ? op->hints.name : cua_op_kind_name(op->kind);
+}
+
+int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                       cua_backend_stream *anchor, char *msg, size_t len) {
+  const cua_backend_descriptor *be = rt->be;
+  void *bst = rt->bst;
+  int rc = be->event_record(bst, g->events[0], anchor);
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
+    if (g->chains[ch].bs != anchor)
+      rc = be->stream_wait_event(bst, g->chains[ch].bs, g->events[0]);
+  if (rc != 0) {
+    snprintf(msg, len, "forking the graph's streams: %s", cua_strerror(rc));
+    return rc;
+  }
+  void *params[64], *ptrs[64];
+  for (size_t k = 0; k < g->nops; k++) {
+    const cua__gop *o = &g->ops[k];
+    cua__gchain *ch = &g->chains[o->chain];
+    cua_backend_stream *s = o->chain == 0 && g->chains[0].bs == anchor
+                                ? anchor
+                                : ch->bs;
+    for (size_t w = 0; w < o->nwaits && rc == 0; w++)
+      rc = be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
+    if (rc != 0) {
+      snprintf(msg, len, "making op '%s' wait: %s", op_name(gp->ops[k]),
+               cua_strerror(rc));
+      return rc;
+    }
+    cua_backend_op bo;
+    const cua_op *op = gp->ops[k];
+    rc = cua__backend_op(op, ++ch->seq, &bo, params, ptrs, op_name(op), msg,
+                         len);
+    if (rc != 0)
+      return rc;
+    cua_backend_err err = {{0}};
+    rc = be->launch(bst, s, &bo, &err);
+    if (rc != 0) {
+      snprintf(msg, len, "launching op '%s' of the graph: %s", op_name(op),
+               err.msg[0] ? err.msg : cua_strerror(rc));
+      return rc;
+    }
+    if (o->event >= 0 && (rc = be->event_record(bst, g->events[o->event], s))) {
+      snprintf(msg, len, "recording an event after op '%s': %s", op_name(op),
+               cua_strerror(rc));
+      return rc;
+    }
+  }
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++) {
+    if (g->chains[ch].bs == anchor)
+      continue;
+    cua_backend_event *e = g->events[g->chains[ch].end_event];
+    rc = be->event_record(bst, e, g->chains[ch].bs);
+    if (rc == 0)
+      rc = be->stream_wait_event(bst, anchor, e);
+  }
+  if (rc != 0)
+    snprintf(msg, len, "joining the graph's streams: %s", cua_strerror(rc));
+  return rc;
+}
+
+int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                       char *msg, size_t len) {
+  const cua_backend_descriptor *be = rt->be;
+  cua_backend_stream *s = g->chains[0].bs;
+  cua_backend_err err = {{0}};
+  int rc = be->capture_begin(rt->bst, s, &err);
+  if (rc != 0) {
+    snprintf(msg, len, "starting a capture: %s",
+             err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
+  char emsg[CUA__ERRLEN];
+  emsg[0] = '\0';
+  int erc = cua__graph_enqueue(rt, g, gp, s, emsg, sizeof emsg);
+  cua_backend_graph *out = NULL;
+  rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
+  if (erc != 0) {
+    if (rc == 0 && g->bg == NULL && out != NULL)
+      be->graph_destroy(rt->bst, out);
+    snprintf(msg, len, "capturing: %s", emsg);
+    return erc;
+  }
+  if (rc != 0) {
+    snprintf(msg, len, "%s the backend graph: %s",
+             g->bg != NULL ? "updating" : "making",
+             err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
+  g->bg = out;
+  g->bg_version = gp->version;
+  atomic_fetch_add(&g->captures, 1);
+  return 0;
+}
+
+/* --------------------------------------------------------------- replay */
+
+int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
+  cua_graph *g = n->op->graph;
+  cua__gparams *gp = n->op->gparams;
+  cua__stream *s = n->stream;
+  if (!g->native)
+    return cua__graph_enqueue(rt, g, gp, s->bs, msg, len);
+  int rc = 0;
+  if (g->bg == NULL || g->bg_version != gp->version)
+    rc = cua__graph_capture(rt, g, gp, msg, len);
+  if (rc != 0)
+    return rc;
+  cua_backend_err err = {{0}};
+  rc = rt->be->graph_launch(rt->bst, g->bg, s->bs, &err);
+  if (rc != 0)
+    snprintf(msg, len, "launching the graph: %s",
+             err.msg[0] ? err.msg : cua_strerror(rc));
+  return rc;
+}
+
+/* ------------------------------------------------------------ lifetimes */
+
+void cua__gparams_release(cua__gparams *gp) {
+  if (gp == NULL || atomic_fetch_sub(&gp->refs, 1) != 1)
+    return;
+  for (size_t k = 0; k < gp->n; k++)
+    cua_op_destroy(gp->ops[k]);
+  free(gp->ops);
+  free(gp);
+}
+
+void cua__graph_free_backend(cua_runtime *rt, cua_graph *g) {
+  const cua_backend_descriptor *be = rt->be;
+  if (g->bg != NULL)
+    be->graph_destroy(rt->bst, g->bg);
+  g->bg = NULL;
+  for (size_t ch = 0; ch < g->nchains && g->chains != NULL; ch++) {
+    if (g->chains[ch].bs != NULL)
+      be->stream_destroy(rt->bst, g->chains[ch].bs);
+    g->chains[ch].bs = NULL;
+  }
+  for (size_t e = 0; e < g->nevents && g->events != NULL; e++) {
+    if (g->events[e] != NULL)
+      be->event_destroy(rt->bst, g->events[e]);
+    g->events[e] = NULL;
+  }
+}
+
+void cua__graph_release(cua_graph *g) {
+  if (g == NULL || atomic_fetch_sub(&g->refs, 1) != 1)
+    return;
+  cua_runtime *rt = g->rt;
+  pthread_mutex_lock(&rt->reg_lock);
+  int dead = g->dead;
+  if (g->reg_prev != NULL)
+    g->reg_prev->reg_next = g->reg_next;
+  else if (rt->graphs == g)
+    rt->graphs = g->reg_next;
+  if (g->reg_next != NULL)
+    g->reg_next->reg_prev = g->reg_prev;
+  pthread_mutex_unlock(&rt->reg_lock);
+  /* Every launch has completed (each held the graph): nothing of it is in
+   * flight on its streams. */
+  if (!dead)
+    cua__graph_free_backend(rt, g);
+  cua__gparams_release(g->cur);
+  cua_op_destroy(g->launch_op);
+  for (size_t k = 0; k < g->nops; k++)
+    cua_op_destroy(g->ops[k].key);
+  free(g->ops);
+  free(g->wait_store);
+  free(g->chains);
+  free(g->events);
+  free(g->event_dev);
+  free(g->index);
+  pthread_mutex_destroy(&g->mu);
+  free(g);
+  cua__runtime_release(rt);
+}
+
+void cua__graph_op_gone(cua_op *op) {
+  cua__gparams_release(op->gparams);
+  cua__graph_release(op->graph);
+}
+
+/* The runtime is closing (every submission is complete): the graphs the
+ * caller still holds lose their backend objects and can only be
+ * destroyed. */
+void cua__graphs_detach(cua_runtime *rt) {
+  pthread_mutex_lock(&rt->reg_lock);
+  for (cua_graph *g = rt->graphs; g != NULL; g = g->reg_next) {
+    cua__graph_free_backend(rt, g);
+    g->dead = 1;
+  }
+  pthread_mutex_unlock(&rt->reg_lock);
+}
+
+/* ----------------------------------------------------------------- API */
+
+static int graph_dead(const cua_graph *g, const char *what) {
+  if (g->dead || atomic_load(&g->rt->closed))
+    return cua__fail(g->rt, CUA_ERR_CANCELED,
+                     "%s: the graph's runtime is closing or closed", what);
+  return 0;
+}
+
+/* A GRAPH op for @p gp: every buffer its ops touch, each once, with the
+ * union of their modes. */
+static int make_launch_op(cua_graph *g, cua__gparams *gp, cua_op **out) {
+  cua_op *op = NULL;
+  int rc = cua__op_new(&op, g->rt, CUA_OP_GRAPH);
+  if (rc != 0)
+    return rc;
+  op->graph = g;
+  atomic_fetch_add(&g->refs, 1);
+  op->gparams = gp;
+  atomic_fetch_add(&gp->refs, 1);
+  op->hints.name = cua__strdup("graph");
+  op->name = (char *)op->hints.name;
+  size_t total = 0;
+  for (size_t k = 0; k < gp->n; k++)
+    total += gp->ops[k]->nacc;
+  size_t cap = 16;
+  while (cap < 2 * total)
+    cap *= 2;
+  cua_buffer **keys = cua__calloc(cap, sizeof *keys);
+  size_t *slot = cua__calloc(cap, sizeof *slot);
+  if (keys == NULL || slot == NULL || op->name == NULL)
+    rc = CUA_ERR_NOMEM;
+  for (size_t k = 0; k < gp->n && rc == 0; k++) {
+    const cua_op *o = gp->ops[k];
+    for (size_t a = 0; a < o->nacc && rc == 0; a++) {
+      cua_buffer *b = o->acc[a].buf;
+      uint64_t x = (uint64_t)(uintptr_t)b * 0x9e3779b97f4a7c15ull;
+      size_t h = (size_t)(x >> 20) & (cap - 1);
+      while (keys[h] != NULL && keys[h] != b)
+        h = (h + 1) & (cap - 1);
+      if (keys[h] == b) {
+        op->acc[slot[h]].mode |= o->acc[a].mode;
+        continue;
+      }
+      keys[h] = b;
+      slot[h] = op->nacc;
+      rc = cua__op_add_access(op, b, o->acc[a].mode);
+    }
+  }
+  free(keys);
+  free(slot);
+  if (rc != 0) {
+    cua_op_destroy(op);
+    return rc;
+  }
+  *out = op;
+  return 0;
+}
+
+int cua_graph_launch(cua_future **fut, cua_graph *g) {
+  if (fut != NULL)
+    *fut = NULL;
+  if (fut == NULL || g == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_graph_launch: NULL argument");
+  if (graph_dead(g, "cua_graph_launch"))
+    return CUA_ERR_CANCELED;
+  pthread_mutex_lock(&g->mu);
+  int rc = 0;
+  if (g->launch_op == NULL)
+    rc = make_launch_op(g, g->cur, &g->launch_op);
+  cua_op *op = rc == 0 ? cua_op_retain(g->launch_op) : NULL;
+  pthread_mutex_unlock(&g->mu);
+  if (rc != 0)
+    return cua__fail(g->rt, rc, "cua_graph_launch: out of host memory");
+  rc = cua_submit_on(fut, g->rt, op, g->anchor.device, g->anchor.stream);
+  cua_op_destroy(op);
+  if (rc == 0)
+    atomic_fetch_add(&g->launches, 1);
+  return rc;
+}
+
+static long find_op(const cua_graph *g, const cua_op *key) {
+  uint64_t x = (uint64_t)(uintptr_t)key;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  size_t h = (size_t)x & (g->index_cap - 1);
+  while (g->index[h] != 0) {
+    size_t k = g->index[h] - 1;
+    if (g->ops[k].key == key)
+      return (long)k;
+    h = (h + 1) & (g->index_cap - 1);
+  }
+  return -1;
+}
+
+/* Whether @p r may stand for @p o in the same place of the schedule. */
+static int same_structure(const cua_op *o, const cua_op *r, char *msg,
+                          size_t len) {
+  if (r->kind != o->kind) {
+    snprintf(msg, len, "the replacement is a %s op, the captured op a %s op",
+             cua_op_kind_name(r->kind), cua_op_kind_name(o->kind));
+    return 0;
+  }
+  if (r->nacc != o->nacc) {
+    snprintf(msg, len,
+             "the replacement uses %zu buffers, the captured op %zu", r->nacc,
+             o->nacc);
+    return 0;
+  }
+  for (size_t a = 0; a < o->nacc; a++) {
+    const cua_buffer *x = o->acc[a].buf, *y = r->acc[a].buf;
+    if (x->bytes != y->bytes || x->device != y->device ||
+        o->acc[a].mode != r->acc[a].mode) {
+      snprintf(msg, len,
+               "buffer %zu: the replacement's is %zu bytes on device %d "
+               "(mode %d), the captured op's %zu bytes on device %d (mode "
+               "%d)",
+               a, y->bytes, y->device, (int)r->acc[a].mode, x->bytes,
+               x->device, (int)o->acc[a].mode);
+      return 0;
+    }
+  }
+  if (o->kind == CUA_OP_KERNEL) {
+    if (r->kernel != o->kernel || r->nargs != o->nargs) {
+      snprintf(msg, len,
+               "the replacement launches another kernel, or with another "
+               "number of arguments (%zu, the captured op %zu)",
+               r->nargs, o->nargs);
+      return 0;
+    }
+    for (size_t i = 0; i < o->nargs; i++)
+      if ((r->argbuf[i] >= 0) != (o->argbuf[i] >= 0)) {
+        snprintf(msg, len,
+                 "kernel argument %zu is a buffer in one and a value in the "
+                 "other",
+                 i);
+        return 0;
+      }
+  }
+  return 1;
+}
+
+int cua_graph_update(cua_graph *g, cua_op *captured, cua_op *replacement) {
+  if (g == NULL || captured == NULL || replacement == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_graph_update: NULL argument");
+  if (graph_dead(g, "cua_graph_update"))
+    return CUA_ERR_CANCELED;
+  if (replacement->rt != g->rt)
+    return cua__fail(g->rt, CUA_ERR_INVAL,
+                     "cua_graph_update: the replacement belongs to another "
+                     "runtime");
+  long k = find_op(g, captured);
+  if (k < 0)
+    return cua__fail(g->rt, CUA_ERR_INVAL,
+                     "cua_graph_update: op '%s' is not one of the graph's "
+                     "device ops",
+                     op_name(captured));
+  char msg[CUA__ERRLEN];
+  pthread_mutex_lock(&g->mu);
+  cua__gparams *cur = g->cur;
+  if (!same_structure(cur->ops[k], replacement, msg, sizeof msg)) {
+    pthread_mutex_unlock(&g->mu);
+    return cua__fail(g->rt, CUA_ERR_STRUCTURE,
+                     "cua_graph_update: op '%s' cannot be replaced by op "
+                     "'%s': %s",
+                     op_name(captured), op_name(replacement), msg);
+  }
+  /* A buffer rebound onto one that other ops of the graph use would
+   * change the order captured among them. */
+  for (size_t a = 0; a < replacement->nacc; a++) {
+    const cua_buffer *nb = cua__buffer_root(replacement->acc[a].buf);
+    if (nb == cua__buffer_root(cur->ops[k]->acc[a].buf))
+      continue;
+    for (size_t j = 0; j < cur->n; j++) {
+      const cua_op *o = cur->ops[j];
+      for (size_t b = 0; b < o->nacc && (size_t)k != j; b++)
+        if (cua__buffer_root(o->acc[b].buf) == nb) {
+          pthread_mutex_unlock(&g->mu);
+          return cua__fail(g->rt, CUA_ERR_STRUCTURE,
+                           "cua_graph_update: op '%s' cannot be replaced by "
+                           "op '%s': its buffer %zu is used by another op of "
+                           "the graph ('%s'), and the order between them was "
+                           "captured for another buffer",
+                           op_name(captured), op_name(replacement), a,
+                           op_name(o));
+        }
+    }
+  }
+  /* The next launch makes its op anew, for the new parameters. */
+  cua_op *old_launch = g->launch_op;
+  g->launch_op = NULL;
+  cua_op_destroy(old_launch);
+  cua__op_freeze(replacement);
+  if (atomic_load(&cur->refs) == 1) {
+    /* No launch holds these parameters: change them in place. */
+    cua_op *was = cur->ops[k];
+    cur->ops[k] = cua_op_retain(replacement);
+    cur->version++;
+    cua_op_destroy(was);
+  } else {
+    cua__gparams *np = cua__calloc(1, sizeof *np);
+    if (np != NULL)
+      np->ops = cua__calloc(cur->n, sizeof *np->ops);
+    if (np == NULL || np->ops == NULL) {
+      if (np != NULL)
+        free(np);
+      pthread_mutex_unlock(&g->mu);
+      return cua__fail(g->rt, CUA_ERR_NOMEM,
+                       "cua_graph_update: out of host memory");
+    }
+    atomic_init(&np->refs, 1);
+    np->n = cur->n;
+    np->version = cur->version + 1;
+    for (size_t i = 0; i < cur->n; i++)
+      np->ops[i] = cua_op_retain((size_t)k == i ? replacement : cur->ops[i]);
+    g->cur = np;
+    cua__gparams_release(cur);
+  }
+  pthread_mutex_unlock(&g->mu);
+  atomic_fetch_add(&g->updates, 1);
+  return 0;
+}
+
+int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
+  if (g == NULL || info == NULL)
+    return cua__fail(NULL, CUA_ERR_INVAL, "cua_graph_get_info: NULL argument");
+  if (info->size < offsetof(cua_graph_info, anchor) + sizeof info->anchor)
+    return cua__fail(g->rt, CUA_ERR_INVAL,
+                     "cua_graph_get_info: info->size is %zu; set it to "
+                     "sizeof(cua_graph_info) (%zu)",
+                     info->size, sizeof(cua_graph_info));
+  size_t size = info->size;
+  cua_graph_info v;
+  memset(&v, 0, sizeof v);
+  v.size = size < sizeof v ? size : sizeof v;
+  v.ops = g->nops;
+  v.streams = g->nchains;
+  v.waits = g->nwaits;
+  v.native = g->native;
+  v.launches = atomic_load(&((cua_graph *)g)->launches);
+  v.updates = atomic_load(&((cua_graph *)g)->updates);
+  v.captures = atomic_load(&((cua_graph *)g)->captures);
+  v.anchor = g->anchor;
+  memcpy(info, &v, v.size);
+  return 0;
+}
+
+void cua_graph_destroy(cua_graph *g) {
+  if (g == NULL)
+    return;
+  pthread_mutex_lock(&g->mu);
+  cua_op *op = g->launch_op;
+  g->launch_op = NULL;
+  pthread_mutex_unlock(&g->mu);
+  /* The launch op holds the graph: dropping it first lets the graph go. */
+  cua_op_destroy(op);
+  cua__graph_release(g);
+}

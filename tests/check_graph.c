@@ -1,0 +1,624 @@
+/*
+ * tests/check_graph.c: graphs (cua_graph_create(), launch, update).
+ *
+ * The property: random DAGs captured under every policy and replayed
+ * several times, with updates between replays, give exactly the results of
+ * running their ops one at a time, in submission order, once per replay.
+ * Then ordering against other submissions and between threads (proved by
+ * data), updates and their refusals, what cannot be captured, and
+ * lifetimes. Runs on $CUASYNC_TEST_BACKEND (tests/cuda/graph.sh reruns it
+ * on CUDA, tests/launchtime/graph.sh on the launchtime test backend).
+ *
+ * $CUASYNC_RANDOM_DAGS sets the number of DAGs per policy (default 1000,
+ * of which a tenth are graphs here).
+ */
+#include "helpers.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define NBUF 4
+#define ELEMS 64
+
+static cua_runtime *rt;
+static cua_buffer *bufs[NBUF];
+static float ref[NBUF][ELEMS];
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng % n);
+}
+
+/* One op of a random DAG, kept so that the reference can run it again and
+ * an update can change it. */
+typedef struct rop {
+  int kind; /* 0 fill, 1 axpy, 2 copy, 3 d2d range */
+  int d, s;
+  float v;
+  size_t off, n;
+  cua_op *key;  /* the op as captured */
+  cua_op *spin; /* kind 4: a spin before the fill, to let races show */
+} rop;
+
+static rop rops[64];
+static int nrops;
+
+static cua_op *make_op(const rop *r) {
+  cua_op *op = NULL;
+  switch (r->kind) {
+  case 0:
+    ck_assert_int_eq(cua_op_fill(&op, bufs[r->d], r->v), 0);
+    break;
+  case 1:
+    ck_assert_int_eq(cua_op_axpy(&op, bufs[r->d], r->v, bufs[r->s]), 0);
+    break;
+  case 2:
+    ck_assert_int_eq(cua_op_copy(&op, bufs[r->d], bufs[r->s]), 0);
+    break;
+  default:
+    ck_assert_int_eq(cua_op_memcpy_d2d(&op, bufs[r->d], r->off * 4, bufs[r->s],
+                                       r->off * 4, r->n * 4),
+                     0);
+    break;
+  }
+  return op;
+}
+
+static void apply_ref(const rop *r) {
+  switch (r->kind) {
+  case 0:
+    for (int i = 0; i < ELEMS; i++)
+      ref[r->d][i] = r->v;
+    break;
+  case 1: {
+    float tmp[ELEMS];
+    for (int i = 0; i < ELEMS; i++)
+      tmp[i] = r->v * ref[r->s][i] + ref[r->d][i];
+    memcpy(ref[r->d], tmp, sizeof tmp);
+    break;
+  }
+  case 2:
+    memcpy(ref[r->d], ref[r->s], sizeof ref[r->d]);
+    break;
+  default:
+    memmove(&ref[r->d][r->off], &ref[r->s][r->off], r->n * 4);
+    break;
+  }
+}
+
+static cua_op *random_op(void) {
+  rop *r = &rops[nrops++];
+  memset(r, 0, sizeof *r);
+  r->kind = (int)rnd(5);
+  r->d = (int)rnd(NBUF);
+  r->s = (int)rnd(NBUF);
+  if (r->kind >= 2 && r->s == r->d)
+    r->s = (r->d + 1) % NBUF;
+  r->v = r->kind == 1 ? (rnd(2) ? 1.0f : -1.0f) : (float)rnd(100);
+  r->off = rnd(ELEMS / 2);
+  r->n = 1 + rnd(ELEMS / 2);
+  if (r->kind == 4) {
+    r->kind = 0; /* a fill, after a spin */
+    ck_assert_int_eq(cua_op_spin(&r->spin, rt, 1000 * rnd(200), 1), 0);
+  }
+  r->key = make_op(r);
+  if (r->spin == NULL)
+    return cua_op_retain(r->key);
+  cua_op *t;
+  ck_assert_int_eq(cua_op_then(&t, r->spin, r->key), 0);
+  return t;
+}
+
+/* Ops folded left to right into then-chains and zips: the post-order is
+ * the construction order. */
+static cua_op *random_dag(int n) {
+  cua_op *acc = random_op();
+  for (int i = 1; i < n; i++) {
+    cua_op *next = random_op(), *c;
+    if (rnd(2))
+      ck_assert_int_eq(cua_op_then(&c, acc, next), 0);
+    else
+      ck_assert_int_eq(cua_op_zip(&c, (cua_op *[]){acc, next}, 2), 0);
+    cua_op_destroy(acc);
+    cua_op_destroy(next);
+    acc = c;
+  }
+  return acc;
+}
+
+static void check_buffers(const char *policy, int dag) {
+  for (int b = 0; b < NBUF; b++) {
+    float h[ELEMS];
+    read_back(rt, bufs[b], h);
+    for (int i = 0; i < ELEMS; i++)
+      ck_assert_msg(h[i] == ref[b][i],
+                    "%s: graph %d: buffer %d [%d] = %g, expected %g", policy,
+                    dag, b, i, (double)h[i], (double)ref[b][i]);
+  }
+}
+
+static int graphs_per_policy(void) {
+  const char *e = getenv("CUASYNC_RANDOM_DAGS");
+  int n = e ? atoi(e) / 10 : 100;
+  return n > 0 ? n : 1;
+}
+
+static void run_policy(const char *policy, const char *extra, int devices) {
+  rt = open_policy(policy, extra);
+  rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)strlen(policy) ^
+        (uint64_t)devices << 40;
+  int ndev = cua_device_count(rt);
+  for (int b = 0; b < NBUF; b++) {
+    int dev = devices > 1 && ndev > 1 ? b % ndev : 0;
+    ck_assert_int_eq(
+        cua_buffer_create(&bufs[b], rt, dev, ELEMS * sizeof(float), 0), 0);
+    cua_op *z;
+    ck_assert_int_eq(cua_op_fill(&z, bufs[b], (float)b), 0);
+    ck_assert_int_eq(run_op(rt, z), 0);
+    for (int i = 0; i < ELEMS; i++)
+      ref[b][i] = (float)b;
+  }
+  int n = graphs_per_policy();
+  size_t streams = 0, waits = 0;
+  for (int dag = 0; dag < n; dag++) {
+    nrops = 0;
+    cua_op *root = random_dag(1 + (int)rnd(12));
+    cua_graph *g = NULL;
+    int rc = cua_graph_create(&g, rt, root, NULL);
+    ck_assert_msg(rc == 0, "%s: capture: %s", policy, cua_runtime_error(rt));
+    cua_op_destroy(root);
+    cua_graph_info info = {.size = sizeof info};
+    ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+    int nspins = 0;
+    for (int i = 0; i < nrops; i++)
+      nspins += rops[i].spin != NULL;
+    ck_assert_int_eq((int)info.ops, nrops + nspins);
+    streams += info.streams;
+    waits += info.waits;
+    int replays = 1 + (int)rnd(4);
+    for (int k = 0; k < replays; k++) {
+      /* Several launches in flight, then a check. */
+      cua_future *f;
+      rc = cua_graph_launch(&f, g);
+      ck_assert_msg(rc == 0, "%s: launch: %s", policy, cua_runtime_error(rt));
+      for (int i = 0; i < nrops; i++)
+        apply_ref(&rops[i]);
+      ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+      cua_future_destroy(f);
+      /* An update: a fill's value, an axpy's factor, a range's offset
+       * and length. */
+      rop *r = &rops[rnd((uint32_t)nrops)];
+      if (r->kind == 0)
+        r->v = (float)rnd(100);
+      else if (r->kind == 1)
+        r->v = -r->v;
+      else if (r->kind == 3) {
+        r->off = rnd(ELEMS / 2);
+        r->n = 1 + rnd(ELEMS / 2);
+      }
+      cua_op *nop = make_op(r);
+      rc = cua_graph_update(g, r->key, nop);
+      ck_assert_msg(rc == 0, "%s: update: %s", policy, cua_runtime_error(rt));
+      cua_op_destroy(nop);
+    }
+    if (dag % 4 == 3 || dag == n - 1)
+      check_buffers(policy, dag);
+    for (int i = 0; i < nrops; i++) {
+      cua_op_destroy(rops[i].key);
+      cua_op_destroy(rops[i].spin);
+    }
+    cua_graph_destroy(g);
+  }
+  check_buffers(policy, n);
+  printf("graph: %s: %d graphs (%zu streams, %zu waits between them in all), "
+         "replayed with updates, all equal to the sequential reference\n",
+         policy, n, streams, waits);
+  for (int b = 0; b < NBUF; b++)
+    cua_buffer_destroy(bufs[b]);
+  cua_runtime_destroy(rt);
+}
+
+START_TEST(round_robin_matches_sequential) {
+  run_policy("round-robin", "[policy.round-robin]\nstreams = 4\n", 1);
+}
+END_TEST
+
+START_TEST(scatter_two_devices_matches_sequential) {
+  char extra[256];
+  snprintf(extra, sizeof extra, "[policy.scatter]\nstreams = 3\n%s",
+           two_devices_section());
+  run_policy("scatter", extra, 2);
+}
+END_TEST
+
+START_TEST(least_loaded_matches_sequential) {
+  run_policy("least-loaded", NULL, 1);
+}
+END_TEST
+
+START_TEST(dmda_heft_matches_sequential) {
+  run_policy("dmda", NULL, 1);
+  run_policy("heft", two_devices_section(), 2);
+}
+END_TEST
+
+START_TEST(work_stealing_matches_sequential) {
+  run_policy("work-stealing", "[policy.work-stealing]\nstreams = 3\n", 1);
+}
+END_TEST
+
+START_TEST(single_stream_matches_sequential) {
+  run_policy("single-stream", NULL, 1);
+}
+END_TEST
+
+/* ----------------------------------------------------------- semantics */
+
+static cua_buffer *make_buf(float v) {
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, ELEMS * sizeof(float), 0), 0);
+  cua_op *f;
+  ck_assert_int_eq(cua_op_fill(&f, b, v), 0);
+  ck_assert_int_eq(run_op(rt, f), 0);
+  return b;
+}
+
+static float first(cua_buffer *b) {
+  float h[ELEMS];
+  read_back(rt, b, h);
+  for (int i = 1; i < ELEMS; i++)
+    ck_assert(h[i] == h[0]);
+  return h[0];
+}
+
+/* y += x as a graph of one op. */
+static cua_graph *axpy_graph(cua_buffer *y, cua_buffer *x, cua_op **key) {
+  cua_op *op;
+  ck_assert_int_eq(cua_op_axpy(&op, y, 1.0f, x), 0);
+  cua_graph *g;
+  ck_assert_msg(cua_graph_create(&g, rt, op, NULL) == 0, "%s", cua_runtime_error(rt));
+  if (key != NULL)
+    *key = op;
+  else
+    cua_op_destroy(op);
+  return g;
+}
+
+START_TEST(replays_accumulate) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 3\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  cua_graph *g = axpy_graph(y, x, NULL);
+  for (int i = 0; i < 10; i++) {
+    cua_future *f;
+    ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+    cua_future_destroy(f);
+  }
+  ck_assert(first(y) == 10.0f);
+  cua_graph_info info = {.size = sizeof info};
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.launches, 10);
+  ck_assert_int_eq((int)info.ops, 1);
+  ck_assert_int_eq((int)info.streams, 1);
+  cua_graph_destroy(g);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* Graph launches and ordinary submissions on the same buffers, none
+ * waited for until the end: each sees the others in call order. */
+START_TEST(interleaved_with_submissions) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  cua_graph *g = axpy_graph(y, x, NULL); /* y += x */
+  float want = 0;
+  cua_future *f[60];
+  for (int i = 0; i < 60; i++) {
+    if (i % 3 == 2) {
+      /* x = i: the next launches add it */
+      cua_op *fill;
+      ck_assert_int_eq(cua_op_fill(&fill, x, (float)i), 0);
+      ck_assert_int_eq(cua_submit(&f[i], rt, fill, NULL), 0);
+      cua_op_destroy(fill);
+    } else {
+      ck_assert_int_eq(cua_graph_launch(&f[i], g), 0);
+      want += i < 2 ? 1.0f : (float)(i - i % 3 - 1);
+    }
+  }
+  for (int i = 0; i < 60; i++) {
+    ck_assert_int_eq(cua_future_wait(f[i]), 0);
+    cua_future_destroy(f[i]);
+  }
+  ck_assert_msg(first(y) == want, "y = %g, expected %g", (double)first(y),
+                (double)want);
+  cua_graph_destroy(g);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static cua_graph *shared_graph;
+
+static void *launcher(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 25; i++) {
+    cua_future *f;
+    if (cua_graph_launch(&f, shared_graph) != 0)
+      return (void *)1;
+    cua_future_destroy(f);
+  }
+  return NULL;
+}
+
+START_TEST(four_threads_launch_one_graph) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1), *z = make_buf(0);
+  /* Two ops on two streams: y += x, then z = y (a cross-stream wait). */
+  cua_op *a, *c, *t;
+  ck_assert_int_eq(cua_op_axpy(&a, y, 1.0f, x), 0);
+  ck_assert_int_eq(cua_op_copy(&c, z, y), 0);
+  ck_assert_int_eq(cua_op_zip(&t, (cua_op *[]){a, c}, 2), 0);
+  ck_assert_msg(cua_graph_create(&shared_graph, rt, t, NULL) == 0, "%s",
+                cua_runtime_error(rt));
+  cua_op_destroy(a);
+  cua_op_destroy(c);
+  cua_op_destroy(t);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, launcher, NULL), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    ck_assert_msg(r == NULL, "a launch failed");
+  }
+  ck_assert_int_eq(cua_runtime_synchronize(rt), 0);
+  ck_assert(first(y) == 100.0f);
+  ck_assert(first(z) == 100.0f);
+  cua_graph_info info = {.size = sizeof info};
+  ck_assert_int_eq(cua_graph_get_info(shared_graph, &info), 0);
+  ck_assert_int_eq((int)info.launches, 100);
+  cua_graph_destroy(shared_graph);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_buffer_destroy(z);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* An update changes later launches only, a launch made before it keeps
+ * its parameters, and a buffer can be rebound. */
+START_TEST(update_values_and_buffers) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 2\n");
+  cua_buffer *y = make_buf(0), *y2 = make_buf(0), *small;
+  ck_assert_int_eq(cua_buffer_create(&small, rt, 0, 16, 0), 0);
+  cua_op *fill;
+  ck_assert_int_eq(cua_op_fill(&fill, y, 5.0f), 0);
+  cua_graph *g;
+  ck_assert_int_eq(cua_graph_create(&g, rt, fill, NULL), 0);
+  cua_future *f1, *f2;
+  ck_assert_int_eq(cua_graph_launch(&f1, g), 0);
+  cua_op *seven;
+  ck_assert_int_eq(cua_op_fill(&seven, y, 7.0f), 0);
+  ck_assert_int_eq(cua_graph_update(g, fill, seven), 0);
+  ck_assert_int_eq(cua_future_wait(f1), 0);
+  cua_future_destroy(f1);
+  ck_assert(first(y) == 5.0f);
+  ck_assert_int_eq(cua_graph_launch(&f2, g), 0);
+  ck_assert_int_eq(cua_future_wait(f2), 0);
+  cua_future_destroy(f2);
+  ck_assert(first(y) == 7.0f);
+  /* Rebound to y2: y keeps 7. The op is still named by its first handle. */
+  cua_op *other;
+  ck_assert_int_eq(cua_op_fill(&other, y2, 9.0f), 0);
+  ck_assert_int_eq(cua_graph_update(g, fill, other), 0);
+  ck_assert_int_eq(cua_graph_launch(&f2, g), 0);
+  ck_assert_int_eq(cua_future_wait(f2), 0);
+  cua_future_destroy(f2);
+  ck_assert(first(y) == 7.0f);
+  ck_assert(first(y2) == 9.0f);
+  /* Refusals. */
+  cua_op *wrong, *tiny;
+  ck_assert_int_eq(cua_op_memset(&wrong, y, 0, 0, 8), 0);
+  ck_assert_err(rt, cua_graph_update(g, fill, wrong), CUA_ERR_STRUCTURE,
+                "the replacement is a memset op, the captured op a fill op");
+  ck_assert_int_eq(cua_op_fill(&tiny, small, 1.0f), 0);
+  ck_assert_err(rt, cua_graph_update(g, fill, tiny), CUA_ERR_STRUCTURE,
+                "16 bytes");
+  ck_assert_err(rt, cua_graph_update(g, seven, tiny), CUA_ERR_INVAL,
+                "is not one of the graph's device ops");
+  ck_assert_err(rt, cua_graph_update(g, NULL, tiny), CUA_ERR_INVAL,
+                "NULL argument");
+  cua_graph_info info = {.size = sizeof info};
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.updates, 2);
+  info.size = 4;
+  ck_assert_err(rt, cua_graph_get_info(g, &info), CUA_ERR_INVAL,
+                "set it to sizeof(cua_graph_info)");
+  cua_op_destroy(wrong);
+  cua_op_destroy(tiny);
+  cua_op_destroy(other);
+  cua_op_destroy(seven);
+  cua_op_destroy(fill);
+  cua_graph_destroy(g);
+  cua_buffer_destroy(small);
+  cua_buffer_destroy(y2);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A rebinding onto a buffer other ops of the graph use would change the
+ * order captured among them: refused. */
+START_TEST(rebinding_onto_a_used_buffer_is_refused) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 2\n");
+  cua_buffer *a = make_buf(0), *b = make_buf(0);
+  cua_op *fa, *fb, *z, *fab;
+  ck_assert_int_eq(cua_op_fill(&fa, a, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&fb, b, 2.0f), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){fa, fb}, 2), 0);
+  cua_graph *g;
+  ck_assert_int_eq(cua_graph_create(&g, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_op_fill(&fab, b, 3.0f), 0);
+  ck_assert_err(rt, cua_graph_update(g, fa, fab), CUA_ERR_STRUCTURE,
+                "used by another op of the graph");
+  cua_op_destroy(fab);
+  cua_op_destroy(fa);
+  cua_op_destroy(fb);
+  cua_op_destroy(z);
+  cua_graph_destroy(g);
+  cua_buffer_destroy(a);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int host_step(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  return 0;
+}
+
+static int stream_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  (void)arg;
+  return 0;
+}
+
+static int map_fn(void *in, void *arg, void **out) {
+  (void)arg;
+  *out = in;
+  return 0;
+}
+
+/* What cannot be captured is refused, naming the op. */
+START_TEST(uncapturable_ops_are_refused) {
+  rt = open_policy("round-robin", NULL);
+  cua_buffer *y = make_buf(0);
+  cua_op *fill, *h, *t, *fn, *m, *bar, *sh, *alloc;
+  ck_assert_int_eq(cua_op_fill(&fill, y, 1.0f), 0);
+  ck_assert_int_eq(cua_op_host(&h, rt, host_step, NULL), 0);
+  cua_hints hints = CUA_HINTS_INIT;
+  hints.name = "my-host-step";
+  ck_assert_int_eq(cua_op_set_hints(h, &hints), 0);
+  ck_assert_int_eq(cua_op_then(&t, fill, h), 0);
+  cua_graph *g = (cua_graph *)1;
+  ck_assert_err(rt, cua_graph_create(&g, rt, t, NULL), CUA_ERR_CAPTURE,
+                "op 'my-host-step' (host) cannot be captured");
+  ck_assert_ptr_null(g);
+  ck_assert_int_eq(cua_op_func(&fn, rt, stream_fn, NULL, NULL, 0), 0);
+  ck_assert_err(rt, cua_graph_create(&g, rt, fn, NULL), CUA_ERR_CAPTURE,
+                "(func) cannot be captured: a stream function");
+  ck_assert_int_eq(cua_op_map(&m, fill, map_fn, NULL), 0);
+  ck_assert_err(rt, cua_graph_create(&g, rt, m, NULL), CUA_ERR_CAPTURE,
+                "(map) cannot be captured");
+  ck_assert_int_eq(cua_op_barrier(&bar, rt), 0);
+  ck_assert_err(rt, cua_graph_create(&g, rt, bar, NULL), CUA_ERR_CAPTURE,
+                "(barrier) cannot be captured");
+  ck_assert_int_eq(cua_op_shared(&sh, fill), 0);
+  ck_assert_err(rt, cua_graph_create(&g, rt, sh, NULL), CUA_ERR_CAPTURE,
+                "(shared) cannot be captured");
+  cua_buffer *lazy;
+  ck_assert_int_eq(
+      cua_buffer_create(&lazy, rt, 0, ELEMS * sizeof(float), CUA_BUFFER_LAZY),
+      0);
+  ck_assert_int_eq(cua_op_alloc(&alloc, lazy), 0);
+  ck_assert_err(rt, cua_graph_create(&g, rt, alloc, NULL), CUA_ERR_CAPTURE,
+                "(alloc) cannot be captured");
+  /* The refusals left nothing behind: the shared op still runs, once. */
+  ck_assert_int_eq(cua_submit_wait(rt, sh, NULL, NULL), 0);
+  ck_assert_err(rt, cua_graph_create(NULL, rt, fill, NULL), CUA_ERR_INVAL,
+                "NULL argument");
+  cua_graph_options o = {.size = 3};
+  ck_assert_err(rt, cua_graph_create(&g, rt, fill, &o), CUA_ERR_INVAL,
+                "sizeof(cua_graph_options)");
+  ck_assert_err(rt, cua_graph_launch(NULL, NULL), CUA_ERR_INVAL,
+                "NULL argument");
+  /* A lazy buffer gets its memory at capture. */
+  cua_op *lf;
+  ck_assert_int_eq(cua_op_fill(&lf, lazy, 4.0f), 0);
+  ck_assert_int_eq(cua_graph_create(&g, rt, lf, NULL), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  ck_assert(first(lazy) == 4.0f);
+  cua_graph_destroy(g);
+  cua_op_destroy(lf);
+  cua_op_destroy(alloc);
+  cua_buffer_destroy(lazy);
+  cua_op_destroy(sh);
+  cua_op_destroy(bar);
+  cua_op_destroy(m);
+  cua_op_destroy(fn);
+  cua_op_destroy(t);
+  cua_op_destroy(h);
+  cua_op_destroy(fill);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* Destroying the graph, its ops and buffers with launches in flight is
+ * safe; a graph outliving its runtime can only be destroyed. */
+START_TEST(lifetimes) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 2\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  cua_op *key;
+  cua_graph *g = axpy_graph(y, x, &key);
+  cua_future *f[8];
+  for (int i = 0; i < 8; i++)
+    ck_assert_int_eq(cua_graph_launch(&f[i], g), 0);
+  cua_graph_destroy(g);
+  cua_op_destroy(key);
+  cua_buffer_destroy(x);
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(cua_future_wait(f[i]), 0);
+    cua_future_destroy(f[i]);
+  }
+  ck_assert(first(y) == 8.0f);
+  x = make_buf(2);
+  g = axpy_graph(y, x, NULL);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+  cua_future *late = (cua_future *)1;
+  ck_assert_err(NULL, cua_graph_launch(&late, g), CUA_ERR_CANCELED,
+                "runtime is closing or closed");
+  ck_assert_ptr_null(late);
+  cua_graph_destroy(g);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("graph");
+  TCase *tc = tcase_create("property");
+  tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, round_robin_matches_sequential);
+  tcase_add_test(tc, scatter_two_devices_matches_sequential);
+  tcase_add_test(tc, least_loaded_matches_sequential);
+  tcase_add_test(tc, dmda_heft_matches_sequential);
+  tcase_add_test(tc, work_stealing_matches_sequential);
+  tcase_add_test(tc, single_stream_matches_sequential);
+  suite_add_tcase(s, tc);
+  TCase *tsem = tcase_create("semantics");
+  tcase_set_timeout(tsem, 300);
+  tcase_add_test(tsem, replays_accumulate);
+  tcase_add_test(tsem, interleaved_with_submissions);
+  tcase_add_test(tsem, four_threads_launch_one_graph);
+  tcase_add_test(tsem, update_values_and_buffers);
+  tcase_add_test(tsem, rebinding_onto_a_used_buffer_is_refused);
+  tcase_add_test(tsem, uncapturable_ops_are_refused);
+  tcase_add_test(tsem, lifetimes);
+  suite_add_tcase(s, tsem);
+  return s;
+}
+
+int main(void) {
+  require_backend();
+  return run_suite(suite());
+}
