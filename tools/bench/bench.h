@@ -25,7 +25,9 @@ enum bench_submit {
   BENCH_SUBMIT_WHOLE = 0, /**< the whole DAG in one cua_submit() */
   BENCH_SUBMIT_TASK = 1,  /**< one submission per task, in task order */
   BENCH_SUBMIT_LEVEL = 2, /**< one submission per level (depth) */
-  BENCH_SUBMIT_MODES = 3
+  BENCH_SUBMIT_GRAPH = 3, /**< captured once (cua_graph_create()), then
+                               one cua_graph_launch() per run */
+  BENCH_SUBMIT_MODES = 4
 };
 /** "whole", "task" or "level". */
 const char *bench_submit_name(int mode);
@@ -174,6 +176,9 @@ int bench_raw_open(bench_raw **raw, const bench_dag *dag,
  * synchronisation. */
 int bench_raw_run(bench_raw *raw, uint64_t *ns, char *err, size_t len);
 void bench_raw_close(bench_raw *raw);
+/** raw-graph: the capture and instantiation of the graph, ns (0 for the
+ * other modes). */
+uint64_t bench_raw_build_ns(const bench_raw *raw);
 /** Submission rate: @p nthreads threads at once launch @p n spin kernels
  * of 0 ns in all (thread t its share, round-robin over @p nstreams streams
  * from stream t), then every stream is synchronised; *ns from the start of

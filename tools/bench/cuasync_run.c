@@ -47,6 +47,7 @@ struct bench_cua {
   size_t *level_off; /* level: nlevels + 1 offsets into order */
   size_t nlevels;
   cua_future **futs; /* task, level: one per submission */
+  cua_graph *graph;  /* graph: the DAG, captured */
   uint64_t build_ns; /* the task ops (or the DAG) */
   uint64_t wrap_ns;  /* task, level: wrappers, summed over runs */
   uint64_t wrap_runs;
@@ -69,6 +70,7 @@ void bench_cua_close(bench_cua *g) {
     return;
   if (g->rt != NULL)
     cua_runtime_synchronize(g->rt);
+  cua_graph_destroy(g->graph);
   cua_op_destroy(g->root);
   for (size_t k = 0; g->ops != NULL && k < g->dag->n; k++)
     cua_op_destroy(g->ops[k]);
@@ -217,7 +219,8 @@ static int build(bench_cua *g, char *err, size_t len) {
       rc = cua_op_set_hints(ops[k], &h);
     }
   }
-  for (size_t k = 0; k < n && rc == 0 && g->mode == BENCH_SUBMIT_WHOLE; k++) {
+  int whole = g->mode == BENCH_SUBMIT_WHOLE || g->mode == BENCH_SUBMIT_GRAPH;
+  for (size_t k = 0; k < n && rc == 0 && whole; k++) {
     const bench_task *t = &d->task[k];
     cua_op *deps[BENCH_MAX_PRED], *zip = NULL;
     if (t->npred == 0) {
@@ -238,7 +241,7 @@ static int build(bench_cua *g, char *err, size_t len) {
       cua_op_destroy(zip);
     }
   }
-  if (rc == 0 && g->mode != BENCH_SUBMIT_WHOLE) {
+  if (rc == 0 && !whole) {
     /* The tasks' ops are kept; run() wraps them for each run. */
     for (size_t k = 0; k < n; k++)
       cua_op_destroy(tops[k]);
@@ -324,7 +327,7 @@ int bench_cua_open(bench_cua **out, cua_runtime *rt, const bench_dag *d,
     bench_cua_close(g);
     return -1;
   }
-  if (mode != BENCH_SUBMIT_WHOLE) {
+  if (mode == BENCH_SUBMIT_TASK || mode == BENCH_SUBMIT_LEVEL) {
     g->futs = calloc(d->n ? d->n : 1, sizeof *g->futs);
     if (g->futs == NULL || make_levels(g, err, len) != 0) {
       if (g->futs == NULL)
@@ -337,6 +340,14 @@ int bench_cua_open(bench_cua **out, cua_runtime *rt, const bench_dag *d,
   if (build(g, err, len) != 0) {
     bench_cua_close(g);
     return -1;
+  }
+  if (mode == BENCH_SUBMIT_GRAPH) {
+    int rc = cua_graph_create(&g->graph, rt, g->root, NULL);
+    if (rc != 0) {
+      fail(err, len, rt, "cua_graph_create", rc);
+      bench_cua_close(g);
+      return -1;
+    }
   }
   g->build_ns = bench_now_ns() - t0;
   *build_ns = g->build_ns;
@@ -510,14 +521,18 @@ int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
   /* Idle before the clock starts: nothing of an earlier run overlaps. */
   cua_runtime_synchronize(g->rt);
   cua_runtime_stats(g->rt, &s0);
-  if (g->mode != BENCH_SUBMIT_WHOLE) {
+  if (g->mode == BENCH_SUBMIT_TASK || g->mode == BENCH_SUBMIT_LEVEL) {
     if (run_split(g, ns, err, len) != 0)
       return -1;
   } else {
     uint64_t t0 = bench_now_ns();
-    rc = cua_submit(&fut, g->rt, g->root, NULL);
+    if (g->graph != NULL)
+      rc = cua_graph_launch(&fut, g->graph);
+    else
+      rc = cua_submit(&fut, g->rt, g->root, NULL);
     if (rc)
-      return fail(err, len, g->rt, "cua_submit", rc);
+      return fail(err, len, g->rt,
+                  g->graph != NULL ? "cua_graph_launch" : "cua_submit", rc);
     rc = cua_future_wait(fut);
     uint64_t t1 = bench_now_ns();
     if (rc) {

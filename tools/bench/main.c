@@ -9,7 +9,7 @@
  * backend runs it: one warm-up run, then --repeat timed runs, of which the
  * median is reported. Derived metrics compare each row with the fastest
  * baseline of its backend. Contenders run each DAG once per submission
- * mode of --submit (whole, task, level: cuasync_run.c). See
+ * mode of --submit (whole, task, level, graph: cuasync_run.c). See
  * cuasync-bench(1) for every definition.
  */
 #include "config.h"
@@ -145,7 +145,9 @@ static void usage(FILE *out) {
           "(one\n"
           "                        submission, default), task (one per "
           "task),\n"
-          "                        level (one per level), or a "
+          "                        level (one per level), graph "
+          "(captured once,\n"
+          "                        launched per run), or a "
           "comma-separated\n"
           "                        list (a row per mode)\n"
           "  -q, --quick           small sizes: the default run in seconds\n"
@@ -453,6 +455,8 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {
+      if (s->kind == S_RAW_GRAPH)
+        m->build_ns_per_op = (double)bench_raw_build_ns(raw) / (double)dag->n;
       m->events_per_kop = 1000.0 * (double)s->plan->nrecords / dag->n;
       m->waits_per_kop = 1000.0 * (double)s->plan->nwaits / dag->n;
     }
@@ -1243,7 +1247,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
     case 'u':
       if (parse_submit(&o, optarg))
         return free(o.workloads),
-               usage_error("--submit wants whole, task or level, or a "
+               usage_error("--submit wants whole, task, level or graph, or a "
                            "comma-separated list of them, each once, not "
                            "'%s'",
                            optarg);

@@ -36,6 +36,7 @@
 
 struct bench_raw {
   int mode;
+  uint64_t build_ns; /* graph: capture and instantiation */
   const bench_dag *dag;
   const bench_plan *plan;
   int ndev;              /* devices used */
@@ -274,7 +275,19 @@ int capture(bench_raw *r, char *err, size_t len) {
             err, len);
 }
 
+/* capture(), timed: what a graph costs to make, per node. */
+int timed_capture(bench_raw *r, char *err, size_t len) {
+  uint64_t t0 = bench_now_ns();
+  int rc = capture(r, err, len);
+  r->build_ns = bench_now_ns() - t0;
+  return rc;
+}
+
 } // namespace
+
+extern "C" uint64_t bench_raw_build_ns(const bench_raw *r) {
+  return r->build_ns;
+}
 
 extern "C" int bench_raw_available(char *why, size_t len) {
   int n = 0;
@@ -378,7 +391,7 @@ extern "C" int bench_raw_open(bench_raw **out, const bench_dag *dag,
   }
   if (make_streams(r, err, len) || make_memory(r, err, len) ||
       (mode != BENCH_RAW_SERIAL && make_events(r, err, len)) ||
-      (mode == BENCH_RAW_GRAPH && capture(r, err, len)) ||
+      (mode == BENCH_RAW_GRAPH && timed_capture(r, err, len)) ||
       sync_devices(r->ndev, err, len)) {
     bench_raw_close(r);
     return -1;

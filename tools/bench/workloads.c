@@ -25,6 +25,8 @@ const char *bench_submit_name(int mode) {
     return "task";
   case BENCH_SUBMIT_LEVEL:
     return "level";
+  case BENCH_SUBMIT_GRAPH:
+    return "graph";
   default:
     return "whole";
   }
