@@ -2036,6 +2036,120 @@ static int cuda_module_function(void *state, cua_backend_module *m,
   return 0;
 }
 
+/* ----------------------------------------------------------------- graphs */
+
+/* A captured schedule: the CUDA graph (kept for updates) and its
+ * executable form. */
+struct cua_backend_graph {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  int device; /* of the stream it was captured on */
+};
+
+static int cuda_capture_begin(void *state, cua_backend_stream *s,
+                              cua_backend_err *err) {
+  backend *be = state;
+  if (is_lost(be, s->device))
+    return lost_err(be, s->device, err);
+  cudaError_t e = use_device(be, s->device);
+  /* Relaxed: the core's other threads keep allocating and launching on
+   * other streams meanwhile; nothing else touches the graph's streams. */
+  if (e == cudaSuccess)
+    e = cudaStreamBeginCapture(s->native, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
+                     "beginning a stream capture on CUDA device %d",
+                     be->dev[s->device].ordinal);
+  return 0;
+}
+
+static int cuda_capture_end(void *state, cua_backend_stream *s,
+                            cua_backend_graph *into, cua_backend_graph **out,
+                            cua_backend_err *err) {
+  backend *be = state;
+  *out = NULL;
+  cudaGraph_t gr = NULL;
+  cudaError_t e = use_device(be, s->device);
+  if (e == cudaSuccess)
+    e = cudaStreamEndCapture(s->native, &gr);
+  if (e != cudaSuccess) {
+    if (gr != NULL)
+      cudaGraphDestroy(gr);
+    (void)cudaGetLastError();
+    return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
+                     "ending a stream capture on CUDA device %d",
+                     be->dev[s->device].ordinal);
+  }
+  if (into != NULL) {
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    e = cudaGraphExecUpdate(into->exec, gr, &info);
+    if (e != cudaSuccess) {
+      cudaGraphDestroy(gr);
+      (void)cudaGetLastError();
+      set_err(err,
+              "cudaGraphExecUpdate: %s (result %d): the captured graph's "
+              "structure changed",
+              cudaGetErrorString(e), (int)info.result);
+      return CUA_ERR_STRUCTURE;
+    }
+    cudaGraphDestroy(into->graph);
+    into->graph = gr;
+    *out = into;
+    return 0;
+  }
+  cua_backend_graph *g = calloc(1, sizeof *g);
+  if (g == NULL) {
+    cudaGraphDestroy(gr);
+    set_err(err, "out of memory");
+    return CUA_ERR_NOMEM;
+  }
+  g->graph = gr;
+  g->device = s->device;
+  e = cudaGraphInstantiateWithFlags(&g->exec, gr, 0);
+  if (e == cudaSuccess)
+    e = cudaGraphUpload(g->exec, s->native);
+  if (e != cudaSuccess) {
+    if (g->exec != NULL)
+      cudaGraphExecDestroy(g->exec);
+    cudaGraphDestroy(gr);
+    free(g);
+    int code = e == cudaErrorMemoryAllocation ? CUA_ERR_DEVICE_OOM
+                                               : CUA_ERR_BACKEND;
+    return cuda_fail(be, s->device, err, code, e,
+                     "instantiating a graph on CUDA device %d",
+                     be->dev[s->device].ordinal);
+  }
+  *out = g;
+  return 0;
+}
+
+static int cuda_graph_launch(void *state, cua_backend_graph *g,
+                             cua_backend_stream *s, cua_backend_err *err) {
+  backend *be = state;
+  if (is_lost(be, s->device))
+    return lost_err(be, s->device, err);
+  cudaError_t e = use_device(be, s->device);
+  if (e == cudaSuccess)
+    e = cudaGraphLaunch(g->exec, s->native);
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                     "launching a graph on CUDA device %d",
+                     be->dev[s->device].ordinal);
+  return 0;
+}
+
+static void cuda_graph_destroy(void *state, cua_backend_graph *g) {
+  backend *be = state;
+  if (g == NULL)
+    return;
+  if (use_device(be, g->device) == cudaSuccess) {
+    cudaGraphExecDestroy(g->exec);
+    cudaGraphDestroy(g->graph);
+  }
+  free(g);
+}
+
 /* ------------------------------------------------------------- descriptor */
 
 CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
@@ -2078,4 +2192,8 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .priority = 200,
     .native_record = cuda_native_record,
     .native_wait = cuda_native_wait,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };
