@@ -163,7 +163,12 @@ static void run_policy(const char *policy, const char *extra, int devices) {
   }
   int n = graphs_per_policy();
   size_t streams = 0, waits = 0;
+  int progress = getenv("CUASYNC_TEST_PROGRESS") != NULL;
   for (int dag = 0; dag < n; dag++) {
+    if (progress) {
+      printf("graph: %s: %d\n", policy, dag);
+      fflush(stdout);
+    }
     nrops = 0;
     cua_op *root = random_dag(1 + (int)rnd(12));
     cua_graph *g = NULL;
