@@ -71,19 +71,17 @@ static const char *why_not(cua_op_kind k) {
   }
 }
 
-
 static int check_nodes(const cua__sub *sub, char *msg, size_t len) {
   for (size_t i = 0; i < sub->nnodes; i++) {
     const cua__node *n = sub->nodes[i];
     cua_op_kind k = n->kind;
-    if (n->sub_id == sub->id &&
-        (capturable(k) || k == CUA_OP_ZIP || k == CUA_OP_UNZIP ||
-         k == CUA_OP_THEN))
+    if (n->sub_id == sub->id && (capturable(k) || k == CUA_OP_ZIP ||
+                                 k == CUA_OP_UNZIP || k == CUA_OP_THEN))
       continue;
     if (n->sub_id != sub->id)
       k = CUA_OP_SHARED; /* an earlier submission's run of a shared op */
-    snprintf(msg, len, "op '%s' (%s) cannot be captured: %s",
-             cua__node_name(n), cua_op_kind_name(k), why_not(k));
+    snprintf(msg, len, "op '%s' (%s) cannot be captured: %s", cua__node_name(n),
+             cua_op_kind_name(k), why_not(k));
     return CUA_ERR_CAPTURE;
   }
   return 0;
@@ -217,7 +215,8 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
   s->load.ops_total++;
   n->est_cost = cua__models_attach(rt, n);
   s->load.est_busy_ns += n->est_cost;
-  uint64_t start = now > s->load.expected_end_ns ? now : s->load.expected_end_ns;
+  uint64_t start =
+      now > s->load.expected_end_ns ? now : s->load.expected_end_ns;
   for (size_t i = 0; i < info->ninputs; i++)
     if (info->inputs[i].expected_end_ns > start)
       start = info->inputs[i].expected_end_ns;
@@ -335,7 +334,7 @@ static void unplace(capture *c) {
 static int record_schedule(capture *c, cua_graph *g) {
   size_t n = c->ndev;
   size_t *chain_of = cua__calloc(n + 1, sizeof *chain_of);
-  size_t *pos = cua__calloc(n + 1, sizeof *pos);  /* in its chain */
+  size_t *pos = cua__calloc(n + 1, sizeof *pos);   /* in its chain */
   size_t *gidx = cua__calloc(n + 1, sizeof *gidx); /* in g->ops */
   size_t *chain_len = NULL;
   long *covered = NULL;
@@ -440,12 +439,11 @@ static int allocate_buffers(cua_runtime *rt, cua_graph *g, int *later,
       }
       cua_backend_err err = {{0}};
       void *ptr = NULL;
-      int rc =
-          rt->be->mem_alloc(rt->bst, root->device, NULL, root->bytes, &ptr, &err);
+      int rc = rt->be->mem_alloc(rt->bst, root->device, NULL, root->bytes, &ptr,
+                                 &err);
       if (rc != 0) {
-        snprintf(msg, len, "allocating %zu bytes on device %d: %s",
-                 root->bytes, root->device,
-                 err.msg[0] ? err.msg : cua_strerror(rc));
+        snprintf(msg, len, "allocating %zu bytes on device %d: %s", root->bytes,
+                 root->device, err.msg[0] ? err.msg : cua_strerror(rc));
         return rc;
       }
       __atomic_store_n(&root->ptr, ptr, __ATOMIC_RELEASE);
@@ -471,16 +469,19 @@ static int make_index(cua_graph *g) {
   return 0;
 }
 
-/* Streams and events of the graph's own. With no lock held. */
+/* Streams and events of the graph's own (a backend with graphs captures
+ * on the runtime's capture streams instead: no stream of its own). With no
+ * lock held. */
 static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
   cua_backend_err err = {{0}};
   int rc = 0;
-  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++) {
+  for (size_t ch = 0; ch < g->nchains && rc == 0 && !g->native; ch++) {
     rc = rt->be->stream_create(rt->bst, g->chains[ch].pl.device,
                                &g->chains[ch].bs, &err);
     if (rc)
       snprintf(msg, len, "creating a stream of the graph on device %d: %s",
-               g->chains[ch].pl.device, err.msg[0] ? err.msg : cua_strerror(rc));
+               g->chains[ch].pl.device,
+               err.msg[0] ? err.msg : cua_strerror(rc));
   }
   for (size_t e = 0; e < g->nevents && rc == 0; e++) {
     rc = rt->be->event_create(rt->bst, g->event_dev[e], &g->events[e], &err);
@@ -534,8 +535,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   if (rt->stopping) {
     pthread_mutex_unlock(&rt->lock);
     cua__graph_release(g);
-    return cua__fail(rt, CUA_ERR_CANCELED,
-                     "cua_graph_create: runtime closing");
+    return cua__fail(rt, CUA_ERR_CANCELED, "cua_graph_create: runtime closing");
   }
   cua__sub *sub = cua__sub_new(rt);
   if (sub == NULL) {
@@ -607,6 +607,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     rc = event_devices(g);
   if (rc == 0)
     rc = make_index(g);
+  g->native = cua__backend_has_graphs(rt);
   if (rc == 0)
     rc = make_backend(rt, g, msg, sizeof msg);
   if (rc == 0) {
@@ -622,7 +623,6 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     g->cur->n = g->nops;
     for (size_t k = 0; k < g->nops; k++)
       g->cur->ops[k] = cua_op_retain(g->ops[k].key);
-    g->native = cua__backend_has_graphs(rt);
     if (g->native && !later)
       rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
   }

@@ -47,9 +47,9 @@ typedef struct cua__gparams {
 } cua__gparams;
 
 struct cua_graph {
-  atomic_int refs;  /* the user's handle, each launch op */
-  cua_runtime *rt;  /* held (cua__runtime_hold()) */
-  cua__gop *ops;    /* in placement order */
+  atomic_int refs; /* the user's handle, each launch op */
+  cua_runtime *rt; /* held (cua__runtime_hold()) */
+  cua__gop *ops;   /* in placement order */
   size_t nops;
   size_t *wait_store; /* every op's waits, one allocation */
   cua__gchain *chains;
@@ -63,9 +63,9 @@ struct cua_graph {
   size_t *index;
   size_t index_cap;
   pthread_mutex_t mu;
-  cua__gparams *cur;  /* what the next launch runs */
-  cua_op *launch_op;  /* a GRAPH op for cur, made by the next launch */
-  int native;         /* the backend has graphs */
+  cua__gparams *cur; /* what the next launch runs */
+  cua_op *launch_op; /* a GRAPH op for cur, made by the next launch */
+  int native;        /* the backend has graphs */
   cua_backend_graph *bg;
   uint64_t bg_version; /* the parameters' version bg was captured with */
   atomic_uint_fast64_t launches, updates, captures;

@@ -636,6 +636,13 @@ struct cua_runtime {
   cua__pool edge_pool;  /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
   cua__pool input_pool; /* ops' input arrays of CUA__INPUT_BLOCK (op.c) */
   struct cua_graph *graphs; /* alive (capture.c), under reg_lock */
+  /* Backends with graphs: the streams captures run on, per device, shared
+   * by every graph (replay.c); capture_mu guards them and is held for the
+   * whole of a capture, so captures run one at a time. A leaf lock. */
+  pthread_mutex_t capture_mu;
+  cua_backend_stream **cap_streams; /* cap_dev[i] is the device of [i] */
+  int *cap_dev;
+  size_t ncap, capcap;
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks
@@ -810,6 +817,8 @@ int cua__in_user_code(void);
 
 /* capture.c, replay.c: graphs (see graphs.h). */
 void cua__graphs_detach(cua_runtime *rt);
+/* Destroys the capture streams (runtime_free()). */
+void cua__capture_streams_free(cua_runtime *rt);
 /* Applies one launch of a graph: node @p n of kind GRAPH, on its stream. */
 int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
 /* The graph op @p op dies: drops its graph and parameters. */

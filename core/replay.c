@@ -52,9 +52,8 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   for (size_t k = 0; k < g->nops; k++) {
     const cua__gop *o = &g->ops[k];
     cua__gchain *ch = &g->chains[o->chain];
-    cua_backend_stream *s = o->chain == 0 && g->chains[0].bs == anchor
-                                ? anchor
-                                : ch->bs;
+    cua_backend_stream *s =
+        o->chain == 0 && g->chains[0].bs == anchor ? anchor : ch->bs;
     for (size_t w = 0; w < o->nwaits && rc == 0; w++)
       rc = be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
     if (rc != 0) {
@@ -94,38 +93,89 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   return rc;
 }
 
+/* Lends the graph's chains the runtime's capture streams: the k-th chain
+ * on a device gets that device's k-th. Under rt->capture_mu. */
+static int lend_streams(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
+  for (size_t ch = 0; ch < g->nchains; ch++) {
+    int dev = g->chains[ch].pl.device;
+    size_t nth = 0;
+    for (size_t c = 0; c < ch; c++)
+      nth += g->chains[c].pl.device == dev;
+    cua_backend_stream *bs = NULL;
+    for (size_t i = 0; i < rt->ncap && bs == NULL; i++)
+      if (rt->cap_dev[i] == dev && nth-- == 0)
+        bs = rt->cap_streams[i];
+    if (bs == NULL) {
+      cua_backend_err err = {{0}};
+      if (cua__grow(&rt->cap_streams, &rt->capcap, rt->ncap + 1,
+                    sizeof *rt->cap_streams) != 0)
+        return CUA_ERR_NOMEM;
+      size_t cap = rt->ncap;
+      if (cua__grow(&rt->cap_dev, &cap, rt->ncap + 1, sizeof *rt->cap_dev) != 0)
+        return CUA_ERR_NOMEM;
+      int rc = rt->be->stream_create(rt->bst, dev, &bs, &err);
+      if (rc != 0) {
+        snprintf(msg, len, "creating a capture stream on device %d: %s", dev,
+                 err.msg[0] ? err.msg : cua_strerror(rc));
+        return rc;
+      }
+      rt->cap_streams[rt->ncap] = bs;
+      rt->cap_dev[rt->ncap] = dev;
+      rt->ncap++;
+    }
+    g->chains[ch].bs = bs;
+  }
+  return 0;
+}
+
+void cua__capture_streams_free(cua_runtime *rt) {
+  for (size_t i = 0; i < rt->ncap; i++)
+    rt->be->stream_destroy(rt->bst, rt->cap_streams[i]);
+  free(rt->cap_streams);
+  free(rt->cap_dev);
+  rt->cap_streams = NULL;
+  rt->cap_dev = NULL;
+  rt->ncap = rt->capcap = 0;
+}
+
 int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
                        char *msg, size_t len) {
   const cua_backend_descriptor *be = rt->be;
-  cua_backend_stream *s = g->chains[0].bs;
+  pthread_mutex_lock(&rt->capture_mu);
+  int rc = lend_streams(rt, g, msg, len);
+  if (rc == CUA_ERR_NOMEM)
+    snprintf(msg, len, "out of host memory");
+  cua_backend_stream *s = rc == 0 ? g->chains[0].bs : NULL;
   cua_backend_err err = {{0}};
-  int rc = be->capture_begin(rt->bst, s, &err);
-  if (rc != 0) {
+  if (rc == 0 && (rc = be->capture_begin(rt->bst, s, &err)) != 0)
     snprintf(msg, len, "starting a capture: %s",
              err.msg[0] ? err.msg : cua_strerror(rc));
-    return rc;
+  if (rc == 0) {
+    char emsg[CUA__ERRLEN];
+    emsg[0] = '\0';
+    int erc = cua__graph_enqueue(rt, g, gp, s, emsg, sizeof emsg);
+    cua_backend_graph *out = NULL;
+    rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
+    if (erc != 0) {
+      if (rc == 0 && g->bg == NULL && out != NULL)
+        be->graph_destroy(rt->bst, out);
+      snprintf(msg, len, "capturing: %s", emsg);
+      rc = erc;
+    } else if (rc != 0) {
+      snprintf(msg, len, "%s the backend graph: %s",
+               g->bg != NULL ? "updating" : "making",
+               err.msg[0] ? err.msg : cua_strerror(rc));
+    } else {
+      g->bg = out;
+      g->bg_version = gp->version;
+      atomic_fetch_add(&g->captures, 1);
+    }
   }
-  char emsg[CUA__ERRLEN];
-  emsg[0] = '\0';
-  int erc = cua__graph_enqueue(rt, g, gp, s, emsg, sizeof emsg);
-  cua_backend_graph *out = NULL;
-  rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
-  if (erc != 0) {
-    if (rc == 0 && g->bg == NULL && out != NULL)
-      be->graph_destroy(rt->bst, out);
-    snprintf(msg, len, "capturing: %s", emsg);
-    return erc;
-  }
-  if (rc != 0) {
-    snprintf(msg, len, "%s the backend graph: %s",
-             g->bg != NULL ? "updating" : "making",
-             err.msg[0] ? err.msg : cua_strerror(rc));
-    return rc;
-  }
-  g->bg = out;
-  g->bg_version = gp->version;
-  atomic_fetch_add(&g->captures, 1);
-  return 0;
+  /* The streams go back: nothing of the graph runs on them. */
+  for (size_t ch = 0; ch < g->nchains; ch++)
+    g->chains[ch].bs = NULL;
+  pthread_mutex_unlock(&rt->capture_mu);
+  return rc;
 }
 
 /* --------------------------------------------------------------- replay */
@@ -331,9 +381,8 @@ static int same_structure(const cua_op *o, const cua_op *r, char *msg,
     return 0;
   }
   if (r->nacc != o->nacc) {
-    snprintf(msg, len,
-             "the replacement uses %zu buffers, the captured op %zu", r->nacc,
-             o->nacc);
+    snprintf(msg, len, "the replacement uses %zu buffers, the captured op %zu",
+             r->nacc, o->nacc);
     return 0;
   }
   for (size_t a = 0; a < o->nacc; a++) {
@@ -344,8 +393,8 @@ static int same_structure(const cua_op *o, const cua_op *r, char *msg,
                "buffer %zu: the replacement's is %zu bytes on device %d "
                "(mode %d), the captured op's %zu bytes on device %d (mode "
                "%d)",
-               a, y->bytes, y->device, (int)r->acc[a].mode, x->bytes,
-               x->device, (int)o->acc[a].mode);
+               a, y->bytes, y->device, (int)r->acc[a].mode, x->bytes, x->device,
+               (int)o->acc[a].mode);
       return 0;
     }
   }

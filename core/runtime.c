@@ -257,6 +257,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->reg_lock, NULL);
+  pthread_mutex_init(&rt->capture_mu, NULL);
   pthread_mutex_init(&rt->exec_mu, NULL);
   pthread_cond_init(&rt->exec_cv, NULL);
   atomic_init(&rt->closed, 0);
@@ -341,6 +342,7 @@ static void runtime_free(cua_runtime *rt) {
   atomic_store(&rt->closed, 1);
   if (rt->be != NULL) {
     cua__graphs_detach(rt);
+    cua__capture_streams_free(rt);
     cua__buffers_detach(rt);
     cua__modules_detach(rt);
   }
@@ -379,6 +381,7 @@ static void runtime_free(cua_runtime *rt) {
   free(rt->inputs);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
+  pthread_mutex_destroy(&rt->capture_mu);
   pthread_mutex_destroy(&rt->exec_mu);
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);

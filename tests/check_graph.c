@@ -284,7 +284,8 @@ static cua_graph *axpy_graph(cua_buffer *y, cua_buffer *x, cua_op **key) {
   cua_op *op;
   ck_assert_int_eq(cua_op_axpy(&op, y, 1.0f, x), 0);
   cua_graph *g;
-  ck_assert_msg(cua_graph_create(&g, rt, op, NULL) == 0, "%s", cua_runtime_error(rt));
+  ck_assert_msg(cua_graph_create(&g, rt, op, NULL) == 0, "%s",
+                cua_runtime_error(rt));
   if (key != NULL)
     *key = op;
   else

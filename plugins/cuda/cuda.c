@@ -2114,8 +2114,8 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
       cudaGraphExecDestroy(g->exec);
     cudaGraphDestroy(gr);
     free(g);
-    int code = e == cudaErrorMemoryAllocation ? CUA_ERR_DEVICE_OOM
-                                               : CUA_ERR_BACKEND;
+    int code =
+        e == cudaErrorMemoryAllocation ? CUA_ERR_DEVICE_OOM : CUA_ERR_BACKEND;
     return cuda_fail(be, s->device, err, code, e,
                      "instantiating a graph on CUDA device %d",
                      be->dev[s->device].ordinal);
