@@ -231,15 +231,19 @@ void cua__graph_release(cua_graph *g) {
   if (g == NULL || atomic_fetch_sub(&g->refs, 1) != 1)
     return;
   cua_runtime *rt = g->rt;
-  pthread_mutex_lock(&rt->reg_lock);
+  /* A dead graph was unlinked when its runtime closed (whose locks are
+   * gone since). */
   int dead = g->dead;
-  if (g->reg_prev != NULL)
-    g->reg_prev->reg_next = g->reg_next;
-  else if (rt->graphs == g)
-    rt->graphs = g->reg_next;
-  if (g->reg_next != NULL)
-    g->reg_next->reg_prev = g->reg_prev;
-  pthread_mutex_unlock(&rt->reg_lock);
+  if (!dead) {
+    pthread_mutex_lock(&rt->reg_lock);
+    if (g->reg_prev != NULL)
+      g->reg_prev->reg_next = g->reg_next;
+    else if (rt->graphs == g)
+      rt->graphs = g->reg_next;
+    if (g->reg_next != NULL)
+      g->reg_next->reg_prev = g->reg_prev;
+    pthread_mutex_unlock(&rt->reg_lock);
+  }
   /* Every launch has completed (each held the graph): nothing of it is in
    * flight on its streams. */
   if (!dead)
@@ -269,10 +273,13 @@ void cua__graph_op_gone(cua_op *op) {
  * destroyed. */
 void cua__graphs_detach(cua_runtime *rt) {
   pthread_mutex_lock(&rt->reg_lock);
-  for (cua_graph *g = rt->graphs; g != NULL; g = g->reg_next) {
+  for (cua_graph *g = rt->graphs, *next; g != NULL; g = next) {
+    next = g->reg_next;
     cua__graph_free_backend(rt, g);
     g->dead = 1;
+    g->reg_prev = g->reg_next = NULL;
   }
+  rt->graphs = NULL;
   pthread_mutex_unlock(&rt->reg_lock);
 }
 

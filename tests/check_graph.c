@@ -14,8 +14,12 @@
  */
 #include "helpers.h"
 
+#include <dirent.h>
+#include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #define NBUF 4
 #define ELEMS 64
@@ -600,10 +604,48 @@ START_TEST(lifetimes) {
 }
 END_TEST
 
+/* $CUASYNC_TEST_WATCHDOG=S: a test still running after S seconds prints
+ * every thread's stack (for a hang seen on a machine with no debugger). */
+static void print_stack(int sig) {
+  (void)sig;
+  void *pc[32];
+  int n = backtrace(pc, 32);
+  char head[64];
+  int len = snprintf(head, sizeof head, "--- thread %ld\n",
+                     (long)syscall(SYS_gettid));
+  if (write(2, head, (size_t)len) < 0)
+    return;
+  backtrace_symbols_fd(pc, n, 2);
+}
+
+static void *watchdog(void *arg) {
+  sleep((unsigned)(uintptr_t)arg);
+  signal(SIGUSR1, print_stack);
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  while (d != NULL && (e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') {
+      syscall(SYS_tgkill, getpid(), atoi(e->d_name), SIGUSR1);
+      usleep(200000);
+    }
+  if (d != NULL)
+    closedir(d);
+  return NULL;
+}
+
+static void arm_watchdog(void) {
+  const char *e = getenv("CUASYNC_TEST_WATCHDOG");
+  pthread_t t;
+  if (e != NULL && atoi(e) > 0 &&
+      pthread_create(&t, NULL, watchdog, (void *)(uintptr_t)atoi(e)) == 0)
+    pthread_detach(t);
+}
+
 static Suite *suite(void) {
   Suite *s = suite_create("graph");
   TCase *tc = tcase_create("property");
   tcase_set_timeout(tc, 900);
+  tcase_add_checked_fixture(tc, arm_watchdog, NULL);
   tcase_add_test(tc, round_robin_matches_sequential);
   tcase_add_test(tc, scatter_two_devices_matches_sequential);
   tcase_add_test(tc, least_loaded_matches_sequential);
@@ -613,6 +655,7 @@ static Suite *suite(void) {
   suite_add_tcase(s, tc);
   TCase *tsem = tcase_create("semantics");
   tcase_set_timeout(tsem, 300);
+  tcase_add_checked_fixture(tsem, arm_watchdog, NULL);
   tcase_add_test(tsem, replays_accumulate);
   tcase_add_test(tsem, interleaved_with_submissions);
   tcase_add_test(tsem, four_threads_launch_one_graph);
