@@ -22,6 +22,12 @@ dist_customexample_DATA = \
 	%reldir%/examples/custom-policy/random-policy.c \
 	%reldir%/examples/custom-policy/random.ini
 
+graphexampledir = $(docdir)/examples/graph
+dist_graphexample_DATA = \
+	%reldir%/examples/graph/Makefile \
+	%reldir%/examples/graph/README.md \
+	%reldir%/examples/graph/graph.c
+
 pipelineexampledir = $(docdir)/examples/pipeline
 dist_pipelineexample_DATA = \
 	%reldir%/examples/pipeline/Makefile \

@@ -35,6 +35,7 @@ UNIT_TESTS = \
 	tests/check_ordering \
 	tests/check_random_dag \
 	tests/check_graph \
+	tests/example_graph \
 	tests/check_futures \
 	tests/check_conformance \
 	tests/check_sched \
@@ -119,6 +120,10 @@ tests_check_ops_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_ordering_SOURCES = tests/check_ordering.c tests/helpers.h
 tests_check_ordering_CFLAGS = $(TEST_CFLAGS)
 tests_check_ordering_LDADD = $(PUBLIC_TEST_LIBS)
+# The graph example (doc/examples/graph), built and run as a test: its
+# output is checked by the program itself.
+tests_example_graph_SOURCES = doc/examples/graph/graph.c
+tests_example_graph_LDADD = $(PUBLIC_TEST_LIBS)
 tests_check_graph_SOURCES = tests/check_graph.c tests/helpers.h
 tests_check_graph_CFLAGS = $(TEST_CFLAGS)
 tests_check_graph_LDADD = $(PUBLIC_TEST_LIBS) -lpthread
