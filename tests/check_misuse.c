@@ -25,6 +25,7 @@ static cua_future *fut;
 static cua_op *c_op, *c_frozen, *c_zip;
 static cua_buffer *c_buf, *c_tile;
 static cua_future *c_fut;
+static cua_graph *c_graph;
 
 static int host_fn(void *arg, void **result) {
   (void)arg;
@@ -64,10 +65,12 @@ static void setup(void) {
   cua_op *two[2] = {c_op, c_frozen};
   ck_assert_int_eq(cua_op_zip(&c_zip, two, 2), 0);
   ck_assert_int_eq(cua_submit(&c_fut, crt, c_op, NULL), 0);
+  ck_assert_int_eq(cua_graph_create(&c_graph, crt, c_frozen, NULL), 0);
   cua_runtime_destroy(crt);
 }
 
 static void teardown(void) {
+  cua_graph_destroy(c_graph);
   cua_future_destroy(c_fut);
   cua_op_destroy(c_zip);
   cua_op_destroy(c_frozen);
@@ -582,6 +585,46 @@ static int r_future_destroy_closed(void) {
   return 0;
 }
 
+static int r_graph_create_null(void) {
+  return cua_graph_create(NULL, rt, op, NULL);
+}
+static int r_graph_create_closed(void) {
+  cua_graph *g = (cua_graph *)1;
+  int rc = cua_graph_create(&g, rt, c_frozen, NULL);
+  return g == NULL ? rc : 1;
+}
+static int r_graph_launch_null(void) {
+  return cua_graph_launch(NULL, c_graph);
+}
+static int r_graph_launch_closed(void) {
+  cua_future *f = (cua_future *)1;
+  int rc = cua_graph_launch(&f, c_graph);
+  return f == NULL ? rc : 1;
+}
+static int r_graph_update_null(void) {
+  return cua_graph_update(NULL, c_frozen, c_frozen);
+}
+static int r_graph_update_closed(void) {
+  return cua_graph_update(c_graph, c_frozen, c_frozen);
+}
+static int r_graph_info_null(void) {
+  return cua_graph_get_info(c_graph, NULL);
+}
+static int r_graph_info_closed(void) {
+  cua_graph_info info = {.size = sizeof info};
+  int rc = cua_graph_get_info(c_graph, &info);
+  return rc ? rc : info.ops == 1 ? 0 : 1;
+}
+static int r_graph_destroy_null(void) {
+  cua_graph_destroy(NULL);
+  return 0;
+}
+static int r_graph_destroy_closed(void) {
+  cua_graph_destroy(c_graph);
+  c_graph = NULL;
+  return 0;
+}
+
 /* --------------------------------------------------------------- table */
 
 typedef struct row {
@@ -868,6 +911,24 @@ static const row rows[] = {
     R("cua_future_error", "runtime closed", r_future_error_closed, 0, NULL),
     R("cua_future_destroy", "fut NULL", r_future_destroy_null, 0, NULL),
     R("cua_future_destroy", "runtime closed", r_future_destroy_closed, 0, NULL),
+    /* graphs */
+    R("cua_graph_create", "g NULL", r_graph_create_null, INVAL,
+      "cua_graph_create: NULL argument"),
+    R("cua_graph_create", "op of a closed runtime", r_graph_create_closed,
+      CLOSED, "cua_graph_create: the op's runtime is closed"),
+    R("cua_graph_launch", "fut NULL", r_graph_launch_null, INVAL,
+      "cua_graph_launch: NULL argument"),
+    R("cua_graph_launch", "runtime closed", r_graph_launch_closed, CLOSED,
+      "cua_graph_launch: the graph's runtime is closing or closed"),
+    R("cua_graph_update", "g NULL", r_graph_update_null, INVAL,
+      "cua_graph_update: NULL argument"),
+    R("cua_graph_update", "runtime closed", r_graph_update_closed, CLOSED,
+      "cua_graph_update: the graph's runtime is closing or closed"),
+    R("cua_graph_get_info", "info NULL", r_graph_info_null, INVAL,
+      "cua_graph_get_info: NULL argument"),
+    R("cua_graph_get_info", "runtime closed", r_graph_info_closed, 0, NULL),
+    R("cua_graph_destroy", "g NULL", r_graph_destroy_null, 0, NULL),
+    R("cua_graph_destroy", "runtime closed", r_graph_destroy_closed, 0, NULL),
 };
 
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
