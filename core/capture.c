@@ -521,6 +521,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   if (op->rt != rt)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_graph_create: the op belongs to another runtime");
+  cua__graphs_reap(rt);
   cua_graph *g = cua__calloc(1, sizeof *g);
   if (g == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -534,12 +535,14 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   pthread_mutex_lock(&rt->lock);
   if (rt->stopping) {
     pthread_mutex_unlock(&rt->lock);
+    g->dead = 1;
     cua__graph_release(g);
     return cua__fail(rt, CUA_ERR_CANCELED, "cua_graph_create: runtime closing");
   }
   cua__sub *sub = cua__sub_new(rt);
   if (sub == NULL) {
     pthread_mutex_unlock(&rt->lock);
+    g->dead = 1;
     cua__graph_release(g);
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
@@ -628,6 +631,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   }
   if (rc != 0) {
     cua__graph_free_backend(rt, g);
+    g->dead = 1; /* never registered, nothing of the backend left */
     cua__graph_release(g);
     if (rc == CUA_ERR_NOMEM && msg[0] == '\0')
       snprintf(msg, sizeof msg, "out of host memory");

@@ -349,6 +349,7 @@ void *cua__completion_thread(void *arg) {
         s->nnodes = 0;
         cua__sub_release(s);
       }
+      cua__graphs_reap(rt); /* graphs whose last launch ended just now */
       pthread_mutex_lock(&rt->lock);
     }
     if (rt->stopping && rt->nsubs == 0 && !pending_device_work(rt))

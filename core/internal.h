@@ -636,6 +636,9 @@ struct cua_runtime {
   cua__pool edge_pool;  /* nodes' edge arrays of CUA__EDGE_BLOCK (graph.c) */
   cua__pool input_pool; /* ops' input arrays of CUA__INPUT_BLOCK (op.c) */
   struct cua_graph *graphs; /* alive (capture.c), under reg_lock */
+  /* Graphs whose last launch completed, to be freed with no core lock held
+   * (replay.c, cua__graphs_reap()); under reg_lock. */
+  struct cua_graph *_Atomic graph_reap;
   /* Backends with graphs: the streams captures run on, per device, shared
    * by every graph (replay.c); capture_mu guards them and is held for the
    * whole of a capture, so captures run one at a time. A leaf lock. */
@@ -817,6 +820,9 @@ int cua__in_user_code(void);
 
 /* capture.c, replay.c: graphs (see graphs.h). */
 void cua__graphs_detach(cua_runtime *rt);
+/* Frees the graphs released since the last call (their backend objects
+ * too). Called with no core lock held. */
+void cua__graphs_reap(cua_runtime *rt);
 /* Destroys the capture streams (runtime_free()). */
 void cua__capture_streams_free(cua_runtime *rt);
 /* Applies one launch of a graph: node @p n of kind GRAPH, on its stream. */

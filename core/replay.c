@@ -227,27 +227,9 @@ void cua__graph_free_backend(cua_runtime *rt, cua_graph *g) {
   }
 }
 
-void cua__graph_release(cua_graph *g) {
-  if (g == NULL || atomic_fetch_sub(&g->refs, 1) != 1)
-    return;
+/* Frees @p g's memory (its backend objects are gone). */
+static void graph_free(cua_graph *g) {
   cua_runtime *rt = g->rt;
-  /* A dead graph was unlinked when its runtime closed (whose locks are
-   * gone since). */
-  int dead = g->dead;
-  if (!dead) {
-    pthread_mutex_lock(&rt->reg_lock);
-    if (g->reg_prev != NULL)
-      g->reg_prev->reg_next = g->reg_next;
-    else if (rt->graphs == g)
-      rt->graphs = g->reg_next;
-    if (g->reg_next != NULL)
-      g->reg_next->reg_prev = g->reg_prev;
-    pthread_mutex_unlock(&rt->reg_lock);
-  }
-  /* Every launch has completed (each held the graph): nothing of it is in
-   * flight on its streams. */
-  if (!dead)
-    cua__graph_free_backend(rt, g);
   cua__gparams_release(g->cur);
   cua_op_destroy(g->launch_op);
   for (size_t k = 0; k < g->nops; k++)
@@ -263,6 +245,47 @@ void cua__graph_release(cua_graph *g) {
   cua__runtime_release(rt);
 }
 
+/* The last reference may go while rt->lock is held (the node of the last
+ * launch drops its op there): the graph then waits in rt->graph_reap, and
+ * its backend objects are destroyed by the next cua__graphs_reap(), with
+ * no core lock held. A graph whose runtime closed has none left. */
+void cua__graph_release(cua_graph *g) {
+  if (g == NULL || atomic_fetch_sub(&g->refs, 1) != 1)
+    return;
+  if (g->dead) {
+    graph_free(g); /* unlinked when its runtime closed */
+    return;
+  }
+  cua_runtime *rt = g->rt;
+  pthread_mutex_lock(&rt->reg_lock);
+  if (g->reg_prev != NULL)
+    g->reg_prev->reg_next = g->reg_next;
+  else if (rt->graphs == g)
+    rt->graphs = g->reg_next;
+  if (g->reg_next != NULL)
+    g->reg_next->reg_prev = g->reg_prev;
+  g->reg_prev = NULL;
+  g->reg_next = atomic_load(&rt->graph_reap);
+  atomic_store(&rt->graph_reap, g);
+  pthread_mutex_unlock(&rt->reg_lock);
+}
+
+void cua__graphs_reap(cua_runtime *rt) {
+  if (atomic_load_explicit(&rt->graph_reap, memory_order_relaxed) == NULL)
+    return;
+  pthread_mutex_lock(&rt->reg_lock);
+  cua_graph *g = atomic_exchange(&rt->graph_reap, NULL);
+  pthread_mutex_unlock(&rt->reg_lock);
+  while (g != NULL) {
+    cua_graph *next = g->reg_next;
+    /* Every launch has completed (each held the graph): nothing of it is
+     * in flight. */
+    cua__graph_free_backend(rt, g);
+    graph_free(g);
+    g = next;
+  }
+}
+
 void cua__graph_op_gone(cua_op *op) {
   cua__gparams_release(op->gparams);
   cua__graph_release(op->graph);
@@ -272,6 +295,7 @@ void cua__graph_op_gone(cua_op *op) {
  * caller still holds lose their backend objects and can only be
  * destroyed. */
 void cua__graphs_detach(cua_runtime *rt) {
+  cua__graphs_reap(rt);
   pthread_mutex_lock(&rt->reg_lock);
   for (cua_graph *g = rt->graphs, *next; g != NULL; g = next) {
     next = g->reg_next;
@@ -349,6 +373,7 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_graph_launch: NULL argument");
   if (graph_dead(g, "cua_graph_launch"))
     return CUA_ERR_CANCELED;
+  cua__graphs_reap(g->rt);
   pthread_mutex_lock(&g->mu);
   int rc = 0;
   if (g->launch_op == NULL)
@@ -538,6 +563,10 @@ void cua_graph_destroy(cua_graph *g) {
   g->launch_op = NULL;
   pthread_mutex_unlock(&g->mu);
   /* The launch op holds the graph: dropping it first lets the graph go. */
+  cua_runtime *rt = g->rt;
+  int dead = g->dead;
   cua_op_destroy(op);
   cua__graph_release(g);
+  if (!dead)
+    cua__graphs_reap(rt);
 }
