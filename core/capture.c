@@ -643,6 +643,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     rt->graphs->reg_prev = g;
   rt->graphs = g;
   pthread_mutex_unlock(&rt->reg_lock);
+  atomic_fetch_add(&rt->n_graphs, 1);
   *out = g;
   return 0;
 }

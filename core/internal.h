@@ -639,6 +639,9 @@ struct cua_runtime {
   /* Graphs whose last launch completed, to be freed with no core lock held
    * (replay.c, cua__graphs_reap()); under reg_lock. */
   struct cua_graph *_Atomic graph_reap;
+  /* cua_stats' graph counters, counted outside rt->lock. */
+  _Atomic uint64_t n_graphs, n_graph_launches, n_graph_updates,
+      n_graph_captures;
   /* Backends with graphs: the streams captures run on, per device, shared
    * by every graph (replay.c); capture_mu guards them and is held for the
    * whole of a capture, so captures run one at a time. A leaf lock. */

@@ -169,6 +169,7 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
       g->bg = out;
       g->bg_version = gp->version;
       atomic_fetch_add(&g->captures, 1);
+      atomic_fetch_add(&rt->n_graph_captures, 1);
     }
   }
   /* The streams go back: nothing of the graph runs on them. */
@@ -384,8 +385,10 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
     return cua__fail(g->rt, rc, "cua_graph_launch: out of host memory");
   rc = cua_submit_on(fut, g->rt, op, g->anchor.device, g->anchor.stream);
   cua_op_destroy(op);
-  if (rc == 0)
+  if (rc == 0) {
     atomic_fetch_add(&g->launches, 1);
+    atomic_fetch_add(&g->rt->n_graph_launches, 1);
+  }
   return rc;
 }
 
@@ -528,6 +531,7 @@ int cua_graph_update(cua_graph *g, cua_op *captured, cua_op *replacement) {
   }
   pthread_mutex_unlock(&g->mu);
   atomic_fetch_add(&g->updates, 1);
+  atomic_fetch_add(&g->rt->n_graph_updates, 1);
   return 0;
 }
 

@@ -517,6 +517,10 @@ int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
   pthread_mutex_lock(&w->lock);
   cua_stats tmp = rt->stats;
   pthread_mutex_unlock(&w->lock);
+  tmp.graphs = atomic_load(&w->n_graphs);
+  tmp.graph_launches = atomic_load(&w->n_graph_launches);
+  tmp.graph_updates = atomic_load(&w->n_graph_updates);
+  tmp.graph_captures = atomic_load(&w->n_graph_captures);
   size_t n = st->size < sizeof tmp ? st->size : sizeof tmp;
   tmp.size = n;
   memcpy(st, &tmp, n);

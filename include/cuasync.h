@@ -172,6 +172,11 @@ typedef struct cua_stats {
   uint64_t events_created;  /**< events created (the pool grows, then not) */
   uint64_t streams;         /**< streams created, all devices */
   uint64_t host_steps;      /**< host steps and maps run */
+  uint64_t graphs;          /**< graphs created (cua_graph_create()) */
+  uint64_t graph_launches;  /**< cua_graph_launch() calls that succeeded */
+  uint64_t graph_updates;   /**< cua_graph_update() calls that succeeded */
+  uint64_t graph_captures;  /**< backend graphs built (a capture at
+                                 creation, one more after each update) */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

@@ -310,6 +310,12 @@ START_TEST(replays_accumulate) {
   cua_graph_info info = {.size = sizeof info};
   ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
   ck_assert_int_eq((int)info.launches, 10);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_int_eq((int)st.graphs, 1);
+  ck_assert_int_eq((int)st.graph_launches, 10);
+  ck_assert_int_eq((int)st.graph_updates, 0);
+  ck_assert_int_eq((int)st.graph_captures, (int)info.captures);
   ck_assert_int_eq((int)info.ops, 1);
   ck_assert_int_eq((int)info.streams, 1);
   cua_graph_destroy(g);
