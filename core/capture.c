@@ -30,18 +30,15 @@
 
 /* ------------------------------------------------------- what may be in */
 
+/* The kinds the backend launches (the X-macro's launched column), but a
+ * stream function, which runs user code when it is launched. */
 static int capturable(cua_op_kind k) {
   switch (k) {
-  case CUA_OP_FILL:
-  case CUA_OP_COPY:
-  case CUA_OP_AXPY:
-  case CUA_OP_SPIN:
-  case CUA_OP_MEMCPY_H2D:
-  case CUA_OP_MEMCPY_D2H:
-  case CUA_OP_MEMCPY_D2D:
-  case CUA_OP_MEMSET:
-  case CUA_OP_KERNEL:
-    return 1;
+#define LAUNCHED(id, val, name, launched, desc)                                \
+  case CUA_OP_##id:                                                            \
+    return (launched) && k != CUA_OP_FUNC;
+    CUA_OP_KIND_MAP(LAUNCHED)
+#undef LAUNCHED
   default:
     return 0;
   }
