@@ -624,7 +624,7 @@ CUA_EXTERN void cua_future_destroy(cua_future *fut);
  *
  * cua_graph_launch() replays the schedule and returns a future, as
  * cua_submit() does. On a backend that has graphs (CUDA: a CUDA graph,
- * captured from the schedule, instantiated and uploaded once) a replay is
+ * captured from the schedule and instantiated once) a replay is
  * one graph launch; on the others (the host backend) the core replays the
  * recorded commands on the graph's own streams, with no placement, no
  * hazard analysis and no policy call. A launch is ordered against other

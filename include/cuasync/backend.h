@@ -273,7 +273,7 @@ typedef struct cua_backend_descriptor {
                        cua_backend_err *err);
   /**
    * Ends the capture begun on @p s. With @p into NULL, makes an executable
-   * graph of what was captured, ready to launch (instantiated, uploaded),
+   * graph of what was captured, ready to launch (instantiated),
    * in *out. With @p into, updates @p into to the parameters captured (the
    * same structure, other values) and sets *out to @p into; a capture
    * whose structure differs fails with CUA_ERR_STRUCTURE and leaves

@@ -2106,9 +2106,11 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
   }
   g->graph = gr;
   g->device = s->device;
+  /* Not uploaded here: an upload is ordered on its own stream only, and a
+   * launch on another stream is ordered behind earlier launches of the
+   * graph, not behind its upload (cudaGraphLaunch()); the first launch
+   * uploads it, in its own stream's order. */
   e = cudaGraphInstantiateWithFlags(&g->exec, gr, 0);
-  if (e == cudaSuccess)
-    e = cudaGraphUpload(g->exec, s->native);
   if (e != cudaSuccess) {
     if (g->exec != NULL)
       cudaGraphExecDestroy(g->exec);
