@@ -195,7 +195,13 @@ static void run_policy(const char *policy, const char *extra, int devices) {
       ck_assert_msg(rc == 0, "%s: launch: %s", policy, cua_runtime_error(rt));
       for (int i = 0; i < nrops; i++)
         apply_ref(&rops[i]);
-      ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+      /* A replay of a few ops takes milliseconds: a minute is a hang (a
+       * failure, not a stuck suite). */
+      rc = cua_future_wait_timeout(f, 60000000000ull);
+      ck_assert_msg(rc == 0, "%s: graph %d, replay %d: %s %s", policy, dag, k,
+                    cua_err_name(rc),
+                    rc == CUA_ERR_TIMEDOUT ? "(a minute)"
+                                           : cua_future_error(f));
       cua_future_destroy(f);
       /* An update: a fill's value, an axpy's factor, a range's offset
        * and length. */
