@@ -512,6 +512,8 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     return rc;
   if (cfg->pull_depth == 0)
     cfg->pull_depth = 2;
+  if (cfg->graph_cache == 0)
+    cfg->graph_cache = 16;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
     v = cua__strdup(env);

@@ -22,8 +22,8 @@
 
 /* The keys [runtime] accepts, listed in messages. */
 static const char *const runtime_keys[] = {
-    "backend",         "devices", "policy", "policy_path",
-    "on_policy_error", "launch",  "models", "pull_depth"};
+    "backend", "devices", "policy",     "policy_path", "on_policy_error",
+    "launch",  "models",  "pull_depth", "graphs",      "graph_cache"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -265,9 +265,41 @@ static int set_pull_depth(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* graphs = off | auto: whether repeated submissions are replayed as
+ * graphs (core/graphcache.c). */
+static int set_graphs(cua__conf_parser *p, const char *value) {
+  if (strcmp(value, "off") == 0)
+    p->cfg->graphs = CUA__GRAPHS_OFF;
+  else if (strcmp(value, "auto") == 0)
+    p->cfg->graphs = CUA__GRAPHS_AUTO;
+  else
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] graphs: '%s' is not one of off, auto",
+                          value);
+  return 0;
+}
+
+/* graph_cache = N, 1..4096. */
+static int set_graph_cache(cua__conf_parser *p, const char *value) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno != 0)
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] graph_cache: '%s' is not an integer",
+                          value);
+  if (v < 1 || v > 4096)
+    return cua__conf_fail(p, CUA_ERR_CONFIG_OUT_OF_RANGE, p->line,
+                          "[runtime] graph_cache: %ld is out of range [1, "
+                          "4096]",
+                          v);
+  p->cfg->graph_cache = (int)v;
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
-  char valid[128];
+  char valid[256];
   size_t i, off = 0;
 
   if (strcmp(key, "backend") == 0)
@@ -286,6 +318,10 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_models(p, value);
   if (strcmp(key, "pull_depth") == 0)
     return set_pull_depth(p, value);
+  if (strcmp(key, "graphs") == 0)
+    return set_graphs(p, value);
+  if (strcmp(key, "graph_cache") == 0)
+    return set_graph_cache(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

@@ -641,7 +641,13 @@ struct cua_runtime {
   struct cua_graph *_Atomic graph_reap;
   /* cua_stats' graph counters, counted outside rt->lock. */
   _Atomic uint64_t n_graphs, n_graph_launches, n_graph_updates,
-      n_graph_captures;
+      n_graph_captures, n_graph_evictions, n_graph_replays;
+  /* [runtime] graphs = auto: the repeated submissions' graphs
+   * (graphcache.c); gcache_mu guards them, a leaf lock. */
+  pthread_mutex_t gcache_mu;
+  struct cua__gentry *gcache;
+  size_t ngcache;
+  uint64_t gcache_clock;
   /* Backends with graphs: the streams captures run on, per device, shared
    * by every graph (replay.c); capture_mu guards them and is held for the
    * whole of a capture, so captures run one at a time. A leaf lock. */
@@ -832,6 +838,13 @@ void cua__capture_streams_free(cua_runtime *rt);
 int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
 /* The graph op @p op dies: drops its graph and parameters. */
 void cua__graph_op_gone(cua_op *op);
+/* graphcache.c: [runtime] graphs = auto. Returns 1 when the submission of
+ * @p op was made as a launch of its cached graph (*rc its outcome, *fut its
+ * future), 0 when it must be submitted as usual. */
+int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
+                       cua_future **fut, int *rc);
+/* Drops every cached graph (runtime_free()). */
+void cua__gcache_clear(cua_runtime *rt);
 /* submit.c: undoes a build that will not run (nodes, shared ops' runs). */
 void cua__build_undo(cua__build *b, cua__sub *sub);
 

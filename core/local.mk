@@ -37,6 +37,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/graphs.h \
 	%reldir%/capture.c \
 	%reldir%/replay.c \
+	%reldir%/graphcache.c \
 	%reldir%/future.c
 %canon_reldir%_libcuasync_core_la_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 %canon_reldir%_libcuasync_core_la_LIBADD = $(INIH_LIBS) -lm

@@ -451,6 +451,9 @@ int cua_runtime_set_policy(cua_runtime *rt, const char *name) {
     cua__polinst_release(old);
   }
   pthread_mutex_unlock(&rt->lock);
+  /* Cached graphs were placed by the policy before (graphs = auto). */
+  if (rc == 0)
+    cua__gcache_clear(rt);
   return rc;
 }
 
@@ -472,6 +475,8 @@ int cua_runtime_set_device_policy(cua_runtime *rt, int device,
     cua__polinst_release(old);
   }
   pthread_mutex_unlock(&rt->lock);
+  if (rc == 0)
+    cua__gcache_clear(rt);
   return rc;
 }
 

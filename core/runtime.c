@@ -258,6 +258,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_init(&rt->lock, NULL);
   pthread_mutex_init(&rt->reg_lock, NULL);
   pthread_mutex_init(&rt->capture_mu, NULL);
+  pthread_mutex_init(&rt->gcache_mu, NULL);
   pthread_mutex_init(&rt->exec_mu, NULL);
   pthread_cond_init(&rt->exec_cv, NULL);
   atomic_init(&rt->closed, 0);
@@ -341,6 +342,7 @@ int cua_runtime_create(cua_runtime **rt, const char *config_path) {
 static void runtime_free(cua_runtime *rt) {
   atomic_store(&rt->closed, 1);
   if (rt->be != NULL) {
+    cua__gcache_clear(rt);
     cua__graphs_detach(rt);
     cua__capture_streams_free(rt);
     cua__buffers_detach(rt);
@@ -382,6 +384,7 @@ static void runtime_free(cua_runtime *rt) {
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
   pthread_mutex_destroy(&rt->capture_mu);
+  pthread_mutex_destroy(&rt->gcache_mu);
   pthread_mutex_destroy(&rt->exec_mu);
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
@@ -521,6 +524,8 @@ int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
   tmp.graph_launches = atomic_load(&w->n_graph_launches);
   tmp.graph_updates = atomic_load(&w->n_graph_updates);
   tmp.graph_captures = atomic_load(&w->n_graph_captures);
+  tmp.graph_replays = atomic_load(&w->n_graph_replays);
+  tmp.graph_evictions = atomic_load(&w->n_graph_evictions);
   size_t n = st->size < sizeof tmp ? st->size : sizeof tmp;
   tmp.size = n;
   memcpy(st, &tmp, n);

@@ -187,6 +187,13 @@ int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                        "cua_submit: the policy belongs to another runtime");
     }
   }
+  /* [runtime] graphs = auto: a DAG submitted again replays its graph. An
+   * explicit stream is what a graph launch itself asks for. */
+  int rc;
+  if (fut != NULL && rt != NULL && op != NULL && op->rt == rt &&
+      !(opts != NULL && opts->on_stream) &&
+      cua__gcache_submit(rt, op, pol, fut, &rc))
+    return rc;
   return do_submit(fut, rt, op, pol, opts);
 }
 

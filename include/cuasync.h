@@ -177,6 +177,10 @@ typedef struct cua_stats {
   uint64_t graph_updates;   /**< cua_graph_update() calls that succeeded */
   uint64_t graph_captures;  /**< backend graphs built (a capture at
                                  creation, one more after each update) */
+  uint64_t graph_replays;   /**< submissions replayed as a cached graph
+                                 ([runtime] graphs = auto) */
+  uint64_t graph_evictions; /**< cached graphs dropped ([runtime]
+                                 graph_cache full, or their DAG released) */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

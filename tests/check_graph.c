@@ -616,6 +616,147 @@ START_TEST(lifetimes) {
 }
 END_TEST
 
+/* --------------------------------------------------------- automatic mode */
+
+static cua_stats stats_of(void) {
+  cua_stats st;
+  memset(&st, 0, sizeof st);
+  st.size = sizeof st;
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  return st;
+}
+
+/* Random DAGs, each submitted three times: the second submission captures
+ * it, the third replays it; results equal the sequential reference. */
+START_TEST(auto_mode_matches_sequential) {
+  rt = open_policy("round-robin", "graphs = auto\n[policy.round-robin]\n"
+                                  "streams = 3\n");
+  rng = 0x1234567ull;
+  for (int b = 0; b < NBUF; b++) {
+    ck_assert_int_eq(
+        cua_buffer_create(&bufs[b], rt, 0, ELEMS * sizeof(float), 0), 0);
+    cua_op *z;
+    ck_assert_int_eq(cua_op_fill(&z, bufs[b], (float)b), 0);
+    ck_assert_int_eq(run_op(rt, z), 0);
+    for (int i = 0; i < ELEMS; i++)
+      ref[b][i] = (float)b;
+  }
+  int n = graphs_per_policy();
+  uint64_t want_replays = 0;
+  for (int dag = 0; dag < n; dag++) {
+    nrops = 0;
+    cua_op *root = random_dag(1 + (int)rnd(10));
+    /* A zip's future has its parts' results: never replayed. */
+    if (cua_op_get_kind(root) != CUA_OP_ZIP)
+      want_replays += 2;
+    for (int k = 0; k < 3; k++) {
+      cua_future *f;
+      ck_assert_int_eq(cua_submit(&f, rt, root, NULL), 0);
+      for (int i = 0; i < nrops; i++)
+        apply_ref(&rops[i]);
+      ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+      cua_future_destroy(f);
+    }
+    cua_op_destroy(root);
+    for (int i = 0; i < nrops; i++) {
+      cua_op_destroy(rops[i].key);
+      cua_op_destroy(rops[i].spin);
+    }
+    if (dag % 4 == 3 || dag == n - 1)
+      check_buffers("auto", dag);
+  }
+  cua_stats st = stats_of();
+  ck_assert_msg(st.graph_replays == want_replays, "%llu replays, expected %llu",
+                (unsigned long long)st.graph_replays,
+                (unsigned long long)want_replays);
+  printf("graph: auto: %d DAGs submitted three times: %llu graphs, %llu "
+         "replays, %llu evictions, all equal to the sequential reference\n",
+         n, (unsigned long long)st.graphs, (unsigned long long)st.graph_replays,
+         (unsigned long long)st.graph_evictions);
+  for (int b = 0; b < NBUF; b++)
+    cua_buffer_destroy(bufs[b]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static int auto_host_calls;
+
+static int count_host(void *arg, void **result) {
+  (void)arg;
+  auto_host_calls++;
+  *result = NULL;
+  return 0;
+}
+
+/* What auto mode leaves to ordinary submissions, and its cache's bound. */
+START_TEST(auto_mode_limits) {
+  rt = open_policy("round-robin", "graphs = auto\ngraph_cache = 2\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  /* A host step: never captured, runs every time. */
+  cua_op *fill, *h, *t;
+  ck_assert_int_eq(cua_op_fill(&fill, y, 2.0f), 0);
+  ck_assert_int_eq(cua_op_host(&h, rt, count_host, NULL), 0);
+  ck_assert_int_eq(cua_op_then(&t, fill, h), 0);
+  for (int k = 0; k < 3; k++)
+    ck_assert_int_eq(cua_submit_wait(rt, t, NULL, NULL), 0);
+  ck_assert_int_eq(auto_host_calls, 3);
+  ck_assert_int_eq((int)stats_of().graph_replays, 0);
+  /* A root with a result (the copy out): its future keeps it. */
+  float out[ELEMS];
+  cua_op *d2h;
+  ck_assert_int_eq(cua_op_memcpy_d2h(&d2h, out, y, 0, sizeof out), 0);
+  for (int k = 0; k < 3; k++) {
+    void *res = NULL;
+    ck_assert_int_eq(cua_submit_wait(rt, d2h, NULL, &res), 0);
+    ck_assert_ptr_eq(res, out);
+  }
+  ck_assert_int_eq((int)stats_of().graph_replays, 0);
+  /* Three DAGs in turn through a cache of two: evictions, right results. */
+  cua_op *ax[3];
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(cua_op_axpy(&ax[i], y, (float)(i + 1), x), 0);
+  float want = 2.0f;
+  for (int round = 0; round < 4; round++)
+    for (int i = 0; i < 3; i++) {
+      ck_assert_int_eq(cua_submit_wait(rt, ax[i], NULL, NULL), 0);
+      want += (float)(i + 1);
+    }
+  ck_assert(first(y) == want);
+  ck_assert_uint_gt(stats_of().graph_evictions, 0);
+  /* One DAG over and over: replayed from the second submission on. */
+  uint64_t before = stats_of().graph_replays;
+  for (int k = 0; k < 5; k++) {
+    ck_assert_int_eq(cua_submit_wait(rt, ax[0], NULL, NULL), 0);
+    want += 1.0f;
+  }
+  ck_assert(first(y) == want);
+  ck_assert_uint_ge(stats_of().graph_replays - before, 4);
+  for (int i = 0; i < 3; i++)
+    cua_op_destroy(ax[i]);
+  cua_op_destroy(d2h);
+  cua_op_destroy(t);
+  cua_op_destroy(h);
+  cua_op_destroy(fill);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(auto_mode_config_errors) {
+  cua_runtime *r = NULL;
+  ck_assert_err(NULL, open_text(&r, "[runtime]\ngraphs = sometimes\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] graphs: 'sometimes' is not one of off, auto");
+  ck_assert_err(NULL, open_text(&r, "[runtime]\ngraph_cache = 0\n"),
+                CUA_ERR_CONFIG_OUT_OF_RANGE,
+                "[runtime] graph_cache: 0 is out of range [1, 4096]");
+  ck_assert_err(NULL, open_text(&r, "[runtime]\ngraph_cache = many\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] graph_cache: 'many' is not an integer");
+}
+END_TEST
+
 /* $CUASYNC_TEST_WATCHDOG=S: a test still running after S seconds prints
  * every thread's stack (for a hang seen on a machine with no debugger). */
 static void print_stack(int sig) {
@@ -675,6 +816,9 @@ static Suite *suite(void) {
   tcase_add_test(tsem, rebinding_onto_a_used_buffer_is_refused);
   tcase_add_test(tsem, uncapturable_ops_are_refused);
   tcase_add_test(tsem, lifetimes);
+  tcase_add_test(tsem, auto_mode_matches_sequential);
+  tcase_add_test(tsem, auto_mode_limits);
+  tcase_add_test(tsem, auto_mode_config_errors);
   suite_add_tcase(s, tsem);
   return s;
 }
