@@ -647,6 +647,10 @@ CUA_EXTERN void cua_future_destroy(cua_future *fut);
  *
  * The graph holds its ops and buffers: destroying them (or the graph,
  * while launches are in flight) is safe.
+ *
+ * With `[runtime] graphs = auto` (cuasync.ini(5)), cua_submit() does this
+ * by itself for a DAG submitted again (the same root op): its second
+ * submission captures it, later ones replay it (cua_stats::graph_replays).
  * @{
  */
 
