@@ -397,7 +397,10 @@ typedef struct cua_policy_descriptor {
    * Optional (default: nothing). Called once the core knows the op is
    * complete. @p duration_ns is its run time: measured on the host
    * backend; on CUDA, with CUA_POLICY_WANTS_TIMING, estimated from the
-   * progress observed (see that flag); else 0. @p op is what place() was
+   * progress observed (see that flag); else 0. For an op of a graph
+   * (cua_graph_create()), it comes right after the capture, on the
+   * capturing thread, with a duration of 0; replays are not reported.
+   * @p op is what place() was
    * told but for its inputs (NULL here, ninputs 0); name and tag are valid
    * for the duration of the call.
    */
