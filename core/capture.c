@@ -94,14 +94,6 @@ typedef struct hrec {
   long prev; /* the previous access of the same root buffer, or -1 */
 } hrec;
 
-static size_t ptr_hash(const void *p, size_t cap) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return (size_t)x & (cap - 1);
-}
-
 /* Orders the DAG's device ops by their buffer accesses, in submission
  * order (the post-order): a write after any access of overlapping bytes,
  * a read after the last overlapping write. An earlier write covering the
@@ -130,7 +122,7 @@ static int local_hazards(cua__build *b) {
       const cua_buffer *root = cua__buffer_root(buf);
       size_t off = buf == root ? 0 : buf->offset, len = buf->bytes;
       unsigned mode = (unsigned)n->op->acc[a].mode;
-      size_t h = ptr_hash(root, cap);
+      size_t h = cua__ptr_hash(root, cap);
       while (keys[h] != NULL && keys[h] != root)
         h = (h + 1) & (cap - 1);
       if (keys[h] == NULL) {
@@ -199,36 +191,13 @@ static int save_load(capture *c, cua__stream *s) {
   return 0;
 }
 
-/* As place.c's placed(), but nothing is launched: the node counts in its
- * stream's load (put back once every op is placed). */
+/* Counted as place.c counts a placed node, but nothing is launched: the
+ * stream's load is saved first, and put back once every op is placed. */
 static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
                          uint64_t now) {
-  cua_runtime *rt = c->rt;
-  cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
-  if (save_load(c, s) != 0)
+  if (save_load(c, c->rt->devs[n->pl.device].streams[n->pl.stream]) != 0)
     return CUA_ERR_NOMEM;
-  n->stream = s;
-  s->load.ops_in_flight++;
-  s->load.ops_total++;
-  n->est_cost = cua__models_attach(rt, n);
-  s->load.est_busy_ns += n->est_cost;
-  uint64_t start =
-      now > s->load.expected_end_ns ? now : s->load.expected_end_ns;
-  for (size_t i = 0; i < info->ninputs; i++)
-    if (info->inputs[i].expected_end_ns > start)
-      start = info->inputs[i].expected_end_ns;
-  n->est_end = start + n->est_cost;
-  s->load.expected_end_ns = n->est_end;
-  cua__polinst *p = n->placed_by;
-  if (p != NULL && p->d->submitted) {
-    cua_op_info tmp;
-    void *buf = NULL;
-    const cua_op_info *pin = cua__info_restride(info, sizeof(cua_op_input),
-                                                p->d->input_size, &tmp, &buf);
-    p->d->submitted(p->state, pin, n->pl);
-    free(buf);
-  }
-  n->state = CUA__NODE_ENQUEUED;
+  cua__placed_count(c->rt, n, info, now);
   cua__dag_placed(n);
   return 0;
 }
@@ -458,7 +427,7 @@ static int make_index(cua_graph *g) {
   if (g->index == NULL)
     return CUA_ERR_NOMEM;
   for (size_t k = 0; k < g->nops; k++) {
-    size_t h = ptr_hash(g->ops[k].key, g->index_cap);
+    size_t h = cua__ptr_hash(g->ops[k].key, g->index_cap);
     while (g->index[h] != 0)
       h = (h + 1) & (g->index_cap - 1);
     g->index[h] = k + 1;

@@ -73,6 +73,16 @@ struct cua_graph {
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };
 
+/* A slot for pointer @p p in an open-addressed table of @p cap (a power
+ * of two) entries: the graph's index of ops, the capture's buffers. */
+static inline size_t cua__ptr_hash(const void *p, size_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x & (cap - 1);
+}
+
 /* replay.c */
 /* Enqueues @p g's schedule with parameters @p gp: forks the chains from
  * @p anchor (on device anchor_dev), enqueues every op, joins the chains

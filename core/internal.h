@@ -775,6 +775,11 @@ const cua_op_info *cua__info_restride(const cua_op_info *in, size_t from,
 int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
                    cua_op_info *info, char *msg, size_t len);
 
+/* place.c: @p n (placed by cua__place_ask()) counts in its stream's load
+ * and its policy hears submitted(); no sequence number, no launch. */
+void cua__placed_count(cua_runtime *rt, cua__node *n, const cua_op_info *info,
+                       uint64_t now);
+
 /* place.c: a node pop() gave to @p where: validated, placed, queued for
  * launch (or failed and settled); takes over the node's hold on @p p. */
 void cua__place_pulled(cua_runtime *rt, cua__node *n, cua__polinst *p,

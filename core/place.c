@@ -292,44 +292,50 @@ int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
   return 0;
 }
 
+/* A placed node counts in its stream's load (its expected cost and end,
+ * from @p now at the earliest) and its policy hears of it (submitted()).
+ * Shared by a submission's placement and a graph's capture (capture.c),
+ * which puts the loads back afterwards. */
+void cua__placed_count(cua_runtime *rt, cua__node *n, const cua_op_info *info,
+                       uint64_t now) {
+  cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
+  n->stream = s;
+  s->load.ops_in_flight++;
+  s->load.ops_total++;
+  n->est_cost = cua__models_attach(rt, n);
+  s->load.est_busy_ns += n->est_cost;
+  /* Its expected end: after its stream's and its inputs' expected ends. */
+  uint64_t start =
+      now > s->load.expected_end_ns ? now : s->load.expected_end_ns;
+  for (size_t i = 0; i < info->ninputs; i++)
+    if (info->inputs[i].expected_end_ns > start)
+      start = info->inputs[i].expected_end_ns;
+  n->est_end = start + n->est_cost;
+  s->load.expected_end_ns = n->est_end;
+  cua__polinst *p = n->placed_by;
+  if (p != NULL && p->d->submitted) {
+    cua_op_info tmp;
+    void *buf = NULL;
+    const cua_op_info *pin = cua__info_restride(info, sizeof(cua_op_input),
+                                                p->d->input_size, &tmp, &buf);
+    p->d->submitted(p->state, pin, n->pl);
+    free(buf);
+  }
+  n->state = CUA__NODE_ENQUEUED;
+}
+
 /* A placed node gets its stream's next number, counts in its load, and is
  * queued for launch; its policy hears of it (submitted()). */
 static void placed(cua_runtime *rt, cua__node *n, cua__round *r,
-                   const cua_op_info *pinfo) {
-  cua_op_info info = *pinfo;
-  {
-    cua__stream *s = rt->devs[n->pl.device].streams[n->pl.stream];
-    n->stream = s;
-    n->seq = ++s->seq;
-    s->load.ops_in_flight++;
-    s->load.ops_total++;
-    n->est_cost = cua__models_attach(rt, n);
-    s->load.est_busy_ns += n->est_cost;
-    /* Its expected end: after its stream's and its inputs' expected ends,
-     * from now at the earliest (one clock read per round). */
-    if (r->now == 0)
-      r->now = cua__now_ns();
-    uint64_t start =
-        r->now > s->load.expected_end_ns ? r->now : s->load.expected_end_ns;
-    for (size_t i = 0; i < info.ninputs; i++)
-      if (info.inputs[i].expected_end_ns > start)
-        start = info.inputs[i].expected_end_ns;
-    n->est_end = start + n->est_cost;
-    s->load.expected_end_ns = n->est_end;
-    cua__polinst *p = n->placed_by;
-    if (p != NULL && p->d->submitted) {
-      cua_op_info tmp;
-      void *buf = NULL;
-      const cua_op_info *pin = cua__info_restride(&info, sizeof(cua_op_input),
-                                                  p->d->input_size, &tmp, &buf);
-      p->d->submitted(p->state, pin, n->pl);
-      free(buf);
-    }
-    n->state = CUA__NODE_ENQUEUED;
-    cua__q_push(&r->launch, n);
-    cua__dag_placed(n);
-    cua__resolve(rt, n, 0, r);
-  }
+                   const cua_op_info *info) {
+  /* One clock read per round. */
+  if (r->now == 0)
+    r->now = cua__now_ns();
+  cua__placed_count(rt, n, info, r->now);
+  n->seq = ++n->stream->seq;
+  cua__q_push(&r->launch, n);
+  cua__dag_placed(n);
+  cua__resolve(rt, n, 0, r);
 }
 
 /* Places one device node (or hands it to its pull-mode policy) and gives

@@ -344,8 +344,7 @@ static int make_launch_op(cua_graph *g, cua__gparams *gp, cua_op **out) {
     const cua_op *o = gp->ops[k];
     for (size_t a = 0; a < o->nacc && rc == 0; a++) {
       cua_buffer *b = o->acc[a].buf;
-      uint64_t x = (uint64_t)(uintptr_t)b * 0x9e3779b97f4a7c15ull;
-      size_t h = (size_t)(x >> 20) & (cap - 1);
+      size_t h = cua__ptr_hash(b, cap);
       while (keys[h] != NULL && keys[h] != b)
         h = (h + 1) & (cap - 1);
       if (keys[h] == b) {
@@ -393,11 +392,7 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
 }
 
 static long find_op(const cua_graph *g, const cua_op *key) {
-  uint64_t x = (uint64_t)(uintptr_t)key;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  size_t h = (size_t)x & (g->index_cap - 1);
+  size_t h = cua__ptr_hash(key, g->index_cap);
   while (g->index[h] != 0) {
     size_t k = g->index[h] - 1;
     if (g->ops[k].key == key)
