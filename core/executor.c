@@ -113,9 +113,11 @@ static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
   return rc;
 }
 
-int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
-                    void **params, void **ptrs, const char *name, char *msg,
-                    size_t len) {
+/* Inlined into launch_node(), the hot path; cua__backend_op() for graph
+ * replays. */
+static inline int backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
+                             void **params, void **ptrs, const char *name,
+                             char *msg, size_t len) {
   memset(bo, 0, sizeof *bo);
   bo->size = sizeof *bo;
   bo->kind = op->kind;
@@ -172,6 +174,12 @@ int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
     break;
   }
   return 0;
+}
+
+int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
+                    void **params, void **ptrs, const char *name, char *msg,
+                    size_t len) {
+  return backend_op(op, seq, bo, params, ptrs, name, msg, len);
 }
 
 static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
@@ -234,8 +242,8 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
       if (n->ptrs == NULL)
         return CUA_ERR_NOMEM;
     }
-    rc = cua__backend_op(op, n->seq, &bo, params, n->ptrs, cua__node_name(n),
-                         msg, len);
+    rc = backend_op(op, n->seq, &bo, params, n->ptrs, cua__node_name(n), msg,
+                    len);
     if (rc)
       return rc;
   }
