@@ -264,7 +264,7 @@ int cua_buffer_partition(cua_buffer *b, size_t n, cua_buffer **tiles) {
   }
   if (rc != 0) {
     for (size_t i = 0; i < made; i++) {
-      cua_buffer_destroy(tiles[i]->parent);
+      cua__buffer_release(tiles[i]->parent);
       free(tiles[i]);
       tiles[i] = NULL;
     }
@@ -326,12 +326,23 @@ void cua__bstate_clear(cua__bstate *st) {
   memset(st, 0, sizeof *st);
 }
 
+/* The application lets go of its reference: the graphs cached for DAGs
+ * that use the buffer go first (graphcache.c), then the reference. */
 void cua_buffer_destroy(cua_buffer *b) {
+  if (b == NULL)
+    return;
+  cua_runtime *rt = b->rt;
+  if (rt != NULL && rt->cfg->graphs != CUA__GRAPHS_OFF)
+    cua__gcache_buffer_gone(rt, b);
+  cua__buffer_release(b);
+}
+
+void cua__buffer_release(cua_buffer *b) {
   if (b == NULL || atomic_fetch_sub(&b->refs, 1) != 1)
     return;
   cua_runtime *rt = b->rt;
   if (b->parent != NULL) {
-    cua_buffer_destroy(b->parent);
+    cua__buffer_release(b->parent);
     free(b);
     return;
   }

@@ -460,6 +460,45 @@ static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
 
 /* --------------------------------------------------------------- create */
 
+/* The op whose result @p op has: a then's second op, followed. */
+static const cua_op *result_op(const cua_op *op) {
+  for (size_t depth = 0; op->kind == CUA_OP_THEN && op->ninputs == 2; depth++)
+    op = op->inputs[1];
+  return op;
+}
+
+/* One part of the result: the index of the memcpy_d2h giving it, -1 for
+ * none; -2 when it has another form. */
+static long result_part(const cua_graph *g, const cua_op *op) {
+  op = result_op(op);
+  if (op->kind == CUA_OP_MEMCPY_D2H)
+    return cua__graph_find(g, op);
+  cua_op_kind k = op->kind;
+  return k == CUA_OP_ZIP || k == CUA_OP_UNZIP || k == CUA_OP_SHARED ||
+                 k == CUA_OP_ALLOC || k == CUA_OP_HOST || k == CUA_OP_MAP
+             ? -2
+             : -1;
+}
+
+/* g->res from the DAG's root @p root (see graphs.h). */
+static int result_map(cua_graph *g, const cua_op *root) {
+  const cua_op *r = result_op(root);
+  g->res_zip = r->kind == CUA_OP_ZIP;
+  g->nres = g->res_zip ? r->ninputs : 1;
+  g->res = cua__calloc(g->nres ? g->nres : 1, sizeof *g->res);
+  if (g->res == NULL)
+    return CUA_ERR_NOMEM;
+  g->res_ok = 1;
+  for (size_t i = 0; i < g->nres; i++) {
+    g->res[i] = result_part(g, g->res_zip ? r->inputs[i] : r);
+    if (g->res[i] == -2)
+      g->res_ok = 0;
+  }
+  if (!g->res_ok)
+    g->nres = 0;
+  return 0;
+}
+
 int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
                      const cua_graph_options *opts) {
   if (out != NULL)
@@ -495,6 +534,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   g->rt = rt;
   cua__runtime_hold(rt);
   pthread_mutex_init(&g->mu, NULL);
+  pthread_mutex_init(&g->auto_mu, NULL);
 
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
@@ -576,6 +616,8 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     rc = event_devices(g);
   if (rc == 0)
     rc = make_index(g);
+  if (rc == 0)
+    rc = result_map(g, op);
   g->native = cua__backend_has_graphs(rt);
   if (rc == 0)
     rc = make_backend(rt, g, msg, sizeof msg);

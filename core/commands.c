@@ -165,6 +165,12 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
              cua_strerror(rc));
     return rc;
   }
+  /* A graph launch's result, as its DAG's would be (replay.c). */
+  if (rc == 0 && op->kind == CUA_OP_GRAPH && n->results == NULL &&
+      (rc = cua__graph_result(n, op)) != 0) {
+    snprintf(msg, len, "the graph launch's result: out of host memory");
+    return rc;
+  }
   cua__cmd *c = rc == 0 ? cua__cmd_add(r, CUA__CMD_LAUNCH, s) : NULL;
   if (c == NULL) {
     snprintf(msg, len, "inserting a cross-stream wait: %s",
@@ -186,6 +192,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
     n->result = op->acc[0].buf;
   else if (op->kind == CUA_OP_MEMCPY_D2H)
     n->result = op->hptr;
+
   else if (op->kind == CUA_OP_FREE)
     cua__buffer_root(op->acc[0].buf)->freed = 1;
   return 0;

@@ -39,7 +39,7 @@ enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 
 /** launch = caller | thread */
 enum { CUA__LAUNCH_CALLER = 0, CUA__LAUNCH_THREAD = 1 };
-enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1 };
+enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 
 /** A parsed and checked configuration. */
 typedef struct cua__config {
@@ -70,7 +70,7 @@ typedef struct cua__config {
   int models_from; /* 0: the file or text, 1: $CUASYNC_MODELS, 2: default */
   int pull_depth;  /* pull_depth = 1..1024 (default 2): ops in flight per
                       stream before a pull-mode policy is asked for more */
-  int graphs;      /* graphs = off | auto: CUA__GRAPHS_* (default off) */
+  int graphs;      /* graphs = off | auto | always: CUA__GRAPHS_* (off) */
   int graph_cache; /* graph_cache = 1..4096 (default 16): graphs kept */
 } cua__config;
 

@@ -201,7 +201,10 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
     snprintf(depth, sizeof depth, "%d", cfg->pull_depth);
     put_kv(pr, "runtime", "pull_depth", depth, NULL);
     put_kv(pr, "runtime", "graphs",
-           cfg->graphs == CUA__GRAPHS_AUTO ? "auto" : "off", NULL);
+           cfg->graphs == CUA__GRAPHS_AUTO     ? "auto"
+           : cfg->graphs == CUA__GRAPHS_ALWAYS ? "always"
+                                               : "off",
+           NULL);
     snprintf(depth, sizeof depth, "%d", cfg->graph_cache);
     put_kv(pr, "runtime", "graph_cache", depth, NULL);
   }

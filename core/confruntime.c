@@ -265,16 +265,19 @@ static int set_pull_depth(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* graphs = off | auto: whether repeated submissions are replayed as
+/* graphs = off | auto | always: whether submissions are replayed as
  * graphs (core/graphcache.c). */
 static int set_graphs(cua__conf_parser *p, const char *value) {
   if (strcmp(value, "off") == 0)
     p->cfg->graphs = CUA__GRAPHS_OFF;
   else if (strcmp(value, "auto") == 0)
     p->cfg->graphs = CUA__GRAPHS_AUTO;
+  else if (strcmp(value, "always") == 0)
+    p->cfg->graphs = CUA__GRAPHS_ALWAYS;
   else
     return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                          "[runtime] graphs: '%s' is not one of off, auto",
+                          "[runtime] graphs: '%s' is not one of off, auto, "
+                          "always",
                           value);
   return 0;
 }

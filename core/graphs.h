@@ -63,9 +63,20 @@ struct cua_graph {
   size_t *index;
   size_t index_cap;
   pthread_mutex_t mu;
+  /* Held by the graph cache (graphcache.c) across one submission's
+   * updates and launch; taken before mu and rt->lock. */
+  pthread_mutex_t auto_mu;
   cua__gparams *cur; /* what the next launch runs */
   cua_op *launch_op; /* a GRAPH op for cur, made by the next launch */
-  int native;        /* the backend has graphs */
+  /* The result a launch's future gives, as its DAG's would: res[i] the
+   * op (index into ops) whose host pointer is part i, a memcpy_d2h, or -1
+   * for none; one part, or with res_zip the nres parts of a zip root.
+   * res_ok is 0 when the root's result has another form (a zip in a
+   * zip, an unzip): its launches' futures then give none. */
+  long *res;
+  size_t nres;
+  int res_zip, res_ok;
+  int native; /* the backend has graphs */
   cua_backend_graph *bg;
   uint64_t bg_version; /* the parameters' version bg was captured with */
   atomic_uint_fast64_t launches, updates, captures;
@@ -95,6 +106,8 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
 int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
                        char *msg, size_t len);
 void cua__gparams_release(cua__gparams *gp);
+/* The index in g->ops of the op the user names @p key, or -1. */
+long cua__graph_find(const cua_graph *g, const cua_op *key);
 void cua__graph_release(cua_graph *g);
 /* Frees what the backend made for @p g (streams, events, its graph). */
 void cua__graph_free_backend(cua_runtime *rt, cua_graph *g);

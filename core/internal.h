@@ -252,6 +252,7 @@ struct cua_op {
       unsigned grid[3], block[3];
       size_t shared_bytes;
       unsigned char *argdata; /* packed argument values */
+      size_t argbytes;        /* bytes of argdata */
       size_t *argoff;         /* offsets into argdata, per argument */
       int *argbuf;            /* index into acc, or -1 */
       size_t nargs;
@@ -645,9 +646,9 @@ struct cua_runtime {
   /* [runtime] graphs = auto: the repeated submissions' graphs
    * (graphcache.c); gcache_mu guards them, a leaf lock. */
   pthread_mutex_t gcache_mu;
-  struct cua__gentry *gcache;
+  struct cua__gentry *gcache; /* most recently used first */
   size_t ngcache;
-  uint64_t gcache_clock;
+  uint64_t gcache_gen; /* one more each time the cache is cleared */
   /* Backends with graphs: the streams captures run on, per device, shared
    * by every graph (replay.c); capture_mu guards them and is held for the
    * whole of a capture, so captures run one at a time. A leaf lock. */
@@ -703,6 +704,9 @@ void cua__op_wrapper_gone(cua_op *op);
 /* buffer.c */
 void *cua__buffer_addr(const cua_buffer *b);
 cua_buffer *cua__buffer_root(cua_buffer *b);
+/* Drops a reference the core holds (an op's); cua_buffer_destroy() is the
+ * application's. */
+void cua__buffer_release(cua_buffer *b);
 cua__bstate *cua__buffer_state(cua_buffer *b);
 int cua__buffer_check(cua_buffer *b, cua_access_mode mode, char *msg,
                       size_t len);
@@ -843,13 +847,19 @@ void cua__capture_streams_free(cua_runtime *rt);
 int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
 /* The graph op @p op dies: drops its graph and parameters. */
 void cua__graph_op_gone(cua_op *op);
+/* Sets the result of @p n, a launch (GRAPH op @p op) of a graph, as its
+ * DAG's would be (replay.c). CUA_ERR_NOMEM for a zip's array. */
+int cua__graph_result(cua__node *n, const cua_op *op);
 /* graphcache.c: [runtime] graphs = auto. Returns 1 when the submission of
  * @p op was made as a launch of its cached graph (*rc its outcome, *fut its
  * future), 0 when it must be submitted as usual. */
 int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
                        cua_future **fut, int *rc);
-/* Drops every cached graph (runtime_free()). */
+/* Drops every cached graph (runtime_free(), a policy change). */
 void cua__gcache_clear(cua_runtime *rt);
+/* cua_buffer_destroy() was called on @p b: drops the cached graphs whose
+ * ops use it (or a tile of it). */
+void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b);
 /* submit.c: undoes a build that will not run (nodes, shared ops' runs). */
 void cua__build_undo(cua__build *b, cua__sub *sub);
 

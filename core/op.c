@@ -409,6 +409,7 @@ int cua_op_kernel(cua_op **out, cua_module *mod, const char *function,
   for (size_t i = 0; i < nargs; i++)
     total += args[i].buffer ? sizeof(void *) : (args[i].size + 15) / 16 * 16;
   op->argdata = cua__calloc(1, total);
+  op->argbytes = total;
   op->argoff = cua__calloc(nargs, sizeof *op->argoff);
   op->argbuf = cua__calloc(nargs, sizeof *op->argbuf);
   if (op->argdata == NULL || op->argoff == NULL || op->argbuf == NULL)
@@ -565,7 +566,7 @@ void cua_op_destroy(cua_op *op) {
     if (op->kind == CUA_OP_SHARED && op->ninputs == 1)
       cua__op_wrapper_gone(op);
     for (size_t i = 0; i < op->nacc; i++)
-      cua_buffer_destroy(op->acc[i].buf);
+      cua__buffer_release(op->acc[i].buf);
     for (size_t i = 0; i < op->ninputs; i++) {
       cua_op *in = op->inputs[i];
       if (atomic_fetch_sub(&in->refs, 1) == 1) {

@@ -241,7 +241,9 @@ static void graph_free(cua_graph *g) {
   free(g->events);
   free(g->event_dev);
   free(g->index);
+  free(g->res);
   pthread_mutex_destroy(&g->mu);
+  pthread_mutex_destroy(&g->auto_mu);
   free(g);
   cua__runtime_release(rt);
 }
@@ -285,6 +287,24 @@ void cua__graphs_reap(cua_runtime *rt) {
     graph_free(g);
     g = next;
   }
+}
+
+int cua__graph_result(cua__node *n, const cua_op *op) {
+  const cua_graph *g = op->graph;
+  const cua__gparams *gp = op->gparams;
+  if (!g->res_zip) {
+    n->result =
+        g->nres == 1 && g->res[0] >= 0 ? gp->ops[g->res[0]]->hptr : NULL;
+    return 0;
+  }
+  n->results = cua__calloc(g->nres ? g->nres : 1, sizeof *n->results);
+  if (n->results == NULL)
+    return CUA_ERR_NOMEM;
+  n->nresults = g->nres;
+  for (size_t i = 0; i < g->nres; i++)
+    n->results[i] = g->res[i] >= 0 ? gp->ops[g->res[i]]->hptr : NULL;
+  n->result = n->results;
+  return 0;
 }
 
 void cua__graph_op_gone(cua_op *op) {
@@ -391,7 +411,7 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
   return rc;
 }
 
-static long find_op(const cua_graph *g, const cua_op *key) {
+long cua__graph_find(const cua_graph *g, const cua_op *key) {
   size_t h = cua__ptr_hash(key, g->index_cap);
   while (g->index[h] != 0) {
     size_t k = g->index[h] - 1;
@@ -457,7 +477,7 @@ int cua_graph_update(cua_graph *g, cua_op *captured, cua_op *replacement) {
     return cua__fail(g->rt, CUA_ERR_INVAL,
                      "cua_graph_update: the replacement belongs to another "
                      "runtime");
-  long k = find_op(g, captured);
+  long k = cua__graph_find(g, captured);
   if (k < 0)
     return cua__fail(g->rt, CUA_ERR_INVAL,
                      "cua_graph_update: op '%s' is not one of the graph's "

@@ -191,7 +191,7 @@ int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
    * explicit stream is what a graph launch itself asks for. */
   int rc;
   if (fut != NULL && rt != NULL && op != NULL && op->rt == rt &&
-      !atomic_load(&rt->closed) && rt->cfg->graphs == CUA__GRAPHS_AUTO &&
+      !atomic_load(&rt->closed) && rt->cfg->graphs != CUA__GRAPHS_OFF &&
       !(opts != NULL && opts->on_stream) &&
       cua__gcache_submit(rt, op, pol, fut, &rc))
     return rc;
