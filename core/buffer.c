@@ -331,7 +331,8 @@ void cua__bstate_clear(cua__bstate *st) {
 void cua_buffer_destroy(cua_buffer *b) {
   if (b == NULL)
     return;
-  cua_runtime *rt = b->rt;
+  /* A tile's rt is not cleared when the runtime closes; its root's is. */
+  cua_runtime *rt = cua__buffer_root(b)->rt;
   if (rt != NULL && rt->cfg->graphs != CUA__GRAPHS_OFF)
     cua__gcache_buffer_gone(rt, b);
   cua__buffer_release(b);

@@ -439,9 +439,10 @@ static int parse_text(cua__config *cfg, const char *text, size_t len,
   return p.code;
 }
 
-/* Fills in what the input did not say, and applies $CUASYNC_POLICY and
- * $CUASYNC_LAUNCH (a value of the latter that is not one of launch's is
- * CUA_ERR_CONFIG_BAD_VALUE, with its message in @p err). */
+/* Fills in what the input did not say, and applies $CUASYNC_POLICY,
+ * $CUASYNC_LAUNCH and $CUASYNC_GRAPHS (a value of the latter two that is
+ * not one of their keys' is CUA_ERR_CONFIG_BAD_VALUE, with its message in
+ * @p err). */
 /* models: $CUASYNC_MODELS over the file's value; with neither,
  * $XDG_CACHE_HOME/cuasync, else $HOME/.cache/cuasync, else memory. */
 static int resolve_models(cua__config *cfg, unsigned flags, char *err,
@@ -504,6 +505,18 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     }
     cfg->launch = l;
     cfg->launch_from_env = 1;
+  }
+  env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_GRAPHS");
+  if (env != NULL && *env != '\0') {
+    int gm = cua__conf_graphs_value(env);
+    if (gm < 0) {
+      cua__put_err(err, errlen,
+                   "$CUASYNC_GRAPHS: '%.64s' is not one of off, auto, always",
+                   env);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    cfg->graphs = gm;
+    cfg->graphs_from_env = 1;
   }
 
   if (cfg->backend == NULL && (cfg->backend = cua__strdup("auto")) == NULL)

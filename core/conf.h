@@ -67,11 +67,13 @@ typedef struct cua__config {
    * default $XDG_CACHE_HOME/cuasync, else $HOME/.cache/cuasync, else
    * memory); $CUASYNC_MODELS overrides it. */
   char *models;
-  int models_from; /* 0: the file or text, 1: $CUASYNC_MODELS, 2: default */
-  int pull_depth;  /* pull_depth = 1..1024 (default 2): ops in flight per
-                      stream before a pull-mode policy is asked for more */
-  int graphs;      /* graphs = off | auto | always: CUA__GRAPHS_* (off) */
-  int graph_cache; /* graph_cache = 1..4096 (default 16): graphs kept */
+  int models_from;     /* 0: the file or text, 1: $CUASYNC_MODELS, 2: default */
+  int pull_depth;      /* pull_depth = 1..1024 (default 2): ops in flight per
+                          stream before a pull-mode policy is asked for more */
+  int graphs;          /* graphs = off | auto | always: CUA__GRAPHS_* (off);
+                          $CUASYNC_GRAPHS overrides it */
+  int graphs_from_env; /* 1 if $CUASYNC_GRAPHS overrode it */
+  int graph_cache;     /* graph_cache = 1..4096 (default 16): graphs kept */
 } cua__config;
 
 /**
@@ -213,6 +215,8 @@ int cua__conf_name_ok(const char *name);
  * the error recorded. */
 /* CUA__LAUNCH_* for a `launch` value, or -1. */
 int cua__conf_launch_value(const char *value);
+/* CUA__GRAPHS_* for "off", "auto" or "always"; -1 for anything else. */
+int cua__conf_graphs_value(const char *value);
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value);
 

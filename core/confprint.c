@@ -204,7 +204,7 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
            cfg->graphs == CUA__GRAPHS_AUTO     ? "auto"
            : cfg->graphs == CUA__GRAPHS_ALWAYS ? "always"
                                                : "off",
-           NULL);
+           cfg->graphs_from_env ? "from $CUASYNC_GRAPHS" : NULL);
     snprintf(depth, sizeof depth, "%d", cfg->graph_cache);
     put_kv(pr, "runtime", "graph_cache", depth, NULL);
   }

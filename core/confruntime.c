@@ -267,13 +267,20 @@ static int set_pull_depth(cua__conf_parser *p, const char *value) {
 
 /* graphs = off | auto | always: whether submissions are replayed as
  * graphs (core/graphcache.c). */
-static int set_graphs(cua__conf_parser *p, const char *value) {
+int cua__conf_graphs_value(const char *value) {
   if (strcmp(value, "off") == 0)
-    p->cfg->graphs = CUA__GRAPHS_OFF;
-  else if (strcmp(value, "auto") == 0)
-    p->cfg->graphs = CUA__GRAPHS_AUTO;
-  else if (strcmp(value, "always") == 0)
-    p->cfg->graphs = CUA__GRAPHS_ALWAYS;
+    return CUA__GRAPHS_OFF;
+  if (strcmp(value, "auto") == 0)
+    return CUA__GRAPHS_AUTO;
+  if (strcmp(value, "always") == 0)
+    return CUA__GRAPHS_ALWAYS;
+  return -1;
+}
+
+static int set_graphs(cua__conf_parser *p, const char *value) {
+  int v = cua__conf_graphs_value(value);
+  if (v >= 0)
+    p->cfg->graphs = v;
   else
     return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
                           "[runtime] graphs: '%s' is not one of off, auto, "

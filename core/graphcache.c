@@ -64,6 +64,9 @@ typedef struct cua__gentry {
   cua_buffer **bufs; /* the buffers the ops use (held through root) */
   size_t nbufs;
   cua_graph *g; /* GE_GRAPH: the cache's handle */
+  /* GE_GRAPH: the root last launched (not held: a hint, checked against
+   * g->auto_root under g->auto_mu). */
+  const cua_op *fast_root;
   int state;
   int stale; /* GE_CAPTURING: a buffer of it was destroyed meanwhile */
 } cua__gentry;
@@ -401,7 +404,7 @@ static int map_device_ops(cua_graph *g, const fp *f, size_t **dev,
 static int launch(cua_runtime *rt, cua_graph *g, const fp *f, const size_t *dev,
                   size_t ndev, cua_future **fut, int *rc) {
   pthread_mutex_lock(&g->auto_mu);
-  for (size_t i = 0; i < ndev; i++) {
+  for (size_t i = 0; i < ndev && g->auto_root != f->ops[0]; i++) {
     cua_op *now = f->ops[dev[2 * i]];
     size_t k = dev[2 * i + 1];
     pthread_mutex_lock(&g->mu);
@@ -412,11 +415,64 @@ static int launch(cua_runtime *rt, cua_graph *g, const fp *f, const size_t *dev,
       return 0;
     }
   }
+  /* The graph's parameters are now this DAG's. */
+  if (g->auto_root != f->ops[0]) {
+    cua_op_destroy(g->auto_root);
+    g->auto_root = cua_op_retain(f->ops[0]);
+  }
   *rc = cua_graph_launch(fut, g);
   pthread_mutex_unlock(&g->auto_mu);
   if (*rc == 0)
     atomic_fetch_add(&rt->n_graph_replays, 1);
   return 1;
+}
+
+/* The same root as the last launch of a cached graph: the same DAG (ops
+ * are immutable once referenced or submitted), with the parameters the
+ * graph has. Returns 1 when launched (*rc its outcome), 0 to go the long
+ * way. */
+static int launch_same_root(cua_runtime *rt, cua_op *op, cua__polinst *pol,
+                            cua_future **fut, int *rc) {
+  cua_graph *g = NULL;
+  pthread_mutex_lock(&rt->gcache_mu);
+  for (cua__gentry **p = &rt->gcache; *p != NULL; p = &(*p)->next) {
+    cua__gentry *e = *p;
+    if (e->state == GE_GRAPH && e->fast_root == op && e->pol == pol) {
+      *p = e->next;
+      e->next = rt->gcache;
+      rt->gcache = e;
+      g = e->g;
+      atomic_fetch_add(&g->refs, 1);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&rt->gcache_mu);
+  if (g == NULL)
+    return 0;
+  int done = 0;
+  pthread_mutex_lock(&g->auto_mu);
+  if (g->auto_root == op) {
+    *rc = cua_graph_launch(fut, g);
+    done = 1;
+  }
+  pthread_mutex_unlock(&g->auto_mu);
+  if (done && *rc == 0)
+    atomic_fetch_add(&rt->n_graph_replays, 1);
+  cua__graph_release(g);
+  if (done)
+    cua__graphs_reap(rt);
+  return done;
+}
+
+/* Notes @p root as the last root launched for @p g, if still cached. */
+static void note_root(cua_runtime *rt, const cua_graph *g, const cua_op *root) {
+  pthread_mutex_lock(&rt->gcache_mu);
+  for (cua__gentry *e = rt->gcache; e != NULL; e = e->next)
+    if (e->g == g) {
+      e->fast_root = root;
+      break;
+    }
+  pthread_mutex_unlock(&rt->gcache_mu);
 }
 
 /* The entry with fingerprint @p f, moved to the front; NULL if none. */
@@ -494,6 +550,8 @@ static int capture(cua_runtime *rt, cua__gentry *e, uint64_t gen, cua_op *op,
     return 0;
   }
   int done = launch(rt, g, f, NULL, 0, fut, rc);
+  if (done)
+    note_root(rt, g, op);
   cua__graph_release(g);
   drop(rt, victims);
   cua__graphs_reap(rt);
@@ -506,6 +564,8 @@ int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
   if (mode == CUA__GRAPHS_OFF || atomic_load(&rt->closed))
     return 0;
   cua__op_freeze(op); /* its hints are read below */
+  if (launch_same_root(rt, op, pol, fut, rc))
+    return 1;
   fp f;
   fp_init(&f);
   if (!fp_walk(&f, op)) {
@@ -575,6 +635,8 @@ int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
   atomic_fetch_add(&g->refs, 1);
   pthread_mutex_unlock(&rt->gcache_mu);
   done = launch(rt, g, &f, dev, ndev, fut, rc);
+  if (done)
+    note_root(rt, g, op);
   free(dev);
   cua__graph_release(g);
   cua__graphs_reap(rt);

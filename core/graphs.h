@@ -66,6 +66,9 @@ struct cua_graph {
   /* Held by the graph cache (graphcache.c) across one submission's
    * updates and launch; taken before mu and rt->lock. */
   pthread_mutex_t auto_mu;
+  /* Graph cache: the DAG (its root, held) whose parameters cur has, under
+   * auto_mu; a submission of that very root launches with no check. */
+  cua_op *auto_root;
   cua__gparams *cur; /* what the next launch runs */
   cua_op *launch_op; /* a GRAPH op for cur, made by the next launch */
   /* The result a launch's future gives, as its DAG's would: res[i] the

@@ -242,6 +242,7 @@ static void graph_free(cua_graph *g) {
   free(g->event_dev);
   free(g->index);
   free(g->res);
+  cua_op_destroy(g->auto_root);
   pthread_mutex_destroy(&g->mu);
   pthread_mutex_destroy(&g->auto_mu);
   free(g);

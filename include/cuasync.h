@@ -177,10 +177,13 @@ typedef struct cua_stats {
   uint64_t graph_updates;   /**< cua_graph_update() calls that succeeded */
   uint64_t graph_captures;  /**< backend graphs built (a capture at
                                  creation, one more after each update) */
-  uint64_t graph_replays;   /**< submissions replayed as a cached graph
-                                 ([runtime] graphs = auto) */
+  uint64_t graph_replays;   /**< submissions launched as a cached graph
+                                 ([runtime] graphs = auto or always; the
+                                 submission that captures counts) */
   uint64_t graph_evictions; /**< cached graphs dropped ([runtime]
-                                 graph_cache full, or their DAG released) */
+                                 graph_cache full, or a buffer of theirs
+                                 destroyed); a policy change drops the
+                                 cache without counting */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
@@ -648,9 +651,26 @@ CUA_EXTERN void cua_future_destroy(cua_future *fut);
  * The graph holds its ops and buffers: destroying them (or the graph,
  * while launches are in flight) is safe.
  *
- * With `[runtime] graphs = auto` (cuasync.ini(5)), cua_submit() does this
- * by itself for a DAG submitted again (the same root op): its second
- * submission captures it, later ones replay it (cua_stats::graph_replays).
+ * With `[runtime] graphs = auto` (cuasync.ini(5), or $CUASYNC_GRAPHS),
+ * cua_submit() does this by itself for DAGs submitted again and again. It
+ * takes each submission's fingerprint: the DAG's shape, its ops' kinds,
+ * buffers and access modes, their hints (what the policy decides from)
+ * and, for kernels, the function and which arguments are buffers; not the
+ * parameters (values, host pointers, ranges, kernel argument values and
+ * geometry). The first submission of a fingerprint runs as usual and is
+ * remembered; the second is captured and launched; later ones launch the
+ * graph after updating the ops whose parameters changed. The DAG may be
+ * made of new op objects each time, as a loop that builds its step anew
+ * makes it; a change of shape, of a buffer or of a hint is another
+ * fingerprint, captured as a graph of its own. `graphs = always` captures
+ * at the first submission. A DAG that cannot be captured is remembered
+ * and always submitted as usual, as is one whose result a launch does not
+ * give (below). At most `graph_cache` fingerprints are kept (least
+ * recently submitted first out); cua_buffer_destroy() drops those whose
+ * DAG uses the buffer; changing a policy (cua_runtime_set_policy())
+ * drops them all. cua_stats counts graphs, graph_replays, graph_updates
+ * and graph_evictions. Submissions on an explicit stream
+ * (cua_submit_on(), cua_submit_options::on_stream) are never cached.
  * @{
  */
 
@@ -693,7 +713,11 @@ CUA_EXTERN int cua_graph_create(cua_graph **g, cua_runtime *rt, cua_op *op,
 /**
  * Launches a replay of @p g and returns its future; its ops run with the
  * parameters the graph has at this call (cua_graph_update() after it
- * changes later launches only). #CUA_ERR_CANCELED once the runtime is
+ * changes later launches only). The future's result is the one a
+ * submission of the DAG would give, for those parameters: a memcpy_d2h
+ * root's host pointer, a zip root's array of its parts' results (each a
+ * host pointer or NULL), NULL for other ops; a zip root with a zip or an
+ * unzip among its parts gives NULL. #CUA_ERR_CANCELED once the runtime is
  * closing.
  */
 CUA_EXTERN int cua_graph_launch(cua_future **fut, cua_graph *g);

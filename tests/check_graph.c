@@ -992,6 +992,19 @@ START_TEST(auto_mode_config_errors) {
   ck_assert_err(NULL, open_text(&r, "[runtime]\ngraph_cache = many\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
                 "[runtime] graph_cache: 'many' is not an integer");
+  /* $CUASYNC_GRAPHS overrides the key. */
+  setenv("CUASYNC_GRAPHS", "sometimes", 1);
+  ck_assert_err(NULL, open_text(&r, "[runtime]\ngraphs = off\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "$CUASYNC_GRAPHS: 'sometimes' is not one of off, auto, always");
+  setenv("CUASYNC_GRAPHS", "always", 1);
+  ck_assert_int_eq(open_text(&rt, "[runtime]\ngraphs = off\n"), 0);
+  unsetenv("CUASYNC_GRAPHS");
+  cua_buffer *y = make_buf(1); /* its fill: captured at once */
+  ck_assert_int_eq((int)stats_of().graphs, 1);
+  ck_assert_int_eq((int)stats_of().graph_replays, 1);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
 }
 END_TEST
 

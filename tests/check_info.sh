@@ -129,6 +129,24 @@ run 0 --config "$TMP/off.ini"
 expect "$OUT" '^Performance models: off' "table: models off"
 pass "--models lists the performance models; the table says where they are"
 
+# Graphs: how the backend runs them, and the cache's settings.
+printf '[runtime]\nbackend = host\ngraphs = auto\ngraph_cache = 7\nmodels = off\n' >"$TMP/g.ini"
+run 0 --config "$TMP/g.ini"
+expect "$OUT" '^Graphs: replayed by the core (the backend has no graphs); \[runtime\] graphs = auto, graph_cache = 7$' \
+  "table: graphs"
+CUASYNC_GRAPHS=always run 0 --config "$TMP/g.ini" --format json
+unset CUASYNC_GRAPHS # a function's prefix assignment may stay in sh
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+g = d["runtime"]["graphs"]
+assert g["native"] is False and g["mode"] == "always" and g["cache"] == 7, g
+assert d["config"]["graphs"] == "always", d["config"]
+' <"$OUT" 2>"$ERR" || fail "graphs --format json: $(cat "$ERR")"
+fi
+pass "the runtime's graphs: backend graphs or not, mode and cache"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--config" "stray"; do
   # shellcheck disable=SC2086 # the words are meant to split

@@ -123,6 +123,10 @@ typedef struct report {
   char *rt_policy;
   cua_device_info *devices;
   int ndevices;
+  /* Its graphs: backend graphs (1) or replayed by the core (0); -1 with
+   * graphs_error when a probe graph could not be made. */
+  int graphs_native;
+  char *graphs_error;
   /* Its performance models ([runtime] models). */
   const char *models_state; /* "file", "memory" or "off" */
   char *models_file;
@@ -639,10 +643,34 @@ static void describe_models(report *r, cua_runtime *rt) {
   r->models_file = file != NULL ? xstrdup(file) : NULL;
 }
 
+/* Whether the runtime's graphs are backend graphs (CUDA graphs): a graph
+ * of one fill, made and dropped. */
+static void describe_graphs(report *r, cua_runtime *rt) {
+  cua_buffer *b = NULL;
+  cua_op *op = NULL;
+  cua_graph *g = NULL;
+  cua_graph_info gi;
+
+  memset(&gi, 0, sizeof gi);
+  gi.size = sizeof gi;
+  r->graphs_native = -1;
+  if (cua_buffer_create(&b, rt, 0, 16 * sizeof(float), 0) == 0 &&
+      cua_op_fill(&op, b, 0.0f) == 0 &&
+      cua_graph_create(&g, rt, op, NULL) == 0 &&
+      cua_graph_get_info(g, &gi) == 0)
+    r->graphs_native = gi.native;
+  else
+    r->graphs_error = xstrdup(cua_runtime_error(rt));
+  cua_graph_destroy(g);
+  cua_op_destroy(op);
+  cua_buffer_destroy(b);
+}
+
 static void describe_runtime(report *r, cua_runtime *rt) {
   int i;
 
   describe_models(r, rt);
+  describe_graphs(r, rt);
 
   r->rt_backend = xstrdup(cua_runtime_backend(rt));
   r->rt_policy = xstrdup(cua_runtime_policy(rt));
@@ -745,6 +773,7 @@ static void free_report(report *r) {
   free(r->rt_error);
   free(r->rt_backend);
   free(r->rt_policy);
+  free(r->graphs_error);
   free(r->devices);
   for (i = 0; i < r->nmodels; i++) {
     free((char *)r->models[i].name);
@@ -991,6 +1020,27 @@ static void table_models(const report *r, FILE *f) {
   table_print(&t, f, 2);
 }
 
+static const char *graphs_mode(const report *r) {
+  if (r->cfg == NULL)
+    return "?";
+  return r->cfg->graphs == CUA__GRAPHS_AUTO     ? "auto"
+         : r->cfg->graphs == CUA__GRAPHS_ALWAYS ? "always"
+                                                : "off";
+}
+
+/* How graphs run, and whether submissions are cached as graphs. */
+static void table_graphs(const report *r, FILE *f) {
+  if (r->graphs_native < 0)
+    fprintf(f, "Graphs: cannot be made: %s\n", r->graphs_error);
+  else
+    fprintf(f, "Graphs: %s; [runtime] graphs = %s, graph_cache = %d\n",
+            r->graphs_native ? "backend graphs (captured once, one launch per "
+                               "replay)"
+                             : "replayed by the core (the backend has no "
+                               "graphs)",
+            graphs_mode(r), r->cfg != NULL ? r->cfg->graph_cache : 0);
+}
+
 static void table_runtime(const report *r, FILE *f) {
   table t = {5, NULL, 0};
   char mem[32], cc[16], units[32], idx[16];
@@ -1015,6 +1065,7 @@ static void table_runtime(const report *r, FILE *f) {
     table_row(&t, idx, d->name, mem, cc, units);
   }
   table_print(&t, f, 2);
+  table_graphs(r, f);
   table_models_summary(r, f);
 }
 
@@ -1374,6 +1425,8 @@ static void json_config(json *j, const report *r) {
                     : "error");
     json_string(j, "launch",
                 cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller");
+    json_string(j, "graphs", graphs_mode(r));
+    json_int(j, "graph_cache", cfg->graph_cache);
     json_string(j, "models", cfg->models);
     json_sections(j, cfg);
   }
@@ -1438,6 +1491,13 @@ static void json_runtime(json *j, const report *r, int list_models) {
     json_close(j, '}');
   }
   json_close(j, ']');
+  json_open(j, "graphs", '{');
+  if (r->graphs_native >= 0)
+    json_bool(j, "native", r->graphs_native);
+  json_string(j, "error", r->graphs_error);
+  json_string(j, "mode", graphs_mode(r));
+  json_int(j, "cache", r->cfg != NULL ? r->cfg->graph_cache : 0);
+  json_close(j, '}');
   json_models(j, r, list_models);
   json_close(j, '}');
 }

@@ -27,9 +27,12 @@ enum bench_submit {
   BENCH_SUBMIT_LEVEL = 2, /**< one submission per level (depth) */
   BENCH_SUBMIT_GRAPH = 3, /**< captured once (cua_graph_create()), then
                                one cua_graph_launch() per run */
-  BENCH_SUBMIT_MODES = 4
+  BENCH_SUBMIT_AUTO = 4,  /**< whole, on a runtime with [runtime] graphs =
+                               auto: the warm-up run captures, the timed
+                               runs replay */
+  BENCH_SUBMIT_MODES = 5
 };
-/** "whole", "task" or "level". */
+/** "whole", "task", "level", "graph" or "auto". */
 const char *bench_submit_name(int mode);
 
 /** Submitting threads of the submit-mt workload. */

@@ -47,6 +47,8 @@ typedef struct contender {
   char label[160];
   cua_runtime *rt_all; /* every device */
   cua_runtime *rt_one; /* device 0 only (== rt_all with one device) */
+  /* --submit auto: the same, opened with $CUASYNC_GRAPHS=auto */
+  cua_runtime *auto_all, *auto_one;
   char backend[8];
   int ndev;
 } contender;
@@ -147,7 +149,9 @@ static void usage(FILE *out) {
           "task),\n"
           "                        level (one per level), graph "
           "(captured once,\n"
-          "                        launched per run), or a "
+          "                        launched per run), auto (whole, with "
+          "graphs =\n"
+          "                        auto: replayed from the cache), or a "
           "comma-separated\n"
           "                        list (a row per mode)\n"
           "  -q, --quick           small sizes: the default run in seconds\n"
@@ -586,13 +590,18 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
     const contender *c = &b->cont[i];
     if (strcmp(c->backend, gr->backend) != 0)
       continue;
-    for (int m = 0; m < b->o->nsubmit; m++)
-      out[n++] = (series){S_CUASYNC,
-                          c->label,
-                          strcmp(w, "multigpu") == 0 ? c->rt_all : c->rt_one,
-                          b->o->streams,
-                          plan,
-                          b->o->submit[m]};
+    for (int m = 0; m < b->o->nsubmit; m++) {
+      int am = b->o->submit[m] == BENCH_SUBMIT_AUTO;
+      out[n++] =
+          (series){S_CUASYNC,
+                   c->label,
+                   strcmp(w, "multigpu") == 0 ? (am ? c->auto_all : c->rt_all)
+                   : am                       ? c->auto_one
+                                              : c->rt_one,
+                   b->o->streams,
+                   plan,
+                   b->o->submit[m]};
+    }
   }
   return n;
 }
@@ -963,7 +972,28 @@ static int open_runtime(cua_runtime **rt, const contender *c,
   return cua_runtime_create_ex(rt, &ro);
 }
 
-static int open_contender(contender *c, const char *backend) {
+/* The runtimes of --submit auto: the contender's, with graphs = auto. */
+static int open_auto(contender *c, const char *backend) {
+  const char *was = getenv("CUASYNC_GRAPHS");
+  char *saved = was != NULL ? strdup(was) : NULL;
+  setenv("CUASYNC_GRAPHS", "auto", 1);
+  int rc = open_runtime(&c->auto_all, c, backend, 0);
+  c->auto_one = c->auto_all;
+  if (rc == 0 && c->rt_one != c->rt_all &&
+      (rc = open_runtime(&c->auto_one, c, backend, 1)) != 0)
+    c->auto_one = NULL;
+  if (saved != NULL)
+    setenv("CUASYNC_GRAPHS", saved, 1);
+  else
+    unsetenv("CUASYNC_GRAPHS");
+  free(saved);
+  if (rc)
+    fprintf(stderr, PROG ": cannot open '%s' with graphs = auto: %s: %s\n",
+            c->spec, cua_err_name(rc), cua_runtime_error(NULL));
+  return rc ? -1 : 0;
+}
+
+static int open_contender(contender *c, const char *backend, int with_auto) {
   int rc = open_runtime(&c->rt_all, c, backend, 0);
   if (rc) {
     fprintf(stderr, PROG ": cannot open %s '%s': %s: %s\n",
@@ -990,10 +1020,14 @@ static int open_contender(contender *c, const char *backend) {
   } else {
     snprintf(c->label, sizeof c->label, "%s", cua_runtime_policy(c->rt_all));
   }
-  return 0;
+  return with_auto ? open_auto(c, backend) : 0;
 }
 
 static void close_contender(contender *c) {
+  if (c->auto_one != c->auto_all)
+    cua_runtime_destroy(c->auto_one);
+  cua_runtime_destroy(c->auto_all);
+  c->auto_one = c->auto_all = NULL;
   if (c->rt_one != c->rt_all)
     cua_runtime_destroy(c->rt_one);
   cua_runtime_destroy(c->rt_all);
@@ -1247,7 +1281,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
     case 'u':
       if (parse_submit(&o, optarg))
         return free(o.workloads),
-               usage_error("--submit wants whole, task, level or graph, or a "
+               usage_error("--submit wants whole, task, level, graph or auto, "
+                           "or a "
                            "comma-separated list of them, each once, not "
                            "'%s'",
                            optarg);
@@ -1345,7 +1380,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
     ct->spec = specs[i].value;
     ct->is_config = specs[i].is_config;
     progress("opening %s", ct->spec);
-    if (open_contender(ct, o.backend) != 0) {
+    int with_auto = 0;
+    for (int m = 0; m < o.nsubmit; m++)
+      with_auto |= o.submit[m] == BENCH_SUBMIT_AUTO;
+    if (open_contender(ct, o.backend, with_auto) != 0) {
       progress_end();
       close_contender(ct);
       for (size_t j = 0; j < b.ncont; j++)

@@ -27,6 +27,8 @@ const char *bench_submit_name(int mode) {
     return "level";
   case BENCH_SUBMIT_GRAPH:
     return "graph";
+  case BENCH_SUBMIT_AUTO:
+    return "auto";
   default:
     return "whole";
   }
