@@ -48,7 +48,8 @@ struct bench_cua {
   size_t nlevels;
   cua_future **futs; /* task, level: one per submission */
   cua_graph *graph;  /* graph: the DAG, captured */
-  uint64_t build_ns; /* the task ops (or the DAG) */
+  uint64_t build_ns;   /* the task ops (or the DAG) */
+  uint64_t capture_ns; /* graph: cua_graph_create() alone */
   uint64_t wrap_ns;  /* task, level: wrappers, summed over runs */
   uint64_t wrap_runs;
   cua_buffer **bufs;  /* dag->nbuf */
@@ -343,7 +344,9 @@ int bench_cua_open(bench_cua **out, cua_runtime *rt, const bench_dag *d,
     return -1;
   }
   if (mode == BENCH_SUBMIT_GRAPH) {
+    uint64_t c0 = bench_now_ns();
     int rc = cua_graph_create(&g->graph, rt, g->root, NULL);
+    g->capture_ns = bench_now_ns() - c0;
     if (rc != 0) {
       fail(err, len, rt, "cua_graph_create", rc);
       bench_cua_close(g);
@@ -364,6 +367,10 @@ int bench_cua_open(bench_cua **out, cua_runtime *rt, const bench_dag *d,
   }
   *out = g;
   return 0;
+}
+
+uint64_t bench_cua_capture_ns(const bench_cua *g) {
+  return g->capture_ns;
 }
 
 uint64_t bench_cua_build_ns(const bench_cua *g) {

@@ -19,6 +19,9 @@ int bench_cua_open(bench_cua **g, cua_runtime *rt, const bench_dag *dag,
 /** Build cost: the ops, plus (task and level modes) the mean cost of the
  * shared wrappers each run makes before its clock starts. */
 uint64_t bench_cua_build_ns(const bench_cua *g);
+/** Graph mode: what cua_graph_create() alone took (placement, capture,
+ * instantiation), the ops already built; 0 in the other modes. */
+uint64_t bench_cua_capture_ns(const bench_cua *g);
 /** One run: *ns from the first cua_submit() to the return of the last
  * cua_future_wait() on an idle runtime; *delta the runtime's counters over
  * the run. */

@@ -455,7 +455,12 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     if (s->kind == S_CUASYNC) {
       m->events_per_kop = 1000.0 * (double)events / ops;
       m->waits_per_kop = 1000.0 * (double)waits / ops;
-      m->build_ns_per_op = (double)bench_cua_build_ns(g) / (double)dag->n;
+      /* Graph mode: the capture alone, as raw-graph's is its capture and
+       * instantiation of a plan already made. */
+      m->build_ns_per_op =
+          (double)(s->submit == BENCH_SUBMIT_GRAPH ? bench_cua_capture_ns(g)
+                                                   : bench_cua_build_ns(g)) /
+          (double)dag->n;
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {

@@ -9,8 +9,8 @@
  * PATTERN is one of the Task Bench patterns of cuasync-bench (chain,
  * random, ...), SUBMIT is whole, task or level (cuasync-bench --submit),
  * POLICY defaults to round-robin and WIDTH to 1 for chain, else 8. The
- * runtime is opened on the host backend with the built-in configuration
- * only. Prints the tasks run and the run's host time; exit 0, 1 when the
+ * runtime is opened on the host backend (or $CUASYNC_BENCH_OPS_BACKEND's,
+ * for a profile on a GPU) with the built-in configuration only. Prints the tasks run and the run's host time; exit 0, 1 when the
  * run failed, 2 on bad usage.
  */
 #include "config.h"
@@ -63,8 +63,10 @@ int main(int argc, char **argv) {
   cua_runtime_options ro;
   memset(&ro, 0, sizeof ro);
   ro.size = sizeof ro;
-  snprintf(text, sizeof text, "[runtime]\nbackend = host\npolicy = %s\n",
-           policy);
+  /* $CUASYNC_BENCH_OPS_BACKEND: another backend (cuda), for profiles. */
+  const char *be = getenv("CUASYNC_BENCH_OPS_BACKEND");
+  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n",
+           be != NULL && *be ? be : "host", policy);
   ro.config_text = text;
   ro.flags = CUA_RUNTIME_NO_SYSTEM_CONFIG;
   cua_runtime *rt = NULL;
@@ -83,8 +85,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-ops: %s\n", err);
     status = 1;
   } else {
-    printf("%s %zu tasks, submit %s, policy %s: %.0f ns\n", pattern, dag.n,
-           bench_submit_name(mode), policy, (double)ns);
+    printf("%s %zu tasks, submit %s, policy %s: %.0f ns (ops built in %.0f "
+           "ns, graph created in %.0f ns)\n",
+           pattern, dag.n, bench_submit_name(mode), policy, (double)ns,
+           (double)(build - bench_cua_capture_ns(g)),
+           (double)bench_cua_capture_ns(g));
   }
   bench_cua_close(g);
   cua_runtime_destroy(rt);
