@@ -10,8 +10,9 @@
  * random, ...), SUBMIT is whole, task or level (cuasync-bench --submit),
  * POLICY defaults to round-robin and WIDTH to 1 for chain, else 8. The
  * runtime is opened on the host backend (or $CUASYNC_BENCH_OPS_BACKEND's,
- * for a profile on a GPU) with the built-in configuration only. Prints the tasks run and the run's host time; exit 0, 1 when the
- * run failed, 2 on bad usage.
+ * for a profile on a GPU) with the built-in configuration only. Prints the
+ * tasks run and the run's host time; exit 0, 1 when the run failed, 2 on bad
+ * usage.
  */
 #include "config.h"
 
@@ -86,10 +87,9 @@ int main(int argc, char **argv) {
     status = 1;
   } else {
     printf("%s %zu tasks, submit %s, policy %s: %.0f ns (ops built in %.0f "
-           "ns, graph created in %.0f ns)\n",
+           "ns; graph mode: %d captures among them, %.0f ns the median)\n",
            pattern, dag.n, bench_submit_name(mode), policy, (double)ns,
-           (double)(build - bench_cua_capture_ns(g)),
-           (double)bench_cua_capture_ns(g));
+           (double)build, BENCH_CAPTURES, (double)bench_cua_capture_ns(g));
   }
   bench_cua_close(g);
   cua_runtime_destroy(rt);
