@@ -11,6 +11,8 @@
  * per-submission policy, a policy swap), then a burst of ops queued behind
  * a stream function that holds its stream's worker (more queue items than
  * the host backend keeps in one block, so that the queue allocates), and
+ * captures, launches and updates a graph, submits one step built anew three
+ * times through the graph cache (the runtime has graphs = auto), and
  * closes it. The burst is then(function, zip(BURST spins)), which gives
  * the function BURST dependents: growing that array may fail too (it is
  * reserved before anything is committed, so cua_submit() fails; it used to
@@ -160,13 +162,15 @@ static void scenario(const char *policy, outcome *o) {
          *m = NULL, *z2 = NULL, *t1 = NULL, *t2 = NULL, *inner = NULL,
          *sh = NULL, *cp = NULL, *t3 = NULL, *d2h2 = NULL, *t4 = NULL,
          *bf = NULL, *bz = NULL, *bt = NULL, *bs[BURST] = {NULL};
-  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL;
+  cua_future *f1 = NULL, *f2 = NULL, *f3 = NULL, *f4 = NULL, *gfut = NULL;
   cua_policy *pol = NULL;
-  static float out1[ELEMS], out2[ELEMS];
+  cua_graph *graph = NULL;
+  cua_op *gs[3] = {NULL}, *gnew = NULL, *gread = NULL;
+  static float out1[ELEMS], out2[ELEMS], out3[ELEMS];
 
   memset(o, 0, sizeof *o);
   snprintf(text, sizeof text,
-           "[runtime]\nbackend = host\npolicy = %s\n"
+           "[runtime]\nbackend = host\npolicy = %s\ngraphs = auto\n"
            "[policy.round-robin]\nstreams = 3\n"
            "[policy.affinity]\nrule = tag:x -> 0\n",
            policy);
@@ -239,11 +243,54 @@ static void scenario(const char *policy, outcome *o) {
     fail_child("%s: the burst's stream function ran %g times, expected %g\n",
                policy, atomic_load(&burst_runs), 1);
 
+  /* A graph of then(fill b 0, axpy b += 2a) (a is 4), launched, its axpy
+   * updated to 3a, launched again; then the same step built anew three
+   * times (graphs = auto: remembered, captured, updated), each read back. */
+  TRY(o, rt, cua_op_fill(&gs[0], b, 0.0f));
+  TRY(o, rt, cua_op_axpy(&gs[1], b, 2.0f, a));
+  TRY(o, rt, cua_op_then(&gs[2], gs[0], gs[1]));
+  TRY(o, rt, cua_graph_create(&graph, rt, gs[2], NULL));
+  TRY(o, rt, cua_graph_launch(&gfut, graph));
+  WAIT(o, gfut);
+  cua_future_destroy(gfut);
+  gfut = NULL;
+  TRY(o, rt, cua_op_axpy(&gnew, b, 3.0f, a));
+  TRY(o, rt, cua_graph_update(graph, gs[1], gnew));
+  TRY(o, rt, cua_graph_launch(&gfut, graph));
+  WAIT(o, gfut);
+  cua_future_destroy(gfut);
+  gfut = NULL;
+  TRY(o, rt, cua_op_memcpy_d2h(&gread, out3, b, 0, ELEMS * 4));
+  TRY(o, rt, cua_submit_wait(rt, gread, NULL, NULL));
+  if (out3[0] != 12.0f)
+    fail_child("%s: wrong graph result %g, expected %g\n", policy, out3[0],
+               12.0);
+  for (int k = 1; k <= 3; k++) {
+    for (int i = 0; i < 3; i++) {
+      cua_op_destroy(gs[i]);
+      gs[i] = NULL;
+    }
+    TRY(o, rt, cua_op_fill(&gs[0], b, 0.0f));
+    TRY(o, rt, cua_op_axpy(&gs[1], b, (float)k, a));
+    TRY(o, rt, cua_op_then(&gs[2], gs[0], gs[1]));
+    TRY(o, rt, cua_submit_wait(rt, gs[2], NULL, NULL));
+    TRY(o, rt, cua_submit_wait(rt, gread, NULL, NULL));
+    if (out3[ELEMS - 1] != 4.0f * (float)k)
+      fail_child("%s: wrong cached graph result %g, expected %g\n", policy,
+                 out3[ELEMS - 1], 4.0 * k);
+  }
+
 out:
   cua_future_destroy(f1);
   cua_future_destroy(f2);
   cua_future_destroy(f3);
   cua_future_destroy(f4);
+  cua_future_destroy(gfut);
+  cua_graph_destroy(graph);
+  for (int i = 0; i < 3; i++)
+    cua_op_destroy(gs[i]);
+  cua_op_destroy(gnew);
+  cua_op_destroy(gread);
   cua_op *ops[] = {fa, fb, z1,    ax, h,  d2h, m,    z2,
                    t1, t2, inner, sh, cp, t3,  d2h2, t4};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)

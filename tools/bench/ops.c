@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     status = 1;
   } else {
     printf("%s %zu tasks, submit %s, policy %s: %.0f ns (ops built in %.0f "
-           "ns; graph mode: %d captures among them, %.0f ns the median)\n",
+           "ns; graph mode: %d captures among them, %.0f ns the fastest)\n",
            pattern, dag.n, bench_submit_name(mode), policy, (double)ns,
            (double)build, BENCH_CAPTURES, (double)bench_cua_capture_ns(g));
   }

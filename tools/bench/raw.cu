@@ -293,9 +293,9 @@ void uncapture(bench_raw *r) {
   r->fork = NULL;
 }
 
-/* capture(), timed: what a graph costs to make, per node; the median of
- * BENCH_CAPTURES captures (one alone varies by 2x with what the driver
- * did before), the last one kept. */
+/* capture(), timed: what a graph costs to make, per node; the fastest of
+ * BENCH_CAPTURES captures (one alone varies by up to 2x with what the
+ * driver did before, which only adds), the last one kept. */
 int timed_capture(bench_raw *r, char *err, size_t len) {
   uint64_t t[BENCH_CAPTURES];
   for (int i = 0; i < BENCH_CAPTURES; i++) {
@@ -306,7 +306,7 @@ int timed_capture(bench_raw *r, char *err, size_t len) {
       return -1;
     t[i] = bench_now_ns() - t0;
   }
-  r->build_ns = bench_median_u64(t, BENCH_CAPTURES);
+  r->build_ns = bench_min_u64(t, BENCH_CAPTURES);
   return 0;
 }
 

@@ -34,16 +34,12 @@ const char *bench_submit_name(int mode) {
   }
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-uint64_t bench_median_u64(uint64_t *v, size_t n) {
-  if (n == 0)
-    return 0;
-  qsort(v, n, sizeof *v, cmp_u64);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+uint64_t bench_min_u64(const uint64_t *v, size_t n) {
+  uint64_t m = n > 0 ? v[0] : 0;
+  for (size_t i = 1; i < n; i++)
+    if (v[i] < m)
+      m = v[i];
+  return m;
 }
 
 uint64_t bench_now_ns(void) {
