@@ -297,6 +297,10 @@ static void unplace(capture *c) {
 
 /* ------------------------------------------------------------- schedule */
 
+/* Past this many clock cells (ops x chains), waits are pruned per pair of
+ * chains only. */
+#define CLOCK_CELLS ((size_t)1 << 24)
+
 static int record_schedule(capture *c, cua_graph *g) {
   size_t n = c->ndev;
   size_t *chain_of = cua__calloc(n + 1, sizeof *chain_of);
@@ -324,39 +328,83 @@ static int record_schedule(capture *c, cua_graph *g) {
     chain_of[c->order[k]] = ch;
     gidx[c->order[k]] = k;
   }
+  /* Each chain's vector clock: clock[ch][x] is the last position of chain
+   * x known complete at the current end of chain ch (-1: none). With the
+   * clock each op had (snap, when it fits), a wait for a producer that an
+   * earlier wait already orders after (through a third chain too) is not
+   * recorded: fewer edges, cheaper to instantiate and to replay. */
+  long *snap = NULL;
+  size_t *cand = NULL;
   if (rc == 0) {
     chain_len = cua__calloc(g->nchains, sizeof *chain_len);
     covered = cua__malloc(g->nchains * g->nchains * sizeof *covered);
-    if (chain_len == NULL || covered == NULL)
+    size_t maxp = 1;
+    for (size_t i = 0; i < n; i++)
+      if (c->pred_off[i + 1] - c->pred_off[i] > maxp)
+        maxp = c->pred_off[i + 1] - c->pred_off[i];
+    cand = cua__malloc(maxp * sizeof *cand);
+    if (n <= CLOCK_CELLS / g->nchains)
+      snap = cua__malloc((n + 1) * g->nchains * sizeof *snap);
+    if (chain_len == NULL || covered == NULL || cand == NULL)
       rc = CUA_ERR_NOMEM;
   }
   if (rc == 0) {
-    for (size_t i = 0; i < g->nchains * g->nchains; i++)
+    size_t nc = g->nchains;
+    for (size_t i = 0; i < nc * nc; i++)
       covered[i] = -1;
     size_t nw = 0;
     g->nevents = 1; /* the fork */
     for (size_t k = 0; k < n; k++) {
       size_t i = c->order[k];
       size_t ch = chain_of[i];
+      long *clk = &covered[ch * nc];
       pos[i] = chain_len[ch]++;
       cua__gop *o = &g->ops[k];
       o->key = cua_op_retain(c->dev[i]->op);
       o->chain = ch;
       o->event = -1;
       o->waits = g->wait_store + nw;
+      /* The producers not yet ordered before: the last one per chain. */
+      size_t ncand = 0;
       for (size_t e = c->pred_off[i]; e < c->pred_off[i + 1]; e++) {
-        size_t p = c->preds[e];
-        size_t pc = chain_of[p];
-        long *cv = &covered[ch * g->nchains + pc];
-        if (pc == ch || *cv >= (long)pos[p])
+        size_t p = c->preds[e], pc = chain_of[p], j = 0;
+        if (pc == ch || clk[pc] >= (long)pos[p])
           continue;
-        *cv = (long)pos[p];
+        while (j < ncand && chain_of[cand[j]] != pc)
+          j++;
+        if (j == ncand)
+          cand[ncand++] = p;
+        else if (pos[cand[j]] < pos[p])
+          cand[j] = p;
+      }
+      /* Those another one orders after already. */
+      for (size_t j = 0; snap != NULL && j < ncand;) {
+        size_t p = cand[j], pc = chain_of[p], m = 0;
+        while (m < ncand && (m == j || snap[cand[m] * nc + pc] < (long)pos[p]))
+          m++;
+        if (m < ncand)
+          cand[j] = cand[--ncand];
+        else
+          j++;
+      }
+      for (size_t j = 0; j < ncand; j++) {
+        size_t p = cand[j];
         cua__gop *po = &g->ops[gidx[p]];
         if (po->event < 0)
           po->event = (long)g->nevents++;
         o->waits[o->nwaits++] = gidx[p];
         nw++;
+        if (snap != NULL) {
+          for (size_t x = 0; x < nc; x++)
+            if (snap[p * nc + x] > clk[x])
+              clk[x] = snap[p * nc + x];
+        } else {
+          clk[chain_of[p]] = (long)pos[p];
+        }
       }
+      clk[ch] = (long)pos[i];
+      if (snap != NULL)
+        memcpy(&snap[i * nc], clk, nc * sizeof *clk);
     }
     g->nops = n;
     g->nwaits = nw;
@@ -369,6 +417,8 @@ static int record_schedule(capture *c, cua_graph *g) {
   free(gidx);
   free(chain_len);
   free(covered);
+  free(snap);
+  free(cand);
   return rc;
 }
 
@@ -623,13 +673,15 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     rc = make_backend(rt, g, msg, sizeof msg);
   if (rc == 0) {
     g->cur = cua__calloc(1, sizeof *g->cur);
-    if (g->cur != NULL)
+    if (g->cur != NULL) {
+      /* Released with the graph, whatever follows. */
+      atomic_init(&g->cur->refs, 1);
       g->cur->ops = cua__calloc(g->nops, sizeof *g->cur->ops);
+    }
     if (g->cur == NULL || g->cur->ops == NULL)
       rc = CUA_ERR_NOMEM;
   }
   if (rc == 0) {
-    atomic_init(&g->cur->refs, 1);
     g->cur->version = 1;
     g->cur->n = g->nops;
     for (size_t k = 0; k < g->nops; k++)
