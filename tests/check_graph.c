@@ -122,18 +122,24 @@ static cua_op *random_op(void) {
 
 /* Ops folded left to right into then-chains and zips: the post-order is
  * the construction order. */
+/* then(acc, next) or zip(acc, next), consuming both references. */
+static cua_op *join(cua_op *acc, cua_op *next, int zip) {
+  cua_op *c;
+  if (!zip)
+    ck_assert_int_eq(cua_op_then(&c, acc, next), 0);
+  else
+    ck_assert_int_eq(cua_op_zip(&c, (cua_op *[]){acc, next}, 2), 0);
+  cua_op_destroy(acc);
+  cua_op_destroy(next);
+  return c;
+}
+
 static cua_op *random_dag(int n) {
   cua_op *acc = random_op();
   for (int i = 1; i < n; i++) {
-    cua_op *next = random_op(), *c;
+    cua_op *next = random_op();
     joins[i] = !rnd(2);
-    if (!joins[i])
-      ck_assert_int_eq(cua_op_then(&c, acc, next), 0);
-    else
-      ck_assert_int_eq(cua_op_zip(&c, (cua_op *[]){acc, next}, 2), 0);
-    cua_op_destroy(acc);
-    cua_op_destroy(next);
-    acc = c;
+    acc = join(acc, next, joins[i]);
   }
   return acc;
 }
@@ -693,18 +699,7 @@ static cua_op *rebuild_dag(void) {
       cua_op_retain(key);
     }
     cua_op_destroy(key);
-    if (acc == NULL) {
-      acc = next;
-      continue;
-    }
-    cua_op *c;
-    if (!joins[i])
-      ck_assert_int_eq(cua_op_then(&c, acc, next), 0);
-    else
-      ck_assert_int_eq(cua_op_zip(&c, (cua_op *[]){acc, next}, 2), 0);
-    cua_op_destroy(acc);
-    cua_op_destroy(next);
-    acc = c;
+    acc = acc == NULL ? next : join(acc, next, joins[i]);
   }
   return acc;
 }
