@@ -81,8 +81,9 @@ struct cua_graph {
   int res_zip, res_ok;
   int native; /* the backend has graphs */
   cua_backend_graph *bg;
-  uint64_t bg_version; /* the parameters' version bg was captured with */
-  atomic_uint_fast64_t launches, updates, captures;
+  uint64_t bg_version;     /* the parameters' version bg has */
+  cua__gparams *bg_params; /* and those parameters (held) */
+  atomic_uint_fast64_t launches, updates, captures, node_updates;
   int dead; /* the runtime closed: its backend objects are gone */
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };

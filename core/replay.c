@@ -168,6 +168,9 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
     } else {
       g->bg = out;
       g->bg_version = gp->version;
+      atomic_fetch_add(&gp->refs, 1);
+      cua__gparams_release(g->bg_params);
+      g->bg_params = gp;
       atomic_fetch_add(&g->captures, 1);
       atomic_fetch_add(&rt->n_graph_captures, 1);
     }
@@ -181,6 +184,47 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
 
 /* --------------------------------------------------------------- replay */
 
+/* Brings g->bg to @p gp's parameters op by op (backend ABI 1.4), on the
+ * capture streams: 0, or non-zero when a capture of the whole graph must
+ * do it (an op the backend cannot change in place, or a failure, which
+ * leaves the ops already changed; the capture then sets them all). */
+static int update_in_place(cua_runtime *rt, cua_graph *g, cua__gparams *gp) {
+  const cua_backend_descriptor *be = rt->be;
+  if (be->size < offsetof(cua_backend_descriptor, graph_update_op) +
+                     sizeof be->graph_update_op ||
+      be->graph_update_op == NULL || g->bg_params == NULL ||
+      g->bg_params->n != gp->n)
+    return CUA_ERR_NOTSUP;
+  char msg[CUA__ERRLEN];
+  pthread_mutex_lock(&rt->capture_mu);
+  int rc = lend_streams(rt, g, msg, sizeof msg);
+  uint64_t changed = 0;
+  void *params[64], *ptrs[64];
+  for (size_t k = 0; k < g->nops && rc == 0; k++) {
+    if (gp->ops[k] == g->bg_params->ops[k])
+      continue;
+    cua_backend_op bo;
+    rc = cua__backend_op(gp->ops[k], 0, &bo, params, ptrs, op_name(gp->ops[k]),
+                         msg, sizeof msg);
+    cua_backend_err err = {{0}};
+    if (rc == 0)
+      rc = be->graph_update_op(rt->bst, g->bg, k, g->chains[g->ops[k].chain].bs,
+                               &bo, &err);
+    changed += rc == 0;
+  }
+  for (size_t ch = 0; ch < g->nchains; ch++)
+    g->chains[ch].bs = NULL;
+  pthread_mutex_unlock(&rt->capture_mu);
+  if (rc == 0) {
+    g->bg_version = gp->version;
+    atomic_fetch_add(&gp->refs, 1);
+    cua__gparams_release(g->bg_params);
+    g->bg_params = gp;
+  }
+  atomic_fetch_add(&g->node_updates, changed);
+  return rc;
+}
+
 int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   cua_graph *g = n->op->graph;
   cua__gparams *gp = n->op->gparams;
@@ -188,7 +232,8 @@ int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   if (!g->native)
     return cua__graph_enqueue(rt, g, gp, s->bs, msg, len);
   int rc = 0;
-  if (g->bg == NULL || g->bg_version != gp->version)
+  if (g->bg == NULL ||
+      (g->bg_version != gp->version && update_in_place(rt, g, gp) != 0))
     rc = cua__graph_capture(rt, g, gp, msg, len);
   if (rc != 0)
     return rc;
@@ -242,6 +287,7 @@ static void graph_free(cua_graph *g) {
   free(g->event_dev);
   free(g->index);
   free(g->res);
+  cua__gparams_release(g->bg_params);
   cua_op_destroy(g->auto_root);
   pthread_mutex_destroy(&g->mu);
   pthread_mutex_destroy(&g->auto_mu);
@@ -571,6 +617,7 @@ int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
   v.updates = atomic_load(&((cua_graph *)g)->updates);
   v.captures = atomic_load(&((cua_graph *)g)->captures);
   v.anchor = g->anchor;
+  v.node_updates = atomic_load(&((cua_graph *)g)->node_updates);
   memcpy(info, &v, v.size);
   return 0;
 }

@@ -685,19 +685,23 @@ typedef struct cua_graph_options {
 
 /** What cua_graph_get_info() reports. */
 typedef struct cua_graph_info {
-  size_t size;          /**< sizeof(cua_graph_info) as the caller knows it */
-  size_t ops;           /**< device ops captured */
-  size_t streams;       /**< streams the policy used: the graph's chains */
-  size_t waits;         /**< waits between chains (edges across streams) */
-  int native;           /**< 1: replayed as a backend graph (CUDA graph); 0:
-                             the core replays the recorded commands */
-  uint64_t launches;    /**< cua_graph_launch() calls that succeeded */
-  uint64_t updates;     /**< cua_graph_update() calls that succeeded */
-  uint64_t captures;    /**< backend graphs built: the first, and one more at
-                             the first launch after each update (0 when the
-                             backend has no graphs) */
-  cua_placement anchor; /**< the stream launches are ordered on: where
-                             the policy put the graph's first op */
+  size_t size;           /**< sizeof(cua_graph_info) as the caller knows it */
+  size_t ops;            /**< device ops captured */
+  size_t streams;        /**< streams the policy used: the graph's chains */
+  size_t waits;          /**< waits between chains (edges across streams) */
+  int native;            /**< 1: replayed as a backend graph (CUDA graph); 0:
+                              the core replays the recorded commands */
+  uint64_t launches;     /**< cua_graph_launch() calls that succeeded */
+  uint64_t updates;      /**< cua_graph_update() calls that succeeded */
+  uint64_t captures;     /**< backend graphs built: the first, and one more at
+                              the first launch after an update that could not
+                              be applied in place (0 when the backend has no
+                              graphs) */
+  cua_placement anchor;  /**< the stream launches are ordered on: where
+                              the policy put the graph's first op */
+  uint64_t node_updates; /**< ops changed in the backend graph in place at
+                              a launch after an update (a CUDA graph's
+                              node parameters), with no new capture */
 } cua_graph_info;
 
 /**

@@ -102,11 +102,13 @@ static inline const char *two_devices_section(void) {
 }
 
 /** Opens a runtime on the test backend with @p policy and extra INI text
- * (sections), or exits 77 when the CUDA backend has no device. */
+ * (sections), then $CUASYNC_TEST_EXTRA's (a suite run again with another
+ * backend setting), or exits 77 when the CUDA backend has no device. */
 static inline cua_runtime *open_policy(const char *policy, const char *extra) {
   char text[4096];
-  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s",
-           test_backend(), policy, extra ? extra : "");
+  const char *more = getenv("CUASYNC_TEST_EXTRA");
+  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s\n%s",
+           test_backend(), policy, extra ? extra : "", more ? more : "");
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, text);
   if (rc == CUA_ERR_NO_DEVICE || rc == CUA_ERR_MODULE_NOT_FOUND) {

@@ -55,6 +55,7 @@ CUDA_TESTS = \
 	tests/cuda/ordering.sh \
 	tests/cuda/random_dag.sh \
 	tests/cuda/graph.sh \
+	tests/cuda/graph_capture.sh \
 	tests/cuda/futures.sh \
 	tests/cuda/conformance.sh \
 	tests/cuda/sched.sh \
@@ -258,7 +259,7 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 # The CUDA suites share the GPU with check_cuda, which runs the device out of
 # memory on purpose: under make -j they start only once it has finished.
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
-tests/cuda/graph.sh.log \
+tests/cuda/graph.sh.log tests/cuda/graph_capture.sh.log \
 tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
 tests/cuda/sched.sh.log tests/cuda/stress.sh.log: tests/check_cuda.log
 

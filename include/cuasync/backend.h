@@ -32,8 +32,9 @@
 #define CUA_BACKEND_ABI_MAJOR 1
 /* 1.1: cua_backend_descriptor::priority, native_record, native_wait.
  * 1.2: cua_backend_host::alloc, free, thread_create.
- * 1.3: capture_begin, capture_end, graph_launch, graph_destroy. */
-#define CUA_BACKEND_ABI_MINOR 3
+ * 1.3: capture_begin, capture_end, graph_launch, graph_destroy.
+ * 1.4: graph_update_op. */
+#define CUA_BACKEND_ABI_MINOR 4
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -289,6 +290,23 @@ typedef struct cua_backend_descriptor {
                       cua_backend_err *err);
   /** Frees @p g; called once no replay of it is in flight. */
   void (*graph_destroy)(void *state, cua_backend_graph *g);
+
+  /* ABI 1.4 (optional; NULL: every update captures the graph again) */
+
+  /**
+   * Gives op @p k of @p g (the k-th launch() of the capture that made or
+   * last updated @p g, counting launch() calls only) the parameters of
+   * @p op, an op of the same kind on the same device, for the replays
+   * launched after this call; replays in flight keep theirs. @p s is a
+   * stream of that device the backend may use while the call runs (to
+   * capture @p op alone, say); nothing else uses it meanwhile. Returns 0,
+   * or CUA_ERR_NOTSUP when the op cannot be changed in place (the core
+   * then captures the whole graph again and updates it through
+   * capture_end()); any other failure too leaves @p g as it was.
+   */
+  int (*graph_update_op)(void *state, cua_backend_graph *g, size_t k,
+                         cua_backend_stream *s, const cua_backend_op *op,
+                         cua_backend_err *err);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

@@ -66,7 +66,13 @@ enum completion {
 static const char *const completion_names[] = {"flags", "events", "callback"};
 
 /* Indices of the parameters in cuda_params[]. */
-enum { PARAM_COMPLETION, PARAM_SPIN_US, PARAM_POOL_RELEASE_MB, PARAM_COUNT };
+enum {
+  PARAM_COMPLETION,
+  PARAM_SPIN_US,
+  PARAM_POOL_RELEASE_MB,
+  PARAM_GRAPH_UPDATES,
+  PARAM_COUNT
+};
 
 /* How often, at most, the backend asks CUDA whether a stream that has
  * outstanding marks hit a sticky error. Often enough that a fault is
@@ -200,6 +206,16 @@ struct backend {
   pthread_cond_t wait_cond;
   int wake_pending;         /* guarded by wait_lock */
   atomic_int idle_sleeping; /* the waiter sleeps with nothing outstanding */
+
+  /* While a capture runs (the core runs one at a time, on one thread):
+   * the node each launch() into it made, in order (NULL where a launch
+   * made none or several), for graph_update_op(). Other threads' launches
+   * meanwhile go to streams that are not capturing and are not logged. */
+  int no_update_in_place; /* [backend.cuda] graph_updates = capture */
+  atomic_int capturing;
+  cudaGraphNode_t *cap_nodes;
+  size_t ncap_nodes, cap_nodes_cap;
+  int cap_log_failed;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -461,6 +477,11 @@ static const cua_param_spec cuda_params[PARAM_COUNT] = {
      "release threshold of each device's memory pool in MiB; -1 keeps every "
      "freed block for reuse",
      0},
+    {"graph_updates", CUA_PARAM_ENUM, "in_place", 0, 0, "in_place|capture",
+     "how a graph's updated ops reach its CUDA graph: in_place (each changed "
+     "node's parameters are set in the executable graph) or capture (the "
+     "whole graph is captured again and cudaGraphExecUpdate() applied)",
+     0},
 };
 
 /* ------------------------------------------------------------------ flags */
@@ -650,6 +671,7 @@ static void cuda_destroy(void *state) {
   pthread_mutex_destroy(&be->streams_lock);
   pthread_mutex_destroy(&be->wait_lock);
   pthread_cond_destroy(&be->wait_cond);
+  free(be->cap_nodes);
   free(be);
 }
 
@@ -853,6 +875,7 @@ static int cuda_create(const cua_backend_host *host,
   be->mode = mode >= 0 && mode <= 2 ? (enum completion)mode : COMPLETION_FLAGS;
   be->spin_ns = (uint64_t)param_int(params, PARAM_SPIN_US) * 1000u;
   int64_t release_mb = param_int(params, PARAM_POOL_RELEASE_MB);
+  be->no_update_in_place = param_int(params, PARAM_GRAPH_UPDATES) == 1;
 
   for (int d = 0; d < n; d++) {
     int rc = device_open(be, d, release_mb, err);
@@ -1412,6 +1435,29 @@ static int validate(backend *be, const cua_backend_op *op,
   return 0;
 }
 
+/* During a capture: notes the node the launch just made on @p s, if @p s
+ * is in the capture (its dependency set is then that one node). */
+static void log_capture_node(backend *be, cua_backend_stream *s) {
+  enum cudaStreamCaptureStatus st;
+  const cudaGraphNode_t *deps = NULL;
+  size_t ndeps = 0;
+  if (cudaStreamGetCaptureInfo(s->native, &st, NULL, NULL, &deps, NULL,
+                               &ndeps) != cudaSuccess ||
+      st != cudaStreamCaptureStatusActive)
+    return;
+  if (be->ncap_nodes == be->cap_nodes_cap) {
+    size_t nc = be->cap_nodes_cap ? 2 * be->cap_nodes_cap : 256;
+    cudaGraphNode_t *v = realloc(be->cap_nodes, nc * sizeof *v);
+    if (v == NULL) {
+      be->cap_log_failed = 1;
+      return;
+    }
+    be->cap_nodes = v;
+    be->cap_nodes_cap = nc;
+  }
+  be->cap_nodes[be->ncap_nodes++] = ndeps == 1 ? deps[0] : NULL;
+}
+
 static int cuda_launch(void *state, cua_backend_stream *s,
                        const cua_backend_op *op, cua_backend_err *err) {
   backend *be = state;
@@ -1480,6 +1526,8 @@ static int cuda_launch(void *state, cua_backend_stream *s,
                      "%s of %zu bytes on CUDA device %d", op_name(op->kind),
                      op->bytes, dv->ordinal);
   }
+  if (atomic_load_explicit(&be->capturing, memory_order_relaxed))
+    log_capture_node(be, s);
   if (duration != NULL) {
     pthread_mutex_lock(&s->lock);
     int full = fifo_push(&s->timings, &t);
@@ -2044,7 +2092,26 @@ struct cua_backend_graph {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   int device; /* of the stream it was captured on */
+  /* graph's node of each launch() of its capture, NULL where unknown; NULL
+   * as a whole when the log failed (then nothing is updated in place). */
+  cudaGraphNode_t *nodes;
+  size_t nnodes;
 };
+
+/* Hands the capture's log of nodes to @p g (replacing its own). */
+static void take_nodes(backend *be, cua_backend_graph *g) {
+  free(g->nodes);
+  g->nodes = NULL;
+  g->nnodes = 0;
+  if (!be->cap_log_failed && be->ncap_nodes > 0) {
+    g->nodes = malloc(be->ncap_nodes * sizeof *g->nodes);
+    if (g->nodes != NULL) {
+      memcpy(g->nodes, be->cap_nodes, be->ncap_nodes * sizeof *g->nodes);
+      g->nnodes = be->ncap_nodes;
+    }
+  }
+  be->ncap_nodes = 0;
+}
 
 static int cuda_capture_begin(void *state, cua_backend_stream *s,
                               cua_backend_err *err) {
@@ -2060,6 +2127,9 @@ static int cuda_capture_begin(void *state, cua_backend_stream *s,
     return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
                      "beginning a stream capture on CUDA device %d",
                      be->dev[s->device].ordinal);
+  be->ncap_nodes = 0;
+  be->cap_log_failed = 0;
+  atomic_store(&be->capturing, 1);
   return 0;
 }
 
@@ -2069,6 +2139,7 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
   backend *be = state;
   *out = NULL;
   cudaGraph_t gr = NULL;
+  atomic_store(&be->capturing, 0);
   cudaError_t e = use_device(be, s->device);
   if (e == cudaSuccess)
     e = cudaStreamEndCapture(s->native, &gr);
@@ -2095,6 +2166,7 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
     }
     cudaGraphDestroy(into->graph);
     into->graph = gr;
+    take_nodes(be, into);
     *out = into;
     return 0;
   }
@@ -2106,6 +2178,7 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
   }
   g->graph = gr;
   g->device = s->device;
+  take_nodes(be, g);
   /* Not uploaded here: an upload is ordered on its own stream only, and a
    * launch on another stream is ordered behind earlier launches of the
    * graph, not behind its upload (cudaGraphLaunch()); the first launch
@@ -2149,7 +2222,89 @@ static void cuda_graph_destroy(void *state, cua_backend_graph *g) {
     cudaGraphExecDestroy(g->exec);
     cudaGraphDestroy(g->graph);
   }
+  free(g->nodes);
   free(g);
+}
+
+/* Copies the parameters of @p from (a node of a graph of one op) onto
+ * @p to, a node of the same type in @p g's template, for @p g's exec. */
+static cudaError_t copy_node_params(cua_backend_graph *g, cudaGraphNode_t to,
+                                    cudaGraphNode_t from,
+                                    enum cudaGraphNodeType type) {
+  cudaError_t e;
+  switch (type) {
+  case cudaGraphNodeTypeKernel: {
+    struct cudaKernelNodeParams p;
+    memset(&p, 0, sizeof p);
+    e = cudaGraphKernelNodeGetParams(from, &p);
+    if (e == cudaSuccess)
+      e = cudaGraphExecKernelNodeSetParams(g->exec, to, &p);
+    if (e == cudaSuccess) /* the template too, for a later capture's diff */
+      e = cudaGraphKernelNodeSetParams(to, &p);
+    return e;
+  }
+  case cudaGraphNodeTypeMemcpy: {
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    e = cudaGraphMemcpyNodeGetParams(from, &p);
+    if (e == cudaSuccess)
+      e = cudaGraphExecMemcpyNodeSetParams(g->exec, to, &p);
+    if (e == cudaSuccess)
+      e = cudaGraphMemcpyNodeSetParams(to, &p);
+    return e;
+  }
+  case cudaGraphNodeTypeMemset: {
+    struct cudaMemsetParams p;
+    memset(&p, 0, sizeof p);
+    e = cudaGraphMemsetNodeGetParams(from, &p);
+    if (e == cudaSuccess)
+      e = cudaGraphExecMemsetNodeSetParams(g->exec, to, &p);
+    if (e == cudaSuccess)
+      e = cudaGraphMemsetNodeSetParams(to, &p);
+    return e;
+  }
+  default:
+    return cudaErrorNotSupported;
+  }
+}
+
+/* Captures @p op alone on @p s into a graph of one node, and gives that
+ * node's parameters to node @p k of @p g. */
+static int cuda_graph_update_op(void *state, cua_backend_graph *g, size_t k,
+                                cua_backend_stream *s, const cua_backend_op *op,
+                                cua_backend_err *err) {
+  backend *be = state;
+  if (be->no_update_in_place || g->nodes == NULL || k >= g->nnodes ||
+      g->nodes[k] == NULL || op->kind == CUA_OP_FUNC || s->device != g->device)
+    return CUA_ERR_NOTSUP;
+  if (is_lost(be, s->device))
+    return lost_err(be, s->device, err);
+  cudaError_t e = use_device(be, s->device);
+  if (e == cudaSuccess)
+    e = cudaStreamBeginCapture(s->native, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
+                     "capturing an op to update a graph on CUDA device %d",
+                     be->dev[s->device].ordinal);
+  int func_rc = 0;
+  cudaError_t le = enqueue(be, s, op, &func_rc, err);
+  cudaGraph_t one = NULL;
+  e = cudaStreamEndCapture(s->native, &one);
+  int rc = CUA_ERR_NOTSUP;
+  cudaGraphNode_t node = NULL;
+  size_t n = 0;
+  enum cudaGraphNodeType want, have;
+  if (le == cudaSuccess && e == cudaSuccess && one != NULL &&
+      cudaGraphGetNodes(one, NULL, &n) == cudaSuccess && n == 1 &&
+      cudaGraphGetNodes(one, &node, &n) == cudaSuccess && node != NULL &&
+      cudaGraphNodeGetType(node, &have) == cudaSuccess &&
+      cudaGraphNodeGetType(g->nodes[k], &want) == cudaSuccess && have == want &&
+      copy_node_params(g, g->nodes[k], node, have) == cudaSuccess)
+    rc = 0;
+  if (one != NULL)
+    cudaGraphDestroy(one);
+  (void)cudaGetLastError(); /* a refusal leaves no sticky state */
+  return rc;
 }
 
 /* ------------------------------------------------------------- descriptor */
@@ -2198,4 +2353,5 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .graph_update_op = cuda_graph_update_op,
 };
