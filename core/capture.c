@@ -577,6 +577,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_graph_create: the op belongs to another runtime");
   cua__graphs_reap(rt);
+  uint64_t t0 = cua__now_ns();
   cua_graph *g = cua__calloc(1, sizeof *g);
   if (g == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -686,8 +687,12 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     g->cur->n = g->nops;
     for (size_t k = 0; k < g->nops; k++)
       g->cur->ops[k] = cua_op_retain(g->ops[k].key);
-    if (g->native && !later)
+    uint64_t t1 = cua__now_ns();
+    g->place_ns = t1 - t0;
+    if (g->native && !later) {
       rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
+      g->capture_ns = cua__now_ns() - t1;
+    }
   }
   if (rc != 0) {
     cua__graph_free_backend(rt, g);

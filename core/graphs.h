@@ -84,6 +84,7 @@ struct cua_graph {
   uint64_t bg_version;     /* the parameters' version bg has */
   cua__gparams *bg_params; /* and those parameters (held) */
   atomic_uint_fast64_t launches, updates, captures, node_updates;
+  uint64_t place_ns, capture_ns; /* cua_graph_create(): see cua_graph_info */
   int dead; /* the runtime closed: its backend objects are gone */
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };

@@ -618,6 +618,8 @@ int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
   v.captures = atomic_load(&((cua_graph *)g)->captures);
   v.anchor = g->anchor;
   v.node_updates = atomic_load(&((cua_graph *)g)->node_updates);
+  v.place_ns = g->place_ns;
+  v.capture_ns = g->capture_ns;
   memcpy(info, &v, v.size);
   return 0;
 }

@@ -702,6 +702,13 @@ typedef struct cua_graph_info {
   uint64_t node_updates; /**< ops changed in the backend graph in place at
                               a launch after an update (a CUDA graph's
                               node parameters), with no new capture */
+  uint64_t place_ns;     /**< cua_graph_create()'s time before the backend:
+                              building the nodes, placing them (the
+                              policy's calls), recording the schedule */
+  uint64_t capture_ns;   /**< cua_graph_create()'s backend capture and
+                              instantiation; 0 on a backend without graphs,
+                              or when the capture waits for the first
+                              launch */
 } cua_graph_info;
 
 /**

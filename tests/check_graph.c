@@ -353,6 +353,13 @@ START_TEST(replays_accumulate) {
   ck_assert_int_eq((int)st.graph_captures, (int)info.captures);
   ck_assert_int_eq((int)info.ops, 1);
   ck_assert_int_eq((int)info.streams, 1);
+  /* What creating it took: placement always, a backend capture only on a
+   * backend with graphs. */
+  ck_assert_uint_gt(info.place_ns, 0);
+  if (info.native)
+    ck_assert_uint_gt(info.capture_ns, 0);
+  else
+    ck_assert_uint_eq(info.capture_ns, 0);
   cua_graph_destroy(g);
   cua_buffer_destroy(x);
   cua_buffer_destroy(y);

@@ -20,7 +20,11 @@ int bench_cua_open(bench_cua **g, cua_runtime *rt, const bench_dag *dag,
  * shared wrappers each run makes before its clock starts. */
 uint64_t bench_cua_build_ns(const bench_cua *g);
 /** Graph mode: what cua_graph_create() alone took (placement, capture,
- * instantiation), the ops already built; 0 in the other modes. */
+ * instantiation), the ops already built, the fastest of BENCH_CAPTURES; 0
+ * in the other modes. */
+uint64_t bench_cua_create_ns(const bench_cua *g);
+/** Graph mode: of that, the backend's capture and instantiation
+ * (cua_graph_info::capture_ns), the fastest of BENCH_CAPTURES. */
 uint64_t bench_cua_capture_ns(const bench_cua *g);
 /** One run: *ns from the first cua_submit() to the return of the last
  * cua_future_wait() on an idle runtime; *delta the runtime's counters over

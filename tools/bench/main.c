@@ -350,13 +350,25 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
   snprintf(row->backend, sizeof row->backend, "%s", backend);
   snprintf(row->submit, sizeof row->submit, "-");
   row->valid = 1;
-  double *nans[] = {
-      &row->task_ns,       &row->makespan_ns, &row->per_task_ns,
-      &row->throughput,    &row->overhead_ns, &row->ideal_ns,
-      &row->efficiency,    &row->concurrency, &row->events_per_kop,
-      &row->waits_per_kop, &row->ratio,       &row->build_ns_per_op,
-      &row->lat_p50_ns,    &row->lat_p99_ns,  &row->metg_ns,
-      &row->scaling,       &row->lpt_ns,      &row->vs_lpt};
+  double *nans[] = {&row->task_ns,
+                    &row->makespan_ns,
+                    &row->per_task_ns,
+                    &row->throughput,
+                    &row->overhead_ns,
+                    &row->ideal_ns,
+                    &row->efficiency,
+                    &row->concurrency,
+                    &row->events_per_kop,
+                    &row->waits_per_kop,
+                    &row->ratio,
+                    &row->build_ns_per_op,
+                    &row->capture_ns_per_op,
+                    &row->lat_p50_ns,
+                    &row->lat_p99_ns,
+                    &row->metg_ns,
+                    &row->scaling,
+                    &row->lpt_ns,
+                    &row->vs_lpt};
   for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
     *nans[i] = NAN;
   return row;
@@ -393,7 +405,7 @@ typedef struct series {
 
 typedef struct measure {
   double makespan_ns;
-  double events_per_kop, waits_per_kop, build_ns_per_op;
+  double events_per_kop, waits_per_kop, build_ns_per_op, capture_ns_per_op;
 } measure;
 
 /* Opens, warms up, runs @p repeat times, closes. */
@@ -407,7 +419,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   int rc = -1;
 
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
-  m->build_ns_per_op = NAN;
+  m->build_ns_per_op = m->capture_ns_per_op = NAN;
   if (t == NULL) {
     snprintf(err, len, "out of memory");
     return -1;
@@ -458,14 +470,17 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
       m->build_ns_per_op =
-          (double)(s->submit == BENCH_SUBMIT_GRAPH ? bench_cua_capture_ns(g)
+          (double)(s->submit == BENCH_SUBMIT_GRAPH ? bench_cua_create_ns(g)
                                                    : bench_cua_build_ns(g)) /
           (double)dag->n;
+      if (s->submit == BENCH_SUBMIT_GRAPH && bench_cua_capture_ns(g) > 0)
+        m->capture_ns_per_op = (double)bench_cua_capture_ns(g) / (double)dag->n;
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {
       if (s->kind == S_RAW_GRAPH)
-        m->build_ns_per_op = (double)bench_raw_build_ns(raw) / (double)dag->n;
+        m->build_ns_per_op = m->capture_ns_per_op =
+            (double)bench_raw_build_ns(raw) / (double)dag->n;
       m->events_per_kop = 1000.0 * (double)s->plan->nrecords / dag->n;
       m->waits_per_kop = 1000.0 * (double)s->plan->nwaits / dag->n;
     }
@@ -564,6 +579,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->events_per_kop = m->events_per_kop;
   row->waits_per_kop = m->waits_per_kop;
   row->build_ns_per_op = m->build_ns_per_op;
+  row->capture_ns_per_op = m->capture_ns_per_op;
   /* A run faster than its critical path skipped a dependency. The GPU's
    * global timer may tick as coarsely as 1 us, so each spin on the path may
    * end up to 1 us early. */

@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
     printf("%s %zu tasks, submit %s, policy %s: %.0f ns (ops built in %.0f "
            "ns; graph mode: %d captures among them, %.0f ns the fastest)\n",
            pattern, dag.n, bench_submit_name(mode), policy, (double)ns,
-           (double)build, BENCH_CAPTURES, (double)bench_cua_capture_ns(g));
+           (double)build, BENCH_CAPTURES, (double)bench_cua_create_ns(g));
   }
   bench_cua_close(g);
   cua_runtime_destroy(rt);

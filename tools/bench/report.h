@@ -47,6 +47,8 @@ typedef struct bench_row {
   double scaling;     /**< submit-mt: rate / the same row's one-thread rate */
   char best_raw[160]; /**< which baseline that was */
   double build_ns_per_op;
+  double capture_ns_per_op; /**< graph mode and raw-graph: the backend's
+                                 capture and instantiation alone */
   double lat_p50_ns, lat_p99_ns;
   int metg_state;
   double metg_ns;
