@@ -313,9 +313,9 @@ static int cmp_ptr(const void *a, const void *b) {
 }
 
 /* Gives @p e the fingerprint @p f of the DAG ending at @p root (held by
- * the caller): copies of its words and ops, and its buffers. Returns the
- * root the entry held before (to release with no lock held), or sets
- * *nomem. */
+ * the caller): copies of its words and ops, and its buffers; *old_root is
+ * the root the entry held before (to release with no lock held). Returns
+ * 0 when out of memory (the entry unchanged). */
 static int entry_take(cua__gentry *e, cua_op *root, const fp *f,
                       cua_op **old_root) {
   uint64_t *sig = malloc(f->nsig * sizeof *sig);
@@ -411,6 +411,10 @@ static int launch(cua_runtime *rt, cua_graph *g, const fp *f, const size_t *dev,
     int same = same_params(g->cur->ops[k], now);
     pthread_mutex_unlock(&g->mu);
     if (!same && cua_graph_update(g, g->ops[k].key, now) != 0) {
+      /* Some ops may have this DAG's parameters already: no root stands
+       * for the graph's parameters any more. */
+      cua_op_destroy(g->auto_root);
+      g->auto_root = NULL;
       pthread_mutex_unlock(&g->auto_mu);
       return 0;
     }
