@@ -15,6 +15,12 @@
  * arrays (cua_graph_update()) and replays the graph (cua_graph_launch()).
  * On the CUDA backend a replay is one CUDA graph launch.
  *
+ * Then the same loop without the graph API, on a second runtime opened with
+ * [runtime] graphs = auto: each iteration builds the step anew and submits
+ * it; the runtime knows the step by its fingerprint, captures it at its
+ * second submission and replays it after, updating the copies. The
+ * future's result is the step's (the copy out's host array).
+ *
  *   ./graph [config.ini] [steps]
  *
  * With no configuration file the runtime uses round-robin over 2 streams on
@@ -33,12 +39,114 @@ static int fail(cua_runtime *rt, const char *what) {
   return 1;
 }
 
+/* The step's ops and how they join, the copies those of step t. */
+typedef struct step_ops {
+  cua_op *h2d, *d2h, *ca, *a3, *hx, *cy, *ya;
+  cua_op *branch_a, *branches, *join, *body, *step, *whole;
+} step_ops;
+
 /* The copies of step t: in[t] -> x, y -> out[t]. */
 static int step_copies(cua_buffer *x, cua_buffer *y, float *in, float *out,
                        int t, cua_op **h2d, cua_op **d2h) {
   if (cua_op_memcpy_h2d(h2d, x, 0, in + (size_t)t * N, N * sizeof(float)))
     return 1;
   return cua_op_memcpy_d2h(d2h, out + (size_t)t * N, y, 0, N * sizeof(float));
+}
+
+/* One step, as a DAG: the copy in, two branches, the join, the copy out;
+ * s->whole is its root. 0, or 1 with the runtime's error. */
+static int build_step(cua_buffer *x, cua_buffer *a, cua_buffer *h,
+                      cua_buffer *y, float *in, float *out, int t,
+                      step_ops *s) {
+  memset(s, 0, sizeof *s);
+  return step_copies(x, y, in, out, t, &s->h2d, &s->d2h) ||
+         cua_op_copy(&s->ca, a, x) || cua_op_axpy(&s->a3, a, 2.0f, x) ||
+         cua_op_axpy(&s->hx, h, 1.0f, x) || cua_op_copy(&s->cy, y, h) ||
+         cua_op_axpy(&s->ya, y, 1.0f, a) ||
+         cua_op_then(&s->branch_a, s->ca, s->a3) ||
+         cua_op_zip(&s->branches, (cua_op *[]){s->branch_a, s->hx}, 2) ||
+         cua_op_then(&s->join, s->cy, s->ya) ||
+         cua_op_then(&s->body, s->h2d, s->branches) ||
+         cua_op_then(&s->step, s->body, s->join) ||
+         cua_op_then(&s->whole, s->step, s->d2h);
+}
+
+static void free_step(step_ops *s) {
+  cua_op *ops[] = {s->h2d,  s->d2h,  s->ca,       s->a3,       s->hx,
+                   s->cy,   s->ya,   s->branch_a, s->branches, s->join,
+                   s->body, s->step, s->whole};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+}
+
+/* Errors of out[] against the loop's definition:
+ * out[t][i] = (sum of in[s][i] for s <= t) + 3 in[t][i]. */
+static long check(const float *in, const float *out, int steps) {
+  long bad = 0;
+  for (int i = 0; i < N; i++) {
+    float sum = 0;
+    for (int t = 0; t < steps; t++) {
+      sum += in[(size_t)t * N + i];
+      float want = sum + 3.0f * in[(size_t)t * N + i];
+      bad += out[(size_t)t * N + i] != want;
+    }
+  }
+  return bad;
+}
+
+/* The loop again, on a runtime opened with graphs = auto: each step built
+ * anew and submitted. Returns the errors in out2[], or -1. */
+static long auto_loop(const char *config, int steps, float *in, float *out2) {
+  cua_runtime *rt = NULL;
+  int rc;
+  setenv("CUASYNC_GRAPHS", "auto", 1); /* over [runtime] graphs */
+  if (config != NULL) {
+    rc = cua_runtime_create(&rt, config);
+  } else {
+    cua_runtime_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.config_text = "[runtime]\npolicy = round-robin\n"
+                    "[policy.round-robin]\nstreams = 2\n";
+    rc = cua_runtime_create_ex(&rt, &o);
+  }
+  unsetenv("CUASYNC_GRAPHS");
+  if (rc != 0)
+    return fail(NULL, "opening the second runtime"), -1;
+  cua_buffer *x, *a, *h, *y;
+  cua_op *zero;
+  if (cua_buffer_create(&x, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(&a, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(&h, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(&y, rt, 0, N * sizeof(float), 0) ||
+      cua_op_fill(&zero, h, 0.0f) || cua_submit_wait(rt, zero, NULL, NULL))
+    return fail(rt, "the second runtime's buffers"), -1;
+  cua_op_destroy(zero);
+  long wrong_results = 0;
+  for (int t = 0; t < steps; t++) {
+    step_ops s;
+    void *res = NULL;
+    if (build_step(x, a, h, y, in, out2, t, &s) ||
+        cua_submit_wait(rt, s.whole, NULL, &res))
+      return fail(rt, "submitting a step"), -1;
+    wrong_results += res != out2 + (size_t)t * N;
+    free_step(&s);
+  }
+  cua_stats st = {.size = sizeof st};
+  cua_runtime_stats(rt, &st);
+  printf("auto: %d steps built anew and submitted: %llu graph(s), %llu "
+         "replays, %llu op updates; %s\n",
+         steps, (unsigned long long)st.graphs,
+         (unsigned long long)st.graph_replays,
+         (unsigned long long)st.graph_updates,
+         wrong_results == 0 ? "each future's result is its step's output"
+                            : "WRONG FUTURE RESULTS");
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(a);
+  cua_buffer_destroy(h);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+  return check(in, out2, steps) + wrong_results;
 }
 
 int main(int argc, char **argv) {
@@ -81,30 +189,18 @@ int main(int argc, char **argv) {
   cua_op_destroy(zero);
 
   /* One step, as a DAG: the copy in, two branches, the join, the copy out. */
-  cua_op *h2d, *d2h, *ca, *a3, *hx, *cy, *ya;
-  if (step_copies(x, y, in, out, 0, &h2d, &d2h) || cua_op_copy(&ca, a, x) ||
-      cua_op_axpy(&a3, a, 2.0f, x) || cua_op_axpy(&hx, h, 1.0f, x) ||
-      cua_op_copy(&cy, y, h) || cua_op_axpy(&ya, y, 1.0f, a))
+  step_ops s;
+  if (build_step(x, a, h, y, in, out, 0, &s))
     return fail(rt, "building the step");
-  cua_op *branch_a, *branches, *join, *body, *step;
-  if (cua_op_then(&branch_a, ca, a3) ||
-      cua_op_zip(&branches, (cua_op *[]){branch_a, hx}, 2) ||
-      cua_op_then(&join, cy, ya) || cua_op_then(&body, h2d, branches) ||
-      cua_op_then(&step, body, join))
-    return fail(rt, "building the step");
-  cua_op *whole;
-  if (cua_op_then(&whole, step, d2h))
-    return fail(rt, "building the step");
-
   cua_graph *g;
-  if (cua_graph_create(&g, rt, whole, NULL))
+  if (cua_graph_create(&g, rt, s.whole, NULL))
     return fail(rt, "cua_graph_create");
 
   for (int t = 0; t < steps; t++) {
     if (t > 0) {
       cua_op *nh2d, *nd2h;
       if (step_copies(x, y, in, out, t, &nh2d, &nd2h) ||
-          cua_graph_update(g, h2d, nh2d) || cua_graph_update(g, d2h, nd2h))
+          cua_graph_update(g, s.h2d, nh2d) || cua_graph_update(g, s.d2h, nd2h))
         return fail(rt, "cua_graph_update");
       cua_op_destroy(nh2d);
       cua_op_destroy(nd2h);
@@ -119,16 +215,7 @@ int main(int argc, char **argv) {
     cua_future_destroy(f);
   }
 
-  /* out[t][i] = (sum of in[s][i] for s <= t) + 3 in[t][i] */
-  long bad = 0;
-  for (int i = 0; i < N; i++) {
-    float sum = 0;
-    for (int t = 0; t < steps; t++) {
-      sum += in[(size_t)t * N + i];
-      float want = sum + 3.0f * in[(size_t)t * N + i];
-      bad += out[(size_t)t * N + i] != want;
-    }
-  }
+  long bad = check(in, out, steps);
   cua_graph_info info = {.size = sizeof info};
   cua_graph_get_info(g, &info);
   printf("graph: %d steps of %d elements on the %s backend, policy %s\n", steps,
@@ -143,10 +230,16 @@ int main(int argc, char **argv) {
   printf("  %s\n", bad == 0 ? "every output correct" : "WRONG OUTPUTS");
 
   cua_graph_destroy(g);
-  cua_op *ops[] = {h2d,      d2h,      ca,   a3,   hx,   cy,   ya,
-                   branch_a, branches, join, body, step, whole};
-  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-    cua_op_destroy(ops[i]);
+  free_step(&s);
+
+  float *out2 = NULL;
+  if (cua_host_alloc(rt, (size_t)steps * N * sizeof(float), (void **)&out2))
+    return fail(rt, "cua_host_alloc");
+  long bad2 = auto_loop(argc > 1 ? argv[1] : NULL, steps, in, out2);
+  printf("  %s\n", bad2 == 0 ? "every output correct" : "WRONG OUTPUTS");
+  if (bad2 != 0)
+    bad = bad != 0 ? bad : 1;
+  cua_host_free(rt, out2);
   cua_buffer_destroy(x);
   cua_buffer_destroy(a);
   cua_buffer_destroy(h);
