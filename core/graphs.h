@@ -10,11 +10,12 @@
  * copied on write so that a launch keeps the parameters it was made with.
  *
  * Locking: g->mu (a leaf lock) guards cur and launch_op; the counters are
- * atomic; the backend graph (bg, bg_version) and the chains' sequence
- * numbers are touched only while the anchor stream's turn is held by the
- * executor (launches of one graph are applied one at a time), or before
- * the graph is published; the runtime's registry of graphs is guarded by
- * rt->reg_lock.
+ * atomic; the backend graph (bg, bg_version, bg_params) and the chains'
+ * sequence numbers are touched only while the anchor stream's turn is held
+ * by the executor (launches of one graph are applied one at a time), or
+ * before the graph is published; auto_root is the graph cache's, under
+ * g->auto_mu (taken before g->mu and rt->lock); the runtime's registry of
+ * graphs is guarded by rt->reg_lock.
  */
 #ifndef CUA_CORE_GRAPHS_H
 #define CUA_CORE_GRAPHS_H
