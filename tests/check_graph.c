@@ -913,6 +913,70 @@ START_TEST(auto_mode_structure_and_buffers) {
 }
 END_TEST
 
+/* Four threads submit the same step, built anew each time with a factor
+ * of their own (y += k * x, then z = y): one fingerprint, so one cached
+ * graph, updated and launched by turns, and the same root resubmitted
+ * (the path that skips the walk). Sums commute: y ends as the sum of all
+ * the factors, whatever the order. */
+static cua_buffer *auto_y, *auto_x, *auto_z;
+
+static void *auto_submitter(void *arg) {
+  int k = (int)(intptr_t)arg;
+  for (int i = 0; i < 25; i++) {
+    cua_op *a, *c, *t;
+    if (cua_op_axpy(&a, auto_y, (float)k, auto_x) ||
+        cua_op_copy(&c, auto_z, auto_y) || cua_op_then(&t, a, c))
+      return (void *)1;
+    /* Every fifth step twice: the second time the same root. */
+    int rc = cua_submit_wait(rt, t, NULL, NULL);
+    if (rc == 0 && i % 5 == 0)
+      rc = cua_submit_wait(rt, t, NULL, NULL);
+    cua_op_destroy(a);
+    cua_op_destroy(c);
+    cua_op_destroy(t);
+    if (rc != 0)
+      return (void *)1;
+  }
+  return NULL;
+}
+
+START_TEST(auto_mode_four_threads) {
+  rt = open_policy("round-robin", "graphs = auto\n[policy.round-robin]\n"
+                                  "streams = 3\n");
+  auto_y = make_buf(0);
+  auto_x = make_buf(1);
+  auto_z = make_buf(0);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(
+        pthread_create(&th[i], NULL, auto_submitter, (void *)(intptr_t)(i + 1)),
+        0);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    ck_assert_msg(r == NULL, "a submission failed: %s", cua_runtime_error(rt));
+  }
+  /* Each thread: 25 steps and 5 repeats of factor k: 30 k. */
+  float want = 30.0f * (1 + 2 + 3 + 4);
+  ck_assert_msg(first(auto_y) == want, "y = %g, expected %g",
+                (double)first(auto_y), (double)want);
+  cua_stats st = stats_of();
+  /* 120 submissions of one fingerprint, one graph. Those made while a
+   * thread captures it run as usual; every later one of the capturing
+   * thread's (25 at least) replays. */
+  ck_assert_int_eq((int)st.graphs, 1);
+  ck_assert_uint_ge(st.graph_replays, 25);
+  printf("graph: auto, four threads: 120 submissions of one step, %llu "
+         "replays, %llu updates, all sums right\n",
+         (unsigned long long)st.graph_replays,
+         (unsigned long long)st.graph_updates);
+  cua_buffer_destroy(auto_x);
+  cua_buffer_destroy(auto_y);
+  cua_buffer_destroy(auto_z);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* What auto mode leaves to ordinary submissions, and its cache's bound. */
 START_TEST(auto_mode_limits) {
   rt = open_policy("round-robin", "graphs = auto\ngraph_cache = 2\n");
@@ -1087,6 +1151,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, always_mode_matches_sequential);
   tcase_add_test(tsem, auto_mode_updates_parameters);
   tcase_add_test(tsem, auto_mode_structure_and_buffers);
+  tcase_add_test(tsem, auto_mode_four_threads);
   tcase_add_test(tsem, auto_mode_limits);
   tcase_add_test(tsem, auto_mode_config_errors);
   suite_add_tcase(s, tsem);
