@@ -486,8 +486,8 @@ static int make_index(cua_graph *g) {
 }
 
 /* Streams and events of the graph's own (a backend with graphs captures
- * on the runtime's capture streams instead: no stream of its own). With no
- * lock held. */
+ * on the runtime's capture streams, with its capture events, instead: no
+ * stream or event of its own). With no lock held. */
 static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
   cua_backend_err err = {{0}};
   int rc = 0;
@@ -499,7 +499,8 @@ static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
                g->chains[ch].pl.device,
                err.msg[0] ? err.msg : cua_strerror(rc));
   }
-  for (size_t e = 0; e < g->nevents && rc == 0; e++) {
+  /* A backend graph's capture borrows the runtime's capture events. */
+  for (size_t e = 0; e < g->nevents && rc == 0 && !g->native; e++) {
     rc = rt->be->event_create(rt->bst, g->event_dev[e], &g->events[e], &err);
     if (rc)
       snprintf(msg, len, "creating an event of the graph on device %d: %s",

@@ -656,6 +656,13 @@ struct cua_runtime {
   cua_backend_stream **cap_streams; /* cap_dev[i] is the device of [i] */
   int *cap_dev;
   size_t ncap, capcap;
+  /* The events captures record, per device (ndev stacks), lent to one
+   * capture at a time: a graph on a backend with graphs has none of its
+   * own. Also under capture_mu. */
+  struct cua__evstack {
+    cua_backend_event **v;
+    size_t n, cap;
+  } * cap_events;
 };
 
 /* backend.c: opens the configured backend (`auto` by priority) and checks

@@ -128,7 +128,56 @@ static int lend_streams(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
   return 0;
 }
 
+/* Lends the graph the runtime's capture events (made on first need).
+ * Under rt->capture_mu. */
+static int lend_events(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
+  if (rt->cap_events == NULL) {
+    rt->cap_events = cua__calloc((size_t)rt->ndev, sizeof *rt->cap_events);
+    if (rt->cap_events == NULL)
+      return CUA_ERR_NOMEM;
+  }
+  for (size_t e = 0; e < g->nevents; e++) {
+    struct cua__evstack *st = &rt->cap_events[g->event_dev[e]];
+    if (st->n > 0) {
+      g->events[e] = st->v[--st->n];
+      continue;
+    }
+    cua_backend_err err = {{0}};
+    int rc =
+        rt->be->event_create(rt->bst, g->event_dev[e], &g->events[e], &err);
+    if (rc != 0) {
+      snprintf(msg, len, "creating an event on device %d: %s", g->event_dev[e],
+               err.msg[0] ? err.msg : cua_strerror(rc));
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* Takes back what lend_events() lent (each event's stack had room for it
+ * once it was lent; a new one may need more). Under rt->capture_mu. */
+static void return_events(cua_runtime *rt, cua_graph *g) {
+  for (size_t e = 0; e < g->nevents; e++) {
+    cua_backend_event *ev = g->events[e];
+    g->events[e] = NULL;
+    if (ev == NULL)
+      continue;
+    struct cua__evstack *st = &rt->cap_events[g->event_dev[e]];
+    if (cua__grow(&st->v, &st->cap, st->n + 1, sizeof *st->v) != 0)
+      rt->be->event_destroy(rt->bst, ev);
+    else
+      st->v[st->n++] = ev;
+  }
+}
+
 void cua__capture_streams_free(cua_runtime *rt) {
+  for (int d = 0; rt->cap_events != NULL && d < rt->ndev; d++) {
+    for (size_t i = 0; i < rt->cap_events[d].n; i++)
+      rt->be->event_destroy(rt->bst, rt->cap_events[d].v[i]);
+    free(rt->cap_events[d].v);
+  }
+  free(rt->cap_events);
+  rt->cap_events = NULL;
   for (size_t i = 0; i < rt->ncap; i++)
     rt->be->stream_destroy(rt->bst, rt->cap_streams[i]);
   free(rt->cap_streams);
@@ -143,6 +192,8 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   const cua_backend_descriptor *be = rt->be;
   pthread_mutex_lock(&rt->capture_mu);
   int rc = lend_streams(rt, g, msg, len);
+  if (rc == 0)
+    rc = lend_events(rt, g, msg, len);
   if (rc == CUA_ERR_NOMEM)
     snprintf(msg, len, "out of host memory");
   cua_backend_stream *s = rc == 0 ? g->chains[0].bs : NULL;
@@ -175,9 +226,11 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
       atomic_fetch_add(&rt->n_graph_captures, 1);
     }
   }
-  /* The streams go back: nothing of the graph runs on them. */
+  /* The streams and events go back: nothing of the graph runs on them. */
   for (size_t ch = 0; ch < g->nchains; ch++)
     g->chains[ch].bs = NULL;
+  if (rt->cap_events != NULL)
+    return_events(rt, g);
   pthread_mutex_unlock(&rt->capture_mu);
   return rc;
 }
