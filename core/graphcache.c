@@ -58,9 +58,6 @@ typedef struct cua__gentry {
   cua_op *root;   /* held: the DAG the fingerprint was taken from */
   cua_op **canon; /* root's ops in canonical order (held through root) */
   size_t ncanon;
-  /* GE_GRAPH: the device ops, as (canonical position, index in g->ops). */
-  size_t *dev;
-  size_t ndev;
   cua_buffer **bufs; /* the buffers the ops use (held through root) */
   size_t nbufs;
   cua_graph *g; /* GE_GRAPH: the cache's handle */
@@ -290,7 +287,6 @@ static void entry_free(cua__gentry *e) {
   cua_op_destroy(e->root);
   free(e->sig);
   free(e->canon);
-  free(e->dev);
   free(e->bufs);
   free(e);
 }
@@ -371,42 +367,37 @@ static void evict_lru(cua_runtime *rt, cua__gentry **victims) {
   rt->ngcache--;
 }
 
-/* Maps the graph's device ops to canonical positions: 0 when one of them
- * is not among @p f's ops (it cannot be updated from a later DAG). */
-static int map_device_ops(cua_graph *g, const fp *f, size_t **dev,
-                          size_t *ndev) {
-  size_t *d = malloc((g->nops ? g->nops : 1) * 2 * sizeof *d);
-  if (d == NULL)
+/* Gives the graph, not yet cached, its map to the fingerprint's canonical
+ * positions (g->auto_pos) and @p f's root as the DAG its parameters come
+ * from: 0 when one of its ops is not among @p f's (it could not be updated
+ * from a later DAG). */
+static int map_device_ops(cua_graph *g, const fp *f) {
+  g->auto_pos = calloc(g->nops ? g->nops : 1, sizeof *g->auto_pos);
+  if (g->auto_pos == NULL)
     return 0;
   size_t n = 0;
   for (size_t i = 0; i < f->n && n < g->nops; i++) {
     long k = cua__graph_find(g, f->ops[i]);
     if (k >= 0) {
-      d[2 * n] = i;
-      d[2 * n + 1] = (size_t)k;
+      g->auto_pos[k] = i;
       n++;
     }
   }
-  if (n != g->nops) {
-    free(d);
+  if (n != g->nops)
     return 0;
-  }
-  *dev = d;
-  *ndev = n;
+  g->auto_root = cua_op_retain(f->ops[0]);
   return 1;
 }
 
 /* Launches @p g (held by the caller, who releases it) for a submission of
  * the DAG with fingerprint @p f, after updating the ops whose parameters
- * differ (@p dev as in cua__gentry, NULL right after the capture). Returns
- * 1 with *rc the launch's outcome, or 0 if an update failed (the
- * submission then goes as usual). */
-static int launch(cua_runtime *rt, cua_graph *g, const fp *f, const size_t *dev,
-                  size_t ndev, cua_future **fut, int *rc) {
+ * differ. Returns 1 with *rc the launch's outcome, or 0 if an update
+ * failed (the submission then goes as usual). */
+static int launch(cua_runtime *rt, cua_graph *g, const fp *f, cua_future **fut,
+                  int *rc) {
   pthread_mutex_lock(&g->auto_mu);
-  for (size_t i = 0; i < ndev && g->auto_root != f->ops[0]; i++) {
-    cua_op *now = f->ops[dev[2 * i]];
-    size_t k = dev[2 * i + 1];
+  for (size_t k = 0; k < g->nops && g->auto_root != f->ops[0]; k++) {
+    cua_op *now = f->ops[g->auto_pos[k]];
     pthread_mutex_lock(&g->mu);
     int same = same_params(g->cur->ops[k], now);
     pthread_mutex_unlock(&g->mu);
@@ -431,6 +422,16 @@ static int launch(cua_runtime *rt, cua_graph *g, const fp *f, const size_t *dev,
   return 1;
 }
 
+/* Moves the entry at link @p p to the front of the list (the most
+ * recently used) and returns it. Under gcache_mu. */
+static cua__gentry *to_front(cua_runtime *rt, cua__gentry **p) {
+  cua__gentry *e = *p;
+  *p = e->next;
+  e->next = rt->gcache;
+  rt->gcache = e;
+  return e;
+}
+
 /* The same root as the last launch of a cached graph: the same DAG (ops
  * are immutable once referenced or submitted), with the parameters the
  * graph has. Returns 1 when launched (*rc its outcome), 0 to go the long
@@ -442,9 +443,7 @@ static int launch_same_root(cua_runtime *rt, cua_op *op, cua__polinst *pol,
   for (cua__gentry **p = &rt->gcache; *p != NULL; p = &(*p)->next) {
     cua__gentry *e = *p;
     if (e->state == GE_GRAPH && e->fast_root == op && e->pol == pol) {
-      *p = e->next;
-      e->next = rt->gcache;
-      rt->gcache = e;
+      to_front(rt, p);
       g = e->g;
       atomic_fetch_add(&g->refs, 1);
       break;
@@ -484,12 +483,8 @@ static cua__gentry *lookup(cua_runtime *rt, uint64_t hash, cua__polinst *pol,
                            const fp *f) {
   for (cua__gentry **p = &rt->gcache; *p != NULL; p = &(*p)->next) {
     cua__gentry *e = *p;
-    if (same_dag(e, hash, pol, f)) {
-      *p = e->next;
-      e->next = rt->gcache;
-      rt->gcache = e;
-      return e;
-    }
+    if (same_dag(e, hash, pol, f))
+      return to_front(rt, p);
   }
   return NULL;
 }
@@ -505,10 +500,9 @@ static int capture(cua_runtime *rt, cua__gentry *e, uint64_t gen, cua_op *op,
   o.size = sizeof o;
   o.policy = (cua_policy *)pol;
   cua_graph *g = NULL;
-  size_t *dev = NULL, ndev = 0;
   int ok = cua_graph_create(&g, rt, op, &o) == 0;
   /* A launch's future must give what the submission's would. */
-  if (ok && (!g->res_ok || !map_device_ops(g, f, &dev, &ndev))) {
+  if (ok && (!g->res_ok || !map_device_ops(g, f))) {
     cua_graph_destroy(g);
     g = NULL;
     ok = 0;
@@ -520,7 +514,6 @@ static int capture(cua_runtime *rt, cua__gentry *e, uint64_t gen, cua_op *op,
     /* The cache was cleared meanwhile (a policy change): e is out of
      * it, and ours to free. */
     pthread_mutex_unlock(&rt->gcache_mu);
-    free(dev);
     cua_graph_destroy(g);
     entry_free(e);
     return 0;
@@ -531,8 +524,6 @@ static int capture(cua_runtime *rt, cua__gentry *e, uint64_t gen, cua_op *op,
   e->state = ok ? GE_GRAPH : GE_REFUSED;
   if (ok) {
     e->g = g;
-    e->dev = dev;
-    e->ndev = ndev;
     atomic_fetch_add(&g->refs, 1); /* ours, for the launch */
   }
   if (e->stale) { /* one of its buffers was destroyed meanwhile */
@@ -549,11 +540,10 @@ static int capture(cua_runtime *rt, cua__gentry *e, uint64_t gen, cua_op *op,
   cua_op_destroy(old_root);
   if (!ok) {
     drop(rt, victims);
-    free(dev);
     cua_graph_destroy(g);
     return 0;
   }
-  int done = launch(rt, g, f, NULL, 0, fut, rc);
+  int done = launch(rt, g, f, fut, rc);
   if (done)
     note_root(rt, g, op);
   cua__graph_release(g);
@@ -625,23 +615,14 @@ int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
     fp_free(&f);
     return 0;
   }
-  /* A hold of our own (an eviction by another thread cannot free the
-   * graph) and a copy of the map (nor the entry). */
+  /* A hold of our own: an eviction by another thread cannot free the
+   * graph (nor its map). */
   cua_graph *g = e->g;
-  size_t ndev = e->ndev;
-  size_t *dev = malloc((ndev ? ndev : 1) * 2 * sizeof *dev);
-  if (dev == NULL) {
-    pthread_mutex_unlock(&rt->gcache_mu);
-    fp_free(&f);
-    return 0;
-  }
-  memcpy(dev, e->dev, ndev * 2 * sizeof *dev);
   atomic_fetch_add(&g->refs, 1);
   pthread_mutex_unlock(&rt->gcache_mu);
-  done = launch(rt, g, &f, dev, ndev, fut, rc);
+  done = launch(rt, g, &f, fut, rc);
   if (done)
     note_root(rt, g, op);
-  free(dev);
   cua__graph_release(g);
   cua__graphs_reap(rt);
   fp_free(&f);

@@ -70,6 +70,10 @@ struct cua_graph {
   /* Graph cache: the DAG (its root, held) whose parameters cur has, under
    * auto_mu; a submission of that very root launches with no check. */
   cua_op *auto_root;
+  /* Graph cache: per op, its position in the canonical order of the DAGs
+   * of the graph's fingerprint; set before the graph is cached, then
+   * read-only. */
+  size_t *auto_pos;
   cua__gparams *cur; /* what the next launch runs */
   cua_op *launch_op; /* a GRAPH op for cur, made by the next launch */
   /* The result a launch's future gives, as its DAG's would: res[i] the

@@ -342,6 +342,7 @@ static void graph_free(cua_graph *g) {
   free(g->res);
   cua__gparams_release(g->bg_params);
   cua_op_destroy(g->auto_root);
+  free(g->auto_pos);
   pthread_mutex_destroy(&g->mu);
   pthread_mutex_destroy(&g->auto_mu);
   free(g);
