@@ -128,6 +128,12 @@ static int lend_streams(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
   return 0;
 }
 
+/* Takes back what lend_streams() lent. */
+static void return_streams(cua_graph *g) {
+  for (size_t ch = 0; ch < g->nchains; ch++)
+    g->chains[ch].bs = NULL;
+}
+
 /* Lends the graph the runtime's capture events (made on first need).
  * Under rt->capture_mu. */
 static int lend_events(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
@@ -227,8 +233,7 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
     }
   }
   /* The streams and events go back: nothing of the graph runs on them. */
-  for (size_t ch = 0; ch < g->nchains; ch++)
-    g->chains[ch].bs = NULL;
+  return_streams(g);
   if (rt->cap_events != NULL)
     return_events(rt, g);
   pthread_mutex_unlock(&rt->capture_mu);
@@ -265,8 +270,7 @@ static int update_in_place(cua_runtime *rt, cua_graph *g, cua__gparams *gp) {
                                &bo, &err);
     changed += rc == 0;
   }
-  for (size_t ch = 0; ch < g->nchains; ch++)
-    g->chains[ch].bs = NULL;
+  return_streams(g);
   pthread_mutex_unlock(&rt->capture_mu);
   if (rc == 0) {
     g->bg_version = gp->version;
