@@ -2226,43 +2226,37 @@ static void cuda_graph_destroy(void *state, cua_backend_graph *g) {
   free(g);
 }
 
+/* Reads a node's parameters of type T from @p from and sets them on @p to,
+ * in the executable graph and in its template (for a later capture's
+ * cudaGraphExecUpdate()). */
+#define COPY_NODE_PARAMS(T, get, exec_set, set)                                \
+  do {                                                                         \
+    T p_;                                                                      \
+    memset(&p_, 0, sizeof p_);                                                 \
+    cudaError_t e_ = get(from, &p_);                                           \
+    if (e_ == cudaSuccess)                                                     \
+      e_ = exec_set(g->exec, to, &p_);                                         \
+    return e_ == cudaSuccess ? set(to, &p_) : e_;                              \
+  } while (0)
+
 /* Copies the parameters of @p from (a node of a graph of one op) onto
  * @p to, a node of the same type in @p g's template, for @p g's exec. */
 static cudaError_t copy_node_params(cua_backend_graph *g, cudaGraphNode_t to,
                                     cudaGraphNode_t from,
                                     enum cudaGraphNodeType type) {
-  cudaError_t e;
   switch (type) {
-  case cudaGraphNodeTypeKernel: {
-    struct cudaKernelNodeParams p;
-    memset(&p, 0, sizeof p);
-    e = cudaGraphKernelNodeGetParams(from, &p);
-    if (e == cudaSuccess)
-      e = cudaGraphExecKernelNodeSetParams(g->exec, to, &p);
-    if (e == cudaSuccess) /* the template too, for a later capture's diff */
-      e = cudaGraphKernelNodeSetParams(to, &p);
-    return e;
-  }
-  case cudaGraphNodeTypeMemcpy: {
-    struct cudaMemcpy3DParms p;
-    memset(&p, 0, sizeof p);
-    e = cudaGraphMemcpyNodeGetParams(from, &p);
-    if (e == cudaSuccess)
-      e = cudaGraphExecMemcpyNodeSetParams(g->exec, to, &p);
-    if (e == cudaSuccess)
-      e = cudaGraphMemcpyNodeSetParams(to, &p);
-    return e;
-  }
-  case cudaGraphNodeTypeMemset: {
-    struct cudaMemsetParams p;
-    memset(&p, 0, sizeof p);
-    e = cudaGraphMemsetNodeGetParams(from, &p);
-    if (e == cudaSuccess)
-      e = cudaGraphExecMemsetNodeSetParams(g->exec, to, &p);
-    if (e == cudaSuccess)
-      e = cudaGraphMemsetNodeSetParams(to, &p);
-    return e;
-  }
+  case cudaGraphNodeTypeKernel:
+    COPY_NODE_PARAMS(struct cudaKernelNodeParams, cudaGraphKernelNodeGetParams,
+                     cudaGraphExecKernelNodeSetParams,
+                     cudaGraphKernelNodeSetParams);
+  case cudaGraphNodeTypeMemcpy:
+    COPY_NODE_PARAMS(struct cudaMemcpy3DParms, cudaGraphMemcpyNodeGetParams,
+                     cudaGraphExecMemcpyNodeSetParams,
+                     cudaGraphMemcpyNodeSetParams);
+  case cudaGraphNodeTypeMemset:
+    COPY_NODE_PARAMS(struct cudaMemsetParams, cudaGraphMemsetNodeGetParams,
+                     cudaGraphExecMemsetNodeSetParams,
+                     cudaGraphMemsetNodeSetParams);
   default:
     return cudaErrorNotSupported;
   }
