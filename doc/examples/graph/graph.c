@@ -39,6 +39,39 @@ static int fail(cua_runtime *rt, const char *what) {
   return 1;
 }
 
+/* The runtime @p config describes, or by default round-robin over 2
+ * streams on the best backend there is. NULL on failure. */
+static cua_runtime *open_runtime(const char *config) {
+  cua_runtime *rt = NULL;
+  int rc;
+  if (config != NULL) {
+    rc = cua_runtime_create(&rt, config);
+  } else {
+    cua_runtime_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.config_text = "[runtime]\npolicy = round-robin\n"
+                    "[policy.round-robin]\nstreams = 2\n";
+    rc = cua_runtime_create_ex(&rt, &o);
+  }
+  return rc == 0 ? rt : NULL;
+}
+
+/* The loop's four buffers, the state h cleared. 0, or 1 on failure. */
+static int make_buffers(cua_runtime *rt, cua_buffer **x, cua_buffer **a,
+                        cua_buffer **h, cua_buffer **y) {
+  cua_op *zero;
+  if (cua_buffer_create(x, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(a, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(h, rt, 0, N * sizeof(float), 0) ||
+      cua_buffer_create(y, rt, 0, N * sizeof(float), 0) ||
+      cua_op_fill(&zero, *h, 0.0f))
+    return 1;
+  int rc = cua_submit_wait(rt, zero, NULL, NULL);
+  cua_op_destroy(zero);
+  return rc != 0;
+}
+
 /* The step's ops and how they join, the copies those of step t. */
 typedef struct step_ops {
   cua_op *h2d, *d2h, *ca, *a3, *hx, *cy, *ya;
@@ -97,31 +130,14 @@ static long check(const float *in, const float *out, int steps) {
 /* The loop again, on a runtime opened with graphs = auto: each step built
  * anew and submitted. Returns the errors in out2[], or -1. */
 static long auto_loop(const char *config, int steps, float *in, float *out2) {
-  cua_runtime *rt = NULL;
-  int rc;
   setenv("CUASYNC_GRAPHS", "auto", 1); /* over [runtime] graphs */
-  if (config != NULL) {
-    rc = cua_runtime_create(&rt, config);
-  } else {
-    cua_runtime_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_text = "[runtime]\npolicy = round-robin\n"
-                    "[policy.round-robin]\nstreams = 2\n";
-    rc = cua_runtime_create_ex(&rt, &o);
-  }
+  cua_runtime *rt = open_runtime(config);
   unsetenv("CUASYNC_GRAPHS");
-  if (rc != 0)
+  if (rt == NULL)
     return fail(NULL, "opening the second runtime"), -1;
   cua_buffer *x, *a, *h, *y;
-  cua_op *zero;
-  if (cua_buffer_create(&x, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&a, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&h, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&y, rt, 0, N * sizeof(float), 0) ||
-      cua_op_fill(&zero, h, 0.0f) || cua_submit_wait(rt, zero, NULL, NULL))
+  if (make_buffers(rt, &x, &a, &h, &y))
     return fail(rt, "the second runtime's buffers"), -1;
-  cua_op_destroy(zero);
   long wrong_results = 0;
   for (int t = 0; t < steps; t++) {
     step_ops s;
@@ -153,19 +169,8 @@ int main(int argc, char **argv) {
   int steps = argc > 2 ? atoi(argv[2]) : 16;
   if (steps < 1)
     steps = 16;
-  cua_runtime *rt = NULL;
-  int rc;
-  if (argc > 1) {
-    rc = cua_runtime_create(&rt, argv[1]);
-  } else {
-    cua_runtime_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_text = "[runtime]\npolicy = round-robin\n"
-                    "[policy.round-robin]\nstreams = 2\n";
-    rc = cua_runtime_create_ex(&rt, &o);
-  }
-  if (rc != 0)
+  cua_runtime *rt = open_runtime(argc > 1 ? argv[1] : NULL);
+  if (rt == NULL)
     return fail(NULL, "opening the runtime");
 
   /* Page-locked host arrays: every step's input and output. */
@@ -178,15 +183,8 @@ int main(int argc, char **argv) {
       in[(size_t)t * N + i] = (float)((t + 1) * (i % 7));
 
   cua_buffer *x, *a, *h, *y;
-  if (cua_buffer_create(&x, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&a, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&h, rt, 0, N * sizeof(float), 0) ||
-      cua_buffer_create(&y, rt, 0, N * sizeof(float), 0))
-    return fail(rt, "cua_buffer_create");
-  cua_op *zero;
-  if (cua_op_fill(&zero, h, 0.0f) || cua_submit_wait(rt, zero, NULL, NULL))
-    return fail(rt, "clearing the state");
-  cua_op_destroy(zero);
+  if (make_buffers(rt, &x, &a, &h, &y))
+    return fail(rt, "the buffers");
 
   /* One step, as a DAG: the copy in, two branches, the join, the copy out. */
   step_ops s;
