@@ -12,6 +12,13 @@
  *                    (GB/s) at which an op reads or writes a buffer that
  *                    lives on another device than its own, for pairs of
  *                    devices the transfer model has not measured.
+ *   order            ENUM placement|rank, default placement (below).
+ *   wait_ns          INT, 0..10^9, default 5000. What a dependency between
+ *                    two streams of one device adds to the consumer's start
+ *                    (an event recorded on one stream, waited for on the
+ *                    other).
+ *   device_wait_ns   INT, 0..10^9, default 20000. The same between streams
+ *                    of two devices.
  *
  * How it plans. submission_begin() gets the DAG (policy ABI 2.0). Each op
  * i gets a cost w(i, d) on each device d: the core's performance model
@@ -21,7 +28,13 @@
  * of its successors, the length of the longest path from it to the DAG's
  * end. Taking ops by decreasing rank (a topological order), each op goes
  * to the stream, over the devices it may use, where it would finish first:
- *   finish = max(stream free, inputs' finish) + w(i, d) + remote(i, d)
+ *   finish = max(stream free, inputs' finish + wait) + w(i, d) + remote(i, d)
+ * where wait is 0 for an input on the same stream (a stream runs its ops in
+ * order), wait_ns for one on another stream of the device and
+ * device_wait_ns for one on another device: HEFT's communication cost
+ * between processors. Without it, two identical devices whose measured
+ * durations differ by noise pull every op to the device measured faster,
+ * and independent chains get interleaved on its streams.
  * where remote is the transfer model's time (expected_transfer) for the
  * bytes of its buffers on other devices, or those bytes over peer_gbps
  * (data stays where its buffer lives in cuasync: an op on another device
@@ -57,6 +70,10 @@ static const cua_param_spec heft_params[] = {
      "plan the ops in the order the core places them, or by decreasing "
      "upward rank (textbook HEFT)",
      0},
+    {"wait_ns", CUA_PARAM_INT, "5000", 0, 1e9, NULL,
+     "time a dependency between two streams of one device adds", 0},
+    {"device_wait_ns", CUA_PARAM_INT, "20000", 0, 1e9, NULL,
+     "time a dependency between streams of two devices adds", 0},
 };
 
 /* One op's place in a plan. */
@@ -78,9 +95,10 @@ typedef struct heft_state {
   int ndev, streams;
   uint64_t default_cost;
   double peer_gbps;
-  int by_rank;       /* order = rank: plan by decreasing upward rank */
-  uint64_t *free_at; /* ndev * streams: the planner's scratch */
-  heft_plan *plans;  /* open submissions */
+  int by_rank; /* order = rank: plan by decreasing upward rank */
+  uint64_t wait_ns, device_wait_ns; /* a dependency across streams */
+  uint64_t *free_at;                /* ndev * streams: the planner's scratch */
+  heft_plan *plans;                 /* open submissions */
   /* For dump(). */
   uint64_t planned, from_plan, live, dags, last_span;
 } heft_state;
@@ -95,6 +113,8 @@ static int heft_create(const cua_policy_host *host,
   s->default_cost = (uint64_t)params[1].i;
   s->peer_gbps = params[2].d;
   s->by_rank = params[3].i == 1;
+  s->wait_ns = (uint64_t)params[4].i;
+  s->device_wait_ns = (uint64_t)params[5].i;
   s->ndev = host->device_count(host->core);
   for (int d = 0; d < s->ndev; d++) {
     int rc = host->ensure_streams(host->core, d, s->streams);
@@ -175,6 +195,31 @@ static uint64_t cost_of(const heft_state *s, const cua_dag_op *op, int dev) {
   for (int d = 0; d < s->ndev; d++)
     sum += (double)expect(s, &in, d);
   return s->ndev > 0 ? (uint64_t)(sum / s->ndev) : 0;
+}
+
+/* What a dependency on an op placed on (@p from_dev, @p from_str) adds
+ * for an op on (@p dev, @p str): nothing on the same stream, which runs
+ * its ops in order; else an event recorded and waited for. */
+static uint64_t wait_cost(const heft_state *s, int from_dev, int from_str,
+                          int dev, int str) {
+  if (from_dev < 0 || (from_dev == dev && from_str == str))
+    return 0;
+  return from_dev == dev ? s->wait_ns : s->device_wait_ns;
+}
+
+/* When the inputs of @p op in the plan are ready for stream (@p dev,
+ * @p str): the last of their finishes, each with its wait_cost(). */
+static uint64_t plan_ready(const heft_state *s, const cua_dag_op *op,
+                           const uint64_t *finish, const int *pdev,
+                           const int *pstr, int dev, int str, uint64_t now) {
+  uint64_t ready = now;
+  for (size_t k = 0; k < op->ninputs; k++) {
+    size_t j = op->inputs[k];
+    uint64_t t = finish[j] + wait_cost(s, pdev[j], pstr[j], dev, str);
+    if (t > ready)
+      ready = t;
+  }
+  return ready;
 }
 
 static int cmp_slot(const void *a, const void *b) {
@@ -293,9 +338,9 @@ static void heft_begin(void *state, const cua_dag *dag) {
         last = j;
       }
     }
+    pdev[i] = pstr[i] = -1;
     if (op->host) {
       finish[i] = ready;
-      pdev[i] = pstr[i] = -1;
       continue;
     }
     int bd = -1, bs = -1;
@@ -306,8 +351,8 @@ static void heft_begin(void *state, const cua_dag *dag) {
       bd = pdev[last];
       bs = pstr[last];
       uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
-      best = (f > ready ? f : ready) + cost_of(s, op, bd) +
-             remote_ns(s, dag, op, bd);
+      uint64_t at = plan_ready(s, op, finish, pdev, pstr, bd, bs, now);
+      best = (f > at ? f : at) + cost_of(s, op, bd) + remote_ns(s, dag, op, bd);
     }
     for (int d = 0; d < s->ndev; d++) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
@@ -315,7 +360,8 @@ static void heft_begin(void *state, const cua_dag *dag) {
       uint64_t extra = cost_of(s, op, d) + remote_ns(s, dag, op, d);
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
-        uint64_t end = (f > ready ? f : ready) + extra;
+        uint64_t at = plan_ready(s, op, finish, pdev, pstr, d, st, now);
+        uint64_t end = (f > at ? f : at) + extra;
         if (end < best) {
           best = end;
           bd = d;
@@ -382,6 +428,23 @@ static const heft_slot *planned(const heft_state *s, const cua_op_info *op) {
   return NULL;
 }
 
+/* When the inputs of @p op are ready for stream (@p dev, @p str), on the
+ * live loads: the last of their expected ends, each placed one with its
+ * wait_cost() (a done one or a host step waits for nothing). */
+static uint64_t live_ready(const heft_state *s, const cua_op_info *op, int dev,
+                           int str) {
+  uint64_t ready = 0;
+  for (size_t k = 0; k < op->ninputs; k++) {
+    const cua_op_input *in = &op->inputs[k];
+    uint64_t t = in->expected_end_ns;
+    if (in->state == CUA_INPUT_PLACED)
+      t += wait_cost(s, in->where.device, in->where.stream, dev, str);
+    if (t > ready)
+      ready = t;
+  }
+  return ready;
+}
+
 static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
   heft_state *s = state;
   const heft_slot *sl = planned(s, op);
@@ -393,10 +456,6 @@ static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
     return 0;
   }
   /* On the live loads: the stream where it would finish first. */
-  uint64_t ready = 0;
-  for (size_t k = 0; k < op->ninputs; k++)
-    if (op->inputs[k].expected_end_ns > ready)
-      ready = op->inputs[k].expected_end_ns;
   int bd = -1, bs = -1;
   uint64_t best = UINT64_MAX;
   if (op->then_of.device >= 0 && op->then_of.stream < s->streams &&
@@ -409,6 +468,7 @@ static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
                              op->then_of.stream, &l) == 0) {
       bd = op->then_of.device;
       bs = op->then_of.stream;
+      uint64_t ready = live_ready(s, op, bd, bs);
       best = (l.expected_end_ns > ready ? l.expected_end_ns : ready) +
              expect(s, op, bd);
     }
@@ -431,6 +491,7 @@ static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
       l.size = sizeof l;
       if (s->host->stream_load(s->host->core, d, st, &l) != 0)
         continue;
+      uint64_t ready = live_ready(s, op, d, st);
       uint64_t end = (l.expected_end_ns > ready ? l.expected_end_ns : ready) +
                      cost + remote;
       if (end < best) {
@@ -459,12 +520,14 @@ static void heft_dump(void *state, FILE *out) {
     open++;
   fprintf(out,
           "heft: %d streams per device, default cost %" PRIu64
-          " ns, peer %.3g GB/s\n"
+          " ns, peer %.3g GB/s, waits %" PRIu64 " ns (one device) and %" PRIu64
+          " ns (two)\n"
           "  DAGs planned %" PRIu64 " (open %zu), ops planned %" PRIu64
           ", placed from a plan %" PRIu64 ", on live loads %" PRIu64 "\n"
           "  last plan's span %" PRIu64 " ns\n",
-          s->streams, s->default_cost, s->peer_gbps, s->dags, open, s->planned,
-          s->from_plan, s->live, s->last_span);
+          s->streams, s->default_cost, s->peer_gbps, s->wait_ns,
+          s->device_wait_ns, s->dags, open, s->planned, s->from_plan, s->live,
+          s->last_span);
 }
 
 CUA_POLICY_DEFINE(.name = "heft", .version = "1.1",

@@ -1326,6 +1326,16 @@ static const char *op_name(cua_op_kind k) {
 #define OP_HAS(op, f)                                                          \
   ((op)->size >= offsetof(cua_backend_op, f) + sizeof((op)->f))
 
+/* Whether @p st is capturing into a graph (an error counts as not). */
+static int stream_capturing(cudaStream_t st) {
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(st, &cs) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return cs == cudaStreamCaptureStatusActive;
+}
+
 /* Enqueues the work of @p op, without timing; returns its CUDA error. For
  * FUNC, *func_rc receives the function's own code. */
 static cudaError_t enqueue(backend *be, cua_backend_stream *s,
@@ -1352,14 +1362,21 @@ static cudaError_t enqueue(backend *be, cua_backend_stream *s,
   case CUA_OP_MEMCPY_D2D:
     if (op->bytes == 0)
       return cudaSuccess;
-    if (op->dst_device != op->src_device)
+    if (op->dst_device != op->src_device && !stream_capturing(st))
       /* Direct over NVLink/PCIe when peer access is on, staged by the
-       * driver otherwise. */
+       * driver otherwise. A stream capture refuses cudaMemcpyPeerAsync()
+       * (cudaErrorStreamCaptureUnsupported), so into one a copy between
+       * devices goes through cudaMemcpyAsync() with unified addressing
+       * below, which the capture records as a memcpy node of the
+       * multi-device graph. */
       return cudaMemcpyPeerAsync(op->dst, be->dev[op->dst_device].ordinal,
                                  op->src, be->dev[op->src_device].ordinal,
                                  op->bytes, st);
     return cudaMemcpyAsync(op->dst, op->src, op->bytes,
-                           cudaMemcpyDeviceToDevice, st);
+                           op->dst_device != op->src_device
+                               ? cudaMemcpyDefault
+                               : cudaMemcpyDeviceToDevice,
+                           st);
   case CUA_OP_MEMSET:
     if (op->bytes == 0)
       return cudaSuccess;
@@ -2263,13 +2280,15 @@ static cudaError_t copy_node_params(cua_backend_graph *g, cudaGraphNode_t to,
 }
 
 /* Captures @p op alone on @p s into a graph of one node, and gives that
- * node's parameters to node @p k of @p g. */
+ * node's parameters to node @p k of @p g. @p s is a stream of the device
+ * the op was placed on, so in a graph over several devices the node and
+ * the one captured here share their device, as the exec's setters need. */
 static int cuda_graph_update_op(void *state, cua_backend_graph *g, size_t k,
                                 cua_backend_stream *s, const cua_backend_op *op,
                                 cua_backend_err *err) {
   backend *be = state;
   if (be->no_update_in_place || g->nodes == NULL || k >= g->nnodes ||
-      g->nodes[k] == NULL || op->kind == CUA_OP_FUNC || s->device != g->device)
+      g->nodes[k] == NULL || op->kind == CUA_OP_FUNC)
     return CUA_ERR_NOTSUP;
   if (is_lost(be, s->device))
     return lost_err(be, s->device, err);

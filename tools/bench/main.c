@@ -748,6 +748,13 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
       continue;
     }
     fill_row(row, &dag, gr, b->o, &m);
+    if (s->rt != NULL && getenv("CUASYNC_BENCH_DUMP") != NULL) {
+      /* The policy's own account of its last decisions (heft: its last
+       * plan's span), beside the makespan measured. */
+      fprintf(stderr, "%s / %s %s: makespan %.0f ns; the policy says:\n", w,
+              s->name, row->submit, m.makespan_ns);
+      cua_runtime_dump_policy(s->rt, stderr);
+    }
     if (b->o->metg && is_pattern(w) && !sh.axpy)
       sweep_metg(b, s, &dag, &b->rows.v[b->rows.n - 1]);
   }
