@@ -10,11 +10,21 @@
  *   peer_gbps        DOUBLE, 0.001..10^6, default 25. GB/s at which an op
  *                    reaches buffers on another device than its own, until
  *                    the transfer model has measured that pair.
+ *   wait_ns          INT, 0..10^9, default 5000. What a dependency on an op
+ *                    of another stream of the device adds to the start (an
+ *                    event recorded there and waited for).
+ *   device_wait_ns   INT, 0..10^9, default 20000. The same for an op on
+ *                    another device.
  *
  * Each op, as it is placed, goes to the stream (over the devices it may
  * use) where it would finish first:
- *   finish = max(now, stream free, inputs' expected ends)
+ *   finish = max(now, stream free, inputs' expected ends + wait)
  *            + expected duration on that device + transfer
+ * where wait is 0 for an input placed on that stream (a stream runs its
+ * ops in order) or done, wait_ns for one on another stream of the device,
+ * device_wait_ns for one on another device. Without it, devices whose
+ * measured durations differ by noise pull ops from the stream of the op
+ * they continue to the device measured faster.
  * The expected duration is the core's performance model
  * (cua_policy_host::expected_duration: measured durations per kind, name,
  * tag, cost-hint bucket, size bucket and device, kept between runs), which
@@ -44,6 +54,10 @@ static const cua_param_spec dm_params[] = {
      "duration assumed with no history and no cost hint", 0},
     {"peer_gbps", CUA_PARAM_DOUBLE, "25", 0.001, 1e6, NULL,
      "GB/s to another device's buffers until the transfer model knows", 0},
+    {"wait_ns", CUA_PARAM_INT, "5000", 0, 1e9, NULL,
+     "time a dependency between two streams of one device adds", 0},
+    {"device_wait_ns", CUA_PARAM_INT, "20000", 0, 1e9, NULL,
+     "time a dependency between streams of two devices adds", 0},
 };
 
 /* An op in flight on a stream, oldest first. */
@@ -63,7 +77,8 @@ typedef struct dm_state {
   int ndev, streams;
   uint64_t default_cost;
   double peer_gbps;
-  dm_stream *st; /* ndev * streams */
+  uint64_t wait_ns, device_wait_ns; /* a dependency across streams */
+  dm_stream *st;                    /* ndev * streams */
   /* For dump(). */
   uint64_t placed, from_model, from_hint, measured;
 } dm_state;
@@ -77,6 +92,8 @@ static int dm_create(const cua_policy_host *host, const cua_param_value *params,
   s->streams = (int)params[0].i;
   s->default_cost = (uint64_t)params[1].i;
   s->peer_gbps = params[2].d;
+  s->wait_ns = (uint64_t)params[3].i;
+  s->device_wait_ns = (uint64_t)params[4].i;
   s->ndev = host->device_count(host->core);
   for (int d = 0; d < s->ndev; d++) {
     int rc = host->ensure_streams(host->core, d, s->streams);
@@ -142,35 +159,60 @@ static dm_stream *stream_of(dm_state *s, cua_placement p) {
   return &s->st[(size_t)p.device * (size_t)s->streams + (size_t)p.stream];
 }
 
-/* When @p op can start at the earliest: now, or after its inputs. An input
- * this policy placed ends when its own count says (the newest ops of its
- * stream are looked up, most recent first), so that the op's start and
- * its streams' free times come from one count: mixing them with the
- * core's expected ends made a chain hop to an idle stream whenever the two
- * counts drifted apart. Others: the core's expected end. */
-static uint64_t ready_at(dm_state *s, const cua_op_info *op, uint64_t now) {
+/* When input @p in is expected to end. An input this policy placed ends
+ * when its own count says (the newest ops of its stream are looked up,
+ * most recent first), so that the op's start and its streams' free times
+ * come from one count: mixing them with the core's expected ends made a
+ * chain hop to an idle stream whenever the two counts drifted apart.
+ * Others: the core's expected end. */
+static uint64_t input_end(dm_state *s, const cua_op_input *in) {
+  uint64_t end = in->expected_end_ns;
+  dm_stream *x = in->state == CUA_INPUT_PLACED ? stream_of(s, in->where) : NULL;
+  for (size_t i = 0; x != NULL && i < x->n && i < 64; i++) {
+    const dm_flight *f = &x->q[(x->head + x->n - 1 - i) % x->cap];
+    if (f->op_id == in->op_id) {
+      end = f->end;
+      break;
+    }
+  }
+  return end;
+}
+
+/* When @p op can start at the earliest on stream (@p dev, @p str): now,
+ * or after its inputs, @p ends[k] being input k's input_end(), each placed
+ * one on another stream with the wait it adds. */
+static uint64_t ready_at(const dm_state *s, const cua_op_info *op,
+                         const uint64_t *ends, uint64_t now, int dev, int str) {
   uint64_t ready = now;
   for (size_t k = 0; k < op->ninputs; k++) {
     const cua_op_input *in = &op->inputs[k];
-    uint64_t end = in->expected_end_ns;
-    dm_stream *x =
-        in->state == CUA_INPUT_PLACED ? stream_of(s, in->where) : NULL;
-    for (size_t i = 0; x != NULL && i < x->n && i < 64; i++) {
-      const dm_flight *f = &x->q[(x->head + x->n - 1 - i) % x->cap];
-      if (f->op_id == in->op_id) {
-        end = f->end;
-        break;
-      }
-    }
+    uint64_t end = ends[k];
+    if (in->state == CUA_INPUT_PLACED && in->where.device >= 0 &&
+        (in->where.device != dev || in->where.stream != str))
+      end += in->where.device == dev ? s->wait_ns : s->device_wait_ns;
     if (end > ready)
       ready = end;
   }
   return ready;
 }
 
+/* The input_end() of each of @p op's inputs, in @p buf if they fit (16),
+ * else in memory of their own (freed by the caller when not @p buf);
+ * NULL when out of memory. */
+static uint64_t *input_ends(dm_state *s, const cua_op_info *op, uint64_t *buf) {
+  uint64_t *ends = op->ninputs <= 16 ? buf : malloc(op->ninputs * sizeof *ends);
+  if (ends != NULL)
+    for (size_t k = 0; k < op->ninputs; k++)
+      ends[k] = input_end(s, &op->inputs[k]);
+  return ends;
+}
+
 static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
   dm_state *s = state;
-  uint64_t now = s->host->now_ns(s->host->core), ready = ready_at(s, op, now);
+  uint64_t now = s->host->now_ns(s->host->core), buf[16];
+  uint64_t *ends = input_ends(s, op, buf);
+  if (ends == NULL)
+    return CUA_ERR_NOMEM;
   int bd = -1, bs = -1, from = 0;
   uint64_t best = UINT64_MAX;
   /* The stream of the op it continues first, so that a tie keeps it. */
@@ -188,6 +230,7 @@ static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
           continue;
         const dm_stream *x =
             &s->st[(size_t)d * (size_t)s->streams + (size_t)st];
+        uint64_t ready = ready_at(s, op, ends, now, d, st);
         uint64_t start = x->free_at > ready ? x->free_at : ready;
         if (start + cost < best) {
           best = start + cost;
@@ -197,6 +240,8 @@ static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
         }
       }
     }
+  if (ends != buf)
+    free(ends);
   if (bd < 0) {
     s->host->log(s->host->core, CUA_LOG_ERROR,
                  "no stream on device %d for op '%s'", op->restrict_device,
@@ -219,7 +264,13 @@ static void dm_submitted(void *state, const cua_op_info *op,
   dm_stream *x = stream_of(s, where);
   if (x == NULL)
     return; /* a stream outside its pool (a device policy's choice) */
-  uint64_t now = s->host->now_ns(s->host->core), ready = ready_at(s, op, now);
+  uint64_t now = s->host->now_ns(s->host->core), buf[16];
+  uint64_t *ends = input_ends(s, op, buf);
+  if (ends == NULL)
+    return; /* untracked: the stream's estimate is only less exact */
+  uint64_t ready = ready_at(s, op, ends, now, where.device, where.stream);
+  if (ends != buf)
+    free(ends);
   int f;
   uint64_t est =
       expect(s, op, where.device, &f) + transfer(s, op, where.device);
@@ -277,11 +328,13 @@ static void dm_dump(void *state, FILE *out) {
   const dm_state *s = state;
   fprintf(out,
           "dmda: %d streams per device, default cost %" PRIu64
-          " ns, peer %.3g GB/s\n"
+          " ns, peer %.3g GB/s, waits %" PRIu64 " ns (one device) and %" PRIu64
+          " ns (two)\n"
           "  placed %" PRIu64 " (expected from the models %" PRIu64
           ", from hints or default %" PRIu64 "), measured %" PRIu64 "\n",
-          s->streams, s->default_cost, s->peer_gbps, s->placed, s->from_model,
-          s->from_hint, s->measured);
+          s->streams, s->default_cost, s->peer_gbps, s->wait_ns,
+          s->device_wait_ns, s->placed, s->from_model, s->from_hint,
+          s->measured);
 }
 
 CUA_POLICY_DEFINE(.name = "dmda", .version = "1.1",

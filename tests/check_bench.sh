@@ -23,7 +23,8 @@ SUBMITS="submit submit-mt"
 # --help: usage on stdout, exit 0, the options named.
 run 0 --help
 for opt in --config --policy --backend --workload --tasks --width \
-  --duration --blocks --seed --skew --skew-share --hints --repeat --metg \
+  --duration --blocks --seed --skew --skew-share --hints --devices \
+  --repeat --metg \
   --submit --format --output \
   --plot --quick --version; do
   expect "$OUT" "$opt" "--help"
@@ -206,12 +207,26 @@ awk -F, '/^workload,/ { for (i = 1; i <= NF; i++) col[$i] = i; next }
   fail "--skew-share: no vs_lpt in the trivial rows"
 pass "--skew-share and --hints off: rows against the LPT schedule"
 
+# --devices all, on two host devices: the parameters say so, and every
+# pattern's baselines and policy rows run.
+printf '[runtime]\npolicy = heft\n[backend.host]\ndevices = 2\n' \
+  >"$OUT.ini"
+run 0 --quick -b host -c "$OUT.ini" -p round-robin -w stencil,random \
+  --devices all --repeat 1 --format csv
+expect "$OUT" "patterns on every device" "--devices all"
+for w in stencil random; do
+  awk -F, -v w="$w" '$1 == w && $2 ~ /heft/ { ok = 1 } END { exit !ok }' \
+    "$OUT" || fail "--devices all: no heft row for $w"
+done
+rm -f "$OUT.ini"
+pass "--devices all: the patterns over two devices"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
   "--submit each" "--submit task,task" "--submit ," "--submit" \
   "--skew 0" "--skew 1001" "--skew x" "--skew-share 0" "--skew-share 101" \
-  "--hints maybe"; do
+  "--hints maybe" "--devices two"; do
   # shellcheck disable=SC2086 # the words are meant to split
   run 2 $args
   [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"

@@ -242,7 +242,7 @@ START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
                     strstr(m, " least-loaded (") && strstr(m, " affinity (") &&
                     strstr(m, " single-stream (") &&
                     strstr(m, " heft (streams, default_cost_ns, peer_gbps, "
-                              "order)") &&
+                              "order, wait_ns, device_wait_ns)") &&
                     strstr(m, " dmda (") && strstr(m, " work-stealing (") &&
                     strstr(m, "cuasync-info --policies"),
                 "%s", m);

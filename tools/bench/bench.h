@@ -71,6 +71,7 @@ typedef struct bench_dag {
   size_t nbuf;       /**< device buffers the tasks use (0: none) */
   size_t bytes;      /**< bytes of each buffer (a multiple of 4) */
   int ndevices;      /**< devices the DAG is spread over (>= 1) */
+  int device_hints;  /**< ops hint their task's device (multigpu) */
   int width;         /**< the pattern's width, for the report */
   size_t ncompute;   /**< SPIN and AXPY tasks, a task of scale R counting
                           R (--skew) */
@@ -91,6 +92,7 @@ typedef struct bench_shape {
   size_t bytes;        /**< AXPY buffer / pipeline chunk bytes */
   uint64_t seed;       /**< random pattern seed */
   int ndevices;        /**< devices for the multigpu pattern */
+  int spread;          /**< --devices all: every pattern over ndevices */
   unsigned skew;       /**< > 1: skew_share percent of the SPINs (drawn from
                             seed) last skew times ns */
   unsigned skew_share; /**< percent, 1..100 (0: 25) */

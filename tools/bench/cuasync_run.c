@@ -209,12 +209,12 @@ static int build(bench_cua *g, char *err, size_t len) {
      * pattern adds each op's device; with --skew, spins are named by their
      * length (as two kernels would be), and with --hints off every spin
      * hints the same 1 ns, so only measurements tell them apart. */
-    if (d->ndevices > 1 ||
+    if (d->device_hints ||
         (t->kind == BENCH_SPIN && (d->skewed || d->no_hints))) {
       cua_hints h = CUA_HINTS_INIT;
       h.cost_ns =
           t->kind == BENCH_SPIN ? (d->no_hints ? 1 : bench_task_ns(d, t)) : 0;
-      h.device = d->ndevices > 1 ? t->device % g->ndev : -1;
+      h.device = d->device_hints ? t->device % g->ndev : -1;
       if (t->kind == BENCH_SPIN && d->skewed)
         h.name = t->scale > 1 ? "long" : "short";
       what = "cua_op_set_hints";

@@ -63,6 +63,7 @@ typedef struct options {
   unsigned skew;
   unsigned skew_share;
   int no_hints;
+  int all_devices; /* --devices all */
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
@@ -139,6 +140,10 @@ static void usage(FILE *out) {
           "(25)\n"
           "      --hints on|off    off: every spin hints 1 ns, so only\n"
           "                        measurements tell them apart (on)\n"
+          "      --devices one|all every pattern on device 0 but multigpu\n"
+          "                        (one, default), or each over every\n"
+          "                        device: the baselines' lanes dealt over\n"
+          "                        the devices, policies placing freely\n"
           "  -r, --repeat R        timed runs after one warm-up; median (5; "
           "quick 3)\n"
           "  -m, --metg            sweep the task duration 1us..10ms, report "
@@ -519,6 +524,7 @@ static void shape_for(const bench *b, const char *w, const group *gr,
   sh->skew_share = o->skew_share;
   sh->no_hints = o->no_hints;
   sh->ndevices = gr->ndev;
+  sh->spread = o->all_devices;
   *pattern = w;
   if (strcmp(w, "micro-chain") == 0) {
     *pattern = "chain";
@@ -613,15 +619,15 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
       continue;
     for (int m = 0; m < b->o->nsubmit; m++) {
       int am = b->o->submit[m] == BENCH_SUBMIT_AUTO;
-      out[n++] =
-          (series){S_CUASYNC,
-                   c->label,
-                   strcmp(w, "multigpu") == 0 ? (am ? c->auto_all : c->rt_all)
-                   : am                       ? c->auto_one
-                                              : c->rt_one,
-                   b->o->streams,
-                   plan,
-                   b->o->submit[m]};
+      out[n++] = (series){S_CUASYNC,
+                          c->label,
+                          strcmp(w, "multigpu") == 0 || b->o->all_devices
+                              ? (am ? c->auto_all : c->rt_all)
+                          : am ? c->auto_one
+                               : c->rt_one,
+                          b->o->streams,
+                          plan,
+                          b->o->submit[m]};
     }
   }
   return n;
@@ -1127,6 +1133,7 @@ static void fill_meta(bench_meta *m, const bench *b) {
   m->seed = o->seed;
   m->skew = o->skew;
   m->skew_share = o->skew_share ? o->skew_share : 25;
+  m->all_devices = o->all_devices;
   m->no_hints = o->no_hints;
   m->blocks = (uint32_t)o->blocks;
   m->bytes = o->bytes;
@@ -1163,6 +1170,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"skew", required_argument, NULL, 'K'},
       {"skew-share", required_argument, NULL, 1001},
       {"hints", required_argument, NULL, 1002},
+      {"devices", required_argument, NULL, 1003},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
       {"submit", required_argument, NULL, 'u'},
@@ -1295,6 +1303,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
         return free(o.workloads),
                usage_error("--hints wants on or off, not '%s'", optarg);
       o.no_hints = strcmp(optarg, "off") == 0;
+      break;
+    case 1003:
+      if (strcmp(optarg, "one") != 0 && strcmp(optarg, "all") != 0)
+        return free(o.workloads),
+               usage_error("--devices wants one or all, not '%s'", optarg);
+      o.all_devices = strcmp(optarg, "all") == 0;
       break;
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))

@@ -114,11 +114,12 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
   fprintf(out,
           "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
           "for baselines and ideal, seed %llu, skew %u (%u%% of spins), "
-          "hints %s, median of %d run(s) after 1 warm-up%s%s, submission "
-          "%s\n",
+          "hints %s, patterns on %s, median of %d run(s) after 1 "
+          "warm-up%s%s, submission %s\n",
           prefix, m->tasks, m->width, task, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "off" : "on",
+          m->all_devices ? "every device" : "device 0 (multigpu: every device)",
           m->repeat, m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "",
           m->submit);
 }
@@ -290,15 +291,15 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           "},\n  \"parameters\": {\"tasks\": %zu, \"width\": %d, "
           "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
           "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"skew\": %u, "
-          "\"skew_share\": %u, \"hints\": %s, "
+          "\"skew_share\": %u, \"hints\": %s, \"devices\": \"%s\", "
           "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
           "  \"results\": [",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "false" : "true",
-          m->repeat, m->quick ? "true" : "false", m->metg ? "true" : "false",
-          m->submit);
+          m->all_devices ? "all" : "one", m->repeat,
+          m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);

@@ -73,6 +73,7 @@ typedef struct bench_meta {
   uint64_t duration_ns, seed;
   unsigned skew;       /* --skew: 1 none */
   unsigned skew_share; /* --skew-share: percent of spins skewed */
+  int all_devices;     /* --devices all */
   int no_hints;        /* --hints off */
   uint32_t blocks;
   size_t bytes;

@@ -216,6 +216,7 @@ static void gen_multigpu(bench_dag *d, const bench_shape *sh, int w) {
         add_pred(task, k - (size_t)w);
     }
   d->ndevices = nd;
+  d->device_hints = 1;
 }
 
 static size_t capacity_for(const char *name, const bench_shape *sh) {
@@ -321,6 +322,16 @@ int bench_dag_make(bench_dag *d, const char *name, const bench_shape *sh,
     d->skewed = 1;
   }
   d->no_hints = sh->no_hints;
+  /* --devices all: the baselines' lanes dealt over the devices (lane l to
+   * device l % D, lane l / D there), so that raw-streams and the ideal have
+   * the streams of every device; the ops hint no device. */
+  if (sh->spread && sh->ndevices > 1 && strcmp(name, "multigpu") != 0) {
+    for (size_t k = 0; k < d->n; k++) {
+      d->task[k].device = d->task[k].lane % sh->ndevices;
+      d->task[k].lane /= sh->ndevices;
+    }
+    d->ndevices = sh->ndevices;
+  }
   if (analyse(d, err, len) != 0) {
     bench_dag_free(d);
     return -1;
