@@ -249,8 +249,11 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   }
   /* Backends that run ops on host threads measure them for free; on the
    * others (an event pair per op on CUDA) the completion thread estimates
-   * durations from when it sees streams progress (complete.c). */
-  if (rt->host_exec && n->placed_by != NULL)
+   * durations from when it sees streams progress (complete.c), except for
+   * the few ops each model class samples (models.c): those the backend
+   * times, as an interval seen from the host would also count the time
+   * the op waited for its inputs and for its stream. */
+  if ((rt->host_exec || n->sampled) && n->placed_by != NULL)
     bo.duration_ns = &n->duration_ns;
   cua_backend_err err = {{0}};
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);

@@ -417,8 +417,9 @@ struct cua__node {
   void *mfam;         /* its performance model's class (models.c), if any */
   int pulled;  /* pull.c: 1 held by a pull-mode policy, 2 given to a stream
                   by pop() (a MARK follows its launch), else 0 */
-  int sampled; /* measured alone for the models (a MARK follows
-                  its launch; the executor sets t_exec) */
+  int sampled; /* measured alone for the models: timed by the backend
+                  (duration_ns), a MARK follows its launch, the executor
+                  sets t_exec */
   _Atomic uint64_t t_exec; /* when the executor launched it, if sampled */
   size_t cmd;              /* its LAUNCH command in the round deciding it */
   cua__node *q_next;       /* in a round's queue */
