@@ -717,7 +717,10 @@ typedef struct cua_graph_info {
  * that cannot be captured (the message names it), the codes of
  * cua_submit() for a DAG it would refuse (a cycle, a freed buffer...), a
  * policy's failure, or a backend's failure to build its graph
- * (#CUA_ERR_BACKEND, #CUA_ERR_DEVICE_OOM) with the backend's message.
+ * (#CUA_ERR_BACKEND, #CUA_ERR_DEVICE_OOM) with the backend's message. The
+ * lazy buffers of the DAG get their memory here: a device out of memory
+ * for one is #CUA_ERR_DEVICE_OOM, "allocating N bytes on device D: " and
+ * the backend's message (the buffers allocated before it keep theirs).
  */
 CUA_EXTERN int cua_graph_create(cua_graph **g, cua_runtime *rt, cua_op *op,
                                 const cua_graph_options *opts);

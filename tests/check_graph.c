@@ -628,6 +628,47 @@ START_TEST(uncapturable_ops_are_refused) {
 }
 END_TEST
 
+/* Out of device memory while the graph gets its memory (a lazy buffer of
+ * its DAG is allocated when the graph is created): CUA_ERR_DEVICE_OOM
+ * naming the size and device, no graph, and the runtime goes on. On the
+ * host backend through memory_mb, elsewhere a size no device has. */
+START_TEST(out_of_device_memory_at_creation) {
+  int host = strcmp(test_backend(), "host") == 0;
+  rt =
+      open_policy("round-robin", host ? "[backend.host]\nmemory_mb = 1\n" : "");
+  size_t bytes = host ? (size_t)2 << 20 : (size_t)1 << 52;
+  cua_buffer *lazy, *y = make_buf(0);
+  ck_assert_int_eq(cua_buffer_create(&lazy, rt, 0, bytes, CUA_BUFFER_LAZY), 0);
+  cua_op *big, *small, *both;
+  ck_assert_int_eq(cua_op_fill(&big, lazy, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&small, y, 2.0f), 0);
+  ck_assert_int_eq(cua_op_zip(&both, (cua_op *[]){small, big}, 2), 0);
+  cua_graph *g = (cua_graph *)1;
+  char want[96];
+  snprintf(want, sizeof want, "allocating %zu bytes on device 0", bytes);
+  ck_assert_err(rt, cua_graph_create(&g, rt, both, NULL), CUA_ERR_DEVICE_OOM,
+                want);
+  ck_assert_ptr_null(g);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_int_eq((int)st.graphs, 0);
+  /* The runtime goes on: the small op alone is captured and replayed. */
+  ck_assert_int_eq(cua_graph_create(&g, rt, small, NULL), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  ck_assert(first(y) == 2.0f);
+  cua_graph_destroy(g);
+  cua_op_destroy(both);
+  cua_op_destroy(small);
+  cua_op_destroy(big);
+  cua_buffer_destroy(lazy);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* Destroying the graph, its ops and buffers with launches in flight is
  * safe; a graph outliving its runtime can only be destroyed. */
 START_TEST(lifetimes) {
@@ -1145,6 +1186,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, update_values_and_buffers);
   tcase_add_test(tsem, rebinding_onto_a_used_buffer_is_refused);
   tcase_add_test(tsem, uncapturable_ops_are_refused);
+  tcase_add_test(tsem, out_of_device_memory_at_creation);
   tcase_add_test(tsem, lifetimes);
   tcase_add_test(tsem, launch_gives_results);
   tcase_add_test(tsem, auto_mode_matches_sequential);
