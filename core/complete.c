@@ -145,28 +145,42 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
  * now. Each gets a share of that interval in proportion to what it was
  * expected to take when placed (est_cost: its model's mean, else its cost
  * hint; equal shares when one of them has neither), and remembers how
- * many shared it: only an op measured alone teaches the models. */
+ * many shared it: only an op measured alone teaches the models. An op the
+ * backend timed itself (a model's sample, executor.c) keeps that duration
+ * and its time is taken out of the interval before the others share it. */
 static void estimate_durations(cua__stream *s, uint64_t upto) {
-  size_t k = 0;
-  uint64_t start = 0;
+  size_t k = 0, seen = 0;
+  uint64_t start = 0, timed = 0;
   double total = 0;
   int equal = 0;
   for (cua__node *n = s->inflight_head; n != NULL && n->seq <= upto;
        n = n->inflight_next) {
-    if (k++ == 0) {
+    if (seen++ == 0) {
       uint64_t te = atomic_load_explicit(&n->t_exec, memory_order_relaxed);
       start = te > n->t_launch ? te : n->t_launch;
     }
+    /* One the backend timed (a model's sample) keeps its duration and
+     * takes it out of the interval the others share. */
+    if (n->t_launch != 0 && n->duration_ns != 0) {
+      timed += n->duration_ns;
+      continue;
+    }
+    k++;
     if (n->est_cost == 0)
       equal = 1;
     total += (double)n->est_cost;
   }
-  if (k == 0 || start == 0)
+  if (seen == 0 || start == 0)
     return;
   uint64_t now = cua__now_ns();
   if (s->t_done > start)
     start = s->t_done;
   uint64_t span = now > start ? now - start : 0;
+  span = span > timed ? span - timed : 0;
+  if (k == 0) {
+    s->t_done = now;
+    return;
+  }
   for (cua__node *n = s->inflight_head; n != NULL && n->seq <= upto;
        n = n->inflight_next)
     if (n->t_launch != 0 && n->duration_ns == 0) {

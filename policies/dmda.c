@@ -179,14 +179,15 @@ static uint64_t input_end(dm_state *s, const cua_op_input *in) {
 }
 
 /* When @p op can start at the earliest on stream (@p dev, @p str): now,
- * or after its inputs, @p ends[k] being input k's input_end(), each placed
- * one on another stream with the wait it adds. */
-static uint64_t ready_at(const dm_state *s, const cua_op_info *op,
+ * or after its inputs, @p ends[k] being input k's input_end() (looked up
+ * here when @p ends is NULL), each placed one on another stream with the
+ * wait it adds. */
+static uint64_t ready_at(dm_state *s, const cua_op_info *op,
                          const uint64_t *ends, uint64_t now, int dev, int str) {
   uint64_t ready = now;
   for (size_t k = 0; k < op->ninputs; k++) {
     const cua_op_input *in = &op->inputs[k];
-    uint64_t end = ends[k];
+    uint64_t end = ends != NULL ? ends[k] : input_end(s, in);
     if (in->state == CUA_INPUT_PLACED && in->where.device >= 0 &&
         (in->where.device != dev || in->where.stream != str))
       end += in->where.device == dev ? s->wait_ns : s->device_wait_ns;
@@ -198,7 +199,7 @@ static uint64_t ready_at(const dm_state *s, const cua_op_info *op,
 
 /* The input_end() of each of @p op's inputs, in @p buf if they fit (16),
  * else in memory of their own (freed by the caller when not @p buf);
- * NULL when out of memory. */
+ * NULL when out of memory (ready_at() then looks each up itself). */
 static uint64_t *input_ends(dm_state *s, const cua_op_info *op, uint64_t *buf) {
   uint64_t *ends = op->ninputs <= 16 ? buf : malloc(op->ninputs * sizeof *ends);
   if (ends != NULL)
@@ -211,8 +212,6 @@ static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
   dm_state *s = state;
   uint64_t now = s->host->now_ns(s->host->core), buf[16];
   uint64_t *ends = input_ends(s, op, buf);
-  if (ends == NULL)
-    return CUA_ERR_NOMEM;
   int bd = -1, bs = -1, from = 0;
   uint64_t best = UINT64_MAX;
   /* The stream of the op it continues first, so that a tie keeps it. */
@@ -241,7 +240,7 @@ static int dm_place(void *state, const cua_op_info *op, cua_placement *out) {
       }
     }
   if (ends != buf)
-    free(ends);
+    free(ends); /* NULL too */
   if (bd < 0) {
     s->host->log(s->host->core, CUA_LOG_ERROR,
                  "no stream on device %d for op '%s'", op->restrict_device,
@@ -266,8 +265,6 @@ static void dm_submitted(void *state, const cua_op_info *op,
     return; /* a stream outside its pool (a device policy's choice) */
   uint64_t now = s->host->now_ns(s->host->core), buf[16];
   uint64_t *ends = input_ends(s, op, buf);
-  if (ends == NULL)
-    return; /* untracked: the stream's estimate is only less exact */
   uint64_t ready = ready_at(s, op, ends, now, where.device, where.stream);
   if (ends != buf)
     free(ends);

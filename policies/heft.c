@@ -49,8 +49,9 @@
  * whose expected end, with the op's inputs' expected ends, lets it finish
  * first.
  *
- * Cost: O(E + V * D * S) per submission for V ops, E edges, D devices and
- * S streams, and a binary search per place().
+ * Cost: O((V + E) * D * S) per submission for V ops, E edges, D devices
+ * and S streams (each input's wait is counted for each candidate stream),
+ * and a binary search per place().
  */
 #include <cuasync/errors.h>
 #include <cuasync/policy.h>

@@ -102,9 +102,11 @@
 #define CUA_POLICY_ENTRY_SYMBOL "cua_policy_entry"
 
 /** The policy wants per-op durations in completed(): measured on the host
- * backend; on the others (CUDA), estimated without any event per op: the
+ * backend; on the others (CUDA), estimated without an event per op: the
  * ops a stream completed between two looks of the completion thread share
- * the time it observed them take. */
+ * the time it observed them take, but for the first 16 ops of each
+ * performance-model class and size, which the backend times (an event
+ * pair each on CUDA). */
 #define CUA_POLICY_WANTS_TIMING 0x1u
 
 /** Where an input of an op stands when the op is placed. */

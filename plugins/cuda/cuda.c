@@ -1492,6 +1492,20 @@ static int cuda_launch(void *state, cua_backend_stream *s,
     return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
                      "%s: selecting CUDA device %d", op_name(op->kind),
                      dv->ordinal);
+  /* Into a capture, a copy between devices is a memcpy node, which reads
+   * the pool memory of the other device directly (enqueue()): without
+   * peer access that fails, so it is refused here with the reason. */
+  if (op->kind == CUA_OP_MEMCPY_D2D && op->bytes > 0 &&
+      op->dst_device != op->src_device &&
+      !(cuda_can_access(be, op->dst_device, op->src_device) &&
+        cuda_can_access(be, op->src_device, op->dst_device)) &&
+      stream_capturing(s->native)) {
+    set_err(err,
+            "MEMCPY_D2D from CUDA device %d to %d cannot be captured: peer "
+            "access between them is off",
+            be->dev[op->src_device].ordinal, be->dev[op->dst_device].ordinal);
+    return CUA_ERR_CAPTURE;
+  }
 
   uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
   pending_timing t = {op->seq, NULL, NULL, duration};

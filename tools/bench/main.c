@@ -757,6 +757,7 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     if (s->rt != NULL && getenv("CUASYNC_BENCH_DUMP") != NULL) {
       /* The policy's own account of its last decisions (heft: its last
        * plan's span), beside the makespan measured. */
+      progress_end();
       fprintf(stderr, "%s / %s %s: makespan %.0f ns; the policy says:\n", w,
               s->name, row->submit, m.makespan_ns);
       cua_runtime_dump_policy(s->rt, stderr);
