@@ -148,6 +148,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   cua_op *op = n->op;
   cua__stream *s = n->stream;
   int rc = 0;
+  r->waiter = n;
   for (size_t i = 0; i < n->ndeps && rc == 0; i++) {
     cua__node *p = n->deps[i].node;
     if (p->cls == CUA__CLASS_DEVICE && p->state != CUA__NODE_DONE &&
@@ -181,7 +182,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   n->cmd = r->cmds.n - 1;
   /* The round's clock (read once, by its first placement) stands for
    * when the op was launched: no clock read per op. */
-  if (!rt->host_exec && (rt->models != NULL ||
+  if (!rt->host_exec && (rt->models != NULL || rt->obs != NULL ||
                          (n->placed_by != NULL &&
                           (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING))))
     n->t_launch = r->now != 0 ? r->now : (r->now = cua__now_ns());

@@ -88,6 +88,55 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
   }
 }
 
+/* Tells the observers when @p n ran: as the backend measured it, else
+ * estimated (ending now, starting at the later of its launch and the end of
+ * the op before it on its stream, so that one stream's ops never overlap). */
+static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
+  cua__stream *s = n->stream;
+  uint64_t start, end;
+  cua_obs_timing timing = CUA_OBS_TIMING_MEASURED;
+  if (n->start_ns != 0 && n->duration_ns != 0) {
+    start = n->start_ns;
+    end = start + n->duration_ns;
+  } else {
+    /* Every op a pass finishes ends at the pass's clock: so an op and
+     * what it waited for, seen done in one pass in either order, stay in
+     * order. */
+    timing = CUA_OBS_TIMING_ESTIMATED;
+    end = r != NULL && r->obs_now != 0 ? r->obs_now : cua__now_ns();
+    if (end < s->obs_end)
+      end = s->obs_end;
+    uint64_t te = atomic_load_explicit(&n->t_exec, memory_order_relaxed);
+    start = te > n->t_launch ? te : n->t_launch;
+    if (start < s->obs_end)
+      start = s->obs_end;
+    /* Nor before what it waited for ended (one not finished yet ends at
+     * this pass's clock). */
+    for (size_t i = 0; i < n->ndeps; i++) {
+      const cua__node *d = n->deps[i].node;
+      uint64_t de = d->state == CUA__NODE_DONE ? d->obs_end : end;
+      if (de > start)
+        start = de;
+    }
+    if (start == 0 || start > end)
+      start = end;
+  }
+  n->obs_end = end;
+  if (end > s->obs_end)
+    s->obs_end = end;
+  cua_obs_record o = {.kind = CUA_OBS_OP,
+                      .start_ns = start,
+                      .end_ns = end,
+                      .timing = timing,
+                      .submission = n->sub_id,
+                      .op_id = n->op_id,
+                      .device = n->pl.device,
+                      .stream = n->pl.stream,
+                      .op_kind = n->op->kind,
+                      .code = n->code};
+  cua__obs_emit(rt, &o, n->op->hints.name, n->op->hints.tag, NULL);
+}
+
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
   if (n->state == CUA__NODE_DONE)
     return;
@@ -110,6 +159,12 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
   }
   if (rt->models != NULL && n->cls == CUA__CLASS_DEVICE)
     cua__models_measured(rt, n);
+  if (rt->obs != NULL && n->cls == CUA__CLASS_DEVICE && n->stream != NULL)
+    obs_op(rt, n, r);
+  else if (rt->obs != NULL)
+    for (size_t i = 0; i < n->ndeps; i++)
+      if (n->deps[i].node->obs_end > n->obs_end)
+        n->obs_end = n->deps[i].node->obs_end;
   if (n->placed_by != NULL) {
     cua__polinst *p = n->placed_by;
     if (p->d->completed != NULL) {
@@ -235,6 +290,8 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
       memset(&err, 0, sizeof err);
     }
   }
+  if (rt->obs != NULL)
+    r->obs_now = cua__now_ns();
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (vals[i] > s->done) {
@@ -264,6 +321,7 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
   }
   if (vals != stackv)
     free(vals);
+  r->obs_now = 0;
   return any;
 }
 

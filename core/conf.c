@@ -179,10 +179,10 @@ const cua__section *cua__config_section(const cua__config *cfg,
   return NULL;
 }
 
-/* Checks a [header]'s name: "runtime", "policy.NAME", "backend.NAME" or
- * "device.N". Returns 0, or the error recorded. */
+/* Checks a [header]'s name: "runtime", "policy.NAME", "backend.NAME",
+ * "observer.NAME" or "device.N". Returns 0, or the error recorded. */
 static int check_section_name(cua__conf_parser *p, const char *name, size_t n) {
-  static const char *const prefixes[] = {"policy.", "backend."};
+  static const char *const prefixes[] = {"policy.", "backend.", "observer."};
   size_t i;
   int dev;
 
@@ -209,7 +209,8 @@ static int check_section_name(cua__conf_parser *p, const char *name, size_t n) {
   }
   return cua__conf_fail(p, CUA_ERR_CONFIG_UNKNOWN_SECTION, p->line,
                         "unknown section [%.*s]; valid sections are [runtime], "
-                        "[policy.NAME], [backend.NAME] and [device.N]",
+                        "[policy.NAME], [backend.NAME], [observer.NAME] and "
+                        "[device.N]",
                         (int)n, name);
 }
 
@@ -527,6 +528,13 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     cfg->pull_depth = 2;
   if (cfg->graph_cache == 0)
     cfg->graph_cache = 16;
+  /* $CUASYNC_TRACE=FILE: the perfetto observer, writing FILE. */
+  env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_TRACE");
+  if (env != NULL && *env != '\0') {
+    if ((cfg->trace = cua__strdup(env)) == NULL ||
+        cua__conf_add_observer(cfg, "perfetto", strlen("perfetto")) != 0)
+      return CUA_ERR_NOMEM;
+  }
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_POLICY");
   if (env != NULL && *env != '\0') {
     v = cua__strdup(env);
@@ -661,6 +669,10 @@ void cua__config_free(cua__config *cfg) {
   free(cfg->backend);
   free(cfg->policy);
   free(cfg->models);
+  for (i = 0; i < cfg->nobservers; i++)
+    free(cfg->observers[i]);
+  free(cfg->observers);
+  free(cfg->trace);
   free(cfg->path);
   free(cfg->origin);
   free(cfg);

@@ -74,6 +74,9 @@ typedef struct cua__config {
                           $CUASYNC_GRAPHS overrides it */
   int graphs_from_env; /* 1 if $CUASYNC_GRAPHS overrode it */
   int graph_cache;     /* graph_cache = 1..4096 (default 16): graphs kept */
+  char **observers;    /* observers = NAME[, NAME...]: observer modules, */
+  size_t nobservers;   /* in order, each once ($CUASYNC_TRACE adds perfetto) */
+  char *trace;         /* $CUASYNC_TRACE: the perfetto observer's path */
 } cua__config;
 
 /**
@@ -88,7 +91,8 @@ typedef struct cua__config {
  * $CUASYNC_POLICY (unless IGNORE_ENV) overrides policy.
  *
  * Checks: syntax (CUA_ERR_CONFIG_SYNTAX); section names must be
- * "runtime", "policy.NAME", "backend.NAME" or "device.N" with N a
+ * "runtime", "policy.NAME", "backend.NAME", "observer.NAME" or "device.N"
+ * with N a
  * non-negative integer (CUA_ERR_CONFIG_UNKNOWN_SECTION); [runtime] keys
  * backend, devices, policy, policy_path, on_policy_error, launch, models,
  * pull_depth (CUA_ERR_CONFIG_UNKNOWN_KEY; bad value CUA_ERR_CONFIG_BAD_VALUE);
@@ -217,6 +221,9 @@ int cua__conf_name_ok(const char *name);
 int cua__conf_launch_value(const char *value);
 /* CUA__GRAPHS_* for "off", "auto" or "always"; -1 for anything else. */
 int cua__conf_graphs_value(const char *value);
+/* Adds observer NAME (n bytes) unless there (confruntime.c): 0 or
+ * CUA_ERR_NOMEM. */
+int cua__conf_add_observer(cua__config *cfg, const char *name, size_t n);
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value);
 

@@ -208,6 +208,20 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
     snprintf(depth, sizeof depth, "%d", cfg->graph_cache);
     put_kv(pr, "runtime", "graph_cache", depth, NULL);
   }
+  if (cfg->nobservers > 0) {
+    char names[512];
+    size_t off = 0;
+    names[0] = '\0';
+    for (i = 0; i < cfg->nobservers && off < sizeof names; i++) {
+      int w = snprintf(names + off, sizeof names - off, "%s%s",
+                       i > 0 ? ", " : "", cfg->observers[i]);
+      if (w < 0)
+        break;
+      off += (size_t)w;
+    }
+    put_kv(pr, "runtime", "observers", names,
+           cfg->trace != NULL ? "perfetto from $CUASYNC_TRACE" : NULL);
+  }
   put_kv(pr, "runtime", "models", cfg->models,
          cfg->models_from == 1   ? "from $CUASYNC_MODELS"
          : cfg->models_from == 2 ? "default"

@@ -22,8 +22,9 @@
 
 /* The keys [runtime] accepts, listed in messages. */
 static const char *const runtime_keys[] = {
-    "backend", "devices", "policy",     "policy_path", "on_policy_error",
-    "launch",  "models",  "pull_depth", "graphs",      "graph_cache"};
+    "backend",         "devices",     "policy",   "policy_path",
+    "on_policy_error", "launch",      "models",   "pull_depth",
+    "graphs",          "graph_cache", "observers"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -307,6 +308,53 @@ static int set_graph_cache(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* Adds observer @p name (@p n bytes) to the configuration, unless it is
+ * there already. Returns 0, or CUA_ERR_NOMEM. */
+int cua__conf_add_observer(cua__config *cfg, const char *name, size_t n) {
+  for (size_t i = 0; i < cfg->nobservers; i++)
+    if (strlen(cfg->observers[i]) == n &&
+        memcmp(cfg->observers[i], name, n) == 0)
+      return 0;
+  char **v = cua__realloc(cfg->observers, (cfg->nobservers + 1) * sizeof *v);
+  if (v == NULL)
+    return CUA_ERR_NOMEM;
+  cfg->observers = v;
+  char *d = cua__malloc(n + 1);
+  if (d == NULL)
+    return CUA_ERR_NOMEM;
+  memcpy(d, name, n);
+  d[n] = '\0';
+  cfg->observers[cfg->nobservers++] = d;
+  return 0;
+}
+
+/* observers = NAME[, NAME...] (commas or blanks between names): the
+ * observer modules the runtime opens, in order. A name given twice is
+ * refused; an empty value means none. */
+static int set_observers(cua__conf_parser *p, const char *value) {
+  const char *s = value;
+  while (*s != '\0') {
+    while (*s == ',' || isspace((unsigned char)*s))
+      s++;
+    if (*s == '\0')
+      break;
+    const char *e = s;
+    while (*e != '\0' && *e != ',' && !isspace((unsigned char)*e))
+      e++;
+    size_t n = (size_t)(e - s);
+    for (size_t i = 0; i < p->cfg->nobservers; i++)
+      if (strlen(p->cfg->observers[i]) == n &&
+          memcmp(p->cfg->observers[i], s, n) == 0)
+        return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                              "[runtime] observers: '%.*s' is named twice",
+                              (int)n, s);
+    if (cua__conf_add_observer(p->cfg, s, n) != 0)
+      return cua__conf_fail(p, CUA_ERR_NOMEM, p->line, "out of memory");
+    s = e;
+  }
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
   char valid[256];
@@ -332,6 +380,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_graphs(p, value);
   if (strcmp(key, "graph_cache") == 0)
     return set_graph_cache(p, value);
+  if (strcmp(key, "observers") == 0)
+    return set_observers(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

@@ -255,6 +255,12 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
    * the op waited for its inputs and for its stream. */
   if ((rt->host_exec || n->sampled) && n->placed_by != NULL)
     bo.duration_ns = &n->duration_ns;
+  /* Observers get measured start times where the backend runs ops on host
+   * threads (no extra cost there); elsewhere they are estimated. */
+  if (rt->obs != NULL && rt->host_exec) {
+    bo.duration_ns = &n->duration_ns;
+    bo.start_ns = &n->start_ns;
+  }
   cua_backend_err err = {{0}};
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
   /* A node measured alone (models.c): when it really went to its stream,

@@ -184,6 +184,18 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
   c->point = p;
   atomic_fetch_add(&p->users, 1);
   r->rt->stats.event_waits++;
+  if (r->rt->obs != NULL && r->waiter != NULL) {
+    cua_obs_record o = {.kind = CUA_OBS_WAIT,
+                        .t_ns = cua__now_ns(),
+                        .submission = r->waiter->sub_id,
+                        .op_id = r->waiter->op_id,
+                        .device = t->device,
+                        .stream = t->index,
+                        .other_op = producer != NULL ? producer->op_id : 0,
+                        .other_device = s->device,
+                        .other_stream = s->index};
+    cua__obs_emit(r->rt, &o, NULL, NULL, NULL);
+  }
   if (vc_fit(&t->vc, &t->nvc,
              p->nvc > (size_t)s->gidx + 1 ? p->nvc : (size_t)s->gidx + 1) ==
       0) {

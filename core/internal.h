@@ -19,6 +19,7 @@
 
 #include <cuasync.h>
 #include <cuasync/backend.h>
+#include <cuasync/observer.h>
 #include <cuasync/policy.h>
 
 #include "conf.h"
@@ -170,8 +171,9 @@ typedef struct cua__stream {
   cua__point *points_head, *points_tail;    /* increasing seq */
   cua__node *inflight_head, *inflight_tail; /* enqueued, increasing seq */
   cua_stream_load load;
-  uint64_t vc_gen; /* changes whenever vc does */
-  uint64_t t_done; /* when progress was last seen to move (durations) */
+  uint64_t vc_gen;  /* changes whenever vc does */
+  uint64_t t_done;  /* when progress was last seen to move (durations) */
+  uint64_t obs_end; /* the end of its last op told to observers */
   /* Commands (commands.c, executor.c): tickets are given under rt->lock in
    * decision order; the executor applies a stream's commands in ticket
    * order, whichever thread holds them. */
@@ -395,6 +397,9 @@ struct cua__node {
   cua__polinst *placed_by;
   uint64_t sub_id; /* the submission that made it */
   uint64_t duration_ns;
+  uint64_t start_ns; /* when it started, if the backend said (observers) */
+  uint64_t obs_end;  /* when it ended as told to observers (a virtual node:
+                        its last part's), under rt->lock */
   /* Outcome. */
   int code;
   char *msg;
@@ -532,6 +537,10 @@ typedef struct cua__round {
   int kick;            /* wake the completion thread at the flush */
   int kick_backend;    /* and the backend's wait (host nodes are ready) */
   uint64_t now;        /* the clock, read by the round's first placement */
+  cua__node *waiter;   /* the node whose waits are being decided (observers) */
+  uint64_t obs_now;    /* observers: the clock right after a completion
+                          pass read progress (every op it finishes ended by
+                          then), 0 outside such a pass */
 } cua__round;
 
 /* What one submission's build produced (graph.c). */
@@ -580,6 +589,8 @@ struct cua_runtime {
   cua__polinst *policies;      /* every instance, for closing */
   char *policy_error;          /* why the fallback was taken, if it was */
   cua__models *models;         /* performance models (models.c), or NULL */
+  struct cua__observers *obs;  /* observers (observe.c), or NULL: set at
+                                  open, cleared at close, read unlocked */
   size_t pull_held;            /* ops pull-mode policies hold (pull.c) */
   int host_running;            /* host steps running (complete.c) */
   cua_op_input *inputs;        /* place.c: the op being placed's inputs */
@@ -873,6 +884,22 @@ void cua__build_undo(cua__build *b, cua__sub *sub);
 
 /* complete.c: progress, finishing nodes, the completion thread. */
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
+
+/* ------------------------------------------------------ observe.c */
+
+typedef struct cua__observers cua__observers;
+/* Opens the observers the configuration names (none: rt->obs stays NULL);
+ * 0, or the loader's or create()'s code with the message set. */
+int cua__observers_open(cua_runtime *rt);
+/* Hands every record left to the observers, then flushes and frees them;
+ * says on standard error how many records were dropped, if any. */
+void cua__observers_close(cua_runtime *rt);
+/* Copies record @p r (and its strings) for the observers; drops it when
+ * CUA_OBS_RING records wait. Call only when rt->obs != NULL. */
+void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
+                   const char *tag, const char *policy);
+/* Records dropped so far. */
+uint64_t cua__observers_drops(const cua_runtime *rt);
 void *cua__completion_thread(void *arg);
 
 /* future.c */

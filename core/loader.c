@@ -45,11 +45,17 @@
   (offsetof(cua_backend_descriptor, module_function) +                         \
    sizeof(((cua_backend_descriptor *)0)->module_function))
 
-static const kind_info kinds[2] = {
+#define OBSERVER_DESC_MIN_SIZE                                                 \
+  (offsetof(cua_observer_descriptor, flush) +                                  \
+   sizeof(((cua_observer_descriptor *)0)->flush))
+
+static const kind_info kinds[CUA__MODULE_KINDS] = {
     {"policy", CUA_POLICY_ENTRY_SYMBOL, "policies", CUA_POLICY_ABI_MAJOR,
      CUA_POLICY_ABI_MINOR, POLICY_DESC_MIN_SIZE},
     {"backend", CUA_BACKEND_ENTRY_SYMBOL, "backends", CUA_BACKEND_ABI_MAJOR,
      CUA_BACKEND_ABI_MINOR, BACKEND_DESC_MIN_SIZE},
+    {"observer", CUA_OBSERVER_ENTRY_SYMBOL, "observers", CUA_OBSERVER_ABI_MAJOR,
+     CUA_OBSERVER_ABI_MINOR, OBSERVER_DESC_MIN_SIZE},
 };
 
 /* Appends to a message already in @p err (truncating, never overflowing). */
@@ -134,7 +140,7 @@ char **cua__module_dirs(cua__module_kind kind, char *const *extra,
   size_t n = 0, i;
 
   *ndirs = 0;
-  if (kind != CUA__MODULE_POLICY && kind != CUA__MODULE_BACKEND)
+  if ((unsigned)kind >= CUA__MODULE_KINDS)
     return NULL;
   for (i = 0; i < nextra; i++)
     if (extra[i] != NULL && strv_add(&v, &n, extra[i], strlen(extra[i])) != 0)
@@ -179,6 +185,9 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
   if (kind == CUA__MODULE_POLICY) {
     CUA__REQUIRE(cua_policy_descriptor, create);
     CUA__REQUIRE(cua_policy_descriptor, place);
+  } else if (kind == CUA__MODULE_OBSERVER) {
+    CUA__REQUIRE(cua_observer_descriptor, create);
+    CUA__REQUIRE(cua_observer_descriptor, record);
   } else {
     CUA__REQUIRE(cua_backend_descriptor, create);
     CUA__REQUIRE(cua_backend_descriptor, destroy);
@@ -213,6 +222,8 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
    sizeof(((cua_dag_op *)0)->restrict_device))
 #define DAG_BUFFER_MIN_SIZE                                                    \
   (offsetof(cua_dag_buffer, device) + sizeof(((cua_dag_buffer *)0)->device))
+#define RECORD_MIN_SIZE                                                        \
+  (offsetof(cua_obs_record, inputs) + sizeof(((cua_obs_record *)0)->inputs))
 
 /* The name and parameter schema (with its stride), which sit at the same
  * place in both descriptors; a backend's schema is a plain array. */
@@ -221,6 +232,12 @@ static void desc_name_params(cua__module_kind kind, const void *desc,
                              size_t *nparams, size_t *stride) {
   if (kind == CUA__MODULE_POLICY) {
     const cua_policy_descriptor *d = desc;
+    *name = d->name;
+    *params = d->params;
+    *nparams = d->nparams;
+    *stride = d->param_spec_size;
+  } else if (kind == CUA__MODULE_OBSERVER) {
+    const cua_observer_descriptor *d = desc;
     *name = d->name;
     *params = d->params;
     *nparams = d->nparams;
@@ -263,6 +280,36 @@ static int check_strides(const char *path, const cua_policy_descriptor *d,
                    "has %zu bytes (write the descriptor with "
                    "CUA_POLICY_DEFINE or CUA_POLICY_INIT, which set it)",
                    path, f[i].field, v, (unsigned)CUA_POLICY_ABI_MAJOR,
+                   f[i].type, f[i].min);
+      return CUA_ERR_MODULE_BAD_SIZE;
+    }
+  }
+  return 0;
+}
+
+/* Checks an observer descriptor's element sizes, as check_strides(). */
+static int check_obs_strides(const char *path, const cua_observer_descriptor *d,
+                             char *err, size_t errlen) {
+  static const struct {
+    const char *field, *type;
+    size_t off, min;
+  } f[] = {
+      {"param_spec_size", "cua_param_spec",
+       offsetof(cua_observer_descriptor, param_spec_size), SPEC_MIN_SIZE},
+      {"param_value_size", "cua_param_value",
+       offsetof(cua_observer_descriptor, param_value_size), VALUE_MIN_SIZE},
+      {"record_size", "cua_obs_record",
+       offsetof(cua_observer_descriptor, record_size), RECORD_MIN_SIZE},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    size_t v;
+    memcpy(&v, (const char *)d + f[i].off, sizeof v);
+    if (v < f[i].min || v > 4096) {
+      cua__put_err(err, errlen,
+                   "%s: the descriptor's %s is %zu; the observer ABI %u.0 %s "
+                   "has %zu bytes (write the descriptor with "
+                   "CUA_OBSERVER_DEFINE, which sets it)",
+                   path, f[i].field, v, (unsigned)CUA_OBSERVER_ABI_MAJOR,
                    f[i].type, f[i].min);
       return CUA_ERR_MODULE_BAD_SIZE;
     }
@@ -329,6 +376,10 @@ static int check_desc(cua__module_kind kind, const char *path,
       (rc = check_strides(path, (const cua_policy_descriptor *)head, err,
                           errlen)) != 0)
     return rc;
+  if (kind == CUA__MODULE_OBSERVER &&
+      (rc = check_obs_strides(path, (const cua_observer_descriptor *)head, err,
+                              errlen)) != 0)
+    return rc;
   if (map != NULL &&
       (rc = cua__modcheck_pointers(kind, k, path, head, head->size, map, err,
                                    errlen)) != 0)
@@ -389,6 +440,42 @@ static int check_desc(cua__module_kind kind, const char *path,
   return 0;
 }
 
+/* normalise() for an observer: a descriptor of another schema stride or
+ * of an earlier minor version is copied (with its schema) at the core's
+ * sizes. */
+static int normalise_observer(cua__module *mod, const void *head) {
+  const cua_observer_descriptor *d = head;
+  int restride = d->param_spec_size != sizeof(cua_param_spec) && d->nparams;
+  if (!restride && d->size >= sizeof *d) {
+    mod->desc.observer = d;
+    return 0;
+  }
+  cua_observer_descriptor *copy = cua__calloc(1, sizeof *copy);
+  cua_param_spec *specs =
+      restride ? cua__calloc(d->nparams, sizeof *specs) : NULL;
+  if (copy == NULL || (restride && specs == NULL)) {
+    free(copy);
+    free(specs);
+    return CUA_ERR_NOMEM;
+  }
+  size_t n = d->size < sizeof *copy ? d->size : sizeof *copy;
+  if (n > offsetof(cua_observer_descriptor, create))
+    n -= (n - offsetof(cua_observer_descriptor, create)) %
+         sizeof(void (*)(void));
+  memcpy(copy, d, n);
+  if (restride) {
+    for (size_t i = 0; i < d->nparams; i++)
+      memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
+             sizeof *specs);
+    copy->params = specs;
+    copy->param_spec_size = sizeof *specs;
+  }
+  mod->own_obs = copy;
+  mod->own_params = specs;
+  mod->desc.observer = copy;
+  return 0;
+}
+
 /*
  * A policy descriptor whose schema has another element size than the
  * core's is copied, with its schema, into memory of the module's (so the
@@ -401,6 +488,8 @@ static int normalise(cua__module *mod, const void *head) {
   cua_policy_descriptor *copy;
   cua_param_spec *specs = NULL;
 
+  if (mod->kind == CUA__MODULE_OBSERVER)
+    return normalise_observer(mod, head);
   if (mod->kind != CUA__MODULE_POLICY) {
     mod->desc.backend = head;
     return 0;
@@ -473,10 +562,11 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   }
   head = dlsym(dl, k->symbol);
   if (head == NULL) {
-    if (other != NULL && dlsym(dl, kinds[!kind].symbol) != NULL)
-      *other = 1;
-    cua__put_err(err, errlen, "%s: no %s symbol: not a %s module", path,
-                 k->symbol, k->word);
+    for (int o = 0; other != NULL && o < CUA__MODULE_KINDS; o++)
+      if (o != (int)kind && dlsym(dl, kinds[o].symbol) != NULL)
+        *other = 1;
+    cua__put_err(err, errlen, "%s: no %s symbol: not %s %s module", path,
+                 k->symbol, k->word[0] == 'o' ? "an" : "a", k->word);
     rc = CUA_ERR_MODULE_NO_ENTRY;
     goto fail;
   }
@@ -619,6 +709,7 @@ void cua__module_unload(cua__module *mod) {
     dlclose(mod->dl);
   free(mod->own_params);
   free(mod->own_desc);
+  free(mod->own_obs);
   free(mod->path);
   free(mod);
 }
@@ -670,8 +761,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   *out = NULL;
   if (err != NULL && errlen > 0)
     err[0] = '\0';
-  if (name == NULL || *name == '\0' ||
-      (kind != CUA__MODULE_POLICY && kind != CUA__MODULE_BACKEND)) {
+  if (name == NULL || *name == '\0' || (unsigned)kind >= CUA__MODULE_KINDS) {
     cua__put_err(err, errlen, "no module name given");
     return CUA_ERR_INVAL;
   }

@@ -1,5 +1,5 @@
 /*
- * core/loader.h: finding and loading policy and backend modules
+ * core/loader.h: finding and loading policy, backend and observer modules
  * (core/loader.c), internal.
  */
 #ifndef CUA_CORE_LOADER_H
@@ -7,14 +7,17 @@
 
 #include <cuasync.h>
 #include <cuasync/backend.h>
+#include <cuasync/observer.h>
 #include <cuasync/policy.h>
 
 #include <stddef.h>
 
 typedef enum cua__module_kind {
   CUA__MODULE_POLICY = 0,
-  CUA__MODULE_BACKEND = 1
+  CUA__MODULE_BACKEND = 1,
+  CUA__MODULE_OBSERVER = 2
 } cua__module_kind;
+#define CUA__MODULE_KINDS 3
 
 /** A loaded, checked module. */
 typedef struct cua__module {
@@ -24,10 +27,12 @@ typedef struct cua__module {
   union {
     const cua_policy_descriptor *policy;
     const cua_backend_descriptor *backend;
+    const cua_observer_descriptor *observer;
   } desc;
   /* A policy descriptor whose schema had another element size, copied
    * with its schema at the core's (desc.policy then points here). */
   cua_policy_descriptor *own_desc;
+  cua_observer_descriptor *own_obs; /* the same for an observer */
   cua_param_spec *own_params;
 } cua__module;
 
@@ -123,7 +128,7 @@ typedef struct desc_head {
 
 /* What differs between the two kinds of module. */
 typedef struct kind_info {
-  const char *word;   /* "policy" or "backend", for messages */
+  const char *word;   /* "policy", "backend" or "observer", for messages */
   const char *symbol; /* the entry symbol */
   const char *subdir; /* under CUA_PKGLIBDIR */
   uint32_t abi_major;

@@ -33,6 +33,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/commands.c \
 	%reldir%/executor.c \
 	%reldir%/complete.c \
+	%reldir%/observe.c \
 	%reldir%/submit.c \
 	%reldir%/graphs.h \
 	%reldir%/capture.c \

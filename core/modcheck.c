@@ -168,8 +168,10 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
   const cua_param_spec *params = pd->params;
   size_t nparams = pd->nparams, i, off, first, known;
   /* The schema's element size: the policy declares it (checked before). */
-  size_t stride =
-      kind == CUA__MODULE_POLICY ? pd->param_spec_size : sizeof(cua_param_spec);
+  /* (an observer's descriptor has the policy's layout up to
+   * param_value_size) */
+  size_t stride = kind != CUA__MODULE_BACKEND ? pd->param_spec_size
+                                              : sizeof(cua_param_spec);
   const char *bad;
   typedef void (*any_fn)(void);
 
@@ -216,13 +218,16 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
    * the module and the core know is a function pointer, but the backend's
    * priority (an int, in a pointer-sized slot). */
   first = kind == CUA__MODULE_POLICY ? offsetof(cua_policy_descriptor, create)
-                                     : offsetof(cua_backend_descriptor, create);
-  known = kind == CUA__MODULE_POLICY ? sizeof(cua_policy_descriptor)
-                                     : sizeof(cua_backend_descriptor);
+          : kind == CUA__MODULE_OBSERVER
+              ? offsetof(cua_observer_descriptor, create)
+              : offsetof(cua_backend_descriptor, create);
+  known = kind == CUA__MODULE_POLICY     ? sizeof(cua_policy_descriptor)
+          : kind == CUA__MODULE_OBSERVER ? sizeof(cua_observer_descriptor)
+                                         : sizeof(cua_backend_descriptor);
   if (size > known)
     size = known;
   for (off = first; off + sizeof(any_fn) <= size; off += sizeof(any_fn)) {
-    if (kind != CUA__MODULE_POLICY &&
+    if (kind == CUA__MODULE_BACKEND &&
         off == offsetof(cua_backend_descriptor, priority) / sizeof(any_fn) *
                    sizeof(any_fn))
       continue;
@@ -240,11 +245,16 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
                                                "submission_end()",
                                                "push()",
                                                "pop()"};
+      static const char *const observer_ops[] = {"create()", "destroy()",
+                                                 "record()", "flush()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&
           op < sizeof policy_ops / sizeof policy_ops[0])
         snprintf(what, sizeof what, "%s", policy_ops[op]);
+      else if (kind == CUA__MODULE_OBSERVER &&
+               op < sizeof observer_ops / sizeof observer_ops[0])
+        snprintf(what, sizeof what, "%s", observer_ops[op]);
       else
         snprintf(what, sizeof what, "operation at offset %zu", off);
       cua__put_err(

@@ -324,6 +324,26 @@ void cua__placed_count(cua_runtime *rt, cua__node *n, const cua_op_info *info,
   n->state = CUA__NODE_ENQUEUED;
 }
 
+/* Tells the observers where @p n was placed, by which policy, and which
+ * ops it depends on. */
+static void obs_place(cua_runtime *rt, const cua__node *n,
+                      const cua_op_info *info, uint64_t now) {
+  cua_obs_record o = {.kind = CUA_OBS_PLACE,
+                      .t_ns = now,
+                      .submission = n->sub_id,
+                      .op_id = n->op_id,
+                      .device = n->pl.device,
+                      .stream = n->pl.stream,
+                      .op_kind = n->op->kind,
+                      .bytes = n->op->hints.bytes,
+                      .cost_ns = n->op->hints.cost_ns,
+                      .ninputs_total = (uint32_t)info->ninputs};
+  for (size_t i = 0; i < info->ninputs && i < CUA_OBS_MAX_INPUTS; i++)
+    o.inputs[o.ninputs++] = info->inputs[i].op_id;
+  cua__obs_emit(rt, &o, n->op->hints.name, n->op->hints.tag,
+                n->placed_by != NULL ? n->placed_by->name : "explicit");
+}
+
 /* A placed node gets its stream's next number, counts in its load, and is
  * queued for launch; its policy hears of it (submitted()). */
 static void placed(cua_runtime *rt, cua__node *n, cua__round *r,
@@ -333,6 +353,8 @@ static void placed(cua_runtime *rt, cua__node *n, cua__round *r,
     r->now = cua__now_ns();
   cua__placed_count(rt, n, info, r->now);
   n->seq = ++n->stream->seq;
+  if (rt->obs != NULL)
+    obs_place(rt, n, info, r->now);
   cua__q_push(&r->launch, n);
   cua__dag_placed(n);
   cua__resolve(rt, n, 0, r);

@@ -313,6 +313,8 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_unlock(&rt->lock);
   if (rc)
     goto fail;
+  if ((rc = cua__observers_open(rt)) != 0)
+    goto fail;
   if ((rc = cua__launcher_start(rt)) != 0) {
     cua__fail(NULL, rc, "cannot start the launch thread");
     goto fail;
@@ -341,6 +343,8 @@ int cua_runtime_create(cua_runtime **rt, const char *config_path) {
 
 static void runtime_free(cua_runtime *rt) {
   atomic_store(&rt->closed, 1);
+  /* Everything ran: the observers get the last records. */
+  cua__observers_close(rt);
   if (rt->be != NULL) {
     cua__gcache_clear(rt);
     cua__graphs_detach(rt);
@@ -526,6 +530,7 @@ int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
   tmp.graph_captures = atomic_load(&w->n_graph_captures);
   tmp.graph_replays = atomic_load(&w->n_graph_replays);
   tmp.graph_evictions = atomic_load(&w->n_graph_evictions);
+  tmp.observer_drops = cua__observers_drops(rt);
   size_t n = st->size < sizeof tmp ? st->size : sizeof tmp;
   tmp.size = n;
   memcpy(st, &tmp, n);

@@ -131,6 +131,11 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   rt->subs = sub;
   rt->nsubs++;
   rt->stats.submissions++;
+  if (rt->obs != NULL) {
+    cua_obs_record o = {
+        .kind = CUA_OBS_SUBMIT, .t_ns = cua__now_ns(), .submission = sub->id};
+    cua__obs_emit(rt, &o, NULL, NULL, NULL);
+  }
   cua__dag_begin(rt, sub, b.order, b.n);
   cua__round r;
   cua__round_init(rt, &r);

@@ -184,6 +184,8 @@ typedef struct cua_stats {
                                  graph_cache full, or a buffer of theirs
                                  destroyed); a policy change drops the
                                  cache without counting */
+  uint64_t observer_drops;  /**< records the observers fell too far behind
+                                 to get (cuasync/observer.h) */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

@@ -6,6 +6,7 @@ cuasyncinc_HEADERS = \
 	%reldir%/cuasync/errors.h \
 	%reldir%/cuasync/module.h \
 	%reldir%/cuasync/policy.h \
+	%reldir%/cuasync/observer.h \
 	%reldir%/cuasync/backend.h
 nodist_cuasyncinc_HEADERS = %reldir%/cuasync/version.h
 DISTCLEANFILES += %reldir%/cuasync/version.h

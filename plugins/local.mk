@@ -1,3 +1,8 @@
+# Observers, each a module in $(pkglibdir)/observers.
+observer_LTLIBRARIES += %reldir%/perfetto.la
+%canon_reldir%_perfetto_la_SOURCES = %reldir%/perfetto/perfetto.c
+%canon_reldir%_perfetto_la_LDFLAGS = $(MODULE_LDFLAGS)
+
 # Device backends, each a module in $(pkglibdir)/backends.
 backend_LTLIBRARIES += %reldir%/host.la
 %canon_reldir%_host_la_SOURCES = %reldir%/host/host.c

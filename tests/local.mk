@@ -7,6 +7,7 @@ AM_TESTS_ENVIRONMENT = \
 	CUASYNC_MODULE_PATH='$(abs_top_builddir)/policies/.libs:$(abs_top_builddir)/plugins/.libs:$(abs_top_builddir)/tests/modules/.libs'; \
 	export CUASYNC_MODULE_PATH; \
 	CUASYNC_TEST_FIXTURES='$(abs_top_srcdir)/tests/fixtures'; export CUASYNC_TEST_FIXTURES; \
+	CUASYNC_TEST_SRCDIR='$(abs_top_srcdir)'; export CUASYNC_TEST_SRCDIR; \
 	CUASYNC_TEST_BUILDDIR='$(abs_top_builddir)'; export CUASYNC_TEST_BUILDDIR; \
 	unset CUASYNC_CONFIG CUASYNC_POLICY; \
 	XDG_CACHE_HOME='$(abs_top_builddir)/tests/cache'; export XDG_CACHE_HOME; \
@@ -35,6 +36,7 @@ UNIT_TESTS = \
 	tests/check_ordering \
 	tests/check_random_dag \
 	tests/check_graph \
+	tests/check_observers \
 	tests/example_graph \
 	tests/check_futures \
 	tests/check_conformance \
@@ -56,6 +58,7 @@ CUDA_TESTS = \
 	tests/cuda/random_dag.sh \
 	tests/cuda/graph.sh \
 	tests/cuda/graph_capture.sh \
+	tests/cuda/observers.sh \
 	tests/cuda/futures.sh \
 	tests/cuda/conformance.sh \
 	tests/cuda/sched.sh \
@@ -72,6 +75,7 @@ LAUNCHTIME_TESTS = \
 	tests/launchtime/ordering.sh \
 	tests/launchtime/random_dag.sh \
 	tests/launchtime/graph.sh \
+	tests/launchtime/observers.sh \
 	tests/launchtime/conformance.sh \
 	tests/launchtime/sched.sh
 EXTRA_DIST += $(LAUNCHTIME_TESTS)
@@ -158,6 +162,10 @@ tests_check_stress_SOURCES = tests/check_stress.c tests/helpers.h \
 	tests/fuzz/dagprog.h
 tests_check_stress_CFLAGS = $(TEST_CFLAGS)
 tests_check_stress_LDADD = $(TEST_LIBS)
+tests_check_observers_SOURCES = tests/check_observers.c tests/helpers.h
+tests_check_observers_CFLAGS = $(TEST_CFLAGS)
+tests_check_observers_LDADD = $(PUBLIC_TEST_LIBS) -ldl
+EXTRA_DIST += %reldir%/trace_check.py
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/helpers.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(PUBLIC_TEST_LIBS)
@@ -191,7 +199,10 @@ check_LTLIBRARIES += \
 	tests/modules/broken-backend.la \
 	tests/modules/random.la \
 	tests/modules/launchtime.la \
-	tests/modules/nodevice.la
+	tests/modules/nodevice.la \
+	tests/modules/obs-test.la
+tests_modules_obs_test_la_SOURCES = tests/modules/obs-test.c
+tests_modules_obs_test_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -pthread
 # Test backends: launchtime runs every op inside launch() on the launching
 # thread, as the CUDA backend runs stream functions; nodevice (the same
 # source) never finds a device, for `backend = auto`.

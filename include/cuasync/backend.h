@@ -33,8 +33,9 @@
 /* 1.1: cua_backend_descriptor::priority, native_record, native_wait.
  * 1.2: cua_backend_host::alloc, free, thread_create.
  * 1.3: capture_begin, capture_end, graph_launch, graph_destroy.
- * 1.4: graph_update_op. */
-#define CUA_BACKEND_ABI_MINOR 4
+ * 1.4: graph_update_op.
+ * 1.5: cua_backend_op::start_ns. */
+#define CUA_BACKEND_ABI_MINOR 5
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -132,6 +133,11 @@ typedef struct cua_backend_op {
   /** If not NULL, the backend stores the op's measured duration here
    * before progress() reports seq as reached. */
   uint64_t *duration_ns;
+  /** ABI 1.5. If not NULL (only with duration_ns), the backend may store
+   * when the op started, on CLOCK_MONOTONIC in nanoseconds (the core's
+   * clock), before progress() reports seq as reached; left 0 when it
+   * cannot tell (observers then estimate it). */
+  uint64_t *start_ns;
 } cua_backend_op;
 
 /**

@@ -744,6 +744,8 @@ static void run_op(cua_backend_stream *s, const cua_backend_op *op,
                    stream_error *rec) {
   uint64_t t0 = op->duration_ns != NULL ? mono_ns() : 0;
   size_t n = op->bytes / sizeof(float);
+  if (op->duration_ns != NULL && op->start_ns != NULL)
+    *op->start_ns = t0;
 
   switch (op->kind) {
   case CUA_OP_FUNC: {

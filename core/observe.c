@@ -1,0 +1,325 @@
+/*
+ * core/observe.c: the runtime's observers (cuasync/observer.h): opens the
+ * modules `[runtime] observers` names, keeps the records the core makes in
+ * a bounded ring, and hands them to the observers on a thread of its own.
+ *
+ * Locks: obs->mu guards the ring (entries, head, count, drops, closing).
+ * Whoever makes a record takes it for the copy only (the core's other
+ * locks may be held then: rt->lock for placements, waits and completions);
+ * the observer thread takes it to move a batch out. Observers are called
+ * with no lock of the core held: record() on the observer thread, create(),
+ * flush() and destroy() on the thread opening or closing the runtime.
+ */
+#include "conf.h"
+#include "internal.h"
+#include "loader.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Records kept waiting at most, and handed over per call. */
+#define OBS_RING 65536
+#define OBS_BATCH 1024
+#define OBS_STR 64
+
+/* A record and copies of its strings. */
+typedef struct obs_entry {
+  cua_obs_record r;
+  char name[OBS_STR], tag[OBS_STR], policy[OBS_STR];
+} obs_entry;
+
+/* One open observer. */
+typedef struct obs_one {
+  struct cua__observers *o;
+  cua__module *mod;
+  const cua_observer_descriptor *d;
+  void *state;
+  cua_param_value *params;
+  size_t nparams;
+  cua_observer_host host;
+  char *name;
+  int dead;       /* record() failed: not called again */
+  char log[1024]; /* recent log lines, for a failing create() or record() */
+} obs_one;
+
+struct cua__observers {
+  cua_runtime *rt;
+  obs_one *v;
+  size_t n;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  obs_entry *ring; /* OBS_RING entries */
+  size_t head, count;
+  uint64_t drops;
+  int closing;
+  pthread_t thread;
+  int started;
+};
+
+/* ------------------------------------------------------- the host table */
+
+static int h_device_count(void *core) {
+  return ((obs_one *)core)->o->rt->ndev;
+}
+
+static int h_device_info(void *core, int device, cua_device_info *out) {
+  return cua_device_get_info(((obs_one *)core)->o->rt, device, out);
+}
+
+static const char *h_backend_name(void *core) {
+  return ((obs_one *)core)->o->rt->be->name;
+}
+
+static uint64_t h_now_ns(void *core) {
+  (void)core;
+  return cua__now_ns();
+}
+
+static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
+  obs_one *w = core;
+  if (level > CUA_LOG_WARN && getenv("CUASYNC_DEBUG") == NULL)
+    return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  size_t used = strlen(w->log);
+  snprintf(w->log + used, sizeof w->log - used, "%s%s", used ? "; " : "", line);
+  fprintf(stderr, "cuasync: observer %s: %s\n", w->name, line);
+}
+
+/* ------------------------------------------------------------- the ring */
+
+static void copy_str(char *dst, const char *src) {
+  if (src == NULL) {
+    dst[0] = '\0';
+    return;
+  }
+  size_t n = strlen(src);
+  if (n >= OBS_STR)
+    n = OBS_STR - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
+                   const char *tag, const char *policy) {
+  cua__observers *o = rt->obs;
+  if (o == NULL)
+    return;
+  pthread_mutex_lock(&o->mu);
+  if (o->count == OBS_RING || o->closing) {
+    o->drops += !o->closing;
+    pthread_mutex_unlock(&o->mu);
+    return;
+  }
+  obs_entry *e = &o->ring[(o->head + o->count) % OBS_RING];
+  e->r = *r;
+  e->r.size = sizeof e->r;
+  copy_str(e->name, name);
+  copy_str(e->tag, tag);
+  copy_str(e->policy, policy);
+  if (o->count++ == 0)
+    pthread_cond_signal(&o->cv);
+  pthread_mutex_unlock(&o->mu);
+}
+
+static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
+                    size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    recs[i] = batch[i].r;
+    recs[i].name = batch[i].name[0] ? batch[i].name : NULL;
+    recs[i].tag = batch[i].tag[0] ? batch[i].tag : NULL;
+    recs[i].policy = batch[i].policy[0] ? batch[i].policy : NULL;
+  }
+  for (size_t k = 0; k < o->n; k++) {
+    obs_one *w = &o->v[k];
+    if (w->dead)
+      continue;
+    w->log[0] = '\0';
+    if (w->d->record(w->state, recs, n, sizeof *recs) != 0) {
+      w->dead = 1;
+      fprintf(stderr,
+              "cuasync: observer %s failed and is disabled: %s (results are "
+              "not affected)\n",
+              w->name, w->log[0] ? w->log : "record() returned non-zero");
+    }
+  }
+}
+
+static void *obs_thread(void *arg) {
+  cua__observers *o = arg;
+  obs_entry *batch = malloc(OBS_BATCH * sizeof *batch);
+  cua_obs_record *recs = malloc(OBS_BATCH * sizeof *recs);
+  pthread_mutex_lock(&o->mu);
+  for (;;) {
+    while (o->count == 0 && !o->closing)
+      pthread_cond_wait(&o->cv, &o->mu);
+    if (o->count == 0)
+      break; /* closing, all handed over */
+    size_t n = o->count < OBS_BATCH ? o->count : OBS_BATCH;
+    if (batch == NULL || recs == NULL) {
+      /* No memory for a batch: the records are lost, and counted. */
+      o->drops += n;
+    } else {
+      for (size_t i = 0; i < n; i++)
+        batch[i] = o->ring[(o->head + i) % OBS_RING];
+    }
+    o->head = (o->head + n) % OBS_RING;
+    o->count -= n;
+    pthread_mutex_unlock(&o->mu);
+    if (batch != NULL && recs != NULL)
+      deliver(o, batch, recs, n);
+    pthread_mutex_lock(&o->mu);
+  }
+  pthread_mutex_unlock(&o->mu);
+  free(batch);
+  free(recs);
+  return NULL;
+}
+
+/* ------------------------------------------------------ open and close */
+
+/* The perfetto observer's `path`, replaced by $CUASYNC_TRACE. */
+static int trace_override(cua__config *cfg, obs_one *w) {
+  if (cfg->trace == NULL || strcmp(w->name, "perfetto") != 0)
+    return 0;
+  for (size_t i = 0; i < w->d->nparams; i++) {
+    const cua_param_spec *ps = &w->d->params[i];
+    if (strcmp(ps->name, "path") != 0 || ps->type != CUA_PARAM_STRING)
+      continue;
+    char *s = cua__strdup(cfg->trace);
+    if (s == NULL)
+      return CUA_ERR_NOMEM;
+    free((char *)w->params[i].s);
+    w->params[i].s = s;
+    w->params[i].present = 1;
+  }
+  return 0;
+}
+
+static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
+                    obs_one *w) {
+  char err[CUA__ERRLEN], section[256];
+  w->o = o;
+  if ((w->name = cua__strdup(name)) == NULL)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  int rc = cua__module_load(&w->mod, CUA__MODULE_OBSERVER, name, NULL, 0,
+                            rt->ignore_env, err, sizeof err);
+  if (rc != 0)
+    return cua__fail(NULL, rc, "%s", err);
+  w->d = w->mod->desc.observer;
+  snprintf(section, sizeof section, "observer.%s", name);
+  rc = cua__config_params(rt->cfg, section, w->d->params, w->d->nparams,
+                          &w->params, err, sizeof err);
+  if (rc != 0)
+    return cua__fail(NULL, rc, "%s", err);
+  w->nparams = w->d->nparams;
+  if ((rc = trace_override(rt->cfg, w)) != 0)
+    return cua__fail(NULL, rc, "out of host memory");
+  w->host.abi_major = CUA_OBSERVER_ABI_MAJOR;
+  w->host.abi_minor = CUA_OBSERVER_ABI_MINOR;
+  w->host.size = sizeof w->host;
+  w->host.core = w;
+  w->host.device_count = h_device_count;
+  w->host.device_info = h_device_info;
+  w->host.backend_name = h_backend_name;
+  w->host.now_ns = h_now_ns;
+  w->host.log = h_log;
+  w->log[0] = '\0';
+  rc = w->d->create(&w->host, w->params, &w->state);
+  if (rc != 0) {
+    w->state = NULL;
+    return cua__fail(NULL, CUA_ERR_MODULE_CREATE,
+                     "observer '%s' failed to start (%d): %s", name, rc,
+                     w->log[0] ? w->log : "create() returned an error");
+  }
+  w->log[0] = '\0';
+  return 0;
+}
+
+static void free_one(obs_one *w) {
+  if (w->d != NULL && w->state != NULL) {
+    if (w->d->flush != NULL && !w->dead)
+      w->d->flush(w->state);
+    if (w->d->destroy != NULL)
+      w->d->destroy(w->state);
+  }
+  if (w->params != NULL)
+    cua__config_params_free(w->params, w->nparams);
+  cua__module_unload(w->mod);
+  free(w->name);
+}
+
+void cua__observers_close(cua_runtime *rt) {
+  cua__observers *o = rt->obs;
+  if (o == NULL)
+    return;
+  if (o->started) {
+    pthread_mutex_lock(&o->mu);
+    o->closing = 1;
+    pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    pthread_join(o->thread, NULL);
+  }
+  rt->obs = NULL;
+  for (size_t i = 0; i < o->n; i++)
+    free_one(&o->v[i]);
+  if (o->drops > 0)
+    fprintf(stderr,
+            "cuasync: observers: %llu records dropped: the observers fell "
+            "behind (at most %d wait)\n",
+            (unsigned long long)o->drops, OBS_RING);
+  pthread_mutex_destroy(&o->mu);
+  pthread_cond_destroy(&o->cv);
+  free(o->v);
+  free(o->ring);
+  free(o);
+}
+
+int cua__observers_open(cua_runtime *rt) {
+  const cua__config *cfg = rt->cfg;
+  if (cfg->nobservers == 0)
+    return 0;
+  cua__observers *o = cua__calloc(1, sizeof *o);
+  if (o == NULL)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  o->rt = rt;
+  pthread_mutex_init(&o->mu, NULL);
+  pthread_cond_init(&o->cv, NULL);
+  o->v = cua__calloc(cfg->nobservers, sizeof *o->v);
+  o->ring = cua__malloc(OBS_RING * sizeof *o->ring);
+  rt->obs = o;
+  if (o->v == NULL || o->ring == NULL) {
+    cua__observers_close(rt);
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  }
+  for (size_t i = 0; i < cfg->nobservers; i++) {
+    int rc = open_one(rt, o, cfg->observers[i], &o->v[o->n]);
+    o->n++;
+    if (rc != 0) {
+      cua__observers_close(rt);
+      return rc;
+    }
+  }
+  if (cua__pthread_create(&o->thread, NULL, obs_thread, o) != 0) {
+    cua__observers_close(rt);
+    return cua__fail(NULL, CUA_ERR_INTERNAL,
+                     "cannot start the observers' thread");
+  }
+  o->started = 1;
+  return 0;
+}
+
+uint64_t cua__observers_drops(const cua_runtime *rt) {
+  cua__observers *o = rt->obs;
+  if (o == NULL)
+    return 0;
+  pthread_mutex_lock(&o->mu);
+  uint64_t d = o->drops;
+  pthread_mutex_unlock(&o->mu);
+  return d;
+}

@@ -1,0 +1,291 @@
+/*
+ * tests/check_observers.c: observer modules (cuasync/observer.h): the
+ * perfetto observer's trace of a known DAG, checked by a JSON parser
+ * (tests/trace_check.py); $CUASYNC_TRACE; the loader's and the
+ * configuration's refusals; an observer that fails at run time; one too
+ * slow to keep up (tests/modules/obs-test.c).
+ */
+#include "helpers.h"
+
+#include <cuasync/observer.h>
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define ELEMS 256
+#define NBUF 6
+
+static char trace_path[4200];
+
+/* The text of a runtime on the test backend with @p extra sections. */
+static cua_runtime *open_with(const char *extra) {
+  char text[4800];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = %s\npolicy = round-robin\n%s\n"
+           "[policy.round-robin]\nstreams = 3\n",
+           test_backend(), extra);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  if ((rc == CUA_ERR_NO_DEVICE || rc == CUA_ERR_MODULE_NOT_FOUND) &&
+      !test_backend_on_cpu()) {
+    printf("skipped: backend %s unavailable\n", test_backend());
+    exit(77);
+  }
+  ck_assert_msg(rc == 0, "runtime: %s: %s", cua_err_name(rc),
+                cua_runtime_error(NULL));
+  return rt;
+}
+
+/* A DAG over NBUF buffers with branches (so that round-robin puts waits
+ * between its streams): fills, spins, axpys joined by zips and thens.
+ * Returns the root; *nops is the number of device ops in it. */
+static cua_op *known_dag(cua_runtime *rt, cua_buffer **b, int *nops) {
+  cua_op *f[NBUF], *sp[3], *ax[4];
+  for (int i = 0; i < NBUF; i++)
+    ck_assert_int_eq(cua_op_fill(&f[i], b[i], (float)i), 0);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(cua_op_spin(&sp[i], rt, 20000 * (uint64_t)(i + 1), 1), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax[0], b[0], 2.0f, b[1]), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax[1], b[2], 1.0f, b[3]), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax[2], b[4], -1.0f, b[0]), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax[3], b[5], 1.0f, b[2]), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = "combine";
+  h.tag = "layer-1";
+  ck_assert_int_eq(cua_op_set_hints(ax[0], &h), 0);
+  /* zip(then(spin0, fill0), fill1) -> ax0; zip(then(spin1, fill2), fill3)
+   * -> ax1; zip(ax0, fill4) -> ax2; zip(ax1, then(spin2, fill5)) -> ax3;
+   * zip(ax2, ax3). */
+  cua_op *t0, *t1, *t2, *z0, *z1, *z2, *z3, *c0, *c1, *c2, *c3, *root;
+  ck_assert_int_eq(cua_op_then(&t0, sp[0], f[0]), 0);
+  ck_assert_int_eq(cua_op_then(&t1, sp[1], f[2]), 0);
+  ck_assert_int_eq(cua_op_then(&t2, sp[2], f[5]), 0);
+  ck_assert_int_eq(cua_op_zip(&z0, (cua_op *[]){t0, f[1]}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&c0, z0, ax[0]), 0);
+  ck_assert_int_eq(cua_op_zip(&z1, (cua_op *[]){t1, f[3]}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&c1, z1, ax[1]), 0);
+  ck_assert_int_eq(cua_op_zip(&z2, (cua_op *[]){c0, f[4]}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&c2, z2, ax[2]), 0);
+  ck_assert_int_eq(cua_op_zip(&z3, (cua_op *[]){c1, t2}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&c3, z3, ax[3]), 0);
+  ck_assert_int_eq(cua_op_zip(&root, (cua_op *[]){c2, c3}, 2), 0);
+  cua_op *all[] = {f[0],  f[1],  f[2],  f[3],  f[4],  f[5], sp[0], sp[1],
+                   sp[2], ax[0], ax[1], ax[2], ax[3], t0,   t1,    t2,
+                   z0,    z1,    z2,    z3,    c0,    c1,   c2,    c3};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    cua_op_destroy(all[i]);
+  *nops = NBUF + 3 + 4;
+  return root;
+}
+
+/* Runs python3 tests/trace_check.py on the trace; fails the test with its
+ * output unless it says the trace is right. */
+static void check_trace(const char *path, int nops, uint64_t waits) {
+  const char *src = getenv("CUASYNC_TEST_SRCDIR");
+  char cmd[8600];
+  snprintf(cmd, sizeof cmd, "python3 %s/tests/trace_check.py %s %d %llu 2>&1",
+           src != NULL ? src : ".", path, nops, (unsigned long long)waits);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char out[1024] = "";
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  ck_assert_msg(status == 0, "%s: %s", cmd, out);
+  printf("%s", out);
+}
+
+/* The trace of a known DAG, submitted twice. */
+START_TEST(perfetto_trace_of_a_known_dag) {
+  snprintf(trace_path, sizeof trace_path, "%s/trace-%ld.json", built("tests"),
+           (long)getpid());
+  char extra[4400];
+  snprintf(extra, sizeof extra,
+           "observers = perfetto\n[observer.perfetto]\npath = %s\n",
+           trace_path);
+  cua_runtime *rt = open_with(extra);
+  cua_buffer *b[NBUF];
+  for (int i = 0; i < NBUF; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
+                     0);
+  int nops = 0;
+  for (int round = 0; round < 2; round++) {
+    cua_op *root = known_dag(rt, b, &nops);
+    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+    cua_op_destroy(root);
+  }
+  /* The results are what the DAG computes, observed or not. */
+  float h[ELEMS];
+  read_back(rt, b[4], h);
+  /* b0 = 0 + 2 * 1 = 2; b4 = 4 - b0 = 2. */
+  ck_assert(h[0] == 2.0f && h[ELEMS - 1] == 2.0f);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_uint_eq(st.observer_drops, 0);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  /* Two rounds of the DAG and the read-back. */
+  check_trace(trace_path, 2 * nops + 1, st.event_waits);
+  unlink(trace_path);
+}
+END_TEST
+
+/* $CUASYNC_TRACE opens the perfetto observer without a configuration,
+ * with %p as the process id. */
+START_TEST(cuasync_trace_variable) {
+  char pattern[4200], want[4200];
+  snprintf(pattern, sizeof pattern, "%s/env-trace-%%p.json", built("tests"));
+  snprintf(want, sizeof want, "%s/env-trace-%ld.json", built("tests"),
+           (long)getpid());
+  setenv("CUASYNC_TRACE", pattern, 1);
+  cua_runtime *rt = open_with("");
+  unsetenv("CUASYNC_TRACE");
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, ELEMS * sizeof(float), 0), 0);
+  cua_op *f;
+  ck_assert_int_eq(cua_op_fill(&f, b, 3.0f), 0);
+  ck_assert_int_eq(run_op(rt, f), 0);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+  check_trace(want, 1, 0);
+  unlink(want);
+}
+END_TEST
+
+/* What the loader and the configuration refuse, each with its code. */
+START_TEST(refusals) {
+  cua_runtime *rt = NULL;
+  char text[512];
+#define OPEN(extra)                                                            \
+  (snprintf(text, sizeof text, "[runtime]\nbackend = host\n%s", extra),        \
+   open_text(&rt, text))
+  ck_assert_err(NULL, OPEN("observers = nosuch\n"), CUA_ERR_MODULE_NOT_FOUND,
+                "observer module 'nosuch' not found: no nosuch.so in");
+  ck_assert_err(NULL, OPEN("observers = perfetto, perfetto\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] observers: 'perfetto' is named twice");
+  ck_assert_err(NULL,
+                OPEN("observers = perfetto\n[observer.perfetto]\npth = x\n"),
+                CUA_ERR_CONFIG_UNKNOWN_KEY, "pth");
+  ck_assert_err(NULL,
+                OPEN("observers = perfetto\n[observer.perfetto]\npath = "
+                     "/nonexistent/dir/t.json\n"),
+                CUA_ERR_MODULE_CREATE, "cannot write /nonexistent/dir/t.json");
+  ck_assert_err(NULL, OPEN("[observer.]\n"), CUA_ERR_CONFIG_UNKNOWN_SECTION,
+                "needs a module name after 'observer.'");
+  /* A policy is not an observer. */
+  ck_assert_err(NULL, OPEN("observers = round-robin\n"),
+                CUA_ERR_MODULE_NO_ENTRY,
+                "no cua_observer_entry symbol: not an observer module");
+  ck_assert_ptr_null(rt);
+#undef OPEN
+}
+END_TEST
+
+/* An observer that fails is disabled; results and the runtime go on. */
+START_TEST(failing_observer_changes_nothing) {
+  cua_runtime *rt =
+      open_with("observers = obs-test\n[observer.obs-test]\nmode = fail\n");
+  cua_buffer *b[NBUF];
+  for (int i = 0; i < NBUF; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
+                     0);
+  int nops;
+  for (int round = 0; round < 3; round++) {
+    cua_op *root = known_dag(rt, b, &nops);
+    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+    cua_op_destroy(root);
+  }
+  float h[ELEMS];
+  read_back(rt, b[4], h);
+  ck_assert(h[0] == 2.0f);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+typedef void (*release_fn)(void);
+typedef unsigned long (*count_fn)(int);
+
+/* The test observer's functions, from the module the runtime loaded. */
+static void *obs_test_fn(const char *name) {
+  void *dl =
+      dlopen(built("tests/modules/.libs/obs-test.so"), RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_msg(dl != NULL, "obs-test.so is not loaded: %s", dlerror());
+  void *f = dlsym(dl, name);
+  ck_assert_ptr_nonnull(f);
+  dlclose(dl);
+  return f;
+}
+
+/* An observer stuck in record() stalls nothing: submissions complete,
+ * records beyond the ring are dropped and counted, and once it goes on it
+ * gets the rest. */
+START_TEST(slow_observer_stalls_nothing) {
+  cua_runtime *rt =
+      open_with("observers = obs-test\n[observer.obs-test]\nmode = block\n");
+  release_fn release = (release_fn)obs_test_fn("obs_test_release");
+  count_fn count = (count_fn)obs_test_fn("obs_test_count");
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  /* 40,000 ops: about 80,000 records (a placement and a run each), more
+   * than the 65,536 the core keeps waiting. */
+  for (int k = 0; k < 40; k++) {
+    cua_op *ops[1000];
+    for (int i = 0; i < 1000; i++)
+      ck_assert_int_eq(cua_op_fill(&ops[i], b, (float)i), 0);
+    cua_op *chain = cua_op_retain(ops[0]);
+    for (int i = 1; i < 1000; i++) {
+      cua_op *t;
+      ck_assert_int_eq(cua_op_then(&t, chain, ops[i]), 0);
+      cua_op_destroy(chain);
+      chain = t;
+    }
+    ck_assert_int_eq(cua_submit_wait(rt, chain, NULL, NULL), 0);
+    cua_op_destroy(chain);
+    for (int i = 0; i < 1000; i++)
+      cua_op_destroy(ops[i]);
+  }
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_msg(st.observer_drops > 0, "no record dropped");
+  ck_assert_uint_eq(count(CUA_OBS_OP), 0); /* still stuck */
+  release();
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+  /* Once released it got what was kept: everything but the drops. */
+  unsigned long got = count(CUA_OBS_SUBMIT) + count(CUA_OBS_PLACE) +
+                      count(CUA_OBS_WAIT) + count(CUA_OBS_OP);
+  ck_assert_uint_gt(got, 60000);
+}
+END_TEST
+
+/* A runtime with no observer says none was dropped. */
+START_TEST(no_observer_no_drops) {
+  cua_runtime *rt = open_with("");
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_uint_eq(st.observer_drops, 0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+int main(void) {
+  require_backend();
+  Suite *s = suite_create("observers");
+  TCase *tc = tcase_create("observers");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, perfetto_trace_of_a_known_dag);
+  tcase_add_test(tc, cuasync_trace_variable);
+  tcase_add_test(tc, no_observer_no_drops);
+  if (test_backend_on_cpu()) {
+    tcase_add_test(tc, refusals);
+    tcase_add_test(tc, failing_observer_changes_nothing);
+    tcase_add_test(tc, slow_observer_stalls_nothing);
+  }
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}
