@@ -8,11 +8,13 @@ dist_man_MANS += \
 	%reldir%/man/cuasync.3 \
 	%reldir%/man/cuasync.ini.5 \
 	%reldir%/man/cuasync-info.1 \
-	%reldir%/man/cuasync-policy.7
+	%reldir%/man/cuasync-policy.7 \
+	%reldir%/man/cuasync-observer.7
 
 dist_doc_DATA = \
 	%reldir%/policy-guide.md \
 	%reldir%/design.md \
+	%reldir%/tracing.md \
 	%reldir%/misuse.md
 
 customexampledir = $(docdir)/examples/custom-policy
