@@ -3,10 +3,12 @@
  * modules `[runtime] observers` names, keeps the records the core makes in
  * a bounded ring, and hands them to the observers on a thread of its own.
  *
- * Locks: obs->mu guards the ring (entries, head, count, drops, closing).
- * Whoever makes a record takes it for the copy only (the core's other
- * locks may be held then: rt->lock for placements, waits and completions);
- * the observer thread takes it to move a batch out. Observers are called
+ * Locks: obs->mu guards the ring (head, count, drops, closing, and the
+ * entries past head + count). Whoever makes a record takes it for the copy
+ * only (the core's other locks may be held then: rt->lock for placements,
+ * waits and completions); the observer thread takes it to note which
+ * entries to move out and, after copying them with it released, to free
+ * them. Observers are called
  * with no lock of the core held: record() on the observer thread, create(),
  * flush() and destroy() on the thread opening or closing the runtime.
  */
@@ -174,16 +176,18 @@ static void *obs_thread(void *arg) {
     }
     if (o->count == 0)
       break; /* closing, all handed over */
-    size_t n = o->count < OBS_BATCH ? o->count : OBS_BATCH;
-    if (batch == NULL || recs == NULL) {
-      /* No memory for a batch: the records are lost, and counted. */
-      o->drops += n;
-    } else {
+    size_t n = o->count < OBS_BATCH ? o->count : OBS_BATCH, h = o->head;
+    pthread_mutex_unlock(&o->mu);
+    /* Copied out with the lock released: records are added only past
+     * head + count, and these n stay counted until the copy is done. */
+    if (batch != NULL && recs != NULL)
       for (size_t i = 0; i < n; i++)
-        batch[i] = o->ring[(o->head + i) % OBS_RING];
-    }
+        batch[i] = o->ring[(h + i) % OBS_RING];
+    pthread_mutex_lock(&o->mu);
     o->head = (o->head + n) % OBS_RING;
     o->count -= n;
+    if (batch == NULL || recs == NULL)
+      o->drops += n; /* no memory for a batch: lost, and counted */
     pthread_mutex_unlock(&o->mu);
     if (batch != NULL && recs != NULL)
       deliver(o, batch, recs, n);
@@ -315,6 +319,9 @@ int cua__observers_open(cua_runtime *rt) {
     cua__observers_close(rt);
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   }
+  /* Touched now, so that no record pays a page fault under the core's
+   * locks. */
+  memset(o->ring, 0, OBS_RING * sizeof *o->ring);
   for (size_t i = 0; i < cfg->nobservers; i++) {
     int rc = open_one(rt, o, cfg->observers[i], &o->v[o->n]);
     o->n++;
