@@ -32,10 +32,15 @@
 #define OBS_PERIOD_NS 2000000
 #define OBS_STR 64
 
-/* A record and copies of its strings. */
+/* A record and copies of its strings, packed one after the other in strs
+ * (name, tag, policy: offsets, -1 for none), and of only r.ninputs
+ * inputs: so that a record touches as few cache lines of the ring as it
+ * can (the ring is larger than a cache, and records are made under the
+ * core's lock). */
 typedef struct obs_entry {
   cua_obs_record r;
-  char name[OBS_STR], tag[OBS_STR], policy[OBS_STR];
+  int16_t name, tag, policy;
+  char strs[3 * OBS_STR];
 } obs_entry;
 
 /* One open observer. */
@@ -101,16 +106,19 @@ static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
 
 /* ------------------------------------------------------------- the ring */
 
-static void copy_str(char *dst, const char *src) {
-  if (src == NULL) {
-    dst[0] = '\0';
-    return;
-  }
+/* Appends @p src (at most OBS_STR - 1 bytes of it) to @p e's strings at
+ * *at; returns its offset, or -1 for NULL. */
+static int16_t put_str(obs_entry *e, size_t *at, const char *src) {
+  if (src == NULL)
+    return -1;
   size_t n = strlen(src);
   if (n >= OBS_STR)
     n = OBS_STR - 1;
-  memcpy(dst, src, n);
-  dst[n] = '\0';
+  int16_t off = (int16_t)*at;
+  memcpy(e->strs + *at, src, n);
+  e->strs[*at + n] = '\0';
+  *at += n + 1;
+  return off;
 }
 
 void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
@@ -125,11 +133,14 @@ void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
     return;
   }
   obs_entry *e = &o->ring[(o->head + o->count) % OBS_RING];
-  e->r = *r;
+  uint32_t ni = r->ninputs <= CUA_OBS_MAX_INPUTS ? r->ninputs : 0;
+  memcpy(&e->r, r, offsetof(cua_obs_record, inputs) + ni * sizeof r->inputs[0]);
   e->r.size = sizeof e->r;
-  copy_str(e->name, name);
-  copy_str(e->tag, tag);
-  copy_str(e->policy, policy);
+  e->r.ninputs = ni;
+  size_t at = 0;
+  e->name = put_str(e, &at, name);
+  e->tag = put_str(e, &at, tag);
+  e->policy = put_str(e, &at, policy);
   if (++o->count == OBS_WAKE)
     pthread_cond_signal(&o->cv);
   pthread_mutex_unlock(&o->mu);
@@ -138,10 +149,11 @@ void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
 static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
                     size_t n) {
   for (size_t i = 0; i < n; i++) {
-    recs[i] = batch[i].r;
-    recs[i].name = batch[i].name[0] ? batch[i].name : NULL;
-    recs[i].tag = batch[i].tag[0] ? batch[i].tag : NULL;
-    recs[i].policy = batch[i].policy[0] ? batch[i].policy : NULL;
+    const obs_entry *e = &batch[i];
+    recs[i] = e->r;
+    recs[i].name = e->name >= 0 ? e->strs + e->name : NULL;
+    recs[i].tag = e->tag >= 0 ? e->strs + e->tag : NULL;
+    recs[i].policy = e->policy >= 0 ? e->strs + e->policy : NULL;
   }
   for (size_t k = 0; k < o->n; k++) {
     obs_one *w = &o->v[k];
