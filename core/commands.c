@@ -160,6 +160,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
       cua__stream *o = rt->streams[i];
       rc = cua__wait_for(r, s, o, o == s ? 0 : o->launched, NULL);
     }
+  r->waiter = NULL;
   if (rc == 0 && op->kind == CUA_OP_WAIT_NATIVE && n->ext_event == NULL &&
       (rc = cua__event_get(rt, s->device, &n->ext_event)) != 0) {
     snprintf(msg, len, "no event to wait for native stream %p: %s", op->native,

@@ -95,9 +95,21 @@ static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
   cua__stream *s = n->stream;
   uint64_t start, end;
   cua_obs_timing timing = CUA_OBS_TIMING_MEASURED;
-  if (n->start_ns != 0 && n->duration_ns != 0) {
+  uint64_t dur = n->duration_ns != 0 ? n->duration_ns : n->obs_dur;
+  if (n->start_ns != 0 && dur != 0) {
     start = n->start_ns;
-    end = start + n->duration_ns;
+    end = start + dur;
+    /* An op the backend did not run itself (an alloc, a barrier) is
+     * estimated and may end later than it did: what follows it stays
+     * after it. */
+    uint64_t after = s->obs_end;
+    for (size_t i = 0; i < n->ndeps; i++)
+      if (n->deps[i].node->obs_end > after)
+        after = n->deps[i].node->obs_end;
+    if (start < after) {
+      end += after - start;
+      start = after;
+    }
   } else {
     /* Every op a pass finishes ends at the pass's clock: so an op and
      * what it waited for, seen done in one pass in either order, stay in

@@ -258,7 +258,9 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   /* Observers get measured start times where the backend runs ops on host
    * threads (no extra cost there); elsewhere they are estimated. */
   if (rt->obs != NULL && rt->host_exec) {
-    bo.duration_ns = &n->duration_ns;
+    /* (into a field of their own where the models would otherwise learn
+     * from an op no policy placed) */
+    bo.duration_ns = n->placed_by != NULL ? &n->duration_ns : &n->obs_dur;
     bo.start_ns = &n->start_ns;
   }
   cua_backend_err err = {{0}};

@@ -398,6 +398,8 @@ struct cua__node {
   uint64_t sub_id; /* the submission that made it */
   uint64_t duration_ns;
   uint64_t start_ns; /* when it started, if the backend said (observers) */
+  uint64_t obs_dur;  /* its run time for observers only, where duration_ns
+                        is not measured (an explicitly placed op) */
   uint64_t obs_end;  /* when it ended as told to observers (a virtual node:
                         its last part's), under rt->lock */
   /* Outcome. */
@@ -895,7 +897,7 @@ int cua__observers_open(cua_runtime *rt);
  * says on standard error how many records were dropped, if any. */
 void cua__observers_close(cua_runtime *rt);
 /* Copies record @p r (and its strings) for the observers; drops it when
- * CUA_OBS_RING records wait. Call only when rt->obs != NULL. */
+ * the ring (65,536 records) is full. Call only when rt->obs != NULL. */
 void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
                    const char *tag, const char *policy);
 /* Records dropped so far. */

@@ -51,6 +51,7 @@ typedef struct obs_one {
   void *state;
   cua_param_value *params;
   size_t nparams;
+  void *values; /* params at the module's param_value_size, if another */
   cua_observer_host host;
   char *name;
   int dead;       /* record() failed: not called again */
@@ -90,18 +91,27 @@ static uint64_t h_now_ns(void *core) {
   return cua__now_ns();
 }
 
+/* As a policy's log(): errors and warnings to standard error, info and
+ * debug lines only with $CUASYNC_DEBUG (debug ones not even formatted
+ * without it); all but debug lines kept for a failing create()'s or
+ * record()'s message. */
 static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   obs_one *w = core;
-  if (level > CUA_LOG_WARN && getenv("CUASYNC_DEBUG") == NULL)
+  int debug = !w->o->rt->ignore_env && getenv("CUASYNC_DEBUG") != NULL;
+  if (level == CUA_LOG_DEBUG && !debug)
     return;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  size_t used = strlen(w->log);
-  snprintf(w->log + used, sizeof w->log - used, "%s%s", used ? "; " : "", line);
-  fprintf(stderr, "cuasync: observer %s: %s\n", w->name, line);
+  if (level != CUA_LOG_DEBUG) {
+    size_t used = strlen(w->log);
+    snprintf(w->log + used, sizeof w->log - used, "%s%s", used ? "; " : "",
+             line);
+  }
+  if (level <= CUA_LOG_WARN || debug)
+    fprintf(stderr, "cuasync: observer %s: %s\n", w->name, line);
 }
 
 /* ------------------------------------------------------------- the ring */
@@ -112,8 +122,12 @@ static int16_t put_str(obs_entry *e, size_t *at, const char *src) {
   if (src == NULL)
     return -1;
   size_t n = strlen(src);
-  if (n >= OBS_STR)
+  if (n >= OBS_STR) {
+    /* Cut at a character's start, not inside a UTF-8 sequence. */
     n = OBS_STR - 1;
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+      n--;
+  }
   int16_t off = (int16_t)*at;
   memcpy(e->strs + *at, src, n);
   e->strs[*at + n] = '\0';
@@ -260,7 +274,19 @@ static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
   w->host.now_ns = h_now_ns;
   w->host.log = h_log;
   w->log[0] = '\0';
-  rc = w->d->create(&w->host, w->params, &w->state);
+  /* The values go out with the element size the module was built with. */
+  const cua_param_value *values = w->params;
+  size_t stride = w->d->param_value_size;
+  if (stride != sizeof(cua_param_value) && w->nparams > 0) {
+    if ((w->values = cua__calloc(w->nparams, stride)) == NULL)
+      return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+    for (size_t i = 0; i < w->nparams; i++)
+      memcpy((char *)w->values + i * stride, &w->params[i],
+             stride < sizeof(cua_param_value) ? stride
+                                              : sizeof(cua_param_value));
+    values = w->values;
+  }
+  rc = w->d->create(&w->host, values, &w->state);
   if (rc != 0) {
     w->state = NULL;
     return cua__fail(NULL, CUA_ERR_MODULE_CREATE,
@@ -271,15 +297,17 @@ static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
   return 0;
 }
 
-static void free_one(obs_one *w) {
+static void free_one(obs_one *w, int started) {
   if (w->d != NULL && w->state != NULL) {
-    if (w->d->flush != NULL && !w->dead)
+    /* Nothing to flush when the runtime never opened. */
+    if (w->d->flush != NULL && !w->dead && started)
       w->d->flush(w->state);
     if (w->d->destroy != NULL)
       w->d->destroy(w->state);
   }
   if (w->params != NULL)
     cua__config_params_free(w->params, w->nparams);
+  free(w->values);
   cua__module_unload(w->mod);
   free(w->name);
 }
@@ -297,7 +325,7 @@ void cua__observers_close(cua_runtime *rt) {
   }
   rt->obs = NULL;
   for (size_t i = 0; i < o->n; i++)
-    free_one(&o->v[i]);
+    free_one(&o->v[i], o->started);
   if (o->drops > 0)
     fprintf(stderr,
             "cuasync: observers: %llu records dropped: the observers fell "

@@ -21,7 +21,8 @@
  * (cuasync-policy(7)), each refusal with its own code:
  * CUA_ERR_MODULE_NOT_FOUND, _DLOPEN, _NO_ENTRY, _ABI_MAJOR (abi_major not
  * #CUA_OBSERVER_ABI_MAJOR), _ABI_MINOR (newer than the core's), _BAD_SIZE
- * (the descriptor or an element size smaller than 1.0's), _INCOMPLETE
+ * (the descriptor or an element size smaller than 1.0's, or an element size
+ * over 4096 bytes), _INCOMPLETE
  * (create or record NULL, a pointer outside the module), _NAME_MISMATCH,
  * and CUA_ERR_MODULE_CREATE when create() fails; the runtime then does not
  * open.
@@ -80,9 +81,11 @@ typedef enum cua_obs_timing {
   /** Measured by the backend around the op itself (the host backend). */
   CUA_OBS_TIMING_MEASURED = 0,
   /** Estimated by the core from when it saw the stream progress: the end
-   * is when the completion thread saw the op complete, the start the later
-   * of its launch and the end of the op before it on its stream (CUDA in
-   * this version). Slices of one stream never overlap. */
+   * is the clock of the completion pass that saw the op done, the start
+   * the latest of its launch, the end of the op before it on its stream
+   * and the ends of the ops it waited for (CUDA in this version). Slices
+   * of one stream never overlap, and none starts before what it waited for
+   * ended. */
   CUA_OBS_TIMING_ESTIMATED = 1,
 } cua_obs_timing;
 
@@ -100,7 +103,8 @@ typedef struct cua_obs_record {
   cua_obs_timing timing;     /**< OP: where start and end come from */
   uint64_t submission;       /**< the submission's number (from 1) */
   uint64_t op_id;            /**< the op (cua_op_info::op_id) */
-  int device, stream;        /**< where it runs (-1 for a host step) */
+  int device, stream;        /**< where it runs (host steps and maps make
+                                  no record) */
   uint64_t other_op;         /**< WAIT: the producer waited for */
   int other_device, other_stream; /**< WAIT: where the producer ran */
   cua_op_kind op_kind;            /**< PLACE, OP: what the op does */
@@ -129,9 +133,10 @@ typedef struct cua_observer_host {
   const char *(*backend_name)(void *core);
   /** Monotonic clock, nanoseconds (the records' clock). */
   uint64_t (*now_ns)(void *core);
-  /** Logs a line prefixed with the observer's name (errors and warnings
-   * to standard error; lines logged by a failing create() or record() are
-   * its message). */
+  /** Logs a line prefixed with the observer's name: errors and warnings
+   * to standard error, info and debug lines only with $CUASYNC_DEBUG;
+   * the lines but debug ones logged by a failing create() or record()
+   * are its message. */
   void (*log)(void *core, cua_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
       __attribute__((format(printf, 3, 4)))

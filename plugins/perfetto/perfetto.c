@@ -119,7 +119,7 @@ static int pf_create(const cua_observer_host *host,
   }
   /* Refuse a path that cannot be written now rather than lose the trace
    * at the end. */
-  FILE *f = fopen(s->path, "w");
+  FILE *f = fopen(s->path, "a"); /* not truncated until the trace is written */
   if (f == NULL) {
     host->log(host->core, CUA_LOG_ERROR, "cannot write %s", s->path);
     free(s->path);
@@ -199,6 +199,13 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
   return 0;
 }
 
+/* @p ns after @p base as microseconds with three decimals, written by hand
+ * so that no locale's decimal comma gets into the JSON. */
+static void put_us(FILE *f, uint64_t ns, uint64_t base) {
+  uint64_t d = ns > base ? ns - base : 0;
+  fprintf(f, "%" PRIu64 ".%03u", d / 1000, (unsigned)(d % 1000));
+}
+
 /* A JSON string (quoted, escaped). */
 static void put_str(FILE *f, const char *s) {
   fputc('"', f);
@@ -252,14 +259,18 @@ static void put_flow(FILE *f, const char *cat, uint64_t id, const pf_rec *from,
                      const pf_rec *to, uint64_t base) {
   fprintf(f,
           ",\n{\"ph\":\"s\",\"cat\":\"%s\",\"name\":\"%s\",\"id\":%" PRIu64
-          ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
-          cat, cat, id, PID(from->device), from->stream,
-          (double)(from->t1 - base) / 1e3 - 0.001);
+          ",\"pid\":%d,\"tid\":%d,\"ts\":",
+          cat, cat, id, PID(from->device), from->stream);
+  /* A nanosecond before the producer's end, so that the arrow leaves its
+   * slice. */
+  put_us(f, from->t1 > from->t0 ? from->t1 - 1 : from->t1, base);
   fprintf(f,
+          "}"
           ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"%s\",\"name\":\"%s\","
-          "\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
-          cat, cat, id, PID(to->device), to->stream,
-          (double)(to->t0 - base) / 1e3);
+          "\"id\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,\"ts\":",
+          cat, cat, id, PID(to->device), to->stream);
+  put_us(f, to->t0, base);
+  fprintf(f, "}");
 }
 
 static int write_trace(pf_state *s, FILE *f) {
@@ -346,19 +357,19 @@ static int write_trace(pf_state *s, FILE *f) {
     const pf_rec *r = &s->v[i];
     switch (r->kind) {
     case CUA_OBS_SUBMIT:
-      fprintf(f,
-              ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"submit\",\"pid\":0,"
-              "\"tid\":0,\"ts\":%.3f,\"args\":{\"submission\":%" PRIu64 "}}",
-              (double)(r->t0 - base) / 1e3, r->submission);
+      fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"submit\",\"pid\":0,"
+                 "\"tid\":0,\"ts\":");
+      put_us(f, r->t0, base);
+      fprintf(f, ",\"args\":{\"submission\":%" PRIu64 "}}", r->submission);
       break;
     case CUA_OBS_PLACE: {
+      fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"place\",\"pid\":0,"
+                 "\"tid\":0,\"ts\":");
+      put_us(f, r->t0, base);
       fprintf(f,
-              ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"place\",\"pid\":0,"
-              "\"tid\":0,\"ts\":%.3f,\"args\":{\"op\":%" PRIu64
-              ",\"submission\":%" PRIu64 ",\"device\":%d,\"stream\":%d,"
-              "\"policy\":",
-              (double)(r->t0 - base) / 1e3, r->op, r->submission, r->device,
-              r->stream);
+              ",\"args\":{\"op\":%" PRIu64 ",\"submission\":%" PRIu64
+              ",\"device\":%d,\"stream\":%d,\"policy\":",
+              r->op, r->submission, r->device, r->stream);
       put_str(f, r->policy);
       fprintf(f, "}}");
       /* Dependencies between streams, as flows between the slices. */
@@ -382,13 +393,16 @@ static int write_trace(pf_state *s, FILE *f) {
       fprintf(f, ",\n{\"ph\":\"X\",\"name\":");
       put_str(f, r->name != NULL ? r->name : kind_name(r->kind_op));
       fprintf(f,
-              ",\"cat\":\"op\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-              "\"dur\":%.3f,\"args\":{\"op\":%" PRIu64 ",\"kind\":\"%s\","
+              ",\"cat\":\"op\",\"pid\":%d,\"tid\":%d,\"ts\":", PID(r->device),
+              r->stream);
+      put_us(f, r->t0, base);
+      fprintf(f, ",\"dur\":");
+      put_us(f, r->t1, r->t0);
+      fprintf(f,
+              ",\"args\":{\"op\":%" PRIu64 ",\"kind\":\"%s\","
               "\"submission\":%" PRIu64 ",\"device\":%d,\"stream\":%d,"
               "\"timing\":\"%s\"",
-              PID(r->device), r->stream, (double)(r->t0 - base) / 1e3,
-              (double)(r->t1 - r->t0) / 1e3, r->op, kind_name(r->kind_op),
-              r->submission, r->device, r->stream,
+              r->op, kind_name(r->kind_op), r->submission, r->device, r->stream,
               r->timing == CUA_OBS_TIMING_MEASURED ? "measured" : "estimated");
       /* What its placement said. */
       const pf_rec *p = find_op(places, nplaces, r->op);
