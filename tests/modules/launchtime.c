@@ -297,7 +297,10 @@ static int lt_mem_alloc(void *state, int device, cua_backend_stream *s,
     return CUA_ERR_BAD_DEVICE;
   }
   size_t body = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-  void *p = body >= bytes ? aligned_alloc(64, body) : NULL;
+  /* Over 1 TiB is what no device has: refused before the allocator (the
+   * sanitizers' allocators abort on such a request instead of failing). */
+  void *p = body >= bytes && body <= ((size_t)1 << 40) ? aligned_alloc(64, body)
+                                                       : NULL;
   if (p == NULL) {
     set_err(err, "launchtime device %d: out of memory: %zu bytes requested",
             device, bytes);
