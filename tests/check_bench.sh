@@ -23,7 +23,7 @@ SUBMITS="submit submit-mt"
 # --help: usage on stdout, exit 0, the options named.
 run 0 --help
 for opt in --config --policy --backend --workload --tasks --width \
-  --duration --blocks --seed --skew --skew-share --hints --devices \
+  --duration --blocks --seed --skew --skew-share --hints --devices --trace \
   --repeat --metg \
   --submit --format --output \
   --plot --quick --version; do
@@ -221,12 +221,31 @@ done
 rm -f "$OUT.ini"
 pass "--devices all: the patterns over two devices"
 
+# --trace DIR: one trace per contender and workload, each valid JSON with a
+# slice per task of each run (a warm-up and one timed run).
+tdir="$OUT.traces"
+rm -rf "$tdir"
+mkdir "$tdir"
+run 0 --quick -b host -p round-robin -p least-loaded -w random,chain \
+  --repeat 1 --trace "$tdir"
+for f in random-round-robin random-least-loaded chain-round-robin \
+  chain-least-loaded; do
+  [ -s "$tdir/$f.json" ] || fail "--trace: no $f.json"
+  python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(1 for e in d["traceEvents"] if e["ph"] == "X")
+sys.exit(0 if n == 128 else "%d slices, expected 128" % n)' "$tdir/$f.json" \
+    >"$ERR" 2>&1 || fail "--trace: $f.json: $(cat "$ERR")"
+done
+rm -rf "$tdir"
+pass "--trace: a valid trace per contender and workload"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
   "--submit each" "--submit task,task" "--submit ," "--submit" \
   "--skew 0" "--skew 1001" "--skew x" "--skew-share 0" "--skew-share 101" \
-  "--hints maybe" "--devices two"; do
+  "--hints maybe" "--devices two" "--trace /nonexistent/dir"; do
   # shellcheck disable=SC2086 # the words are meant to split
   run 2 $args
   [ -s "$ERR" ] || fail "cuasync-bench $args: no message on stderr"

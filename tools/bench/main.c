@@ -17,6 +17,7 @@
 #include "cuasync_run.h"
 #include "report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,7 +65,8 @@ typedef struct options {
   unsigned skew;
   unsigned skew_share;
   int no_hints;
-  int all_devices; /* --devices all */
+  int all_devices;       /* --devices all */
+  const char *trace_dir; /* --trace DIR */
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
@@ -140,6 +143,8 @@ static void usage(FILE *out) {
           "(25)\n"
           "      --hints on|off    off: every spin hints 1 ns, so only\n"
           "                        measurements tell them apart (on)\n"
+          "      --trace DIR       one trace per contender and workload,\n"
+          "                        DIR/WORKLOAD-CONTENDER.json (perfetto)\n"
           "      --devices one|all every pattern on device 0 but multigpu\n"
           "                        (one, default), or each over every\n"
           "                        device: the baselines' lanes dealt over\n"
@@ -990,10 +995,21 @@ static void run_dispatch(bench *b) {
 
 /* ------------------------------------------------------ contenders */
 
+/* --trace DIR: the file the runtime being opened traces to, for the
+ * runtime of device 0 and the one of every device (NULL: none); the auto
+ * mode's runtimes are not traced. */
+static const char *trace_one, *trace_all;
+static int opening_auto;
+
 static int open_runtime(cua_runtime **rt, const contender *c,
                         const char *backend, int one_device) {
   cua_runtime_options ro;
   char text[512];
+  const char *tp = opening_auto ? NULL : one_device ? trace_one : trace_all;
+  if (tp != NULL)
+    setenv("CUASYNC_TRACE", tp, 1);
+  else if (trace_one != NULL || trace_all != NULL)
+    unsetenv("CUASYNC_TRACE");
   memset(&ro, 0, sizeof ro);
   ro.size = sizeof ro;
   if (c->is_config) {
@@ -1004,7 +1020,10 @@ static int open_runtime(cua_runtime **rt, const contender *c,
     ro.config_text = text;
     ro.flags = CUA_RUNTIME_NO_SYSTEM_CONFIG;
   }
-  return cua_runtime_create_ex(rt, &ro);
+  int rc = cua_runtime_create_ex(rt, &ro);
+  if (trace_one != NULL || trace_all != NULL)
+    unsetenv("CUASYNC_TRACE");
+  return rc;
 }
 
 /* The runtimes of --submit auto: the contender's, with graphs = auto. */
@@ -1012,11 +1031,13 @@ static int open_auto(contender *c, const char *backend) {
   const char *was = getenv("CUASYNC_GRAPHS");
   char *saved = was != NULL ? strdup(was) : NULL;
   setenv("CUASYNC_GRAPHS", "auto", 1);
+  opening_auto = 1;
   int rc = open_runtime(&c->auto_all, c, backend, 0);
   c->auto_one = c->auto_all;
   if (rc == 0 && c->rt_one != c->rt_all &&
       (rc = open_runtime(&c->auto_one, c, backend, 1)) != 0)
     c->auto_one = NULL;
+  opening_auto = 0;
   if (saved != NULL)
     setenv("CUASYNC_GRAPHS", saved, 1);
   else
@@ -1067,6 +1088,37 @@ static void close_contender(contender *c) {
     cua_runtime_destroy(c->rt_one);
   cua_runtime_destroy(c->rt_all);
   c->rt_one = c->rt_all = NULL;
+}
+
+/* --trace DIR: reopens every contender's runtimes before workload @p w,
+ * the one @p w runs on writing DIR/W-LABEL.json (the label's characters
+ * other than letters, digits, '-', '_' and '.' made '_') when it closes:
+ * before the next workload, or at the end. */
+static int retrace(bench *b, const char *w, int with_auto) {
+  for (size_t i = 0; i < b->ncont; i++) {
+    contender *c = &b->cont[i];
+    char label[sizeof c->label], path[4400];
+    memcpy(label, c->label, sizeof label);
+    int n = snprintf(path, sizeof path, "%s/%s-", b->o->trace_dir, w);
+    for (size_t k = 0; label[k] != '\0' && n > 0 && (size_t)n < sizeof path - 6;
+         k++) {
+      unsigned char ch = (unsigned char)label[k];
+      path[n++] =
+          isalnum(ch) || ch == '-' || ch == '_' || ch == '.' ? (char)ch : '_';
+    }
+    snprintf(path + n, sizeof path - (size_t)n, ".json");
+    int all = c->is_config || c->ndev <= 1 || strcmp(w, "multigpu") == 0 ||
+              b->o->all_devices;
+    close_contender(c);
+    trace_all = all ? path : NULL;
+    trace_one = all ? NULL : path;
+    int rc = open_contender(c, b->o->backend, with_auto);
+    trace_all = trace_one = NULL;
+    memcpy(c->label, label, sizeof label);
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
 }
 
 /* Makes contender labels unique (the same policy given twice). */
@@ -1172,6 +1224,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"skew-share", required_argument, NULL, 1001},
       {"hints", required_argument, NULL, 1002},
       {"devices", required_argument, NULL, 1003},
+      {"trace", required_argument, NULL, 1004},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
       {"submit", required_argument, NULL, 'u'},
@@ -1311,6 +1364,16 @@ static int bench_main(int argc, char **argv, spec *specs) {
                usage_error("--devices wants one or all, not '%s'", optarg);
       o.all_devices = strcmp(optarg, "all") == 0;
       break;
+    case 1004: {
+      struct stat st;
+      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) ||
+          access(optarg, W_OK) != 0)
+        return free(o.workloads),
+               usage_error("--trace wants a directory it can write, not '%s'",
+                           optarg);
+      o.trace_dir = optarg;
+      break;
+    }
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
         return free(o.workloads),
@@ -1482,6 +1545,22 @@ static int bench_main(int argc, char **argv, spec *specs) {
     if (strcmp(w, "dispatch") == 0) {
       run_dispatch(&b);
       continue;
+    }
+    if (o.trace_dir != NULL) {
+      int with_auto = 0;
+      for (int m = 0; m < o.nsubmit; m++)
+        with_auto |= o.submit[m] == BENCH_SUBMIT_AUTO;
+      progress("tracing %s", w);
+      if (retrace(&b, w, with_auto) != 0) {
+        progress_end();
+        for (size_t j = 0; j < b.ncont; j++)
+          close_contender(&b.cont[j]);
+        free(b.cont);
+        free(o.workloads);
+        if (out != stdout)
+          fclose(out);
+        return EXIT_RUN;
+      }
     }
     for (size_t g = 0; g < b.ngroups; g++) {
       if (strcmp(w, "latency") == 0)
