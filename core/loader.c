@@ -251,66 +251,55 @@ static void desc_name_params(cua__module_kind kind, const void *desc,
   }
 }
 
-/* Checks a policy descriptor's element sizes. */
-static int check_strides(const char *path, const cua_policy_descriptor *d,
+/* An element size a descriptor declares: its field, the struct it is the
+ * size of, where it sits, and the size of the ABI's first version. */
+typedef struct size_field {
+  const char *field, *type;
+  size_t off, min;
+} size_field;
+
+static const size_field policy_sizes[] = {
+    {"param_spec_size", "cua_param_spec",
+     offsetof(cua_policy_descriptor, param_spec_size), SPEC_MIN_SIZE},
+    {"param_value_size", "cua_param_value",
+     offsetof(cua_policy_descriptor, param_value_size), VALUE_MIN_SIZE},
+    {"input_size", "cua_op_input", offsetof(cua_policy_descriptor, input_size),
+     INPUT_MIN_SIZE},
+    {"dag_op_size", "cua_dag_op", offsetof(cua_policy_descriptor, dag_op_size),
+     DAG_OP_MIN_SIZE},
+    {"dag_buffer_size", "cua_dag_buffer",
+     offsetof(cua_policy_descriptor, dag_buffer_size), DAG_BUFFER_MIN_SIZE},
+};
+
+static const size_field observer_sizes[] = {
+    {"param_spec_size", "cua_param_spec",
+     offsetof(cua_observer_descriptor, param_spec_size), SPEC_MIN_SIZE},
+    {"param_value_size", "cua_param_value",
+     offsetof(cua_observer_descriptor, param_value_size), VALUE_MIN_SIZE},
+    {"record_size", "cua_obs_record",
+     offsetof(cua_observer_descriptor, record_size), RECORD_MIN_SIZE},
+};
+
+/* Checks the element sizes of a policy's or an observer's descriptor. */
+static int check_strides(cua__module_kind kind, const char *path, const void *d,
                          char *err, size_t errlen) {
-  static const struct {
-    const char *field, *type;
-    size_t off, min;
-  } f[] = {
-      {"param_spec_size", "cua_param_spec",
-       offsetof(cua_policy_descriptor, param_spec_size), SPEC_MIN_SIZE},
-      {"param_value_size", "cua_param_value",
-       offsetof(cua_policy_descriptor, param_value_size), VALUE_MIN_SIZE},
-      {"input_size", "cua_op_input",
-       offsetof(cua_policy_descriptor, input_size), INPUT_MIN_SIZE},
-      {"dag_op_size", "cua_dag_op",
-       offsetof(cua_policy_descriptor, dag_op_size), DAG_OP_MIN_SIZE},
-      {"dag_buffer_size", "cua_dag_buffer",
-       offsetof(cua_policy_descriptor, dag_buffer_size), DAG_BUFFER_MIN_SIZE},
-  };
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+  int pol = kind == CUA__MODULE_POLICY;
+  const size_field *f = pol ? policy_sizes : observer_sizes;
+  size_t n = pol ? sizeof policy_sizes / sizeof policy_sizes[0]
+                 : sizeof observer_sizes / sizeof observer_sizes[0];
+  for (size_t i = 0; i < n; i++) {
     size_t v;
     memcpy(&v, (const char *)d + f[i].off, sizeof v);
     /* A size beyond a page is no element of any minor version: a
-     * descriptor written without CUA_POLICY_INIT. */
+     * descriptor written without the define. */
     if (v < f[i].min || v > 4096) {
       cua__put_err(err, errlen,
-                   "%s: the descriptor's %s is %zu; the policy ABI %u.0 %s "
-                   "has %zu bytes (write the descriptor with "
-                   "CUA_POLICY_DEFINE or CUA_POLICY_INIT, which set it)",
-                   path, f[i].field, v, (unsigned)CUA_POLICY_ABI_MAJOR,
-                   f[i].type, f[i].min);
-      return CUA_ERR_MODULE_BAD_SIZE;
-    }
-  }
-  return 0;
-}
-
-/* Checks an observer descriptor's element sizes, as check_strides(). */
-static int check_obs_strides(const char *path, const cua_observer_descriptor *d,
-                             char *err, size_t errlen) {
-  static const struct {
-    const char *field, *type;
-    size_t off, min;
-  } f[] = {
-      {"param_spec_size", "cua_param_spec",
-       offsetof(cua_observer_descriptor, param_spec_size), SPEC_MIN_SIZE},
-      {"param_value_size", "cua_param_value",
-       offsetof(cua_observer_descriptor, param_value_size), VALUE_MIN_SIZE},
-      {"record_size", "cua_obs_record",
-       offsetof(cua_observer_descriptor, record_size), RECORD_MIN_SIZE},
-  };
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    size_t v;
-    memcpy(&v, (const char *)d + f[i].off, sizeof v);
-    if (v < f[i].min || v > 4096) {
-      cua__put_err(err, errlen,
-                   "%s: the descriptor's %s is %zu; the observer ABI %u.0 %s "
-                   "has %zu bytes (write the descriptor with "
-                   "CUA_OBSERVER_DEFINE, which sets it)",
-                   path, f[i].field, v, (unsigned)CUA_OBSERVER_ABI_MAJOR,
-                   f[i].type, f[i].min);
+                   "%s: the descriptor's %s is %zu; the %s ABI %u.0 %s has "
+                   "%zu bytes (write the descriptor with %s, which sets it)",
+                   path, f[i].field, v, kinds[kind].word,
+                   (unsigned)kinds[kind].abi_major, f[i].type, f[i].min,
+                   pol ? "CUA_POLICY_DEFINE or CUA_POLICY_INIT"
+                       : "CUA_OBSERVER_DEFINE");
       return CUA_ERR_MODULE_BAD_SIZE;
     }
   }
@@ -372,13 +361,8 @@ static int check_desc(cua__module_kind kind, const char *path,
         path, head->size, k->symbol, symsize);
     return CUA_ERR_MODULE_BAD_SIZE;
   }
-  if (kind == CUA__MODULE_POLICY &&
-      (rc = check_strides(path, (const cua_policy_descriptor *)head, err,
-                          errlen)) != 0)
-    return rc;
-  if (kind == CUA__MODULE_OBSERVER &&
-      (rc = check_obs_strides(path, (const cua_observer_descriptor *)head, err,
-                              errlen)) != 0)
+  if (kind != CUA__MODULE_BACKEND &&
+      (rc = check_strides(kind, path, head, err, errlen)) != 0)
     return rc;
   if (map != NULL &&
       (rc = cua__modcheck_pointers(kind, k, path, head, head->size, map, err,
@@ -440,90 +424,72 @@ static int check_desc(cua__module_kind kind, const char *path,
   return 0;
 }
 
-/* normalise() for an observer: a descriptor of another schema stride or
- * of an earlier minor version is copied (with its schema) at the core's
- * sizes. */
-static int normalise_observer(cua__module *mod, const void *head) {
-  const cua_observer_descriptor *d = head;
-  int restride = d->param_spec_size != sizeof(cua_param_spec) && d->nparams;
-  if (!restride && d->size >= sizeof *d) {
-    mod->desc.observer = d;
-    return 0;
-  }
-  cua_observer_descriptor *copy = cua__calloc(1, sizeof *copy);
-  cua_param_spec *specs =
-      restride ? cua__calloc(d->nparams, sizeof *specs) : NULL;
-  if (copy == NULL || (restride && specs == NULL)) {
-    free(copy);
-    free(specs);
-    return CUA_ERR_NOMEM;
-  }
-  size_t n = d->size < sizeof *copy ? d->size : sizeof *copy;
-  if (n > offsetof(cua_observer_descriptor, create))
-    n -= (n - offsetof(cua_observer_descriptor, create)) %
-         sizeof(void (*)(void));
-  memcpy(copy, d, n);
-  if (restride) {
-    for (size_t i = 0; i < d->nparams; i++)
-      memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
-             sizeof *specs);
-    copy->params = specs;
-    copy->param_spec_size = sizeof *specs;
-  }
-  mod->own_obs = copy;
-  mod->own_params = specs;
-  mod->desc.observer = copy;
-  return 0;
-}
+/* A policy's and an observer's descriptors are laid out alike up to
+ * param_value_size, so that normalise() reads either through the policy's
+ * view. */
+_Static_assert(offsetof(cua_policy_descriptor, params) ==
+                       offsetof(cua_observer_descriptor, params) &&
+                   offsetof(cua_policy_descriptor, nparams) ==
+                       offsetof(cua_observer_descriptor, nparams) &&
+                   offsetof(cua_policy_descriptor, param_spec_size) ==
+                       offsetof(cua_observer_descriptor, param_spec_size),
+               "policy and observer descriptors differ in their schema");
 
 /*
- * A policy descriptor whose schema has another element size than the
- * core's is copied, with its schema, into memory of the module's (so the
- * configuration code reads plain arrays), and one smaller than the core's
- * (an earlier minor version) into a descriptor of the core's size; other
- * descriptors are used in place. Returns 0 or CUA_ERR_NOMEM.
+ * A policy's or an observer's descriptor whose schema has another element
+ * size than the core's is copied, with its schema, into memory of the
+ * module's (so the configuration code reads plain arrays), and one smaller
+ * than the core's (an earlier minor version) into a descriptor of the
+ * core's size; other descriptors, and backends', are used in place.
+ * Returns 0 or CUA_ERR_NOMEM.
  */
 static int normalise(cua__module *mod, const void *head) {
-  const cua_policy_descriptor *d = head;
-  cua_policy_descriptor *copy;
-  cua_param_spec *specs = NULL;
-
-  if (mod->kind == CUA__MODULE_OBSERVER)
-    return normalise_observer(mod, head);
-  if (mod->kind != CUA__MODULE_POLICY) {
+  const cua_policy_descriptor *d = head; /* or an observer's, alike */
+  int pol = mod->kind == CUA__MODULE_POLICY;
+  if (mod->kind == CUA__MODULE_BACKEND) {
     mod->desc.backend = head;
     return 0;
   }
+  size_t core =
+      pol ? sizeof(cua_policy_descriptor) : sizeof(cua_observer_descriptor);
+  size_t ops = pol ? offsetof(cua_policy_descriptor, create)
+                   : offsetof(cua_observer_descriptor, create);
   int restride = d->param_spec_size != sizeof(cua_param_spec) && d->nparams;
-  if (!restride && d->size >= sizeof *d) {
-    mod->desc.policy = d;
-    return 0;
+  void *copy = NULL;
+  cua_param_spec *specs = NULL;
+  if (restride || d->size < core) {
+    /* A descriptor of an earlier minor version is copied too, so that the
+     * fields it lacks read as absent (NULL), never past its end. */
+    copy = cua__calloc(1, core);
+    specs = restride ? cua__calloc(d->nparams, sizeof *specs) : NULL;
+    if (copy == NULL || (restride && specs == NULL)) {
+      free(copy);
+      free(specs);
+      return CUA_ERR_NOMEM;
+    }
+    /* Whole fields only: a size that ends inside an operation's pointer
+     * leaves that operation absent. */
+    size_t n = d->size < core ? d->size : core;
+    if (n > ops)
+      n -= (n - ops) % sizeof(void (*)(void));
+    memcpy(copy, d, n);
+    if (restride) {
+      cua_policy_descriptor *c = copy;
+      for (size_t i = 0; i < d->nparams; i++)
+        memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
+               sizeof *specs);
+      c->params = specs;
+      c->param_spec_size = sizeof *specs;
+    }
   }
-  /* A descriptor of an earlier minor version is copied too, so that the
-   * fields it lacks read as absent (NULL), never past its end. */
-  copy = cua__calloc(1, sizeof *copy);
-  specs = restride ? cua__calloc(d->nparams, sizeof *specs) : NULL;
-  if (copy == NULL || (restride && specs == NULL)) {
-    free(copy);
-    free(specs);
-    return CUA_ERR_NOMEM;
-  }
-  /* Whole fields only: a size that ends inside an operation's pointer
-   * leaves that operation absent. */
-  size_t n = d->size < sizeof *copy ? d->size : sizeof *copy;
-  if (n > offsetof(cua_policy_descriptor, create))
-    n -= (n - offsetof(cua_policy_descriptor, create)) % sizeof(void (*)(void));
-  memcpy(copy, d, n);
-  if (restride) {
-    for (size_t i = 0; i < d->nparams; i++)
-      memcpy(&specs[i], cua__spec_at(d->params, d->param_spec_size, i),
-             sizeof *specs);
-    copy->params = specs;
-    copy->param_spec_size = sizeof *specs;
-  }
-  mod->own_desc = copy;
   mod->own_params = specs;
-  mod->desc.policy = copy;
+  if (pol) {
+    mod->own_desc = copy;
+    mod->desc.policy = copy != NULL ? copy : head;
+  } else {
+    mod->own_obs = copy;
+    mod->desc.observer = copy != NULL ? copy : head;
+  }
   return 0;
 }
 

@@ -1121,6 +1121,28 @@ static int retrace(bench *b, const char *w, int with_auto) {
   return 0;
 }
 
+/* Whether a --submit mode is auto (the contenders then open its runtimes
+ * too). */
+static int wants_auto(const options *o) {
+  for (int m = 0; m < o->nsubmit; m++)
+    if (o->submit[m] == BENCH_SUBMIT_AUTO)
+      return 1;
+  return 0;
+}
+
+/* A contender could not be opened: closes the others and frees what main()
+ * holds; returns the exit status. */
+static int give_up(bench *b, FILE *out) {
+  progress_end();
+  for (size_t j = 0; j < b->ncont; j++)
+    close_contender(&b->cont[j]);
+  free(b->cont);
+  free((void *)b->o->workloads);
+  if (out != stdout)
+    fclose(out);
+  return EXIT_RUN;
+}
+
 /* Makes contender labels unique (the same policy given twice). */
 static void unique_labels(contender *c, size_t n) {
   for (size_t i = 1; i < n; i++)
@@ -1486,19 +1508,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
     ct->spec = specs[i].value;
     ct->is_config = specs[i].is_config;
     progress("opening %s", ct->spec);
-    int with_auto = 0;
-    for (int m = 0; m < o.nsubmit; m++)
-      with_auto |= o.submit[m] == BENCH_SUBMIT_AUTO;
-    if (open_contender(ct, o.backend, with_auto) != 0) {
-      progress_end();
+    if (open_contender(ct, o.backend, wants_auto(&o)) != 0) {
       close_contender(ct);
-      for (size_t j = 0; j < b.ncont; j++)
-        close_contender(&b.cont[j]);
-      free(b.cont);
-      free(o.workloads);
-      if (out != stdout)
-        fclose(out);
-      return EXIT_RUN;
+      return give_up(&b, out);
     }
     b.ncont++;
   }
@@ -1547,20 +1559,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
       continue;
     }
     if (o.trace_dir != NULL) {
-      int with_auto = 0;
-      for (int m = 0; m < o.nsubmit; m++)
-        with_auto |= o.submit[m] == BENCH_SUBMIT_AUTO;
       progress("tracing %s", w);
-      if (retrace(&b, w, with_auto) != 0) {
-        progress_end();
-        for (size_t j = 0; j < b.ncont; j++)
-          close_contender(&b.cont[j]);
-        free(b.cont);
-        free(o.workloads);
-        if (out != stdout)
-          fclose(out);
-        return EXIT_RUN;
-      }
+      if (retrace(&b, w, wants_auto(&o)) != 0)
+        return give_up(&b, out);
     }
     for (size_t g = 0; g < b.ngroups; g++) {
       if (strcmp(w, "latency") == 0)
