@@ -5,7 +5,10 @@ json module; OPS complete slices ("ph": "X"), one per op; no two slices of
 one stream (pid, tid) overlapping; every op starting at or after the end of
 each op it depends on (its "inputs"); WAITS flows of category "wait", each
 from the end of a producer's slice to the start of a consumer's on another
-stream. Exits 0, or 1 saying what is wrong."""
+stream; a summary (otherData.summary) that agrees with the slices: OPS
+ops, WAITS waits, the makespan of the slices, a critical path no longer
+than it, streams adding up to the ops. Exits 0, or 1 saying what is
+wrong."""
 import json
 import sys
 from collections import defaultdict
@@ -69,8 +72,28 @@ def main():
     if waits != nwaits:
         fail("%d wait flows, expected %d (the waits the core inserted)" %
              (waits, nwaits))
+    summary = doc["otherData"]["summary"]
+    if summary["ops"] != nops or summary["waits"] != nwaits:
+        fail("the summary counts %d ops and %d waits" %
+             (summary["ops"], summary["waits"]))
+    if sum(st["ops"] for st in summary["streams"]) != nops:
+        fail("the summary's streams do not add up to the ops")
+    makespan, path = summary["makespan_us"], summary["critical_path_us"]
+    first = min(e["ts"] for e in slices)
+    last = max(e["ts"] + e["dur"] for e in slices)
+    if abs(makespan - (last - first)) > 0.002:
+        fail("the summary's makespan %.3f us is not the slices' %.3f us" %
+             (makespan, last - first))
+    if path > makespan + 0.002 or path <= 0:
+        fail("critical path %.3f us against a makespan of %.3f us" %
+             (path, makespan))
+    for st in summary["streams"]:
+        if st["busy_us"] > makespan + 0.002 or st["idle_us"] < 0:
+            fail("stream %d/%d: busy %.3f us, idle %.3f us" %
+                 (st["device"], st["stream"], st["busy_us"], st["idle_us"]))
     print("trace_check: %d slices on %d streams, %d dependencies in order, "
-          "%d wait flows" % (len(slices), len(tracks), deps, waits))
+          "%d wait flows; makespan %.1f us, critical path %.1f us" %
+          (len(slices), len(tracks), deps, waits, makespan, path))
 
 
 main()

@@ -20,7 +20,9 @@
  * a flow (an arrow from the producer's slice to the consumer's: "ph": "s"
  * and "f", category "dependency"), and each wait the core inserted between
  * streams a flow of category "wait". Times are microseconds from the first
- * record. Everything is kept in memory and written by flush().
+ * record. otherData.summary holds the ops, the makespan, the critical path
+ * by the slices' durations, the waits, and per stream its ops, busy time
+ * and idle gaps. Everything is kept in memory and written by flush().
  *
  * Owns its instance only; record() runs on the runtime's observer thread,
  * the rest on the thread opening or closing the runtime: no lock needed.
@@ -273,6 +275,92 @@ static void put_flow(FILE *f, const char *cat, uint64_t id, const pf_rec *from,
   fprintf(f, "}");
 }
 
+/* One stream's share of the summary. */
+typedef struct pf_stream {
+  int device, stream;
+  size_t ops;
+  uint64_t busy, first, last;
+} pf_stream;
+
+/* What a policy researcher reads first, into otherData.summary: the ops,
+ * the makespan, the critical path (the longest chain of dependencies, by
+ * the slices' durations), the waits inserted, and per stream its ops, busy
+ * time and idle gaps (between its first start and its last end). */
+static int put_summary(const pf_state *s, FILE *f, pf_rec **ops, size_t nops,
+                       pf_rec **places, size_t nplaces) {
+  uint64_t t0 = UINT64_MAX, t1 = 0, cpmax = 0;
+  size_t waits = 0, nst = 0;
+  pf_stream *st = NULL;
+  uint64_t *cp = malloc((nops ? nops : 1) * sizeof *cp);
+  if (cp == NULL)
+    return -1;
+  for (size_t i = 0; i < s->n; i++)
+    waits += s->v[i].kind == CUA_OBS_WAIT;
+  /* Op ids grow with construction, and an op's inputs exist before it:
+   * in id order, every input's path is known before its consumer's. */
+  for (size_t i = 0; i < nops; i++) {
+    const pf_rec *r = ops[i];
+    if (r->t0 < t0)
+      t0 = r->t0;
+    if (r->t1 > t1)
+      t1 = r->t1;
+    uint64_t before = 0;
+    const pf_rec *p = find_op(places, nplaces, r->op);
+    for (uint32_t k = 0; p != NULL && k < p->ninputs; k++) {
+      size_t lo = 0, hi = i;
+      while (lo < hi) { /* the input among the ops before this one */
+        size_t mid = lo + (hi - lo) / 2;
+        if (ops[mid]->op < p->inputs[k])
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      if (lo < i && ops[lo]->op == p->inputs[k] && cp[lo] > before)
+        before = cp[lo];
+    }
+    cp[i] = before + (r->t1 - r->t0);
+    if (cp[i] > cpmax)
+      cpmax = cp[i];
+    size_t j = 0;
+    while (j < nst && (st[j].device != r->device || st[j].stream != r->stream))
+      j++;
+    if (j == nst) {
+      pf_stream *g = realloc(st, (nst + 1) * sizeof *g);
+      if (g == NULL) {
+        free(st);
+        free(cp);
+        return -1;
+      }
+      st = g;
+      st[nst++] = (pf_stream){r->device, r->stream, 0, 0, r->t0, r->t1};
+    }
+    st[j].ops++;
+    st[j].busy += r->t1 - r->t0;
+    if (r->t0 < st[j].first)
+      st[j].first = r->t0;
+    if (r->t1 > st[j].last)
+      st[j].last = r->t1;
+  }
+  fprintf(f, ",\"summary\":{\"ops\":%zu,\"makespan_us\":", nops);
+  put_us(f, nops ? t1 : 0, nops ? t0 : 0);
+  fprintf(f, ",\"critical_path_us\":");
+  put_us(f, cpmax, 0);
+  fprintf(f, ",\"waits\":%zu,\"streams\":[", waits);
+  for (size_t j = 0; j < nst; j++) {
+    uint64_t span = st[j].last - st[j].first;
+    fprintf(f, "%s{\"device\":%d,\"stream\":%d,\"ops\":%zu,\"busy_us\":",
+            j ? "," : "", st[j].device, st[j].stream, st[j].ops);
+    put_us(f, st[j].busy, 0);
+    fprintf(f, ",\"idle_us\":");
+    put_us(f, span > st[j].busy ? span - st[j].busy : 0, 0);
+    fprintf(f, "}");
+  }
+  fprintf(f, "]}");
+  free(st);
+  free(cp);
+  return 0;
+}
+
 static int write_trace(pf_state *s, FILE *f) {
   uint64_t base = UINT64_MAX;
   size_t nops = 0;
@@ -309,6 +397,11 @@ static int write_trace(pf_state *s, FILE *f) {
 
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"backend\":");
   put_str(f, s->host->backend_name(s->host->core));
+  if (put_summary(s, f, ops, nops, places, nplaces) != 0) {
+    free(ops);
+    free(places);
+    return -1;
+  }
   fprintf(f, "},\"traceEvents\":[\n");
   fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,"
              "\"args\":{\"name\":\"host\"}}");
