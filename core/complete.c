@@ -91,6 +91,18 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
 /* Tells the observers when @p n ran: as the backend measured it, else
  * estimated (ending now, starting at the later of its launch and the end of
  * the op before it on its stream, so that one stream's ops never overlap). */
+/* Caps the end observers will be told for @p d, not done yet, and for the
+ * parts of a virtual one, at @p t. */
+static void obs_cap_end(cua__node *d, uint64_t t) {
+  if (d->state == CUA__NODE_DONE)
+    return;
+  if (d->obs_cap == 0 || t < d->obs_cap)
+    d->obs_cap = t;
+  if (d->cls == CUA__CLASS_VIRTUAL)
+    for (size_t i = 0; i < d->ndeps; i++)
+      obs_cap_end(d->deps[i].node, t);
+}
+
 static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
   cua__stream *s = n->stream;
   uint64_t start, end;
@@ -122,11 +134,17 @@ static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
     start = te > n->t_launch ? te : n->t_launch;
     if (start < s->obs_end)
       start = s->obs_end;
-    /* Nor before what it waited for ended (one not finished yet ends at
-     * this pass's clock). */
+    /* It ended by then: a consumer of it was seen done first. */
+    if (n->obs_cap != 0 && n->obs_cap < end)
+      end = n->obs_cap > s->obs_end ? n->obs_cap : s->obs_end;
+    /* Nor before what it waited for ended. One not seen done yet (its
+     * stream's progress was read before it ended, this op's after) ended
+     * by this op's end: it is told so, and this op starts there. */
     for (size_t i = 0; i < n->ndeps; i++) {
-      const cua__node *d = n->deps[i].node;
+      cua__node *d = n->deps[i].node;
       uint64_t de = d->state == CUA__NODE_DONE ? d->obs_end : end;
+      if (d->state != CUA__NODE_DONE)
+        obs_cap_end(d, end);
       if (de > start)
         start = de;
     }

@@ -402,6 +402,8 @@ struct cua__node {
                         is not measured (an explicitly placed op) */
   uint64_t obs_end;  /* when it ended as told to observers (a virtual node:
                         its last part's), under rt->lock */
+  uint64_t obs_cap;  /* observers: it ended by then at the latest (an op
+                        depending on it was seen done first), 0 unknown */
   /* Outcome. */
   int code;
   char *msg;
