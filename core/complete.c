@@ -91,16 +91,20 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
 /* Tells the observers when @p n ran: as the backend measured it, else
  * estimated (ending now, starting at the later of its launch and the end of
  * the op before it on its stream, so that one stream's ops never overlap). */
-/* Caps the end observers will be told for @p d, not done yet, and for the
- * parts of a virtual one, at @p t. */
+/* Caps the end observers will be told for @p d, not done yet, and for
+ * everything it depends on that is not done either, at @p t: an op seen
+ * done at t proves all of them ended by then. */
 static void obs_cap_end(cua__node *d, uint64_t t) {
-  if (d->state == CUA__NODE_DONE)
+  if (d->state == CUA__NODE_DONE || (d->obs_cap != 0 && d->obs_cap <= t))
     return;
-  if (d->obs_cap == 0 || t < d->obs_cap)
-    d->obs_cap = t;
-  if (d->cls == CUA__CLASS_VIRTUAL)
-    for (size_t i = 0; i < d->ndeps; i++)
-      obs_cap_end(d->deps[i].node, t);
+  d->obs_cap = t;
+  for (size_t i = 0; i < d->ndeps; i++)
+    obs_cap_end(d->deps[i].node, t);
+  /* And what ran before it on its stream. */
+  if (d->stream != NULL && d->cls == CUA__CLASS_DEVICE)
+    for (cua__node *m = d->stream->inflight_head;
+         m != NULL && m != d && m->seq < d->seq; m = m->inflight_next)
+      obs_cap_end(m, t);
 }
 
 static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
