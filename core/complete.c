@@ -112,7 +112,7 @@ static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
   uint64_t start, end;
   cua_obs_timing timing = CUA_OBS_TIMING_MEASURED;
   uint64_t dur = n->duration_ns != 0 ? n->duration_ns : n->obs_dur;
-  if (n->start_ns != 0 && dur != 0) {
+  if (n->start_ns != 0) {
     start = n->start_ns;
     end = start + dur;
     /* An op the backend did not run itself (an alloc, a barrier) is

@@ -77,7 +77,13 @@ typedef struct cua__config {
   char **observers;    /* observers = NAME[, NAME...]: observer modules, */
   size_t nobservers;   /* in order, each once ($CUASYNC_TRACE adds perfetto) */
   char *trace;         /* $CUASYNC_TRACE: the perfetto observer's path */
+  int observer_times;  /* observer_times = device | estimated:
+                          CUA__OBS_TIMES_* (device) */
 } cua__config;
+
+/* Where observers' op times come from on a backend that runs ops on the
+ * device (cuasync.ini(5), observer_times). */
+enum { CUA__OBS_TIMES_DEVICE = 0, CUA__OBS_TIMES_ESTIMATED = 1 };
 
 /**
  * Loads the configuration: @p text if not NULL (origin "<text>"), else

@@ -221,6 +221,10 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
     }
     put_kv(pr, "runtime", "observers", names,
            cfg->trace != NULL ? "perfetto from $CUASYNC_TRACE" : NULL);
+    put_kv(pr, "runtime", "observer_times",
+           cfg->observer_times == CUA__OBS_TIMES_ESTIMATED ? "estimated"
+                                                           : "device",
+           NULL);
   }
   put_kv(pr, "runtime", "models", cfg->models,
          cfg->models_from == 1   ? "from $CUASYNC_MODELS"

@@ -22,9 +22,9 @@
 
 /* The keys [runtime] accepts, listed in messages. */
 static const char *const runtime_keys[] = {
-    "backend",         "devices",     "policy",   "policy_path",
-    "on_policy_error", "launch",      "models",   "pull_depth",
-    "graphs",          "graph_cache", "observers"};
+    "backend",         "devices",     "policy",    "policy_path",
+    "on_policy_error", "launch",      "models",    "pull_depth",
+    "graphs",          "graph_cache", "observers", "observer_times"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -355,6 +355,21 @@ static int set_observers(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* observer_times = device | estimated: where observers' op times come
+ * from on backends that do not run ops on host threads (observe.c). */
+static int set_observer_times(cua__conf_parser *p, const char *value) {
+  if (strcmp(value, "device") == 0)
+    p->cfg->observer_times = CUA__OBS_TIMES_DEVICE;
+  else if (strcmp(value, "estimated") == 0)
+    p->cfg->observer_times = CUA__OBS_TIMES_ESTIMATED;
+  else
+    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                          "[runtime] observer_times: '%s' is not one of "
+                          "device, estimated",
+                          value);
+  return 0;
+}
+
 int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
                           const char *value) {
   char valid[256];
@@ -382,6 +397,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_graph_cache(p, value);
   if (strcmp(key, "observers") == 0)
     return set_observers(p, value);
+  if (strcmp(key, "observer_times") == 0)
+    return set_observer_times(p, value);
   valid[0] = '\0';
   for (i = 0; i < NRUNTIME_KEYS && off < sizeof valid; i++) {
     int n = snprintf(valid + off, sizeof valid - off, "%s%s", i > 0 ? ", " : "",

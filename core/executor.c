@@ -255,12 +255,18 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
    * the op waited for its inputs and for its stream. */
   if ((rt->host_exec || n->sampled) && n->placed_by != NULL)
     bo.duration_ns = &n->duration_ns;
-  /* Observers get measured start times where the backend runs ops on host
-   * threads (no extra cost there); elsewhere they are estimated. */
-  if (rt->obs != NULL && rt->host_exec) {
-    /* (into a field of their own where the models would otherwise learn
-     * from an op no policy placed) */
-    bo.duration_ns = n->placed_by != NULL ? &n->duration_ns : &n->obs_dur;
+  /* Observers get measured times: where the backend runs ops on host
+   * threads, at no extra cost; elsewhere (an event pair per op on CUDA)
+   * unless [runtime] observer_times = estimated, and then the completion
+   * thread estimates them (complete.c). Into a field of their own where
+   * the models would learn from them otherwise: from an op no policy
+   * placed, or one a device backend timed only for observers (so that
+   * tracing does not change what the policies are told). */
+  if (rt->obs != NULL &&
+      (rt->host_exec || rt->cfg->observer_times == CUA__OBS_TIMES_DEVICE)) {
+    bo.duration_ns = n->placed_by != NULL && (rt->host_exec || n->sampled)
+                         ? &n->duration_ns
+                         : &n->obs_dur;
     bo.start_ns = &n->start_ns;
   }
   cua_backend_err err = {{0}};

@@ -81,11 +81,14 @@ static cua_op *known_dag(cua_runtime *rt, cua_buffer **b, int *nops) {
 
 /* Runs python3 tests/trace_check.py on the trace; fails the test with its
  * output unless it says the trace is right. */
-static void check_trace(const char *path, int nops, uint64_t waits) {
+static void check_trace(const char *path, int nops, uint64_t waits,
+                        const char *timing) {
   const char *src = getenv("CUASYNC_TEST_SRCDIR");
   char cmd[8600];
-  snprintf(cmd, sizeof cmd, "python3 %s/tests/trace_check.py %s %d %llu 2>&1",
-           src != NULL ? src : ".", path, nops, (unsigned long long)waits);
+  snprintf(cmd, sizeof cmd,
+           "python3 %s/tests/trace_check.py %s %d %llu %s 2>&1",
+           src != NULL ? src : ".", path, nops, (unsigned long long)waits,
+           timing != NULL ? timing : "");
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(p);
   char out[1024] = "";
@@ -96,14 +99,19 @@ static void check_trace(const char *path, int nops, uint64_t waits) {
   printf("%s", out);
 }
 
-/* The trace of a known DAG, submitted twice. */
+/* The trace of a known DAG, submitted twice: with the default
+ * observer_times (device: times measured by every backend here, on the
+ * device by events on CUDA), then with observer_times = estimated
+ * (estimated but where the backend runs ops on host threads). */
 START_TEST(perfetto_trace_of_a_known_dag) {
   snprintf(trace_path, sizeof trace_path, "%s/trace-%ld.json", built("tests"),
            (long)getpid());
   char extra[4400];
   snprintf(extra, sizeof extra,
-           "observers = perfetto\n[observer.perfetto]\npath = %s\n",
-           trace_path);
+           "observers = perfetto\n%s[observer.perfetto]\npath = %s\n",
+           _i == 1 ? "observer_times = estimated\n" : "", trace_path);
+  const char *timing =
+      _i == 0 || strcmp(test_backend(), "host") == 0 ? "measured" : "estimated";
   cua_runtime *rt = open_with(extra);
   cua_buffer *b[NBUF];
   for (int i = 0; i < NBUF; i++)
@@ -127,7 +135,7 @@ START_TEST(perfetto_trace_of_a_known_dag) {
     cua_buffer_destroy(b[i]);
   cua_runtime_destroy(rt);
   /* Two rounds of the DAG and the read-back. */
-  check_trace(trace_path, 2 * nops + 1, st.event_waits);
+  check_trace(trace_path, 2 * nops + 1, st.event_waits, timing);
   unlink(trace_path);
 }
 END_TEST
@@ -149,7 +157,7 @@ START_TEST(cuasync_trace_variable) {
   ck_assert_int_eq(run_op(rt, f), 0);
   cua_buffer_destroy(b);
   cua_runtime_destroy(rt);
-  check_trace(want, 1, 0);
+  check_trace(want, 1, 0, NULL);
   unlink(want);
 }
 END_TEST
@@ -166,6 +174,10 @@ START_TEST(refusals) {
   ck_assert_err(NULL, OPEN("observers = perfetto, perfetto\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
                 "[runtime] observers: 'perfetto' is named twice");
+  ck_assert_err(NULL, OPEN("observers = perfetto\nobserver_times = exact\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] observer_times: 'exact' is not one of device, "
+                "estimated");
   ck_assert_err(NULL,
                 OPEN("observers = perfetto\n[observer.perfetto]\npth = x\n"),
                 CUA_ERR_CONFIG_UNKNOWN_KEY, "pth");
@@ -278,7 +290,7 @@ int main(void) {
   Suite *s = suite_create("observers");
   TCase *tc = tcase_create("observers");
   tcase_set_timeout(tc, 300);
-  tcase_add_test(tc, perfetto_trace_of_a_known_dag);
+  tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 2);
   tcase_add_test(tc, cuasync_trace_variable);
   tcase_add_test(tc, no_observer_no_drops);
   if (test_backend_on_cpu()) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/trace_check.py TRACE OPS WAITS: checks a trace of the perfetto
+"""tests/trace_check.py TRACE OPS WAITS [TIMING]: checks a trace of the perfetto
 observer (tests/check_observers.c writes it): valid JSON, parsed by Python's
 json module; OPS complete slices ("ph": "X"), one per op; no two slices of
 one stream (pid, tid) overlapping; every op starting at or after the end of
@@ -7,7 +7,8 @@ each op it depends on (its "inputs"); WAITS flows of category "wait", each
 from the end of a producer's slice to the start of a consumer's on another
 stream; a summary (otherData.summary) that agrees with the slices: OPS
 ops, WAITS waits, the makespan of the slices, a critical path no longer
-than it, streams adding up to the ops. Exits 0, or 1 saying what is
+than it, streams adding up to the ops; with TIMING (measured or
+estimated), every slice's times from there. Exits 0, or 1 saying what is
 wrong."""
 import json
 import sys
@@ -21,6 +22,7 @@ def fail(why):
 
 def main():
     path, nops, nwaits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    timing = sys.argv[4] if len(sys.argv) > 4 else None
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"]
@@ -29,6 +31,9 @@ def main():
         fail("%d slices, expected %d" % (len(slices), nops))
     by_op = {}
     for e in slices:
+        if timing is not None and e["args"]["timing"] != timing:
+            fail("op %d: times %s, expected %s" %
+                 (e["args"]["op"], e["args"]["timing"], timing))
         op = e["args"]["op"]
         if op in by_op:
             fail("op %d has two slices" % op)

@@ -80,6 +80,10 @@ enum {
  * (a microsecond or so each) cost nothing measurable. */
 #define STICKY_CHECK_NS 1000000ull
 
+/* How long a device's time anchor serves: elapsed times come as floats
+ * in milliseconds, exact to about 0.06 us within a second. */
+#define ANCHOR_NS 1000000000ull
+
 /* The sleep-poll backoff of wait(): from 2 us, doubling, up to 200 us. */
 #define BACKOFF_MIN_NS 2000ull
 #define BACKOFF_MAX_NS 200000ull
@@ -110,6 +114,16 @@ typedef struct gpu {
   cudaMemPool_t pool;    /* the default pool, NULL if pools are unsupported */
   event_pool mark_events;
   event_pool timing_events;
+  /* Device times on the host clock (cua_backend_op::start_ns): an event
+   * recorded on the idle internal stream and the host clock once it
+   * completed. Renewed every ANCHOR_NS, as elapsed times are floats in ms;
+   * replaced anchors stay alive until destroy (an op may still refer to
+   * one). Guarded by anchor_lock. */
+  pthread_mutex_t anchor_lock;
+  cudaEvent_t anchor;
+  uint64_t anchor_ns;
+  cudaEvent_t *old_anchors;
+  size_t nold_anchors;
   /* Set once, when a sticky error is seen; lost_msg is written before lost
    * is set (release), so readers that see lost == 1 read a whole message. */
   atomic_int lost;
@@ -123,12 +137,17 @@ typedef struct pending_mark {
   cudaEvent_t ev;
 } pending_mark;
 
-/* A timed op: reported through *out once progress reaches seq. */
+/* A timed op: reported through *out (and *start_out, on the host clock
+ * through the anchor, an event of known host time recorded before start)
+ * once progress reaches seq. */
 typedef struct pending_timing {
   uint64_t seq;
   cudaEvent_t start;
   cudaEvent_t end;
   uint64_t *out;
+  uint64_t *start_out; /* or NULL */
+  cudaEvent_t anchor;
+  uint64_t anchor_ns;
 } pending_timing;
 
 typedef struct backend backend;
@@ -456,6 +475,65 @@ static void pool_put(event_pool *p, cudaEvent_t ev) {
   pthread_mutex_unlock(&p->lock);
 }
 
+/* The device's time anchor, renewed when older than ANCHOR_NS, into *ev
+ * and *host_ns. The internal stream is idle but for rare allocations: an
+ * anchor whose record and synchronisation took over 50 us is taken again
+ * (twice at most), since its host time may then be late. */
+static cudaError_t get_anchor(backend *be, int d, cudaEvent_t *ev,
+                              uint64_t *host_ns) {
+  gpu *dv = &be->dev[d];
+  cudaError_t e = cudaSuccess;
+  pthread_mutex_lock(&dv->anchor_lock);
+  uint64_t now = now_ns();
+  if (dv->anchor == NULL || now - dv->anchor_ns > ANCHOR_NS) {
+    cudaEvent_t a = NULL;
+    uint64_t at = 0;
+    e = use_device(be, d);
+    if (e == cudaSuccess)
+      e = cudaEventCreateWithFlags(&a, cudaEventDefault);
+    for (int tries = 0; e == cudaSuccess && tries < 3; tries++) {
+      uint64_t t0 = now_ns();
+      e = cudaEventRecord(a, dv->internal);
+      if (e == cudaSuccess)
+        e = cudaEventSynchronize(a);
+      at = now_ns();
+      if (at - t0 < 50000)
+        break;
+    }
+    cudaEvent_t *old = NULL;
+    if (e == cudaSuccess && dv->anchor != NULL) {
+      old = realloc(dv->old_anchors, (dv->nold_anchors + 1) * sizeof *old);
+      if (old == NULL)
+        e = cudaErrorMemoryAllocation;
+      else
+        dv->old_anchors = old;
+    }
+    if (e == cudaSuccess) {
+      if (dv->anchor != NULL)
+        dv->old_anchors[dv->nold_anchors++] = dv->anchor;
+      dv->anchor = a;
+      dv->anchor_ns = at;
+    } else if (a != NULL) {
+      cudaEventDestroy(a);
+    }
+  }
+  *ev = dv->anchor;
+  *host_ns = dv->anchor_ns;
+  pthread_mutex_unlock(&dv->anchor_lock);
+  return e;
+}
+
+static void anchors_destroy(gpu *dv) {
+  if (dv->anchor != NULL)
+    cudaEventDestroy(dv->anchor);
+  for (size_t i = 0; i < dv->nold_anchors; i++)
+    cudaEventDestroy(dv->old_anchors[i]);
+  free(dv->old_anchors);
+  dv->anchor = NULL;
+  dv->old_anchors = NULL;
+  dv->nold_anchors = 0;
+}
+
 static void pool_destroy(event_pool *p) {
   for (size_t i = 0; i < p->count; i++)
     cudaEventDestroy(p->items[i]);
@@ -663,6 +741,8 @@ static void cuda_destroy(void *state) {
      * application still holds stay allocated. */
     if (opened && dv->pool != NULL)
       cudaMemPoolTrimTo(dv->pool, 0);
+    anchors_destroy(dv); /* none without a context */
+    pthread_mutex_destroy(&dv->anchor_lock);
     pthread_mutex_destroy(&dv->lost_lock);
   }
   (void)cudaGetLastError();
@@ -861,6 +941,7 @@ static int cuda_create(const cua_backend_host *host,
     pool_init(&be->dev[d].mark_events, cudaEventDisableTiming);
     pool_init(&be->dev[d].timing_events, cudaEventDefault);
     pthread_mutex_init(&be->dev[d].lost_lock, NULL);
+    pthread_mutex_init(&be->dev[d].anchor_lock, NULL);
     atomic_init(&be->dev[d].lost, 0);
   }
   if (be->dev == NULL || be->peer == NULL) {
@@ -1508,7 +1589,13 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   }
 
   uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
-  pending_timing t = {op->seq, NULL, NULL, duration};
+  pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, 0};
+  if (duration != NULL && OP_HAS(op, start_ns) && op->start_ns != NULL) {
+    if (get_anchor(be, s->device, &t.anchor, &t.anchor_ns) == cudaSuccess)
+      t.start_out = op->start_ns;
+    else /* left 0: the core estimates it */
+      (void)cudaGetLastError();
+  }
   if (duration != NULL) {
     e = pool_get(be, s->device, &dv->timing_events, &t.start);
     if (e == cudaSuccess)
@@ -1720,6 +1807,15 @@ static int finish_timing(backend *be, cua_backend_stream *s,
     ms = 0;
   }
   *t->out = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+  if (t->start_out != NULL && e == cudaSuccess) {
+    /* The anchor completed before the start event was recorded. */
+    float at = 0;
+    if (cudaEventElapsedTime(&at, t->anchor, t->start) == cudaSuccess &&
+        at >= 0)
+      *t->start_out = t->anchor_ns + (uint64_t)((double)at * 1e6);
+    else
+      (void)cudaGetLastError();
+  }
   return 0;
 }
 

@@ -458,8 +458,12 @@ static int lt_launch(void *state, cua_backend_stream *s,
     return rc;
   uint64_t t0 = o->duration_ns != NULL ? mono_ns() : 0;
   rc = run_op(s, o, err);
-  if (rc == 0 && o->duration_ns != NULL)
+  if (rc == 0 && o->duration_ns != NULL) {
     *o->duration_ns = mono_ns() - t0;
+    /* As the CUDA backend does when observers ask for device times. */
+    if (o->start_ns != NULL)
+      *o->start_ns = t0;
+  }
   return rc;
 }
 
