@@ -27,16 +27,18 @@ bin_PROGRAMS += %reldir%/cuasync-bench
 %canon_reldir%_cuasync_bench_LDADD = libcuasync.la -lm
 if HAVE_CUDA
 noinst_LTLIBRARIES += %reldir%/bench/libbench-raw.la
-%canon_reldir%_bench_libbench_raw_la_SOURCES = %reldir%/bench/raw.cu
+%canon_reldir%_bench_libbench_raw_la_SOURCES = %reldir%/bench/raw.cu \
+	%reldir%/bench/stamps.cu %reldir%/bench/stamps.h
 # nvcc compiles .cu as C++ (see kernels/local.mk): the C++ runtime comes
 # along for the C link of the program.
 %canon_reldir%_bench_libbench_raw_la_LIBADD = \
-	kernels/libcuasync-kernels.la $(CUDA_LIBS) -lstdc++
+	kernels/libcuasync-kernels.la $(CUDA_LIBS) -ldl -lstdc++
 %canon_reldir%_cuasync_bench_LDADD += %reldir%/bench/libbench-raw.la
 else
 %canon_reldir%_cuasync_bench_SOURCES += %reldir%/bench/raw-none.c
 endif
-EXTRA_DIST += %reldir%/bench/raw.cu %reldir%/bench/raw-none.c
+EXTRA_DIST += %reldir%/bench/raw.cu %reldir%/bench/raw-none.c \
+	%reldir%/bench/stamps.cu %reldir%/bench/stamps.h
 dist_man_MANS += doc/man/cuasync-bench.1
 EXTRA_DIST += conf/bench-streams8.ini conf/bench-affinity.ini
 

@@ -167,7 +167,11 @@ typedef struct bench_sysinfo {
 enum bench_raw_mode {
   BENCH_RAW_SERIAL = 0,  /**< every task on one stream, in order */
   BENCH_RAW_STREAMS = 1, /**< the plan's streams and events */
-  BENCH_RAW_GRAPH = 2    /**< the plan captured once as a CUDA graph */
+  BENCH_RAW_GRAPH = 2,   /**< the plan captured once as a CUDA graph */
+  /** STREAMS with device timestamps of every task (--timestamps): */
+  BENCH_RAW_TS_EVENTS = 3, /**< a timing event before and after each */
+  BENCH_RAW_TS_DEVICE = 4, /**< a kernel writing the GPU's timer */
+  BENCH_RAW_TS_CUPTI = 5   /**< CUPTI's activity records */
 };
 
 typedef struct bench_raw bench_raw;

@@ -67,6 +67,7 @@ typedef struct options {
   int no_hints;
   int all_devices;       /* --devices all */
   const char *trace_dir; /* --trace DIR */
+  int timestamps;        /* --timestamps: the raw-ts-* baselines */
   const char *output, *plot;
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
@@ -145,6 +146,10 @@ static void usage(FILE *out) {
           "                        measurements tell them apart (on)\n"
           "      --trace DIR       one trace per contender and workload,\n"
           "                        DIR/WORKLOAD-CONTENDER.json (perfetto)\n"
+          "      --timestamps      CUDA: also raw-streams with device\n"
+          "                        timestamps of every task, three ways\n"
+          "                        (raw-ts-events, -device, -cupti), each\n"
+          "                        against raw-streams\n"
           "      --devices one|all every pattern on device 0 but multigpu\n"
           "                        (one, default), or each over every\n"
           "                        device: the baselines' lanes dealt over\n"
@@ -400,6 +405,9 @@ typedef enum series_kind {
   S_RAW_SERIAL,
   S_RAW_STREAMS,
   S_RAW_GRAPH,
+  S_RAW_TS_EVENTS, /* --timestamps: raw-streams with device stamps */
+  S_RAW_TS_DEVICE,
+  S_RAW_TS_CUPTI,
   S_THREADS,
   S_CUASYNC
 } series_kind;
@@ -438,10 +446,16 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   case S_RAW_SERIAL:
   case S_RAW_STREAMS:
   case S_RAW_GRAPH:
+  case S_RAW_TS_EVENTS:
+  case S_RAW_TS_DEVICE:
+  case S_RAW_TS_CUPTI:
     rc = bench_raw_open(&raw, dag, s->plan,
-                        s->kind == S_RAW_SERIAL    ? BENCH_RAW_SERIAL
-                        : s->kind == S_RAW_STREAMS ? BENCH_RAW_STREAMS
-                                                   : BENCH_RAW_GRAPH,
+                        s->kind == S_RAW_SERIAL      ? BENCH_RAW_SERIAL
+                        : s->kind == S_RAW_STREAMS   ? BENCH_RAW_STREAMS
+                        : s->kind == S_RAW_GRAPH     ? BENCH_RAW_GRAPH
+                        : s->kind == S_RAW_TS_EVENTS ? BENCH_RAW_TS_EVENTS
+                        : s->kind == S_RAW_TS_DEVICE ? BENCH_RAW_TS_DEVICE
+                                                     : BENCH_RAW_TS_CUPTI,
                         err, len);
     break;
   case S_THREADS:
@@ -615,6 +629,14 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
     out[n++] =
         (series){S_RAW_STREAMS, "raw-streams", NULL, b->o->streams, plan, 0};
     out[n++] = (series){S_RAW_GRAPH, "raw-graph", NULL, b->o->streams, plan, 0};
+    if (b->o->timestamps) {
+      out[n++] = (series){S_RAW_TS_EVENTS, "raw-ts-events", NULL,
+                          b->o->streams,   plan,            0};
+      out[n++] = (series){S_RAW_TS_DEVICE, "raw-ts-device", NULL,
+                          b->o->streams,   plan,            0};
+      out[n++] = (series){S_RAW_TS_CUPTI, "raw-ts-cupti", NULL,
+                          b->o->streams,  plan,           0};
+    }
   } else {
     out[n++] = (series){S_THREADS, "threads", NULL, b->o->streams, plan, 0};
   }
@@ -640,6 +662,10 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
 
 static int is_baseline(series_kind k) {
   return k != S_CUASYNC;
+}
+
+static int is_stamps(series_kind k) {
+  return k == S_RAW_TS_EVENTS || k == S_RAW_TS_DEVICE || k == S_RAW_TS_CUPTI;
 }
 
 /* METG(50%) of one series: sweep the spin duration upwards over the grid
@@ -712,7 +738,7 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
   bench_plan plan;
   const char *pattern;
   char err[ERRLEN];
-  series *ser = calloc(b->ncont * BENCH_SUBMIT_MODES + 4, sizeof *ser);
+  series *ser = calloc(b->ncont * BENCH_SUBMIT_MODES + 7, sizeof *ser);
   size_t first = b->rows.n;
 
   if (ser == NULL) {
@@ -738,7 +764,10 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     const series *s = &ser[i];
     bench_row *row =
         row_new(&b->rows, w, s->name,
-                is_baseline(s->kind) ? "baseline" : "cuasync", gr->backend);
+                is_stamps(s->kind)    ? "timestamps"
+                : is_baseline(s->kind) ? "baseline"
+                                       : "cuasync",
+                gr->backend);
     if (!is_baseline(s->kind))
       snprintf(row->submit, sizeof row->submit, "%s",
                bench_submit_name(s->submit));
@@ -778,13 +807,26 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
         (best == NULL || r->makespan_ns < best->makespan_ns))
       best = r;
   }
+  /* The timestamps' cost is what they add to raw-streams, which they
+   * are. */
+  const bench_row *streams = NULL;
+  for (size_t i = first; i < b->rows.n; i++)
+    if (strcmp(b->rows.v[i].contender, "raw-streams") == 0 &&
+        !isnan(b->rows.v[i].makespan_ns))
+      streams = &b->rows.v[i];
   for (size_t i = first; best != NULL && i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
     if (isnan(r->makespan_ns))
       continue;
-    r->ratio = r->makespan_ns / best->makespan_ns;
-    r->overhead_ns = (r->makespan_ns - best->makespan_ns) / (double)r->tasks;
-    snprintf(r->best_raw, sizeof r->best_raw, "%s", best->contender);
+    const bench_row *base = best;
+    if (strcmp(r->kind, "timestamps") == 0) {
+      if (streams == NULL)
+        continue;
+      base = streams;
+    }
+    r->ratio = r->makespan_ns / base->makespan_ns;
+    r->overhead_ns = (r->makespan_ns - base->makespan_ns) / (double)r->tasks;
+    snprintf(r->best_raw, sizeof r->best_raw, "%s", base->contender);
   }
   bench_plan_free(&plan);
   bench_dag_free(&dag);
@@ -1247,6 +1289,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"hints", required_argument, NULL, 1002},
       {"devices", required_argument, NULL, 1003},
       {"trace", required_argument, NULL, 1004},
+      {"timestamps", no_argument, NULL, 1005},
       {"repeat", required_argument, NULL, 'r'},
       {"metg", no_argument, NULL, 'm'},
       {"submit", required_argument, NULL, 'u'},
@@ -1396,6 +1439,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
       o.trace_dir = optarg;
       break;
     }
+    case 1005:
+      o.timestamps = 1;
+      break;
     case 'r':
       if (parse_num(optarg, NULL, 1, 10000, &v))
         return free(o.workloads),

@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "kernels.h"
+#include "stamps.h"
 
 #include <cuda_runtime.h>
 
@@ -35,7 +36,9 @@
 #include <string.h>
 
 struct bench_raw {
-  int mode;
+  int mode;              /* SERIAL, STREAMS or GRAPH */
+  bench_stamps *stamps;  /* raw-ts-*: STREAMS with a device stamp around
+                            each task (stamps.cu), or NULL */
   uint64_t build_ns; /* graph: capture and instantiation */
   const bench_dag *dag;
   const bench_plan *plan;
@@ -122,7 +125,13 @@ int enqueue(bench_raw *r, char *err, size_t len) {
         if (ck(cudaStreamWaitEvent(st, r->events[p->wait[w]], 0),
                "cudaStreamWaitEvent", err, len))
           return -1;
+    if (r->stamps != NULL &&
+        bench_stamps_take(r->stamps, k, 0, st, dev, err, len))
+      return -1;
     if (launch_task(r, k, st, dev, err, len))
+      return -1;
+    if (r->stamps != NULL &&
+        bench_stamps_take(r->stamps, k, 1, st, dev, err, len))
       return -1;
     if (r->mode != BENCH_RAW_SERIAL && p->record[k] &&
         ck(cudaEventRecord(r->events[k], st), "cudaEventRecord", err, len))
@@ -222,6 +231,21 @@ int make_events(bench_raw *r, char *err, size_t len) {
   return 0;
 }
 
+/* raw-ts-*: the stamps of every task, on the device of its stream. */
+int open_stamps(bench_raw *r, int kind, char *err, size_t len) {
+  const bench_dag *d = r->dag;
+  int *dev = (int *)calloc(d->n ? d->n : 1, sizeof *dev);
+  if (dev == NULL) {
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  for (size_t k = 0; k < d->n; k++)
+    dev[k] = r->stream_dev[r->plan->stream[k]];
+  int rc = bench_stamps_open(&r->stamps, kind, d->n, r->ndev, dev, err, len);
+  free(dev);
+  return rc;
+}
+
 /* Captures the streams version into a graph and instantiates it. */
 int capture(bench_raw *r, char *err, size_t len) {
   cudaStream_t origin = r->streams[0];
@@ -277,6 +301,7 @@ int capture(bench_raw *r, char *err, size_t len) {
 
 /* Drops what capture() made, to make it again. */
 void uncapture(bench_raw *r) {
+  bench_stamps_close(r->stamps);
   if (r->exec != NULL)
     cudaGraphExecDestroy(r->exec);
   if (r->graph != NULL)
@@ -401,6 +426,12 @@ extern "C" int bench_raw_open(bench_raw **out, const bench_dag *dag,
     snprintf(err, len, "out of memory");
     return -1;
   }
+  int stamps = mode == BENCH_RAW_TS_EVENTS   ? BENCH_STAMPS_EVENTS
+               : mode == BENCH_RAW_TS_DEVICE ? BENCH_STAMPS_DEVICE
+               : mode == BENCH_RAW_TS_CUPTI  ? BENCH_STAMPS_CUPTI
+                                             : -1;
+  if (stamps >= 0)
+    mode = BENCH_RAW_STREAMS;
   r->mode = mode;
   r->dag = dag;
   r->plan = plan;
@@ -419,6 +450,7 @@ extern "C" int bench_raw_open(bench_raw **out, const bench_dag *dag,
   if (make_streams(r, err, len) || make_memory(r, err, len) ||
       (mode != BENCH_RAW_SERIAL && make_events(r, err, len)) ||
       (mode == BENCH_RAW_GRAPH && timed_capture(r, err, len)) ||
+      (stamps >= 0 && open_stamps(r, stamps, err, len)) ||
       sync_devices(r->ndev, err, len)) {
     bench_raw_close(r);
     return -1;
@@ -448,6 +480,10 @@ extern "C" int bench_raw_run(bench_raw *r, uint64_t *ns, char *err,
         return -1;
   }
   *ns = bench_now_ns() - t0;
+  /* Reading the stamps is not timed (an observer reads them on a thread
+   * of its own), but a mechanism that lost some fails. */
+  if (r->stamps != NULL && bench_stamps_read(r->stamps, err, len))
+    return -1;
   return 0;
 }
 
