@@ -107,11 +107,35 @@ static void obs_cap_end(cua__node *d, uint64_t t) {
       obs_cap_end(m, t);
 }
 
+/* When @p d, which an op that measured times are told for depends on,
+ * ended as far as is known: as told to observers once it is done; before,
+ * as its backend measured it (a completion pass reads every stream's
+ * progress, which writes the times, before it finishes any op, so a
+ * producer whose stream is finished later in the pass has its times
+ * already); a virtual node by what it depends on. */
+static uint64_t obs_dep_end(const cua__node *d) {
+  if (d->state == CUA__NODE_DONE)
+    return d->obs_end;
+  if (d->end_ns != 0)
+    return d->end_ns;
+  if (d->start_ns != 0)
+    return d->start_ns + (d->obs_dur != 0 ? d->obs_dur : d->duration_ns);
+  uint64_t e = 0;
+  if (d->cls != CUA__CLASS_DEVICE)
+    for (size_t i = 0; i < d->ndeps; i++) {
+      uint64_t de = obs_dep_end(d->deps[i].node);
+      if (de > e)
+        e = de;
+    }
+  return e;
+}
+
 static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
   cua__stream *s = n->stream;
   uint64_t start, end;
   cua_obs_timing timing = CUA_OBS_TIMING_MEASURED;
-  uint64_t dur = n->duration_ns != 0 ? n->duration_ns : n->obs_dur;
+  /* (obs_dur first: duration_ns may hold the models' estimate) */
+  uint64_t dur = n->obs_dur != 0 ? n->obs_dur : n->duration_ns;
   if (n->start_ns != 0) {
     start = n->start_ns;
     end = start + dur;
@@ -119,13 +143,35 @@ static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
      * estimated and may end later than it did: what follows it stays
      * after it. */
     uint64_t after = s->obs_end;
-    for (size_t i = 0; i < n->ndeps; i++)
-      if (n->deps[i].node->obs_end > after)
-        after = n->deps[i].node->obs_end;
+    for (size_t i = 0; i < n->ndeps; i++) {
+      uint64_t de = obs_dep_end(n->deps[i].node);
+      if (de > after)
+        after = de;
+    }
     if (start < after) {
       end += after - start;
       start = after;
     }
+  } else if (n->end_ns != 0) {
+    /* Its end measured on the device; it started at the latest of its
+     * launch, the end of the op before it on its stream and the ends of
+     * what it waited for (exact when its stream was busy). */
+    timing = CUA_OBS_TIMING_END_MEASURED;
+    end = n->end_ns;
+    if (end < s->obs_end)
+      end = s->obs_end;
+    start = n->t_launch; /* (t_exec, after the launch call, may be later
+                            than the op's start) */
+    if (start < s->obs_end)
+      start = s->obs_end;
+    for (size_t i = 0; i < n->ndeps; i++) {
+      uint64_t de = obs_dep_end(n->deps[i].node);
+      if (de > start)
+        start = de;
+    }
+    /* The anchors of two devices may disagree by a microsecond or so. */
+    if (start > end)
+      end = start;
   } else {
     /* Every op a pass finishes ends at the pass's clock: so an op and
      * what it waited for, seen done in one pass in either order, stay in

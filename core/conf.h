@@ -77,13 +77,17 @@ typedef struct cua__config {
   char **observers;    /* observers = NAME[, NAME...]: observer modules, */
   size_t nobservers;   /* in order, each once ($CUASYNC_TRACE adds perfetto) */
   char *trace;         /* $CUASYNC_TRACE: the perfetto observer's path */
-  int observer_times;  /* observer_times = device | estimated:
-                          CUA__OBS_TIMES_* (device) */
+  int observer_times;  /* observer_times = ends | device | estimated:
+                          CUA__OBS_TIMES_* (ends) */
 } cua__config;
 
 /* Where observers' op times come from on a backend that runs ops on the
  * device (cuasync.ini(5), observer_times). */
-enum { CUA__OBS_TIMES_DEVICE = 0, CUA__OBS_TIMES_ESTIMATED = 1 };
+enum {
+  CUA__OBS_TIMES_ENDS = 0,     /* the end of each op on the device */
+  CUA__OBS_TIMES_DEVICE = 1,   /* its start and end on the device */
+  CUA__OBS_TIMES_ESTIMATED = 2 /* neither: the core estimates both */
+};
 
 /**
  * Loads the configuration: @p text if not NULL (origin "<text>"), else

@@ -223,7 +223,8 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
            cfg->trace != NULL ? "perfetto from $CUASYNC_TRACE" : NULL);
     put_kv(pr, "runtime", "observer_times",
            cfg->observer_times == CUA__OBS_TIMES_ESTIMATED ? "estimated"
-                                                           : "device",
+           : cfg->observer_times == CUA__OBS_TIMES_DEVICE  ? "device"
+                                                           : "ends",
            NULL);
   }
   put_kv(pr, "runtime", "models", cfg->models,

@@ -355,17 +355,20 @@ static int set_observers(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* observer_times = device | estimated: where observers' op times come
- * from on backends that do not run ops on host threads (observe.c). */
+/* observer_times = ends | device | estimated: where observers' op times
+ * come from on backends that do not run ops on host threads (executor.c,
+ * complete.c). */
 static int set_observer_times(cua__conf_parser *p, const char *value) {
-  if (strcmp(value, "device") == 0)
+  if (strcmp(value, "ends") == 0)
+    p->cfg->observer_times = CUA__OBS_TIMES_ENDS;
+  else if (strcmp(value, "device") == 0)
     p->cfg->observer_times = CUA__OBS_TIMES_DEVICE;
   else if (strcmp(value, "estimated") == 0)
     p->cfg->observer_times = CUA__OBS_TIMES_ESTIMATED;
   else
     return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
                           "[runtime] observer_times: '%s' is not one of "
-                          "device, estimated",
+                          "ends, device, estimated",
                           value);
   return 0;
 }

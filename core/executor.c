@@ -255,19 +255,24 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
    * the op waited for its inputs and for its stream. */
   if ((rt->host_exec || n->sampled) && n->placed_by != NULL)
     bo.duration_ns = &n->duration_ns;
-  /* Observers get measured times: where the backend runs ops on host
-   * threads, at no extra cost; elsewhere (an event pair per op on CUDA)
-   * unless [runtime] observer_times = estimated, and then the completion
-   * thread estimates them (complete.c). Into a field of their own where
-   * the models would learn from them otherwise: from an op no policy
-   * placed, or one a device backend timed only for observers (so that
-   * tracing does not change what the policies are told). */
-  if (rt->obs != NULL &&
-      (rt->host_exec || rt->cfg->observer_times == CUA__OBS_TIMES_DEVICE)) {
-    bo.duration_ns = n->placed_by != NULL && (rt->host_exec || n->sampled)
-                         ? &n->duration_ns
-                         : &n->obs_dur;
-    bo.start_ns = &n->start_ns;
+  /* Observers get measured times where the backend runs ops on host
+   * threads, at no extra cost. Elsewhere [runtime] observer_times says:
+   * ends (an event after each op on CUDA: the end measured, the start
+   * bounded by it, complete.c), device (an event pair: both measured), or
+   * estimated (the completion thread estimates both). Durations go into a
+   * field of their own where the models would learn from them otherwise:
+   * from an op no policy placed, or one a device backend timed only for
+   * observers (so that tracing does not change what policies are told). */
+  if (rt->obs != NULL) {
+    int how = rt->cfg->observer_times;
+    if (rt->host_exec || how == CUA__OBS_TIMES_DEVICE) {
+      bo.duration_ns = n->placed_by != NULL && (rt->host_exec || n->sampled)
+                           ? &n->duration_ns
+                           : &n->obs_dur;
+      bo.start_ns = &n->start_ns;
+    } else if (how == CUA__OBS_TIMES_ENDS) {
+      bo.end_ns = &n->end_ns;
+    }
   }
   cua_backend_err err = {{0}};
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);

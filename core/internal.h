@@ -398,6 +398,7 @@ struct cua__node {
   uint64_t sub_id; /* the submission that made it */
   uint64_t duration_ns;
   uint64_t start_ns; /* when it started, if the backend said (observers) */
+  uint64_t end_ns;   /* when it ended, if the backend said (observers) */
   uint64_t obs_dur;  /* its run time for observers only, where duration_ns
                         is not measured (an explicitly placed op) */
   uint64_t obs_end;  /* when it ended as told to observers (a virtual node:

@@ -99,19 +99,22 @@ static void check_trace(const char *path, int nops, uint64_t waits,
   printf("%s", out);
 }
 
-/* The trace of a known DAG, submitted twice: with the default
- * observer_times (device: times measured by every backend here, on the
- * device by events on CUDA), then with observer_times = estimated
- * (estimated but where the backend runs ops on host threads). */
+/* The trace of a known DAG, submitted twice, with each observer_times:
+ * ends (the default), device, estimated. The host backend measures every
+ * op on its threads whatever it says; the others (CUDA, launchtime) give
+ * the ends, both times, or neither. */
 START_TEST(perfetto_trace_of_a_known_dag) {
   snprintf(trace_path, sizeof trace_path, "%s/trace-%ld.json", built("tests"),
            (long)getpid());
   char extra[4400];
+  static const char *const times[] = {"", "observer_times = device\n",
+                                      "observer_times = estimated\n"};
+  static const char *const want[] = {"end-measured", "measured", "estimated"};
   snprintf(extra, sizeof extra,
            "observers = perfetto\n%s[observer.perfetto]\npath = %s\n",
-           _i == 1 ? "observer_times = estimated\n" : "", trace_path);
+           times[_i], trace_path);
   const char *timing =
-      _i == 0 || strcmp(test_backend(), "host") == 0 ? "measured" : "estimated";
+      strcmp(test_backend(), "host") == 0 ? "measured" : want[_i];
   cua_runtime *rt = open_with(extra);
   cua_buffer *b[NBUF];
   for (int i = 0; i < NBUF; i++)
@@ -176,8 +179,8 @@ START_TEST(refusals) {
                 "[runtime] observers: 'perfetto' is named twice");
   ck_assert_err(NULL, OPEN("observers = perfetto\nobserver_times = exact\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
-                "[runtime] observer_times: 'exact' is not one of device, "
-                "estimated");
+                "[runtime] observer_times: 'exact' is not one of ends, "
+                "device, estimated");
   ck_assert_err(NULL,
                 OPEN("observers = perfetto\n[observer.perfetto]\npth = x\n"),
                 CUA_ERR_CONFIG_UNKNOWN_KEY, "pth");
@@ -290,7 +293,7 @@ int main(void) {
   Suite *s = suite_create("observers");
   TCase *tc = tcase_create("observers");
   tcase_set_timeout(tc, 300);
-  tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 2);
+  tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 3);
   tcase_add_test(tc, cuasync_trace_variable);
   tcase_add_test(tc, no_observer_no_drops);
   if (test_backend_on_cpu()) {

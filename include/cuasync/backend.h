@@ -34,8 +34,9 @@
  * 1.2: cua_backend_host::alloc, free, thread_create.
  * 1.3: capture_begin, capture_end, graph_launch, graph_destroy.
  * 1.4: graph_update_op.
- * 1.5: cua_backend_op::start_ns. */
-#define CUA_BACKEND_ABI_MINOR 5
+ * 1.5: cua_backend_op::start_ns.
+ * 1.6: cua_backend_op::end_ns. */
+#define CUA_BACKEND_ABI_MINOR 6
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -138,6 +139,12 @@ typedef struct cua_backend_op {
    * clock), before progress() reports seq as reached; left 0 when it
    * cannot tell (observers then estimate it). */
   uint64_t *start_ns;
+  /** ABI 1.6. If not NULL (then duration_ns is NULL but for a model's
+   * sample), the backend may store when the op ended, on CLOCK_MONOTONIC in
+   * nanoseconds, before progress() reports seq as reached; left 0 when it
+   * cannot tell. Observers with [runtime] observer_times = ends: one
+   * timestamp per op instead of two. */
+  uint64_t *end_ns;
 } cua_backend_op;
 
 /**

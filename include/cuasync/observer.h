@@ -1,6 +1,6 @@
 /**
  * @file cuasync/observer.h
- * @brief The observer ABI (1.0): modules that are told what a runtime did
+ * @brief The observer ABI (1.1): modules that are told what a runtime did
  * (submissions, placements, waits, op start and end times), for traces and
  * timelines.
  *
@@ -57,7 +57,7 @@
 
 /** ABI version of observer modules, independent of the library version. */
 #define CUA_OBSERVER_ABI_MAJOR 1
-#define CUA_OBSERVER_ABI_MINOR 0
+#define CUA_OBSERVER_ABI_MINOR 1
 /** The symbol every observer module exports. */
 #define CUA_OBSERVER_ENTRY_SYMBOL "cua_observer_entry"
 
@@ -76,17 +76,25 @@ typedef enum cua_obs_kind {
   CUA_OBS_OP = 4,
 } cua_obs_kind;
 
-/** Where an CUA_OBS_OP record's start and end come from. */
+/** Where an CUA_OBS_OP record's start and end come from ([runtime]
+ * observer_times, cuasync.ini(5)). In every case slices of one stream
+ * never overlap, and none starts before what it waited for ended. */
 typedef enum cua_obs_timing {
-  /** Measured by the backend around the op itself (the host backend). */
+  /** Both measured by the backend: around the op on a host thread (host
+   * backend), or by a timing event before and after it on the device
+   * (CUDA, observer_times = device). */
   CUA_OBS_TIMING_MEASURED = 0,
   /** Estimated by the core from when it saw the stream progress: the end
    * is the clock of the completion pass that saw the op done, the start
    * the latest of its launch, the end of the op before it on its stream
-   * and the ends of the ops it waited for (CUDA in this version). Slices
-   * of one stream never overlap, and none starts before what it waited for
-   * ended. */
+   * and the ends of the ops it waited for (observer_times = estimated). */
   CUA_OBS_TIMING_ESTIMATED = 1,
+  /** ABI 1.1. The end measured on the device (a timing event after the op,
+   * CUDA, observer_times = ends, the default); the start the latest of its
+   * launch, the end of the op before it on its stream and the ends of the
+   * ops it waited for: exact when its stream was busy, late by the launch
+   * latency (a few us) when the op found its stream idle. */
+  CUA_OBS_TIMING_END_MEASURED = 2,
 } cua_obs_timing;
 
 /** Inputs a CUA_OBS_PLACE record lists at most (more are counted in

@@ -146,6 +146,7 @@ typedef struct pending_timing {
   cudaEvent_t end;
   uint64_t *out;
   uint64_t *start_out; /* or NULL */
+  uint64_t *end_out;   /* or NULL; start is NULL when out is */
   cudaEvent_t anchor;
   uint64_t anchor_ns;
 } pending_timing;
@@ -696,7 +697,8 @@ static void stream_release(backend *be, cua_backend_stream *s) {
     fifo_pop(&s->marks);
   }
   while ((t = fifo_front(&s->timings)) != NULL) {
-    pool_put(&dv->timing_events, t->start);
+    if (t->start != NULL)
+      pool_put(&dv->timing_events, t->start);
     pool_put(&dv->timing_events, t->end);
     fifo_pop(&s->timings);
   }
@@ -1589,18 +1591,32 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   }
 
   uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
-  pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, 0};
-  if (duration != NULL && OP_HAS(op, start_ns) && op->start_ns != NULL) {
-    if (get_anchor(be, s->device, &t.anchor, &t.anchor_ns) == cudaSuccess)
-      t.start_out = op->start_ns;
-    else /* left 0: the core estimates it */
+  /* A capture records the op, it does not run it: nothing to time. */
+  int cap = atomic_load_explicit(&be->capturing, memory_order_relaxed) &&
+            stream_capturing(s->native);
+  if (cap)
+    duration = NULL;
+  pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL, 0};
+  uint64_t *start_out =
+      duration != NULL && OP_HAS(op, start_ns) ? op->start_ns : NULL;
+  uint64_t *end_out = OP_HAS(op, end_ns) && !cap ? op->end_ns : NULL;
+  if (start_out != NULL || end_out != NULL) {
+    if (get_anchor(be, s->device, &t.anchor, &t.anchor_ns) == cudaSuccess) {
+      t.start_out = start_out;
+      t.end_out = end_out;
+    } else { /* left 0: the core estimates them */
       (void)cudaGetLastError();
+    }
   }
-  if (duration != NULL) {
-    e = pool_get(be, s->device, &dv->timing_events, &t.start);
+  /* Timed: an event pair; only the end wanted: one event. */
+  int timed = duration != NULL || t.end_out != NULL;
+  if (timed) {
+    e = cudaSuccess;
+    if (duration != NULL)
+      e = pool_get(be, s->device, &dv->timing_events, &t.start);
     if (e == cudaSuccess)
       e = pool_get(be, s->device, &dv->timing_events, &t.end);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && t.start != NULL)
       e = cudaEventRecord(t.start, s->native);
     if (e != cudaSuccess) {
       if (t.start != NULL)
@@ -1614,13 +1630,14 @@ static int cuda_launch(void *state, cua_backend_stream *s,
 
   int func_rc = 0;
   e = enqueue(be, s, op, &func_rc, err);
-  if (func_rc == 0 && e == cudaSuccess && duration != NULL)
+  if (func_rc == 0 && e == cudaSuccess && timed)
     e = cudaEventRecord(t.end, s->native);
   if (func_rc != 0 || e != cudaSuccess) {
     /* The start event may already be recorded; a recorded event that is
      * never waited for is harmless, and re-recording it later is allowed. */
-    if (duration != NULL) {
-      pool_put(&dv->timing_events, t.start);
+    if (timed) {
+      if (t.start != NULL)
+        pool_put(&dv->timing_events, t.start);
       pool_put(&dv->timing_events, t.end);
     }
     if (func_rc != 0) {
@@ -1646,15 +1663,17 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   }
   if (atomic_load_explicit(&be->capturing, memory_order_relaxed))
     log_capture_node(be, s);
-  if (duration != NULL) {
+  if (timed) {
     pthread_mutex_lock(&s->lock);
     int full = fifo_push(&s->timings, &t);
     pthread_mutex_unlock(&s->lock);
     if (full != 0) {
-      /* The op is enqueued; only its duration is lost. */
-      pool_put(&dv->timing_events, t.start);
+      /* The op is enqueued; only its times are lost. */
+      if (t.start != NULL)
+        pool_put(&dv->timing_events, t.start);
       pool_put(&dv->timing_events, t.end);
-      *duration = 0;
+      if (duration != NULL)
+        *duration = 0;
     }
   }
   return 0;
@@ -1789,14 +1808,18 @@ static int check_sticky(backend *be, cua_backend_stream *s) {
 static int finish_timing(backend *be, cua_backend_stream *s,
                          const pending_timing *t) {
   float ms = 0;
-  cudaError_t e = cudaEventElapsedTime(&ms, t->start, t->end);
+  /* Only the end wanted: elapsed from the anchor, which completed before
+   * the end event was recorded. */
+  cudaError_t e = cudaEventElapsedTime(
+      &ms, t->start != NULL ? t->start : t->anchor, t->end);
   if (e == cudaErrorNotReady) {
     /* The mark after the op was seen, so the end event is complete on the
      * device; the event's own status may trail the flag by a moment. */
     (void)cudaGetLastError();
     e = cudaEventSynchronize(t->end);
     if (e == cudaSuccess)
-      e = cudaEventElapsedTime(&ms, t->start, t->end);
+      e = cudaEventElapsedTime(&ms, t->start != NULL ? t->start : t->anchor,
+                               t->end);
   }
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -1806,7 +1829,19 @@ static int finish_timing(backend *be, cua_backend_stream *s,
     }
     ms = 0;
   }
+  if (t->start == NULL) {
+    if (e == cudaSuccess && ms >= 0)
+      *t->end_out = t->anchor_ns + (uint64_t)((double)ms * 1e6);
+    return 0;
+  }
   *t->out = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+  if (t->end_out != NULL && e == cudaSuccess) {
+    float at = 0;
+    if (cudaEventElapsedTime(&at, t->anchor, t->end) == cudaSuccess && at >= 0)
+      *t->end_out = t->anchor_ns + (uint64_t)((double)at * 1e6);
+    else
+      (void)cudaGetLastError();
+  }
   if (t->start_out != NULL && e == cudaSuccess) {
     /* The anchor completed before the start event was recorded. */
     float at = 0;
@@ -1890,7 +1925,8 @@ static int cuda_progress(void *state, cua_backend_stream *s, uint64_t *value,
   pthread_mutex_lock(&s->lock);
   while ((t = fifo_front(&s->timings)) != NULL && t->seq <= v) {
     int rc = finish_timing(be, s, t);
-    pool_put(&dv->timing_events, t->start);
+    if (t->start != NULL)
+      pool_put(&dv->timing_events, t->start);
     pool_put(&dv->timing_events, t->end);
     fifo_pop(&s->timings);
     if (rc != 0) {

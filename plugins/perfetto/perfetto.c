@@ -13,16 +13,16 @@
  * Each op that ran is a complete event ("ph": "X") on its stream's track,
  * named by its name hint or kind, with args: op id, kind, tag, submission,
  * policy, bytes, cost hint, inputs (the ids of the ops it depends on, at
- * most 16), device, stream, timing ("measured" or "estimated"), and the
- * error code of a failed op. Each submission is an
- * instant event on the host track, each placement an instant event with
- * the policy's choice. Each dependency between ops on different streams is
- * a flow (an arrow from the producer's slice to the consumer's: "ph": "s"
- * and "f", category "dependency"), and each wait the core inserted between
- * streams a flow of category "wait". Times are microseconds from the first
- * record. otherData.summary holds the ops, the makespan, the critical path
- * by the slices' durations, the waits, and per stream its ops, busy time
- * and idle gaps. Everything is kept in memory and written by flush().
+ * most 16), device, stream, timing ("measured", "end-measured" or "estimated"),
+ * and the error code of a failed op. Each submission is an instant event on the
+ * host track, each placement an instant event with the policy's choice. Each
+ * dependency between ops on different streams is a flow (an arrow from the
+ * producer's slice to the consumer's: "ph": "s" and "f", category
+ * "dependency"), and each wait the core inserted between streams a flow of
+ * category "wait". Times are microseconds from the first record.
+ * otherData.summary holds the ops, the makespan, the critical path by the
+ * slices' durations, the waits, and per stream its ops, busy time and idle
+ * gaps. Everything is kept in memory and written by flush().
  *
  * Owns its instance only; record() runs on the runtime's observer thread,
  * the rest on the thread opening or closing the runtime: no lock needed.
@@ -496,7 +496,9 @@ static int write_trace(pf_state *s, FILE *f) {
               "\"submission\":%" PRIu64 ",\"device\":%d,\"stream\":%d,"
               "\"timing\":\"%s\"",
               r->op, kind_name(r->kind_op), r->submission, r->device, r->stream,
-              r->timing == CUA_OBS_TIMING_MEASURED ? "measured" : "estimated");
+              r->timing == CUA_OBS_TIMING_MEASURED       ? "measured"
+              : r->timing == CUA_OBS_TIMING_END_MEASURED ? "end-measured"
+                                                         : "estimated");
       /* What its placement said. */
       const pf_rec *p = find_op(places, nplaces, r->op);
       if (p != NULL) {

@@ -458,12 +458,14 @@ static int lt_launch(void *state, cua_backend_stream *s,
     return rc;
   uint64_t t0 = o->duration_ns != NULL ? mono_ns() : 0;
   rc = run_op(s, o, err);
+  /* As the CUDA backend does when observers ask for device times. */
   if (rc == 0 && o->duration_ns != NULL) {
     *o->duration_ns = mono_ns() - t0;
-    /* As the CUDA backend does when observers ask for device times. */
     if (o->start_ns != NULL)
       *o->start_ns = t0;
   }
+  if (rc == 0 && o->end_ns != NULL)
+    *o->end_ns = mono_ns();
   return rc;
 }
 

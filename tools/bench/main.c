@@ -630,10 +630,10 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
         (series){S_RAW_STREAMS, "raw-streams", NULL, b->o->streams, plan, 0};
     out[n++] = (series){S_RAW_GRAPH, "raw-graph", NULL, b->o->streams, plan, 0};
     if (b->o->timestamps) {
-      out[n++] = (series){S_RAW_TS_EVENTS, "raw-ts-events", NULL,
-                          b->o->streams,   plan,            0};
-      out[n++] = (series){S_RAW_TS_DEVICE, "raw-ts-device", NULL,
-                          b->o->streams,   plan,            0};
+      out[n++] = (series){
+          S_RAW_TS_EVENTS, "raw-ts-events", NULL, b->o->streams, plan, 0};
+      out[n++] = (series){
+          S_RAW_TS_DEVICE, "raw-ts-device", NULL, b->o->streams, plan, 0};
       out[n++] = (series){S_RAW_TS_CUPTI, "raw-ts-cupti", NULL,
                           b->o->streams,  plan,           0};
     }
@@ -762,12 +762,11 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
   size_t ns = series_of(b, gr, w, &plan, ser);
   for (size_t i = 0; i < ns; i++) {
     const series *s = &ser[i];
-    bench_row *row =
-        row_new(&b->rows, w, s->name,
-                is_stamps(s->kind)    ? "timestamps"
-                : is_baseline(s->kind) ? "baseline"
-                                       : "cuasync",
-                gr->backend);
+    bench_row *row = row_new(&b->rows, w, s->name,
+                             is_stamps(s->kind)     ? "timestamps"
+                             : is_baseline(s->kind) ? "baseline"
+                                                    : "cuasync",
+                             gr->backend);
     if (!is_baseline(s->kind))
       snprintf(row->submit, sizeof row->submit, "%s",
                bench_submit_name(s->submit));

@@ -301,7 +301,6 @@ int capture(bench_raw *r, char *err, size_t len) {
 
 /* Drops what capture() made, to make it again. */
 void uncapture(bench_raw *r) {
-  bench_stamps_close(r->stamps);
   if (r->exec != NULL)
     cudaGraphExecDestroy(r->exec);
   if (r->graph != NULL)
@@ -380,6 +379,7 @@ extern "C" void bench_raw_close(bench_raw *r) {
   /* Nothing may still use what is freed below. */
   char ignored[64];
   sync_devices(r->ndev, ignored, sizeof ignored);
+  bench_stamps_close(r->stamps);
   if (r->exec != NULL)
     cudaGraphExecDestroy(r->exec);
   if (r->graph != NULL)

@@ -295,9 +295,14 @@ extern "C" int bench_stamps_read(bench_stamps *st, char *err, size_t len) {
       snprintf(err, len, "cuptiActivityFlushAll failed");
       return -1;
     }
-    if (st->records < st->n || st->correlations < st->n)
-      bad = st->n - (st->records < st->correlations ? st->records
-                                                     : st->correlations);
+    if (st->records < st->n || st->correlations < st->n) {
+      snprintf(err, len,
+               "CUPTI gave %zu device records and %zu external correlations "
+               "for %zu tasks",
+               st->records, st->correlations, st->n);
+      st->records = st->correlations = 0;
+      return -1;
+    }
     st->records = st->correlations = 0; /* the next run counts afresh */
 #endif
   }
