@@ -370,8 +370,21 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
       memset(&err, 0, sizeof err);
     }
   }
-  if (rt->obs != NULL)
+  if (rt->obs != NULL) {
+    /* Progress read once more, its values unused: an op seen done above
+     * had every op it waited for on other streams done before it started,
+     * so this read sees those too and their backend times are written
+     * (obs_dep_end() orders the op after them, whichever stream is
+     * finished first below). */
+    for (int i = 0; i < rt->nstreams; i++) {
+      cua__stream *s = rt->streams[i];
+      uint64_t again = vals[i];
+      cua_backend_err err = {{0}};
+      if (s->inflight_head != NULL)
+        (void)rt->be->progress(rt->bst, s->bs, &again, &err);
+    }
     r->obs_now = cua__now_ns();
+  }
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (vals[i] > s->done) {

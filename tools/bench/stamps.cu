@@ -9,7 +9,8 @@
  *   device  a one-thread kernel before and after each task that writes
  *           the GPU's global timer to device memory, copied back once;
  *   cupti   CUPTI's activity API (kernel, memcpy and memset records, and
- *           external correlation ids pushed around each task's launch),
+ *           external correlation ids pushed around each task's launch,
+ *           which CUPTI gives with the runtime API's records only),
  *           libcupti opened at run time.
  *
  * A run takes the stamps; reading them (elapsed times, the copy, CUPTI's
@@ -79,9 +80,11 @@ struct cupti_api {
 cupti_api cupti;
 bench_stamps *cupti_owner; /* the stamps CUPTI's buffers are counted for */
 
+/* External correlations come with the runtime API's records only. */
 const CUpti_ActivityKind cupti_kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 int cupti_load(void) {
   if (cupti.tried)
