@@ -275,7 +275,15 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     }
   }
   cua_backend_err err = {{0}};
+  void *native = NULL;
+  if (rt->obs_launch) {
+    if (rt->be->stream_native != NULL)
+      native = rt->be->stream_native(rt->bst, s->bs);
+    cua__obs_launch(rt, n, 0, native);
+  }
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
+  if (rt->obs_launch)
+    cua__obs_launch(rt, n, 1, native);
   /* A node measured alone (models.c): when it really went to its stream,
    * which its round's clock (t_launch) may precede by the round's other
    * launches. */

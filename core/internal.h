@@ -596,6 +596,7 @@ struct cua_runtime {
   cua__models *models;         /* performance models (models.c), or NULL */
   struct cua__observers *obs;  /* observers (observe.c), or NULL: set at
                                   open, cleared at close, read unlocked */
+  int obs_launch;              /* some observer has launch() (observe.c) */
   size_t pull_held;            /* ops pull-mode policies hold (pull.c) */
   int host_running;            /* host steps running (complete.c) */
   cua_op_input *inputs;        /* place.c: the op being placed's inputs */
@@ -901,6 +902,11 @@ int cua__observers_open(cua_runtime *rt);
 void cua__observers_close(cua_runtime *rt);
 /* Copies record @p r (and its strings) for the observers; drops it when
  * the ring (65,536 records) is full. Call only when rt->obs != NULL. */
+/* Calls the observers' launch() (those that have one) for @p n: phase 0
+ * before its launch, 1 after; on the launching thread, no lock held. Call
+ * only when rt->obs_launch. */
+void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
+                     void *native);
 void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
                    const char *tag, const char *policy);
 /* Records dropped so far. */

@@ -245,8 +245,8 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
                                                "submission_end()",
                                                "push()",
                                                "pop()"};
-      static const char *const observer_ops[] = {"create()", "destroy()",
-                                                 "record()", "flush()"};
+      static const char *const observer_ops[] = {
+          "create()", "destroy()", "record()", "flush()", "launch()"};
       size_t op = (off - first) / sizeof(any_fn);
       char what[64];
       if (kind == CUA__MODULE_POLICY &&

@@ -17,6 +17,7 @@
 #include "loader.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +55,9 @@ typedef struct obs_one {
   void *values; /* params at the module's param_value_size, if another */
   cua_observer_host host;
   char *name;
-  int dead;       /* record() failed: not called again */
-  char log[1024]; /* recent log lines, for a failing create() or record() */
+  atomic_int dead; /* record() failed: neither it nor launch() called
+                      again (read by launching threads) */
+  char log[1024];  /* recent log lines, for a failing create() or record() */
 } obs_one;
 
 struct cua__observers {
@@ -324,6 +326,7 @@ void cua__observers_close(cua_runtime *rt) {
     pthread_join(o->thread, NULL);
   }
   rt->obs = NULL;
+  rt->obs_launch = 0;
   for (size_t i = 0; i < o->n; i++)
     free_one(&o->v[i], o->started);
   if (o->drops > 0)
@@ -376,7 +379,30 @@ int cua__observers_open(cua_runtime *rt) {
                      "cannot start the observers' thread");
   }
   o->started = 1;
+  for (size_t i = 0; i < o->n; i++)
+    rt->obs_launch |= o->v[i].d->launch != NULL;
   return 0;
+}
+
+void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
+                     void *native) {
+  cua__observers *o = rt->obs;
+  const cua_op *op = n->op;
+  cua_obs_record r = {.size = sizeof r,
+                      .kind = CUA_OBS_LAUNCH,
+                      .t_ns = cua__now_ns(),
+                      .submission = n->sub_id,
+                      .op_id = n->op_id,
+                      .device = n->pl.device,
+                      .stream = n->pl.stream,
+                      .op_kind = op->kind,
+                      .name = op->hints.name,
+                      .tag = op->hints.tag};
+  for (size_t i = 0; i < o->n; i++) {
+    obs_one *w = &o->v[i];
+    if (w->d->launch != NULL && !atomic_load(&w->dead))
+      w->d->launch(w->state, &r, phase, native);
+  }
 }
 
 uint64_t cua__observers_drops(const cua_runtime *rt) {

@@ -2,6 +2,16 @@
 observer_LTLIBRARIES += %reldir%/perfetto.la
 %canon_reldir%_perfetto_la_SOURCES = %reldir%/perfetto/perfetto.c
 %canon_reldir%_perfetto_la_LDFLAGS = $(MODULE_LDFLAGS)
+# nvtx: NVTX3 ranges (header-only, from the CUDA toolkit's include
+# directory; NVTX opens a tool's library with dlopen()).
+if HAVE_CUDA
+observer_LTLIBRARIES += %reldir%/nvtx.la
+%canon_reldir%_nvtx_la_SOURCES = %reldir%/nvtx/nvtx.c
+%canon_reldir%_nvtx_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+%canon_reldir%_nvtx_la_LIBADD = -ldl -lpthread
+%canon_reldir%_nvtx_la_LDFLAGS = $(MODULE_LDFLAGS)
+endif
+EXTRA_DIST += %reldir%/nvtx/nvtx.c
 
 # Device backends, each a module in $(pkglibdir)/backends.
 backend_LTLIBRARIES += %reldir%/host.la

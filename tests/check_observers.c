@@ -3,7 +3,8 @@
  * perfetto observer's trace of a known DAG, checked by a JSON parser
  * (tests/trace_check.py); $CUASYNC_TRACE; the loader's and the
  * configuration's refusals; an observer that fails at run time; one too
- * slow to keep up (tests/modules/obs-test.c).
+ * slow to keep up (tests/modules/obs-test.c); the nvtx observer's ranges,
+ * counted by an NVTX tool library (tests/modules/nvtx-inject.c).
  */
 #include "helpers.h"
 
@@ -288,6 +289,54 @@ START_TEST(no_observer_no_drops) {
 }
 END_TEST
 
+/* The nvtx observer: a range pushed before and popped after each op's
+ * launch, each with a message, and on CUDA the streams named; counted by
+ * the NVTX tool library NVTX loads from $NVTX_INJECTION64_PATH, as it
+ * loads Nsight Systems'. Results do not change. */
+START_TEST(nvtx_ranges_around_launches) {
+  char inject[4200];
+  ck_assert_ptr_nonnull(
+      realpath(built("tests/modules/.libs/nvtx-inject.so"), inject));
+  setenv("NVTX_INJECTION64_PATH", inject, 1);
+  cua_runtime *rt = open_with("observers = nvtx\n");
+  cua_buffer *b[NBUF];
+  for (int i = 0; i < NBUF; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
+                     0);
+  int nops = 0;
+  for (int round = 0; round < 2; round++) {
+    cua_op *root = known_dag(rt, b, &nops);
+    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+    cua_op_destroy(root);
+  }
+  float h[ELEMS];
+  read_back(rt, b[4], h);
+  ck_assert(h[0] == 2.0f && h[ELEMS - 1] == 2.0f);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  void *dl = dlopen(inject, RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_msg(dl != NULL, "NVTX did not load %s", inject);
+  void (*counts)(unsigned long *) =
+      (void (*)(unsigned long *))dlsym(dl, "nvtx_inject_counts");
+  ck_assert_ptr_nonnull(counts);
+  unsigned long c[5];
+  counts(c);
+  dlclose(dl);
+  /* One domain; a range per launched op (the DAG twice and the read-back),
+   * each popped; streams named on CUDA only. */
+  ck_assert_uint_eq(c[0], 1);
+  ck_assert_uint_eq(c[1], (unsigned long)(2 * nops + 1));
+  ck_assert_uint_eq(c[2], c[1]);
+  if (strcmp(test_backend(), "cuda") == 0)
+    ck_assert_uint_ge(c[3], 1);
+  else
+    ck_assert_uint_eq(c[3], 0);
+  ck_assert_uint_eq(c[4], 0);
+  printf("nvtx: %lu ranges, %lu streams named\n", c[1], c[3]);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("observers");
@@ -296,6 +345,9 @@ int main(void) {
   tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 3);
   tcase_add_test(tc, cuasync_trace_variable);
   tcase_add_test(tc, no_observer_no_drops);
+  /* (the nvtx observer and its test library are built with CUDA) */
+  if (access(built("tests/modules/.libs/nvtx-inject.so"), R_OK) == 0)
+    tcase_add_test(tc, nvtx_ranges_around_launches);
   if (test_backend_on_cpu()) {
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, failing_observer_changes_nothing);

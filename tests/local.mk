@@ -203,6 +203,15 @@ check_LTLIBRARIES += \
 	tests/modules/obs-test.la
 tests_modules_obs_test_la_SOURCES = tests/modules/obs-test.c
 tests_modules_obs_test_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -pthread
+# An NVTX tool library counting what the nvtx observer calls (NVTX loads
+# it from $NVTX_INJECTION64_PATH); built with the nvtx observer.
+if HAVE_CUDA
+check_LTLIBRARIES += tests/modules/nvtx-inject.la
+tests_modules_nvtx_inject_la_SOURCES = tests/modules/nvtx-inject.c
+tests_modules_nvtx_inject_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_modules_nvtx_inject_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+endif
+EXTRA_DIST += tests/modules/nvtx-inject.c
 # Test backends: launchtime runs every op inside launch() on the launching
 # thread, as the CUDA backend runs stream functions; nodevice (the same
 # source) never finds a device, for `backend = auto`.

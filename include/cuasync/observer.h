@@ -44,6 +44,12 @@
  *   call only, and may be truncated (to 63 bytes).
  * - Arrays of records come with their element size (stride): read record i
  *   at `(const char *)recs + i * stride` and only fields below its size.
+ * - launch() (ABI 1.1, optional) is the exception, for tools that must act
+ *   at the moment of a launch (NVTX ranges, which Nsight Systems projects
+ *   onto the GPU work launched inside them): it is called on the thread
+ *   that launches each op, just before and just after the backend
+ *   launches it, with no lock of the core held, from any number of
+ *   threads at once. It must be quick and must not call cuasync.
  */
 #ifndef CUASYNC_OBSERVER_H
 #define CUASYNC_OBSERVER_H
@@ -74,6 +80,10 @@ typedef enum cua_obs_kind {
   /** An op ran: op_id, submission, device, stream, op_kind, name, tag,
    * start_ns, end_ns (see timing), code (0, or why it failed). */
   CUA_OBS_OP = 4,
+  /** ABI 1.1, to launch() only, never to record(): an op is being
+   * launched: op_id, submission, device, stream, op_kind, name, tag,
+   * t_ns. */
+  CUA_OBS_LAUNCH = 5,
 } cua_obs_kind;
 
 /** Where an CUA_OBS_OP record's start and end come from ([runtime]
@@ -183,6 +193,14 @@ typedef struct cua_observer_descriptor {
   /** Optional. The runtime is closing and every record was given: write
    * what is buffered (before destroy()). */
   void (*flush)(void *state);
+  /** ABI 1.1. Optional. An op is launched: @p phase 0 just before the
+   * backend is asked to, 1 just after (whether or not it succeeded), on
+   * the launching thread; @p op a CUA_OBS_LAUNCH record (its strings valid
+   * during the call); @p native_stream the backend's own stream
+   * (cudaStream_t on CUDA, as a stream function gets it), or NULL.
+   * Not called for ops replayed in a graph. */
+  void (*launch)(void *state, const cua_obs_record *op, int phase,
+                 void *native_stream);
 } cua_observer_descriptor;
 
 #if defined(__cplusplus)

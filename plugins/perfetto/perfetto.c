@@ -482,6 +482,8 @@ static int write_trace(pf_state *s, FILE *f) {
         put_flow(f, "wait", ++flow, from, to, base);
       break;
     }
+    case CUA_OBS_LAUNCH: /* (never recorded: launch() only) */
+      break;
     case CUA_OBS_OP: {
       fprintf(f, ",\n{\"ph\":\"X\",\"name\":");
       put_str(f, r->name != NULL ? r->name : kind_name(r->kind_op));
