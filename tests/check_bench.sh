@@ -296,6 +296,20 @@ if command -v gnuplot >/dev/null 2>&1; then
     --plot "$TMP/p.svg"
   expect "$TMP/p.svg" '<svg' "--plot: the SVG"
   pass "--plot writes an SVG through gnuplot"
+  # With --trace: a Gantt chart per trace (contender and workload).
+  tdir="$OUT.gantt"
+  rm -rf "$tdir"
+  mkdir "$tdir"
+  run 0 --quick -b host -p round-robin -p least-loaded -w random,chain \
+    --repeat 1 --trace "$tdir" --plot "$tdir/p.svg"
+  for f in random-round-robin random-least-loaded chain-round-robin \
+    chain-least-loaded; do
+    expect "$tdir/p-gantt-$f.svg" '<svg' "--plot --trace: $f's Gantt chart"
+    expect "$tdir/p-gantt-$f.svg" 'device 0 stream 0' \
+      "--plot --trace: $f's Gantt chart rows"
+  done
+  rm -rf "$tdir"
+  pass "--plot with --trace draws a Gantt chart per trace"
 fi
 
 echo "all $checks checks passed"

@@ -522,6 +522,8 @@ typedef struct bench {
   options *o;
   contender *cont;
   size_t ncont;
+  char **traced; /* --trace: every trace file, for the Gantt charts */
+  size_t ntraced;
   group groups[2];
   size_t ngroups;
   rows rows;
@@ -1148,6 +1150,15 @@ static int retrace(bench *b, const char *w, int with_auto) {
           isalnum(ch) || ch == '-' || ch == '_' || ch == '.' ? (char)ch : '_';
     }
     snprintf(path + n, sizeof path - (size_t)n, ".json");
+    char **t = realloc(b->traced, (b->ntraced + 1) * sizeof *t);
+    if (t == NULL || (t[b->ntraced] = strdup(path)) == NULL) {
+      if (t != NULL)
+        b->traced = t;
+      fprintf(stderr, PROG ": out of memory\n");
+      return -1;
+    }
+    b->traced = t;
+    b->ntraced++;
     int all = c->is_config || c->ndev <= 1 || strcmp(w, "multigpu") == 0 ||
               b->o->all_devices;
     close_contender(c);
@@ -1160,6 +1171,37 @@ static int retrace(bench *b, const char *w, int with_auto) {
       return -1;
   }
   return 0;
+}
+
+/* --plot FILE.svg with --trace DIR: a Gantt chart of each trace of at
+ * most GANTT_MAX slices, FILE-gantt-W-LABEL.svg. 0, or -1 when gnuplot
+ * failed (a trace too large or without ops is skipped, with a note). */
+#define GANTT_MAX 4096
+static int gantt_charts(bench *b) {
+  int rc = 0;
+  const char *plot = b->o->plot;
+  size_t base = strlen(plot);
+  if (base > 4 && strcmp(plot + base - 4, ".svg") == 0)
+    base -= 4;
+  for (size_t i = 0; i < b->ntraced; i++) {
+    const char *t = b->traced[i];
+    const char *name = strrchr(t, '/');
+    name = name != NULL ? name + 1 : t;
+    size_t nl = strlen(name);
+    if (nl > 5 && strcmp(name + nl - 5, ".json") == 0)
+      nl -= 5;
+    char svg[8800], title[600], err[ERRLEN];
+    snprintf(svg, sizeof svg, "%.*s-gantt-%.*s.svg", (int)base, plot, (int)nl,
+             name);
+    snprintf(title, sizeof title, "%.*s: a row per stream, a box per op",
+             (int)nl, name);
+    int g = bench_gantt(svg, t, title, GANTT_MAX, err, sizeof err);
+    if (g != 0)
+      fprintf(stderr, PROG ": %s\n", err);
+    if (g < 0)
+      rc = -1;
+  }
+  return rc;
 }
 
 /* Whether a --submit mode is auto (the contenders then open its runtimes
@@ -1179,6 +1221,9 @@ static int give_up(bench *b, FILE *out) {
     close_contender(&b->cont[j]);
   free(b->cont);
   free((void *)b->o->workloads);
+  for (size_t i = 0; i < b->ntraced; i++)
+    free(b->traced[i]);
+  free(b->traced);
   if (out != stdout)
     fclose(out);
   return EXIT_RUN;
@@ -1639,7 +1684,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
       fprintf(stderr, PROG ": %s\n", err);
       status = EXIT_RUN;
     }
+    if (gantt_charts(&b) != 0)
+      status = EXIT_RUN;
   }
+  for (size_t i = 0; i < b.ntraced; i++)
+    free(b.traced[i]);
+  free(b.traced);
   free(b.rows.v);
   free(b.cont);
   free(o.workloads);

@@ -533,11 +533,8 @@ static void plot_metg(FILE *gp, const bench_row *rows, size_t n) {
   fputc('\n', gp);
 }
 
-int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
-               size_t n, char *err, size_t len) {
-  int metg = 0;
-  for (size_t i = 0; i < n; i++)
-    metg |= rows[i].metg_points > 0;
+/* Starts gnuplot with its input a pipe, or NULL with @p err set. */
+static FILE *open_gnuplot(char *err, size_t len) {
   /* The shell sees the name single-quoted, as one word. */
   char cmd[4200];
   size_t at = 0;
@@ -553,10 +550,32 @@ int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
   cmd[at++] = '\'';
   cmd[at] = '\0';
   FILE *gp = popen(cmd, "w");
-  if (gp == NULL) {
+  if (gp == NULL)
     snprintf(err, len, "cannot run %s", gnuplot_name());
+  return gp;
+}
+
+/* Waits for gnuplot; 0, or -1 with @p err set. */
+static int close_gnuplot(FILE *gp, const char *path, char *err, size_t len) {
+  int st = pclose(gp);
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    snprintf(err, len, "gnuplot failed writing %s (status %d)", path,
+             st == -1        ? -1
+             : WIFEXITED(st) ? WEXITSTATUS(st)
+                             : 128);
     return -1;
   }
+  return 0;
+}
+
+int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
+               size_t n, char *err, size_t len) {
+  int metg = 0;
+  for (size_t i = 0; i < n; i++)
+    metg |= rows[i].metg_points > 0;
+  FILE *gp = open_gnuplot(err, len);
+  if (gp == NULL)
+    return -1;
   fputs("set terminal svg size 1200,700 dynamic enhanced font 'sans,11' "
         "background rgb 'white'\nset output ",
         gp);
@@ -573,13 +592,178 @@ int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
     plot_metg(gp, rows, n);
   else
     plot_bars(gp, rows, n);
-  int st = pclose(gp);
-  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    snprintf(err, len, "gnuplot failed writing %s (status %d)", path,
-             st == -1        ? -1
-             : WIFEXITED(st) ? WEXITSTATUS(st)
-                             : 128);
+  return close_gnuplot(gp, path, err, len);
+}
+
+/* ------------------------------------------------------- Gantt charts */
+
+/* A slice of a trace: its track (pid, tid), start and duration in us, and
+ * the colour of its name. */
+typedef struct slice {
+  int pid, tid, color;
+  double ts, dur;
+} slice;
+
+/* The number after "KEY": in @p line, or NAN. */
+static double json_num_at(const char *line, const char *key) {
+  const char *p = strstr(line, key);
+  if (p == NULL)
+    return NAN;
+  p += strlen(key);
+  char *end;
+  double v = strtod(p, &end);
+  return end == p ? NAN : v;
+}
+
+/* Names seen, for a colour (a gnuplot line type) each. */
+static int name_color(char names[][32], int *nnames, const char *line) {
+  const char *p = strstr(line, "\"name\":\"");
+  char name[32] = "";
+  if (p != NULL) {
+    p += 8;
+    size_t k = 0;
+    while (p[k] != '\0' && p[k] != '"' && k < sizeof name - 1) {
+      name[k] = p[k];
+      k++;
+    }
+    name[k] = '\0';
+  }
+  for (int i = 0; i < *nnames; i++)
+    if (strcmp(names[i], name) == 0)
+      return i + 1;
+  if (*nnames < 16)
+    snprintf(names[(*nnames)++], 32, "%s", name);
+  return *nnames;
+}
+
+static int cmp_track(const void *a, const void *b) {
+  const int *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0])
+                      : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int bench_gantt(const char *svg, const char *trace, const char *title,
+                size_t max_slices, char *err, size_t len) {
+  FILE *f = fopen(trace, "r");
+  if (f == NULL) {
+    snprintf(err, len, "no trace %s: no Gantt chart", trace);
+    return 1;
+  }
+  slice *v = NULL;
+  size_t n = 0, cap = 0;
+  char names[16][32];
+  int nnames = 0, rc = 0;
+  char *line = NULL;
+  size_t lcap = 0;
+  /* The perfetto observer writes one event per line: the complete events
+   * ("ph":"X") are the op slices. */
+  while (getline(&line, &lcap, f) > 0) {
+    if (strstr(line, "\"ph\":\"X\"") == NULL)
+      continue;
+    if (n == max_slices) {
+      rc = 1;
+      break;
+    }
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      slice *g = realloc(v, cap * sizeof *g);
+      if (g == NULL) {
+        rc = -1;
+        snprintf(err, len, "out of memory");
+        break;
+      }
+      v = g;
+    }
+    slice *sl = &v[n];
+    double pid = json_num_at(line, "\"pid\":"),
+           tid = json_num_at(line, "\"tid\":");
+    sl->ts = json_num_at(line, "\"ts\":");
+    sl->dur = json_num_at(line, "\"dur\":");
+    if (isnan(pid) || isnan(tid) || isnan(sl->ts) || isnan(sl->dur))
+      continue;
+    sl->pid = (int)pid;
+    sl->tid = (int)tid;
+    sl->color = name_color(names, &nnames, line);
+    n++;
+  }
+  free(line);
+  fclose(f);
+  if (rc == 1)
+    snprintf(err, len, "%s has over %zu op slices: no Gantt chart", trace,
+             max_slices);
+  else if (rc == 0 && n == 0) {
+    snprintf(err, len, "%s has no op slices: no Gantt chart", trace);
+    rc = 1;
+  }
+  if (rc != 0) {
+    free(v);
+    return rc;
+  }
+  /* Tracks, in device then stream order, from the top. */
+  int(*tracks)[2] = calloc(n, sizeof *tracks);
+  size_t nt = 0;
+  if (tracks == NULL) {
+    free(v);
+    snprintf(err, len, "out of memory");
     return -1;
   }
-  return 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t t;
+    for (t = 0; t < nt; t++)
+      if (tracks[t][0] == v[i].pid && tracks[t][1] == v[i].tid)
+        break;
+    if (t == nt) {
+      tracks[nt][0] = v[i].pid;
+      tracks[nt++][1] = v[i].tid;
+    }
+  }
+  qsort(tracks, nt, sizeof *tracks, cmp_track);
+  FILE *gp = open_gnuplot(err, len);
+  if (gp == NULL) {
+    free(v);
+    free(tracks);
+    return -1;
+  }
+  fprintf(gp,
+          "set terminal svg size 1200,%zu dynamic enhanced font 'sans,11' "
+          "background rgb 'white'\nset output ",
+          (size_t)160 + 28 * nt);
+  gp_str(gp, svg);
+  fputs("\nset encoding utf8\nset title ", gp);
+  gp_str(gp, title);
+  fputs(" noenhanced\nset key noenhanced outside right top\n"
+        "set xlabel 'time (us, from the first record)'\n"
+        "set style fill solid 0.9 noborder\nset grid xtics\n",
+        gp);
+  fprintf(gp, "set yrange [%zu:-1]\nset ytics (", nt);
+  for (size_t t = 0; t < nt; t++)
+    fprintf(gp, "%s'device %d stream %d' %zu", t ? ", " : "", tracks[t][0] - 1,
+            tracks[t][1], t);
+  fputs(")\n", gp);
+  /* One data block per name, so that the key lists them. */
+  for (int c = 1; c <= nnames; c++) {
+    fprintf(gp, "$S%d << EOD\n", c);
+    for (size_t i = 0; i < n; i++) {
+      if (v[i].color != c)
+        continue;
+      size_t t;
+      for (t = 0; t < nt; t++)
+        if (tracks[t][0] == v[i].pid && tracks[t][1] == v[i].tid)
+          break;
+      fprintf(gp, "%.3f %.3f %zu\n", v[i].ts, v[i].ts + v[i].dur, t);
+    }
+    fputs("EOD\n", gp);
+  }
+  fputs("plot", gp);
+  for (int c = 1; c <= nnames; c++) {
+    fprintf(gp,
+            "%s $S%d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with "
+            "boxxyerror lt %d title ",
+            c > 1 ? "," : "", c, c);
+    gp_str(gp, names[c - 1]);
+  }
+  fputc('\n', gp);
+  free(v);
+  free(tracks);
+  return close_gnuplot(gp, svg, err, len);
 }

@@ -87,6 +87,12 @@ void bench_write(FILE *out, int format, const bench_meta *meta,
 /** Writes an SVG through gnuplot; 0, or -1 with @p err set. */
 int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
                size_t n, char *err, size_t len);
+/** A Gantt chart (SVG, through gnuplot) of the perfetto trace @p trace:
+ * a row per stream, a box per op slice coloured by its name. 0; 1 (with
+ * @p err set, nothing drawn) when the trace is absent, has no slices or
+ * over @p max_slices; -1 with @p err set. */
+int bench_gantt(const char *svg, const char *trace, const char *title,
+                size_t max_slices, char *err, size_t len);
 /** Whether an executable gnuplot is in $PATH. */
 int bench_have_gnuplot(void);
 
