@@ -59,6 +59,12 @@ static void b_free(void *core, void *ptr) {
   free(ptr);
 }
 
+/* ABI 1.7: device times measured after the fact, to the observers. */
+static void b_op_times(void *core, uint64_t op, uint64_t start_ns,
+                       uint64_t end_ns) {
+  cua__obs_times(core, op, start_ns, end_ns);
+}
+
 static int b_thread_create(void *core, pthread_t *thread,
                            const pthread_attr_t *attr, void *(*fn)(void *),
                            void *arg) {
@@ -213,6 +219,7 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rt->bhost.alloc = b_alloc;
   rt->bhost.free = b_free;
   rt->bhost.thread_create = b_thread_create;
+  rt->bhost.op_times = b_op_times;
   cua_backend_err berr = {{0}};
   void *st = NULL;
   rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,

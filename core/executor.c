@@ -273,6 +273,10 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     } else if (how == CUA__OBS_TIMES_ENDS) {
       bo.end_ns = &n->end_ns;
     }
+    /* A backend that measures device times after the fact (CUPTI) gives
+     * them through op_times() with this id instead. */
+    if (!rt->host_exec && how != CUA__OBS_TIMES_ESTIMATED)
+      bo.op = n->op_id;
   }
   cua_backend_err err = {{0}};
   void *native = NULL;

@@ -907,6 +907,10 @@ void cua__observers_close(cua_runtime *rt);
  * only when rt->obs_launch. */
 void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
                      void *native);
+/* A CUA_OBS_TIMES record: op @p op's device times, measured after the fact
+ * by the backend (cua_backend_host::op_times); any thread. */
+void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
+                    uint64_t end_ns);
 void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
                    const char *tag, const char *policy);
 /* Records dropped so far. */

@@ -384,6 +384,20 @@ int cua__observers_open(cua_runtime *rt) {
   return 0;
 }
 
+void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
+                    uint64_t end_ns) {
+  if (rt->obs == NULL)
+    return;
+  cua_obs_record r = {.size = sizeof r,
+                      .kind = CUA_OBS_TIMES,
+                      .t_ns = cua__now_ns(),
+                      .op_id = op,
+                      .start_ns = start_ns,
+                      .end_ns = end_ns,
+                      .timing = CUA_OBS_TIMING_MEASURED};
+  cua__obs_emit(rt, &r, NULL, NULL, NULL);
+}
+
 void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
                      void *native) {
   cua__observers *o = rt->obs;

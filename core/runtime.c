@@ -343,7 +343,13 @@ int cua_runtime_create(cua_runtime **rt, const char *config_path) {
 
 static void runtime_free(cua_runtime *rt) {
   atomic_store(&rt->closed, 1);
-  /* Everything ran: the observers get the last records. */
+  /* Everything ran: the backend gives the device times it still owes
+   * (backend ABI 1.7), then the observers get the last records. */
+  if (rt->obs != NULL && rt->be != NULL &&
+      rt->be->size >= offsetof(cua_backend_descriptor, flush_times) +
+                          sizeof rt->be->flush_times &&
+      rt->be->flush_times != NULL)
+    rt->be->flush_times(rt->bst);
   cua__observers_close(rt);
   if (rt->be != NULL) {
     cua__gcache_clear(rt);

@@ -103,19 +103,25 @@ static void check_trace(const char *path, int nops, uint64_t waits,
 /* The trace of a known DAG, submitted twice, with each observer_times:
  * ends (the default), device, estimated. The host backend measures every
  * op on its threads whatever it says; the others (CUDA, launchtime) give
- * the ends, both times, or neither. */
+ * the ends, both times, or neither. On CUDA, CUPTI measures both (where
+ * libcupti loads; events give the ends otherwise); case 3 asks for events
+ * ([backend.cuda] timestamps = events, a section the others ignore). */
 START_TEST(perfetto_trace_of_a_known_dag) {
   snprintf(trace_path, sizeof trace_path, "%s/trace-%ld.json", built("tests"),
            (long)getpid());
   char extra[4400];
   static const char *const times[] = {"", "observer_times = device\n",
-                                      "observer_times = estimated\n"};
-  static const char *const want[] = {"end-measured", "measured", "estimated"};
+                                      "observer_times = estimated\n", ""};
+  static const char *const want[] = {"end-measured", "measured", "estimated",
+                                     "end-measured"};
   snprintf(extra, sizeof extra,
-           "observers = perfetto\n%s[observer.perfetto]\npath = %s\n",
-           times[_i], trace_path);
-  const char *timing =
-      strcmp(test_backend(), "host") == 0 ? "measured" : want[_i];
+           "observers = perfetto\n%s[observer.perfetto]\npath = %s\n%s",
+           times[_i], trace_path,
+           _i == 3 ? "[backend.cuda]\ntimestamps = events\n" : "");
+  int cuda = strcmp(test_backend(), "cuda") == 0;
+  const char *timing = strcmp(test_backend(), "host") == 0 ? "measured"
+                       : cuda && _i == 0 ? "measured|end-measured"
+                                         : want[_i];
   cua_runtime *rt = open_with(extra);
   cua_buffer *b[NBUF];
   for (int i = 0; i < NBUF; i++)
@@ -342,7 +348,7 @@ int main(void) {
   Suite *s = suite_create("observers");
   TCase *tc = tcase_create("observers");
   tcase_set_timeout(tc, 300);
-  tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 3);
+  tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 4);
   tcase_add_test(tc, cuasync_trace_variable);
   tcase_add_test(tc, no_observer_no_drops);
   /* (the nvtx observer and its test library are built with CUDA) */

@@ -35,8 +35,9 @@
  * 1.3: capture_begin, capture_end, graph_launch, graph_destroy.
  * 1.4: graph_update_op.
  * 1.5: cua_backend_op::start_ns.
- * 1.6: cua_backend_op::end_ns. */
-#define CUA_BACKEND_ABI_MINOR 6
+ * 1.6: cua_backend_op::end_ns.
+ * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times. */
+#define CUA_BACKEND_ABI_MINOR 7
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -104,6 +105,16 @@ typedef struct cua_backend_host {
   int (*thread_create)(void *core, pthread_t *thread,
                        const pthread_attr_t *attr, void *(*fn)(void *),
                        void *arg);
+
+  /* ---- ABI 1.7 ---- */
+
+  /**
+   * Tells the observers when op @p op (cua_backend_op::op) ran on the
+   * device, on CLOCK_MONOTONIC in nanoseconds, measured after the fact
+   * (CUPTI's activity records on CUDA): from any thread, at any time
+   * until the backend's flush_times() returns; at most once per op.
+   */
+  void (*op_times)(void *core, uint64_t op, uint64_t start_ns, uint64_t end_ns);
 } cua_backend_host;
 
 /** One op for a stream, with everything resolved to addresses. */
@@ -145,6 +156,11 @@ typedef struct cua_backend_op {
    * cannot tell. Observers with [runtime] observer_times = ends: one
    * timestamp per op instead of two. */
   uint64_t *end_ns;
+  /** ABI 1.7. Non-zero when observers want the op's device times: a
+   * backend that measures them after the fact gives them later through
+   * cua_backend_host::op_times() with this id, and then leaves end_ns,
+   * start_ns and (unless a model samples the op) duration_ns alone. */
+  uint64_t op;
 } cua_backend_op;
 
 /**
@@ -320,6 +336,12 @@ typedef struct cua_backend_descriptor {
   int (*graph_update_op)(void *state, cua_backend_graph *g, size_t k,
                          cua_backend_stream *s, const cua_backend_op *op,
                          cua_backend_err *err);
+
+  /* ABI 1.7 (optional) */
+
+  /** The runtime is closing and every op ran: make every op_times() call
+   * still owed now; none may follow once this returns. */
+  void (*flush_times)(void *state);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

@@ -84,6 +84,11 @@ typedef enum cua_obs_kind {
    * launched: op_id, submission, device, stream, op_kind, name, tag,
    * t_ns. */
   CUA_OBS_LAUNCH = 5,
+  /** ABI 1.1. An op's times on the device, measured after the fact (CUPTI
+   * on CUDA): op_id, start_ns, end_ns (timing MEASURED). They replace the
+   * times of that op's CUA_OBS_OP record, which they may follow or
+   * precede; an op has at most one. */
+  CUA_OBS_TIMES = 6,
 } cua_obs_kind;
 
 /** Where an CUA_OBS_OP record's start and end come from ([runtime]

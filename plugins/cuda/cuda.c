@@ -37,6 +37,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "cupti_times.h"
 #include "kernels.h"
 
 #include <errno.h>
@@ -71,6 +72,7 @@ enum {
   PARAM_SPIN_US,
   PARAM_POOL_RELEASE_MB,
   PARAM_GRAPH_UPDATES,
+  PARAM_TIMESTAMPS,
   PARAM_COUNT
 };
 
@@ -232,6 +234,12 @@ struct backend {
    * made none or several), for graph_update_op(). Other threads' launches
    * meanwhile go to streams that are not capturing and are not logged. */
   int no_update_in_place; /* [backend.cuda] graph_updates = capture */
+  /* [backend.cuda] timestamps = cupti: opened at the first op observers
+   * want times of (under cupti_lock), NULL if that failed (events then). */
+  int want_cupti;
+  atomic_int cupti_state; /* 0 not tried, 1 open, -1 failed */
+  pthread_mutex_t cupti_lock;
+  cupti_client *cupti;
   atomic_int capturing;
   cudaGraphNode_t *cap_nodes;
   size_t ncap_nodes, cap_nodes_cap;
@@ -561,6 +569,12 @@ static const cua_param_spec cuda_params[PARAM_COUNT] = {
      "node's parameters are set in the executable graph) or capture (the "
      "whole graph is captured again and cudaGraphExecUpdate() applied)",
      0},
+    {"timestamps", CUA_PARAM_ENUM, "cupti", 0, 0, "cupti|events",
+     "how ops' device times are taken when observers want them: cupti "
+     "(CUPTI's activity records, libcupti opened at run time; events where "
+     "it cannot be used, and for stream functions) or events (a timing "
+     "event after each op)",
+     0},
 };
 
 /* ------------------------------------------------------------------ flags */
@@ -728,6 +742,8 @@ static void cuda_destroy(void *state) {
   for (size_t i = 0; i < be->nstreams; i++)
     stream_release(be, be->streams[i]);
   free(be->streams);
+  cupti_close(be->cupti); /* everything ran: what it owes is flushed */
+  be->cupti = NULL;
   for (int d = 0; d < be->ndev; d++) {
     gpu *dv = &be->dev[d];
     /* A device that create() never reached has no context; making it
@@ -751,6 +767,7 @@ static void cuda_destroy(void *state) {
   free(be->dev);
   free(be->peer);
   pthread_mutex_destroy(&be->streams_lock);
+  pthread_mutex_destroy(&be->cupti_lock);
   pthread_mutex_destroy(&be->wait_lock);
   pthread_cond_destroy(&be->wait_cond);
   free(be->cap_nodes);
@@ -931,6 +948,8 @@ static int cuda_create(const cua_backend_host *host,
   be->dev = calloc((size_t)n, sizeof *be->dev);
   be->peer = calloc((size_t)n * (size_t)n, 1);
   pthread_mutex_init(&be->streams_lock, NULL);
+  pthread_mutex_init(&be->cupti_lock, NULL);
+  atomic_init(&be->cupti_state, 0);
   pthread_mutex_init(&be->wait_lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -959,6 +978,7 @@ static int cuda_create(const cua_backend_host *host,
   be->spin_ns = (uint64_t)param_int(params, PARAM_SPIN_US) * 1000u;
   int64_t release_mb = param_int(params, PARAM_POOL_RELEASE_MB);
   be->no_update_in_place = param_int(params, PARAM_GRAPH_UPDATES) == 1;
+  be->want_cupti = param_int(params, PARAM_TIMESTAMPS) == 0;
 
   for (int d = 0; d < n; d++) {
     int rc = device_open(be, d, release_mb, err);
@@ -1558,6 +1578,38 @@ static void log_capture_node(backend *be, cua_backend_stream *s) {
   be->cap_nodes[be->ncap_nodes++] = ndeps == 1 ? deps[0] : NULL;
 }
 
+/* Whether ops' device times come from CUPTI: [backend.cuda] timestamps =
+ * cupti, and CUPTI opened (at the first call, which says why not). */
+static int cupti_for(backend *be) {
+  if (!be->want_cupti)
+    return 0;
+  int st = atomic_load_explicit(&be->cupti_state, memory_order_acquire);
+  if (st != 0)
+    return st > 0;
+  pthread_mutex_lock(&be->cupti_lock);
+  st = atomic_load(&be->cupti_state);
+  if (st == 0) {
+    char why[256];
+    if (cupti_open(&be->cupti, be->host, why, sizeof why) == 0) {
+      st = 1;
+    } else {
+      st = -1;
+      be->host->log(be->host->core, CUA_LOG_INFO,
+                    "device times for observers from events, not CUPTI: %s",
+                    why);
+    }
+    atomic_store_explicit(&be->cupti_state, st, memory_order_release);
+  }
+  pthread_mutex_unlock(&be->cupti_lock);
+  return st > 0;
+}
+
+static void cuda_flush_times(void *state) {
+  backend *be = state;
+  if (atomic_load(&be->cupti_state) > 0)
+    cupti_flush(be->cupti);
+}
+
 static int cuda_launch(void *state, cua_backend_stream *s,
                        const cua_backend_op *op, cua_backend_err *err) {
   backend *be = state;
@@ -1597,9 +1649,15 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   if (cap)
     duration = NULL;
   pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL, 0};
-  uint64_t *start_out =
-      duration != NULL && OP_HAS(op, start_ns) ? op->start_ns : NULL;
-  uint64_t *end_out = OP_HAS(op, end_ns) && !cap ? op->end_ns : NULL;
+  /* Device times for observers from CUPTI, for an op that makes one
+   * device activity: no event then. */
+  int by_cupti = OP_HAS(op, op) && op->op != 0 && !cap &&
+                 op->kind != CUA_OP_FUNC && cupti_for(be);
+  uint64_t *start_out = duration != NULL && OP_HAS(op, start_ns) && !by_cupti
+                            ? op->start_ns
+                            : NULL;
+  uint64_t *end_out =
+      OP_HAS(op, end_ns) && !cap && !by_cupti ? op->end_ns : NULL;
   if (start_out != NULL || end_out != NULL) {
     if (get_anchor(be, s->device, &t.anchor, &t.anchor_ns) == cudaSuccess) {
       t.start_out = start_out;
@@ -1629,7 +1687,11 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   }
 
   int func_rc = 0;
+  if (by_cupti) /* (failing, the op has no device times: estimated) */
+    by_cupti = cupti_begin(be->cupti, op->op) == 0;
   e = enqueue(be, s, op, &func_rc, err);
+  if (by_cupti)
+    cupti_end(be->cupti, func_rc == 0 && e == cudaSuccess);
   if (func_rc == 0 && e == cudaSuccess && timed)
     e = cudaEventRecord(t.end, s->native);
   if (func_rc != 0 || e != cudaSuccess) {
@@ -2513,4 +2575,5 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
     .graph_update_op = cuda_graph_update_op,
+    .flush_times = cuda_flush_times,
 };

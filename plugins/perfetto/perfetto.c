@@ -156,7 +156,8 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
     const cua_obs_record *r =
         (const cua_obs_record *)(const void *)((const char *)recs + i * stride);
     if (r->kind != CUA_OBS_SUBMIT && r->kind != CUA_OBS_PLACE &&
-        r->kind != CUA_OBS_WAIT && r->kind != CUA_OBS_OP)
+        r->kind != CUA_OBS_WAIT && r->kind != CUA_OBS_OP &&
+        r->kind != CUA_OBS_TIMES)
       continue;
     if (s->n == s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 1024;
@@ -172,7 +173,8 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
     pf_rec *k = &s->v[s->n];
     memset(k, 0, sizeof *k);
     k->kind = r->kind;
-    k->t0 = r->kind == CUA_OBS_OP ? r->start_ns : r->t_ns;
+    k->t0 = r->kind == CUA_OBS_OP || r->kind == CUA_OBS_TIMES ? r->start_ns
+                                                              : r->t_ns;
     k->t1 = r->end_ns;
     k->op = r->op_id;
     k->other = r->other_op;
@@ -394,6 +396,18 @@ static int write_trace(pf_state *s, FILE *f) {
   }
   qsort(ops, nops, sizeof *ops, cmp_op);
   qsort(places, nplaces, sizeof *places, cmp_op);
+  /* Device times measured after the fact replace their ops' own. */
+  for (size_t i = 0; i < s->n; i++) {
+    const pf_rec *t = &s->v[i];
+    pf_rec *o = t->kind == CUA_OBS_TIMES
+                    ? (pf_rec *)(uintptr_t)find_op(ops, nops, t->op)
+                    : NULL;
+    if (o != NULL && t->t1 >= t->t0) {
+      o->t0 = t->t0;
+      o->t1 = t->t1;
+      o->timing = CUA_OBS_TIMING_MEASURED;
+    }
+  }
 
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"backend\":");
   put_str(f, s->host->backend_name(s->host->core));
@@ -483,6 +497,7 @@ static int write_trace(pf_state *s, FILE *f) {
       break;
     }
     case CUA_OBS_LAUNCH: /* (never recorded: launch() only) */
+    case CUA_OBS_TIMES:  /* (applied to their ops above) */
       break;
     case CUA_OBS_OP: {
       fprintf(f, ",\n{\"ph\":\"X\",\"name\":");

@@ -1,0 +1,453 @@
+/*
+ * plugins/cuda/cupti_times.c: device times of ops from CUPTI's activity records
+ * ([backend.cuda] timestamps = cupti), for observers. cuasync-bench
+ * --timestamps measured CUPTI as the cheapest way to time every op
+ * (doc/results, eleventh session): no event per op on the launching
+ * thread.
+ *
+ * How: an op's enqueue runs between a push and a pop of an external
+ * correlation id (a number of this file's); CUPTI then links each runtime
+ * API call made in between to it (CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION
+ * records: correlation id -> external id), and the kernel, memcpy or memset
+ * the call made to its correlation id. When both halves of an op are in,
+ * its start and end (on CLOCK_MONOTONIC: CUPTI's timestamps come from a
+ * callback of ours) go to the core through cua_backend_host::op_times().
+ * Records arrive when CUPTI hands over a full buffer, and at
+ * cupti_flush(), which the core calls before it closes the observers.
+ *
+ * Only ops that make one device activity are timed this way (built-in
+ * kernels, copies, memsets); the backend times stream functions with
+ * events. libcupti is opened with dlopen(), so the backend does not
+ * depend on it.
+ *
+ * Locks: cp.mu guards everything below (the tables, the clients, the
+ * counts); CUPTI calls the buffer callbacks on its own thread or inside
+ * cuptiActivityFlushAll(). op_times() is called with cp.mu held: the core
+ * takes only its observers' lock there.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "cupti_times.h"
+
+#include <stdio.h>
+
+#if defined(__has_include)
+#if !__has_include(<cupti.h>)
+#define CUA_NO_CUPTI 1
+#endif
+#endif
+
+#ifdef CUA_NO_CUPTI
+int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
+               size_t len) {
+  (void)host;
+  *out = NULL;
+  snprintf(why, len, "built without cupti.h");
+  return -1;
+}
+int cupti_begin(cupti_client *c, uint64_t op) {
+  (void)c;
+  (void)op;
+  return -1;
+}
+void cupti_end(cupti_client *c, int ok) {
+  (void)c;
+  (void)ok;
+}
+void cupti_flush(cupti_client *c) {
+  (void)c;
+}
+void cupti_close(cupti_client *c) {
+  (void)c;
+}
+#else
+
+#include <cupti.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* An open-addressing table from a non-zero 64-bit key to a value. */
+typedef struct slot {
+  uint64_t key; /* 0: empty */
+  uint64_t a, b, c;
+  void *p;
+} slot;
+
+typedef struct table {
+  slot *v;
+  size_t cap, n; /* cap a power of two */
+} table;
+
+struct cupti_client {
+  const cua_backend_host *host;
+};
+
+static struct {
+  pthread_mutex_t mu;
+  int tried, ok, clients;
+  char why[200];
+  uint64_t next_id;
+  table ext;  /* external id -> p: client, a: op */
+  table corr; /* correlation id -> a: external id (0: not yet), b: start,
+                 c: end (0: no device record yet) */
+  CUptiResult (*enable)(CUpti_ActivityKind);
+  CUptiResult (*disable)(CUpti_ActivityKind);
+  CUptiResult (*callbacks)(CUpti_BuffersCallbackRequestFunc,
+                           CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*flush)(uint32_t);
+  CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+  CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
+  CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
+  CUptiResult (*clock)(CUpti_TimestampCallbackFunc);
+} cp = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The device records that time an op, and the links to them. */
+static const CUpti_ActivityKind kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+/* ------------------------------------------------------------ the tables */
+
+static uint64_t mix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+static slot *t_find(table *t, uint64_t key) {
+  if (t->cap == 0)
+    return NULL;
+  for (size_t i = mix(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+    if (t->v[i].key == key)
+      return &t->v[i];
+    if (t->v[i].key == 0)
+      return NULL;
+  }
+}
+
+/* The slot of @p key, made (zeroed) if absent; NULL when out of memory. */
+static slot *t_get(table *t, uint64_t key) {
+  slot *s = t_find(t, key);
+  if (s != NULL)
+    return s;
+  if (2 * (t->n + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 1024;
+    slot *v = calloc(cap, sizeof *v);
+    if (v == NULL)
+      return NULL;
+    for (size_t i = 0; i < t->cap; i++) {
+      if (t->v[i].key == 0)
+        continue;
+      size_t j = mix(t->v[i].key) & (cap - 1);
+      while (v[j].key != 0)
+        j = (j + 1) & (cap - 1);
+      v[j] = t->v[i];
+    }
+    free(t->v);
+    t->v = v;
+    t->cap = cap;
+  }
+  size_t i = mix(key) & (t->cap - 1);
+  while (t->v[i].key != 0)
+    i = (i + 1) & (t->cap - 1);
+  memset(&t->v[i], 0, sizeof t->v[i]);
+  t->v[i].key = key;
+  t->n++;
+  return &t->v[i];
+}
+
+/* Removes @p s (a slot of @p t), shifting back what follows it. */
+static void t_del(table *t, slot *s) {
+  size_t i = (size_t)(s - t->v);
+  t->v[i].key = 0;
+  t->n--;
+  for (size_t j = (i + 1) & (t->cap - 1); t->v[j].key != 0;
+       j = (j + 1) & (t->cap - 1)) {
+    size_t home = mix(t->v[j].key) & (t->cap - 1);
+    /* Does the entry at j belong at or before the hole at i? */
+    if ((j > i && (home <= i || home > j)) ||
+        (j < i && (home <= i && home > j))) {
+      t->v[i] = t->v[j];
+      t->v[j].key = 0;
+      i = j;
+    }
+  }
+}
+
+/* ----------------------------------------------------- CUPTI's callbacks */
+
+static uint64_t CUPTIAPI mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
+                                      size_t *max_records) {
+  *size = 4 << 20;
+  *buf = aligned_alloc(8, *size);
+  if (*buf == NULL)
+    *size = 0;
+  *max_records = 0;
+}
+
+/* Both halves of correlation @p c are in: the op's times go to the core. */
+static void deliver(slot *c) {
+  slot *e = t_find(&cp.ext, c->a);
+  if (e != NULL) {
+    cupti_client *cl = e->p;
+    if (cl->host->op_times != NULL)
+      cl->host->op_times(cl->host->core, e->a, c->b, c->c);
+    t_del(&cp.ext, e);
+  }
+  t_del(&cp.corr, c);
+}
+
+/* A device record: correlation @p id ran from @p start to @p end. */
+static void device_record(uint32_t id, uint64_t start, uint64_t end) {
+  if (id == 0 || end < start)
+    return;
+  slot *c = t_get(&cp.corr, id);
+  if (c == NULL)
+    return;
+  c->b = start;
+  c->c = end > 0 ? end : 1;
+  if (c->a != 0)
+    deliver(c);
+}
+
+/* Correlation ids linked to external ids no longer waited for (an API call
+ * that made no device work, an op whose client closed) are dropped once
+ * they outnumber what is waited for. */
+static void sweep(void) {
+  if (cp.corr.n < 4096 || cp.corr.n < 4 * cp.ext.n)
+    return;
+  for (size_t i = 0; i < cp.corr.cap;) {
+    slot *c = &cp.corr.v[i];
+    if (c->key != 0 && c->a != 0 && t_find(&cp.ext, c->a) == NULL)
+      t_del(&cp.corr, c); /* (what shifts into i is looked at next) */
+    else
+      i++;
+  }
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+                                      uint8_t *buf, size_t size, size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  CUpti_Activity *r = NULL;
+  pthread_mutex_lock(&cp.mu);
+  while (buf != NULL && valid > 0 && cp.next(buf, valid, &r) == CUPTI_SUCCESS) {
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      const CUpti_ActivityKernel10 *k = (const void *)r;
+      device_record(k->correlationId, k->start, k->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const CUpti_ActivityMemcpy6 *m = (const void *)r;
+      device_record(m->correlationId, m->start, m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      const CUpti_ActivityMemcpyPtoP4 *m = (const void *)r;
+      device_record(m->correlationId, m->start, m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const CUpti_ActivityMemset4 *m = (const void *)r;
+      device_record(m->correlationId, m->start, m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const CUpti_ActivityExternalCorrelation *x = (const void *)r;
+      if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 ||
+          x->correlationId == 0 || t_find(&cp.ext, x->externalId) == NULL)
+        break;
+      slot *c = t_get(&cp.corr, x->correlationId);
+      if (c == NULL)
+        break;
+      c->a = x->externalId;
+      if (c->c != 0)
+        deliver(c);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  sweep();
+  pthread_mutex_unlock(&cp.mu);
+  free(buf);
+}
+
+/* ------------------------------------------------------------- the API */
+
+/* Opens libcupti and turns the records on; with cp.mu held. */
+static int load(void) {
+  if (cp.tried)
+    return cp.ok ? 0 : -1;
+  cp.tried = 1;
+  static const char *const names[] = {
+      "libcupti.so", "libcupti.so.13", "libcupti.so.12",
+      "/usr/local/cuda/lib64/libcupti.so",
+      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
+  void *h = NULL;
+  for (size_t i = 0; h == NULL && i < sizeof names / sizeof *names; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    snprintf(cp.why, sizeof cp.why, "libcupti not found (%s)", dlerror());
+    return -1;
+  }
+#define SYM(f, s)                                                              \
+  ((*(void **)&cp.f = dlsym(h, s)) == NULL                                     \
+       ? (snprintf(cp.why, sizeof cp.why, "libcupti lacks %s", s), 1)          \
+       : 0)
+  if (SYM(enable, "cuptiActivityEnable") ||
+      SYM(disable, "cuptiActivityDisable") ||
+      SYM(callbacks, "cuptiActivityRegisterCallbacks") ||
+      SYM(flush, "cuptiActivityFlushAll") ||
+      SYM(next, "cuptiActivityGetNextRecord") ||
+      SYM(push, "cuptiActivityPushExternalCorrelationId") ||
+      SYM(pop, "cuptiActivityPopExternalCorrelationId") ||
+      SYM(clock, "cuptiActivityRegisterTimestampCallback"))
+    return -1;
+#undef SYM
+  /* The library stays loaded: CUPTI keeps hooks in the driver. */
+  if (cp.clock(mono_ns) != CUPTI_SUCCESS ||
+      cp.callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+    snprintf(cp.why, sizeof cp.why,
+             "CUPTI refused its timestamp or buffer callbacks");
+    return -1;
+  }
+  cp.ok = 1;
+  return 0;
+}
+
+int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
+               size_t len) {
+  *out = NULL;
+  if (host->size <
+          offsetof(cua_backend_host, op_times) + sizeof host->op_times ||
+      host->op_times == NULL) {
+    snprintf(why, len, "the core takes no times after the fact (ABI < 1.7)");
+    return -1;
+  }
+  cupti_client *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  c->host = host;
+  pthread_mutex_lock(&cp.mu);
+  int rc = load();
+  if (rc == 0 && cp.clients == 0)
+    for (size_t i = 0; i < NKINDS && rc == 0; i++)
+      if (cp.enable(kinds[i]) != CUPTI_SUCCESS) {
+        snprintf(cp.why, sizeof cp.why,
+                 "cuptiActivityEnable(%d) failed (another profiler "
+                 "attached?)",
+                 (int)kinds[i]);
+        for (size_t j = 0; j < i; j++)
+          cp.disable(kinds[j]);
+        rc = -1;
+      }
+  if (rc == 0)
+    cp.clients++;
+  else
+    snprintf(why, len, "%s", cp.why);
+  pthread_mutex_unlock(&cp.mu);
+  if (rc != 0) {
+    free(c);
+    return -1;
+  }
+  *out = c;
+  return 0;
+}
+
+int cupti_begin(cupti_client *c, uint64_t op) {
+  pthread_mutex_lock(&cp.mu);
+  uint64_t id = ++cp.next_id;
+  slot *e = t_get(&cp.ext, id);
+  if (e != NULL) {
+    e->p = c;
+    e->a = op;
+  }
+  pthread_mutex_unlock(&cp.mu);
+  if (e == NULL)
+    return -1;
+  if (cp.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, id) != CUPTI_SUCCESS) {
+    pthread_mutex_lock(&cp.mu);
+    slot *s = t_find(&cp.ext, id);
+    if (s != NULL)
+      t_del(&cp.ext, s);
+    pthread_mutex_unlock(&cp.mu);
+    return -1;
+  }
+  return 0;
+}
+
+void cupti_end(cupti_client *c, int ok) {
+  uint64_t id = 0;
+  cp.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &id);
+  if (ok || id == 0)
+    return;
+  (void)c;
+  pthread_mutex_lock(&cp.mu);
+  slot *s = t_find(&cp.ext, id);
+  if (s != NULL)
+    t_del(&cp.ext, s);
+  pthread_mutex_unlock(&cp.mu);
+}
+
+void cupti_flush(cupti_client *c) {
+  (void)c;
+  /* Not under cp.mu: the flush calls buffer_completed(), which takes it. */
+  cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void cupti_close(cupti_client *c) {
+  if (c == NULL)
+    return;
+  cupti_flush(c);
+  pthread_mutex_lock(&cp.mu);
+  /* What it still waits for will never be told. */
+  for (size_t i = 0; i < cp.ext.cap;) {
+    slot *e = &cp.ext.v[i];
+    if (e->key != 0 && e->p == c)
+      t_del(&cp.ext, e);
+    else
+      i++;
+  }
+  int last = --cp.clients == 0;
+  if (last) {
+    free(cp.ext.v);
+    free(cp.corr.v);
+    memset(&cp.ext, 0, sizeof cp.ext);
+    memset(&cp.corr, 0, sizeof cp.corr);
+  }
+  pthread_mutex_unlock(&cp.mu);
+  /* Not under cp.mu: CUPTI may wait for a buffer callback, which takes
+   * it. (A client opening meanwhile would find the records off: one
+   * runtime closing as another opens on CUDA, in two threads.) */
+  for (size_t i = 0; last && i < NKINDS; i++)
+    cp.disable(kinds[i]);
+  free(c);
+}
+
+#endif /* CUA_NO_CUPTI */
