@@ -87,7 +87,7 @@ static void check_trace(const char *path, int nops, uint64_t waits,
   const char *src = getenv("CUASYNC_TEST_SRCDIR");
   char cmd[8600];
   snprintf(cmd, sizeof cmd,
-           "python3 %s/tests/trace_check.py %s %d %llu %s 2>&1",
+           "python3 %s/tests/trace_check.py %s %d %llu '%s' 2>&1",
            src != NULL ? src : ".", path, nops, (unsigned long long)waits,
            timing != NULL ? timing : "");
   FILE *p = popen(cmd, "r");

@@ -23,7 +23,7 @@ def fail(why):
 
 def main():
     path, nops, nwaits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    timing = sys.argv[4] if len(sys.argv) > 4 else None
+    timing = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"]

@@ -1983,9 +1983,23 @@ static int cuda_progress(void *state, cua_backend_stream *s, uint64_t *value,
     }
   }
 
+  /* Timed ops up to v, and past it those whose end event completed: the
+   * stream's word lags its ops where marks are batched, and the core
+   * orders an op after those it waited for by their times
+   * (complete.c). */
   pending_timing *t;
   pthread_mutex_lock(&s->lock);
-  while ((t = fifo_front(&s->timings)) != NULL && t->seq <= v) {
+  while ((t = fifo_front(&s->timings)) != NULL) {
+    if (t->seq > v) {
+      if (t->end_out == NULL && t->start_out == NULL)
+        break;
+      cudaError_t q = cudaEventQuery(t->end);
+      if (q != cudaSuccess) {
+        /* (a fault shows through the stream's own checks) */
+        (void)cudaGetLastError();
+        break;
+      }
+    }
     int rc = finish_timing(be, s, t);
     if (t->start != NULL)
       pool_put(&dv->timing_events, t->start);

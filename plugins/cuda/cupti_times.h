@@ -1,6 +1,7 @@
 /*
- * plugins/cuda/cupti_times.h: device times of ops from CUPTI's activity records,
- * for observers (plugins/cuda/cupti_times.c). Internal to the CUDA backend.
+ * plugins/cuda/cupti_times.h: device times of ops from CUPTI's activity
+ * records, for observers (plugins/cuda/cupti_times.c). Internal to the CUDA
+ * backend.
  */
 #ifndef CUA_CUDA_CUPTI_TIMES_H
 #define CUA_CUDA_CUPTI_TIMES_H
