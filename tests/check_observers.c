@@ -80,6 +80,26 @@ static cua_op *known_dag(cua_runtime *rt, cua_buffer **b, int *nops) {
   return root;
 }
 
+/* Creates the buffers @p b, submits the known DAG twice and reads b[4]
+ * back, checking the result; returns the device ops of one DAG. */
+static int run_known_dag(cua_runtime *rt, cua_buffer **b) {
+  for (int i = 0; i < NBUF; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
+                     0);
+  int nops = 0;
+  for (int round = 0; round < 2; round++) {
+    cua_op *root = known_dag(rt, b, &nops);
+    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+    cua_op_destroy(root);
+  }
+  /* The results are what the DAG computes, observed or not. */
+  float h[ELEMS];
+  read_back(rt, b[4], h);
+  /* b0 = 0 + 2 * 1 = 2; b4 = 4 - b0 = 2. */
+  ck_assert(h[0] == 2.0f && h[ELEMS - 1] == 2.0f);
+  return nops;
+}
+
 /* Runs python3 tests/trace_check.py on the trace; fails the test with its
  * output unless it says the trace is right. */
 static void check_trace(const char *path, int nops, uint64_t waits,
@@ -124,20 +144,7 @@ START_TEST(perfetto_trace_of_a_known_dag) {
                                          : want[_i];
   cua_runtime *rt = open_with(extra);
   cua_buffer *b[NBUF];
-  for (int i = 0; i < NBUF; i++)
-    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
-                     0);
-  int nops = 0;
-  for (int round = 0; round < 2; round++) {
-    cua_op *root = known_dag(rt, b, &nops);
-    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
-    cua_op_destroy(root);
-  }
-  /* The results are what the DAG computes, observed or not. */
-  float h[ELEMS];
-  read_back(rt, b[4], h);
-  /* b0 = 0 + 2 * 1 = 2; b4 = 4 - b0 = 2. */
-  ck_assert(h[0] == 2.0f && h[ELEMS - 1] == 2.0f);
+  int nops = run_known_dag(rt, b);
   cua_stats st = {.size = sizeof st};
   ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
   ck_assert_uint_eq(st.observer_drops, 0);
@@ -306,18 +313,7 @@ START_TEST(nvtx_ranges_around_launches) {
   setenv("NVTX_INJECTION64_PATH", inject, 1);
   cua_runtime *rt = open_with("observers = nvtx\n");
   cua_buffer *b[NBUF];
-  for (int i = 0; i < NBUF; i++)
-    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
-                     0);
-  int nops = 0;
-  for (int round = 0; round < 2; round++) {
-    cua_op *root = known_dag(rt, b, &nops);
-    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
-    cua_op_destroy(root);
-  }
-  float h[ELEMS];
-  read_back(rt, b[4], h);
-  ck_assert(h[0] == 2.0f && h[ELEMS - 1] == 2.0f);
+  int nops = run_known_dag(rt, b);
   for (int i = 0; i < NBUF; i++)
     cua_buffer_destroy(b[i]);
   cua_runtime_destroy(rt);
