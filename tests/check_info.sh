@@ -41,7 +41,10 @@ expect "$OUT" '^  host .* opens ' "table: the host backend opens"
 expect "$OUT" '^  backend = auto tries: .*host (100).*; never: launchtime (-1)' \
   "table: the order of backend = auto, by priority"
 expect "$OUT" '^Policies:' "table"
-pass "the table shows the configuration, runtime, backends and policies"
+expect "$OUT" '^Observers ' "table"
+expect "$OUT" '^  perfetto  *[0-9]' "table: the perfetto observer"
+expect "$OUT" 'observer ABI [0-9]' "table: the observer ABI"
+pass "the table shows the configuration, runtime, backends, policies and observers"
 
 # --policies: the four standard policies, with their parameters.
 run 0 --config "$HOST_CONFIG" --policies
@@ -69,8 +72,11 @@ if command -v python3 >/dev/null 2>&1; then
   python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-for key in ("version", "config", "runtime", "backends", "policies", "failed"):
+for key in ("version", "config", "runtime", "backends", "policies",
+            "observers", "failed"):
     assert key in d, "no " + key
+assert "perfetto" in {o["name"] for o in d["observers"]}, d["observers"]
+assert "observer_abi" in d["version"], d["version"]
 assert d["runtime"]["opened"] is True, "runtime not opened"
 assert d["runtime"]["backend"] == "host", d["runtime"]["backend"]
 names = {p["name"] for p in d["policies"]}

@@ -21,6 +21,7 @@
 
 #include <cuasync.h>
 #include <cuasync/backend.h>
+#include <cuasync/observer.h>
 #include <cuasync/policy.h>
 
 #include "conf.h"
@@ -107,13 +108,15 @@ typedef struct report {
   cua__config *cfg; /* NULL when it did not load */
   char *config_error;
   /* Search paths, by cua__module_kind. */
-  char **dirs[2];
-  size_t ndirs[2];
+  char **dirs[3];
+  size_t ndirs[3];
   /* Modules. */
   module_info *backends;
   size_t nbackends;
   module_info *policies;
   size_t npolicies;
+  module_info *observers;
+  size_t nobservers;
   failure_info *failures;
   size_t nfailures;
   /* The runtime the configuration opens. */
@@ -308,7 +311,7 @@ static void load_search_paths(report *r) {
   int k;
 
   policy_path(r, &extra, &nextra);
-  for (k = CUA__MODULE_POLICY; k <= CUA__MODULE_BACKEND; k++) {
+  for (k = CUA__MODULE_POLICY; k <= CUA__MODULE_OBSERVER; k++) {
     r->dirs[k] = cua__module_dirs(
         (cua__module_kind)k, k == CUA__MODULE_POLICY ? extra : NULL,
         k == CUA__MODULE_POLICY ? nextra : 0, 0, &r->ndirs[k]);
@@ -354,6 +357,15 @@ static void copy_module(module_info *m, const cua__module *mod) {
     m->abi_minor = d->abi_minor;
     m->flags = d->flags;
     copy_params(m, d->params, d->nparams);
+  } else if (mod->kind == CUA__MODULE_OBSERVER) {
+    const cua_observer_descriptor *d = mod->desc.observer;
+    m->name = xstrdup(d->name);
+    m->version = xstrdup(d->version);
+    m->description = xstrdup(d->description);
+    m->abi_major = d->abi_major;
+    m->abi_minor = d->abi_minor;
+    m->flags = d->flags;
+    copy_params(m, d->params, d->nparams);
   } else {
     const cua_backend_descriptor *d = mod->desc.backend;
     m->name = xstrdup(d->name);
@@ -375,6 +387,9 @@ static void add_module(report *r, const cua__module *mod, int shadowed,
   if (mod->kind == CUA__MODULE_POLICY) {
     r->policies = grow_array(r->policies, r->npolicies, sizeof *m);
     m = &r->policies[r->npolicies++];
+  } else if (mod->kind == CUA__MODULE_OBSERVER) {
+    r->observers = grow_array(r->observers, r->nobservers, sizeof *m);
+    m = &r->observers[r->nobservers++];
   } else {
     r->backends = grow_array(r->backends, r->nbackends, sizeof *m);
     m = &r->backends[r->nbackends++];
@@ -385,7 +400,9 @@ static void add_module(report *r, const cua__module *mod, int shadowed,
 }
 
 static const char *kind_word(cua__module_kind kind) {
-  return kind == CUA__MODULE_POLICY ? "policy" : "backend";
+  return kind == CUA__MODULE_POLICY     ? "policy"
+         : kind == CUA__MODULE_OBSERVER ? "observer"
+                                        : "backend";
 }
 
 /* A file that cannot be opened, or that has neither entry symbol, is
@@ -451,6 +468,8 @@ static void scan_modules(report *r) {
   cua__module_scan(CUA__MODULE_POLICY, extra, nextra, 0, on_scanned, &ctx);
   ctx.kind = CUA__MODULE_BACKEND;
   cua__module_scan(CUA__MODULE_BACKEND, NULL, 0, 0, on_scanned, &ctx);
+  ctx.kind = CUA__MODULE_OBSERVER;
+  cua__module_scan(CUA__MODULE_OBSERVER, NULL, 0, 0, on_scanned, &ctx);
 }
 
 /* 1 if the loader takes @p name as a path rather than a name to search. */
@@ -756,7 +775,7 @@ static void free_report(report *r) {
 
   cua__config_free(r->cfg);
   free(r->config_error);
-  for (k = 0; k < 2; k++)
+  for (k = 0; k < 3; k++)
     cua__strv_free(r->dirs[k], r->ndirs[k]);
   for (i = 0; i < r->nbackends; i++)
     free_module(&r->backends[i]);
@@ -764,6 +783,9 @@ static void free_report(report *r) {
   for (i = 0; i < r->npolicies; i++)
     free_module(&r->policies[i]);
   free(r->policies);
+  for (i = 0; i < r->nobservers; i++)
+    free_module(&r->observers[i]);
+  free(r->observers);
   for (i = 0; i < r->nfailures; i++) {
     free(r->failures[i].name);
     free(r->failures[i].path);
@@ -1090,7 +1112,10 @@ static void table_modules(FILE *f, const char *title, const report *r,
   table t = {4, NULL, 0};
 
   fprintf(f, "%s:\n", title);
-  print_dirs(f, kind == CUA__MODULE_BACKEND ? "backends" : "policies",
+  print_dirs(f,
+             kind == CUA__MODULE_BACKEND    ? "backends"
+             : kind == CUA__MODULE_OBSERVER ? "observers"
+                                            : "policies",
              r->dirs[kind], r->ndirs[kind]);
   if (n == 0) {
     fprintf(f, "  (none found)\n");
@@ -1152,6 +1177,17 @@ static void table_backends(const report *r, FILE *f) {
 static void table_policies_brief(const report *r, FILE *f) {
   table_modules(f, "Policies", r, CUA__MODULE_POLICY, r->policies, r->npolicies,
                 "NOTE", policy_note);
+}
+
+/* An observer's note: shadowed by one of its name earlier on the path. */
+static const char *observer_note(const module_info *m) {
+  return m->shadowed ? "shadowed" : "";
+}
+
+static void table_observers(const report *r, FILE *f) {
+  table_modules(f, "Observers ([runtime] observers = NAME)", r,
+                CUA__MODULE_OBSERVER, r->observers, r->nobservers, "NOTE",
+                observer_note);
 }
 
 /* The configured values of a parameter, "; "-separated, or "-". */
@@ -1233,9 +1269,12 @@ static void table_failures(const report *r, FILE *f, int policies_only) {
 }
 
 static void render_table(const report *r, const options *o, FILE *f) {
-  fprintf(f, "cuasync %s (headers %s; policy ABI %d.%d, backend ABI %d.%d)\n",
+  fprintf(f,
+          "cuasync %s (headers %s; policy ABI %d.%d, backend ABI %d.%d, "
+          "observer ABI %d.%d)\n",
           cua_version_string(), CUA_VERSION_STRING, CUA_POLICY_ABI_MAJOR,
-          CUA_POLICY_ABI_MINOR, CUA_BACKEND_ABI_MAJOR, CUA_BACKEND_ABI_MINOR);
+          CUA_POLICY_ABI_MINOR, CUA_BACKEND_ABI_MAJOR, CUA_BACKEND_ABI_MINOR,
+          CUA_OBSERVER_ABI_MAJOR, CUA_OBSERVER_ABI_MINOR);
   if (o->policies) {
     fprintf(f, "\n");
     table_policies_full(r, f);
@@ -1255,6 +1294,8 @@ static void render_table(const report *r, const options *o, FILE *f) {
   table_backends(r, f);
   fprintf(f, "\n");
   table_policies_brief(r, f);
+  fprintf(f, "\n");
+  table_observers(r, f);
   table_failures(r, f, 0);
 }
 
@@ -1371,6 +1412,9 @@ static void json_version(json *j) {
   snprintf(abi, sizeof abi, "%d.%d", CUA_BACKEND_ABI_MAJOR,
            CUA_BACKEND_ABI_MINOR);
   json_string(j, "backend_abi", abi);
+  snprintf(abi, sizeof abi, "%d.%d", CUA_OBSERVER_ABI_MAJOR,
+           CUA_OBSERVER_ABI_MINOR);
+  json_string(j, "observer_abi", abi);
   json_close(j, '}');
 }
 
@@ -1548,7 +1592,7 @@ static void json_module(json *j, const module_info *m, cua__module_kind kind) {
     json_bool(j, "by_path", m->by_path);
     json_bool(j, "wants_timing", (m->flags & CUA_POLICY_WANTS_TIMING) != 0);
     json_string(j, "config_error", m->params_error);
-  } else {
+  } else if (kind == CUA__MODULE_BACKEND) {
     json_int(j, "priority", m->priority);
     if (m->probed)
       json_bool(j, "opens", m->opens);
@@ -1561,10 +1605,18 @@ static void json_module(json *j, const module_info *m, cua__module_kind kind) {
 }
 
 static void json_modules(json *j, const report *r, cua__module_kind kind) {
-  const module_info *v = kind == CUA__MODULE_POLICY ? r->policies : r->backends;
-  size_t i, n = kind == CUA__MODULE_POLICY ? r->npolicies : r->nbackends;
+  const module_info *v = kind == CUA__MODULE_POLICY     ? r->policies
+                         : kind == CUA__MODULE_OBSERVER ? r->observers
+                                                        : r->backends;
+  size_t i, n = kind == CUA__MODULE_POLICY     ? r->npolicies
+                : kind == CUA__MODULE_OBSERVER ? r->nobservers
+                                               : r->nbackends;
 
-  json_open(j, kind == CUA__MODULE_POLICY ? "policies" : "backends", '[');
+  json_open(j,
+            kind == CUA__MODULE_POLICY     ? "policies"
+            : kind == CUA__MODULE_OBSERVER ? "observers"
+                                           : "backends",
+            '[');
   for (i = 0; i < n; i++)
     json_module(j, &v[i], kind);
   json_close(j, ']');
@@ -1600,10 +1652,13 @@ static void render_json(const report *r, const options *o, FILE *f) {
             r->ndirs[CUA__MODULE_POLICY]);
   json_strv(&j, "backends", r->dirs[CUA__MODULE_BACKEND],
             r->ndirs[CUA__MODULE_BACKEND]);
+  json_strv(&j, "observers", r->dirs[CUA__MODULE_OBSERVER],
+            r->ndirs[CUA__MODULE_OBSERVER]);
   json_close(&j, '}');
   json_runtime(&j, r, o->models);
   json_modules(&j, r, CUA__MODULE_BACKEND);
   json_modules(&j, r, CUA__MODULE_POLICY);
+  json_modules(&j, r, CUA__MODULE_OBSERVER);
   json_failures(&j, r);
   json_close(&j, '}');
 }
