@@ -136,6 +136,15 @@ int cua__config_params(const cua__config *cfg, const char *name,
                        const cua_param_spec *spec, size_t nspec,
                        cua_param_value **out, char *err, size_t errlen);
 void cua__config_params_free(cua_param_value *values, size_t nspec);
+/**
+ * The @p n values @p v at the element size @p stride a module was built
+ * with (cua_policy_descriptor::param_value_size and the observer's): *out
+ * is @p v itself when the sizes agree, else a copy made into *copy (the
+ * fields the module does not know left out, those the core does not know
+ * zero), which the caller frees. 0 or CUA_ERR_NOMEM.
+ */
+int cua__params_restride(const cua_param_value *v, size_t n, size_t stride,
+                         void **copy, const void **out);
 
 /** The policy named by [device.N] `policy =`, or NULL. */
 const char *cua__config_device_policy(const cua__config *cfg, int device,

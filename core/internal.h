@@ -85,6 +85,15 @@ static inline void cua__cpu_relax(void) {
  * elements), which is copied out, never freed. */
 /* Whether $CUASYNC_DEBUG is set (read once). */
 int cua__debug(void);
+/* A log line of a module's host table (policies, observers): debug lines
+ * only with $CUASYNC_DEBUG (not even formatted without it); each line
+ * formatted, and, but debug lines unless @p keep_debug, appended to
+ * @p keep ("; "-separated, while it fits) for the message of a failing
+ * call; errors and warnings, and everything with $CUASYNC_DEBUG, to
+ * standard error as "cuasync: KIND NAME: line". */
+void cua__module_vlog(char *keep, size_t keeplen, int keep_debug,
+                      const char *kind, const char *name, cua_log_level level,
+                      const char *fmt, va_list ap);
 int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size, void *inl);
 static inline int cua__grow_inl(void *arr, size_t *cap, size_t need,
                                 size_t size, void *inl) {

@@ -93,27 +93,15 @@ static uint64_t h_now_ns(void *core) {
   return cua__now_ns();
 }
 
-/* As a policy's log(): errors and warnings to standard error, info and
- * debug lines only with $CUASYNC_DEBUG (debug ones not even formatted
- * without it); all but debug lines kept for a failing create()'s or
- * record()'s message. */
+/* As a policy's log(), but debug lines are not kept: the rest makes the
+ * message of a failing create() or record(). */
 static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   obs_one *w = core;
-  int debug = !w->o->rt->ignore_env && getenv("CUASYNC_DEBUG") != NULL;
-  if (level == CUA_LOG_DEBUG && !debug)
-    return;
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  cua__module_vlog(w->log, sizeof w->log, 0, "observer", w->name, level, fmt,
+                   ap);
   va_end(ap);
-  if (level != CUA_LOG_DEBUG) {
-    size_t used = strlen(w->log);
-    snprintf(w->log + used, sizeof w->log - used, "%s%s", used ? "; " : "",
-             line);
-  }
-  if (level <= CUA_LOG_WARN || debug)
-    fprintf(stderr, "cuasync: observer %s: %s\n", w->name, line);
 }
 
 /* ------------------------------------------------------------- the ring */
@@ -277,17 +265,10 @@ static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
   w->host.log = h_log;
   w->log[0] = '\0';
   /* The values go out with the element size the module was built with. */
-  const cua_param_value *values = w->params;
-  size_t stride = w->d->param_value_size;
-  if (stride != sizeof(cua_param_value) && w->nparams > 0) {
-    if ((w->values = cua__calloc(w->nparams, stride)) == NULL)
-      return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
-    for (size_t i = 0; i < w->nparams; i++)
-      memcpy((char *)w->values + i * stride, &w->params[i],
-             stride < sizeof(cua_param_value) ? stride
-                                              : sizeof(cua_param_value));
-    values = w->values;
-  }
+  const void *values;
+  if (cua__params_restride(w->params, w->nparams, w->d->param_value_size,
+                           &w->values, &values) != 0)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   rc = w->d->create(&w->host, values, &w->state);
   if (rc != 0) {
     w->state = NULL;

@@ -155,6 +155,23 @@ static void clear_value(cua_param_value *v) {
   memset(v, 0, sizeof *v);
 }
 
+int cua__params_restride(const cua_param_value *v, size_t n, size_t stride,
+                         void **copy, const void **out) {
+  *copy = NULL;
+  *out = v;
+  if (stride == sizeof(cua_param_value) || n == 0)
+    return 0;
+  char *c = cua__calloc(n, stride);
+  if (c == NULL)
+    return CUA_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    memcpy(c + i * stride, &v[i],
+           stride < sizeof(cua_param_value) ? stride : sizeof(cua_param_value));
+  *copy = c;
+  *out = c;
+  return 0;
+}
+
 void cua__config_params_free(cua_param_value *values, size_t nspec) {
   size_t i;
 

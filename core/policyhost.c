@@ -48,24 +48,15 @@ static uint64_t h_now(void *core) {
   return cua__now_ns();
 }
 
+/* A debug line costs a comparison unless $CUASYNC_DEBUG is set: it is
+ * neither formatted nor kept (place() may log one per op). What is kept
+ * makes the message of a failing create() or place(). */
 static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   cua__polinst *p = core;
-  /* A debug line costs a comparison unless $CUASYNC_DEBUG is set: it is
-   * neither formatted nor kept (place() may log one per op). */
-  if (level >= CUA_LOG_DEBUG && !cua__debug())
-    return;
-  char line[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  cua__module_vlog(p->log, sizeof p->log, 1, "policy", p->name, level, fmt, ap);
   va_end(ap);
-  /* Kept for the error message of a failing create() or place(). */
-  size_t used = strlen(p->log);
-  if (used + strlen(line) + 3 < sizeof p->log)
-    snprintf(p->log + used, sizeof p->log - used, "%s%s", used ? "; " : "",
-             line);
-  if (level <= CUA_LOG_WARN || cua__debug())
-    fprintf(stderr, "cuasync: policy %s: %s\n", p->name, line);
 }
 
 static int h_expected_duration(void *core, const cua_op_info *op, int device,
@@ -304,21 +295,13 @@ static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
   /* The values go out with the element size the policy was built with
    * (the fields it does not know left out, those the core does not know
    * zero). */
-  const cua_param_value *values = p->params;
-  size_t stride = p->d->param_value_size;
-  if (stride != sizeof(cua_param_value) && p->nparams > 0) {
-    p->values = cua__calloc(p->nparams, stride);
-    if (p->values == NULL) {
-      if (slot >= 0)
-        ncreating = slot;
-      polinst_free(p);
-      return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
-    }
-    for (size_t i = 0; i < p->nparams; i++)
-      memcpy((char *)p->values + i * stride, &p->params[i],
-             stride < sizeof(cua_param_value) ? stride
-                                              : sizeof(cua_param_value));
-    values = p->values;
+  const void *values;
+  if (cua__params_restride(p->params, p->nparams, p->d->param_value_size,
+                           &p->values, &values) != 0) {
+    if (slot >= 0)
+      ncreating = slot;
+    polinst_free(p);
+    return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
   rc = p->d->create(h, values, &p->state);
   if (slot >= 0)

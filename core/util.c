@@ -214,6 +214,23 @@ int cua__debug(void) {
   return debug_on;
 }
 
+void cua__module_vlog(char *keep, size_t keeplen, int keep_debug,
+                      const char *kind, const char *name, cua_log_level level,
+                      const char *fmt, va_list ap) {
+  int debug = cua__debug();
+  if (level >= CUA_LOG_DEBUG && !debug)
+    return;
+  char line[512];
+  vsnprintf(line, sizeof line, fmt, ap);
+  if (level < CUA_LOG_DEBUG || keep_debug) {
+    size_t used = strlen(keep);
+    if (used + strlen(line) + 3 < keeplen)
+      snprintf(keep + used, keeplen - used, "%s%s", used ? "; " : "", line);
+  }
+  if (level <= CUA_LOG_WARN || debug)
+    fprintf(stderr, "cuasync: %s %s: %s\n", kind, name, line);
+}
+
 /* The error model, as errno's: every failing call stores its message in
  * a buffer of the calling thread, and cua_runtime_error() returns it.
  * Nothing is shared between threads, so no lock guards it, a message is
