@@ -598,19 +598,21 @@ struct cua_runtime {
   cua__stream **streams;
   int nstreams, capstreams;
   /* Policies. */
-  cua__polinst *policy;        /* runtime-wide */
-  cua__polinst *fallback;      /* single-stream, loaded on first need */
-  cua__polinst *policies;      /* every instance, for closing */
-  char *policy_error;          /* why the fallback was taken, if it was */
-  cua__models *models;         /* performance models (models.c), or NULL */
-  struct cua__observers *obs;  /* observers (observe.c), or NULL: set at
-                                  open, cleared at close, read unlocked */
-  int obs_launch;              /* some observer has launch() (observe.c) */
-  size_t pull_held;            /* ops pull-mode policies hold (pull.c) */
-  int host_running;            /* host steps running (complete.c) */
-  cua_op_input *inputs;        /* place.c: the op being placed's inputs */
-  size_t ninputs, ninputs_cap; /* */
-  uint32_t input_gen;          /* place.c: marks nodes listed once per op */
+  cua__polinst *policy;             /* runtime-wide */
+  cua__polinst *fallback;           /* single-stream, loaded on first need */
+  cua__polinst *policies;           /* every instance, for closing */
+  char *policy_error;               /* why the fallback was taken, if it was */
+  cua__models *models;              /* performance models (models.c), or NULL */
+  struct cua__observers *obs;       /* observers (observe.c), or NULL: set at
+                                       open, cleared at close, read unlocked */
+  struct cua__observers *observers; /* every observer (observe.c), or NULL;
+                                       obs is it when one takes records */
+  int obs_launch;                   /* some observer has launch() (observe.c) */
+  size_t pull_held;                 /* ops pull-mode policies hold (pull.c) */
+  int host_running;                 /* host steps running (complete.c) */
+  cua_op_input *inputs;             /* place.c: the op being placed's inputs */
+  size_t ninputs, ninputs_cap;      /* */
+  uint32_t input_gen; /* place.c: marks nodes listed once per op */
   /* Submissions and completion. */
   cua__sub *subs; /* in flight */
   size_t nsubs;

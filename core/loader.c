@@ -187,7 +187,9 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
     CUA__REQUIRE(cua_policy_descriptor, place);
   } else if (kind == CUA__MODULE_OBSERVER) {
     CUA__REQUIRE(cua_observer_descriptor, create);
-    CUA__REQUIRE(cua_observer_descriptor, record);
+    if (!(((const cua_observer_descriptor *)desc)->flags &
+          CUA_OBSERVER_NO_RECORDS))
+      CUA__REQUIRE(cua_observer_descriptor, record);
   } else {
     CUA__REQUIRE(cua_backend_descriptor, create);
     CUA__REQUIRE(cua_backend_descriptor, destroy);

@@ -161,7 +161,7 @@ static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
   }
   for (size_t k = 0; k < o->n; k++) {
     obs_one *w = &o->v[k];
-    if (w->dead)
+    if (w->dead || (w->d->flags & CUA_OBSERVER_NO_RECORDS))
       continue;
     w->log[0] = '\0';
     if (w->d->record(w->state, recs, n, sizeof *recs) != 0) {
@@ -296,7 +296,7 @@ static void free_one(obs_one *w, int started) {
 }
 
 void cua__observers_close(cua_runtime *rt) {
-  cua__observers *o = rt->obs;
+  cua__observers *o = rt->observers;
   if (o == NULL)
     return;
   if (o->started) {
@@ -307,6 +307,7 @@ void cua__observers_close(cua_runtime *rt) {
     pthread_join(o->thread, NULL);
   }
   rt->obs = NULL;
+  rt->observers = NULL;
   rt->obs_launch = 0;
   for (size_t i = 0; i < o->n; i++)
     free_one(&o->v[i], o->started);
@@ -337,15 +338,12 @@ int cua__observers_open(cua_runtime *rt) {
   pthread_cond_init(&o->cv, &ca);
   pthread_condattr_destroy(&ca);
   o->v = cua__calloc(cfg->nobservers, sizeof *o->v);
-  o->ring = cua__malloc(OBS_RING * sizeof *o->ring);
-  rt->obs = o;
-  if (o->v == NULL || o->ring == NULL) {
+  rt->observers = o;
+  if (o->v == NULL) {
     cua__observers_close(rt);
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   }
-  /* Touched now, so that no record pays a page fault under the core's
-   * locks. */
-  memset(o->ring, 0, OBS_RING * sizeof *o->ring);
+  int records = 0;
   for (size_t i = 0; i < cfg->nobservers; i++) {
     int rc = open_one(rt, o, cfg->observers[i], &o->v[o->n]);
     o->n++;
@@ -353,15 +351,28 @@ int cua__observers_open(cua_runtime *rt) {
       cua__observers_close(rt);
       return rc;
     }
+    records |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS);
+    rt->obs_launch |= o->v[i].d->launch != NULL;
   }
+  /* Observers that take no records (launch() only) cost the core no
+   * record, no ring, no thread and no device times. */
+  if (!records)
+    return 0;
+  o->ring = cua__malloc(OBS_RING * sizeof *o->ring);
+  if (o->ring == NULL) {
+    cua__observers_close(rt);
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  }
+  /* Touched now, so that no record pays a page fault under the core's
+   * locks. */
+  memset(o->ring, 0, OBS_RING * sizeof *o->ring);
   if (cua__pthread_create(&o->thread, NULL, obs_thread, o) != 0) {
     cua__observers_close(rt);
     return cua__fail(NULL, CUA_ERR_INTERNAL,
                      "cannot start the observers' thread");
   }
   o->started = 1;
-  for (size_t i = 0; i < o->n; i++)
-    rt->obs_launch |= o->v[i].d->launch != NULL;
+  rt->obs = o;
   return 0;
 }
 
@@ -381,7 +392,7 @@ void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
 
 void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
                      void *native) {
-  cua__observers *o = rt->obs;
+  cua__observers *o = rt->observers;
   const cua_op *op = n->op;
   cua_obs_record r = {.size = sizeof r,
                       .kind = CUA_OBS_LAUNCH,
@@ -401,7 +412,7 @@ void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
 }
 
 uint64_t cua__observers_drops(const cua_runtime *rt) {
-  cua__observers *o = rt->obs;
+  cua__observers *o = rt->obs; /* (none without records) */
   if (o == NULL)
     return 0;
   pthread_mutex_lock(&o->mu);

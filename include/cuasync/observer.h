@@ -23,7 +23,8 @@
  * #CUA_OBSERVER_ABI_MAJOR), _ABI_MINOR (newer than the core's), _BAD_SIZE
  * (the descriptor or an element size smaller than 1.0's, or an element size
  * over 4096 bytes), _INCOMPLETE
- * (create or record NULL, a pointer outside the module), _NAME_MISMATCH,
+ * (create NULL, record NULL without CUA_OBSERVER_NO_RECORDS, a pointer
+ * outside the module), _NAME_MISMATCH,
  * and CUA_ERR_MODULE_CREATE when create() fails; the runtime then does not
  * open.
  *
@@ -64,6 +65,10 @@
 /** ABI version of observer modules, independent of the library version. */
 #define CUA_OBSERVER_ABI_MAJOR 1
 #define CUA_OBSERVER_ABI_MINOR 1
+/** cua_observer_descriptor::flags (ABI 1.1): it takes no records, only
+ * launch(): record() is never called and may be NULL, and a runtime whose
+ * observers all say so makes no record and takes no device times. */
+#define CUA_OBSERVER_NO_RECORDS 0x1u
 /** The symbol every observer module exports. */
 #define CUA_OBSERVER_ENTRY_SYMBOL "cua_observer_entry"
 
@@ -175,7 +180,7 @@ typedef struct cua_observer_descriptor {
   const char *name;             /**< must equal the name it is loaded by */
   const char *version;          /**< the observer's own version, free form */
   const char *description;      /**< one line */
-  uint64_t flags;               /**< none defined yet: 0 */
+  uint64_t flags;               /**< CUA_OBSERVER_NO_RECORDS, or 0 */
   const cua_param_spec *params; /**< its [observer.NAME] schema, or NULL */
   size_t nparams;               /**< entries in params */
   size_t param_spec_size;       /**< sizeof(cua_param_spec): stride of params */
@@ -191,8 +196,9 @@ typedef struct cua_observer_descriptor {
                 void **state);
   /** Optional. Frees the instance, after the last record(). */
   void (*destroy)(void *state);
-  /** Required. Takes @p n records of element size @p stride. 0, or
-   * non-zero to be disabled (log why first). */
+  /** Required (but with CUA_OBSERVER_NO_RECORDS). Takes @p n records of
+   * element size @p stride. 0, or non-zero to be disabled (log why
+   * first). */
   int (*record)(void *state, const cua_obs_record *recs, size_t n,
                 size_t stride);
   /** Optional. The runtime is closing and every record was given: write

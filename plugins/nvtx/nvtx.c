@@ -8,7 +8,9 @@
  * NVTX3 is header-only (the CUDA toolkit's nvtx3/): without a tool
  * attached ($NVTX_INJECTION64_PATH, which nsys sets), every call is a
  * test of a null pointer. The ranges are made in launch() (observer ABI
- * 1.1), on the launching thread; record() is not needed and does nothing.
+ * 1.1), on the launching thread; it takes no records
+ * (CUA_OBSERVER_NO_RECORDS), so alone it costs the core no record and no
+ * device time.
  *
  * [observer.nvtx]: domain (the NVTX domain, "cuasync"), stream_names
  * (on|off: name each CUDA stream "cuasync device D stream S").
@@ -104,15 +106,6 @@ static void nvtx_destroy(void *state) {
   free(st);
 }
 
-static int nvtx_record(void *state, const cua_obs_record *recs, size_t n,
-                       size_t stride) {
-  (void)state;
-  (void)recs;
-  (void)n;
-  (void)stride;
-  return 0;
-}
-
 /* Names @p native once: "cuasync device D stream S". */
 static void name_stream(nvtx_state *st, void *native, int device, int stream) {
   pthread_mutex_lock(&st->mu);
@@ -165,6 +158,6 @@ CUA_OBSERVER_DEFINE(.name = "nvtx", .version = "1.0",
                     .description = "NVTX ranges around each op's launch and "
                                    "names for CUDA streams, for Nsight "
                                    "Systems",
+                    .flags = CUA_OBSERVER_NO_RECORDS,
                     CUA_OBSERVER_PARAMS(nvtx_params), .create = nvtx_create,
-                    .destroy = nvtx_destroy, .record = nvtx_record,
-                    .launch = nvtx_launch);
+                    .destroy = nvtx_destroy, .launch = nvtx_launch);
