@@ -332,7 +332,7 @@ static void estimate_durations(cua__stream *s, uint64_t upto) {
  * Errors are read after progress: a failure of op N is recorded before
  * progress can pass N, so every op seen complete has had its failure
  * seen too, and consumers are failed before they can complete. */
-static int process_progress(cua_runtime *rt, cua__round *r) {
+static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
   int any = 0;
   uint64_t stackv[64];
   uint64_t *vals = rt->nstreams <= 64
@@ -380,8 +380,10 @@ static int process_progress(cua_runtime *rt, cua__round *r) {
       cua__stream *s = rt->streams[i];
       uint64_t again = vals[i];
       cua_backend_err err = {{0}};
-      if (s->inflight_head != NULL)
-        (void)rt->be->progress(rt->bst, s->bs, &again, &err);
+      if (s->inflight_head != NULL &&
+          rt->be->progress(rt->bst, s->bs, &again, &err) == 0 &&
+          again > vals[i])
+        *more = 1; /* (the backend has seen it: no wait() would wake) */
     }
     r->obs_now = cua__now_ns();
   }
@@ -458,7 +460,8 @@ void *cua__completion_thread(void *arg) {
   for (;;) {
     cua__round r;
     cua__round_init(rt, &r);
-    process_progress(rt, &r);
+    int more = 0; /* progress seen and not yet finished: pass again */
+    process_progress(rt, &r, &more);
     cua__run_round(rt, &r);
     cua__round_flush(rt, &r, 1);
     /* Host steps ready to run. */
@@ -519,7 +522,7 @@ void *cua__completion_thread(void *arg) {
     }
     if (rt->stopping && rt->nsubs == 0 && !pending_device_work(rt))
       break;
-    if (rt->ready_head != NULL || rt->done_head != NULL)
+    if (rt->ready_head != NULL || rt->done_head != NULL || more)
       continue;
     if (pending_device_work(rt)) {
       pthread_mutex_unlock(&rt->lock);

@@ -280,14 +280,15 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   }
   cua_backend_err err = {{0}};
   void *native = NULL;
+  uint64_t called = 0;
   if (rt->obs_launch) {
     if (rt->be->stream_native != NULL)
       native = rt->be->stream_native(rt->bst, s->bs);
-    cua__obs_launch(rt, n, 0, native);
+    called = cua__obs_launch(rt, n, 0, native, 0);
   }
   rc = rt->be->launch(rt->bst, s->bs, &bo, &err);
-  if (rt->obs_launch)
-    cua__obs_launch(rt, n, 1, native);
+  if (called != 0)
+    cua__obs_launch(rt, n, 1, native, called);
   /* A node measured alone (models.c): when it really went to its stream,
    * which its round's clock (t_launch) may precede by the round's other
    * launches. */

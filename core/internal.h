@@ -914,10 +914,11 @@ void cua__observers_close(cua_runtime *rt);
 /* Copies record @p r (and its strings) for the observers; drops it when
  * the ring (65,536 records) is full. Call only when rt->obs != NULL. */
 /* Calls the observers' launch() (those that have one) for @p n: phase 0
- * before its launch, 1 after; on the launching thread, no lock held. Call
- * only when rt->obs_launch. */
-void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
-                     void *native);
+ * before its launch, returning which it called; phase 1 after, to those
+ * in @p called; on the launching thread, no lock held. Call only when
+ * rt->obs_launch. (The first 64 observers of a runtime get launch().) */
+uint64_t cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
+                         void *native, uint64_t called);
 /* A CUA_OBS_TIMES record: op @p op's device times, measured after the fact
  * by the backend (cua_backend_host::op_times); any thread. */
 void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,

@@ -390,8 +390,8 @@ void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
   cua__obs_emit(rt, &r, NULL, NULL, NULL);
 }
 
-void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
-                     void *native) {
+uint64_t cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
+                         void *native, uint64_t called) {
   cua__observers *o = rt->observers;
   const cua_op *op = n->op;
   cua_obs_record r = {.size = sizeof r,
@@ -404,11 +404,19 @@ void cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
                       .op_kind = op->kind,
                       .name = op->hints.name,
                       .tag = op->hints.tag};
-  for (size_t i = 0; i < o->n; i++) {
+  /* Phase 1 goes to exactly those phase 0 went to (one disabled in
+   * between still ends what it began). */
+  uint64_t mask = 0;
+  for (size_t i = 0; i < o->n && i < 64; i++) {
     obs_one *w = &o->v[i];
-    if (w->d->launch != NULL && !atomic_load(&w->dead))
+    int go = phase == 0 ? w->d->launch != NULL && !atomic_load(&w->dead)
+                        : (called >> i) & 1;
+    if (go) {
       w->d->launch(w->state, &r, phase, native);
+      mask |= (uint64_t)1 << i;
+    }
   }
+  return mask;
 }
 
 uint64_t cua__observers_drops(const cua_runtime *rt) {

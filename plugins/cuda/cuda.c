@@ -1606,8 +1606,19 @@ static int cupti_for(backend *be) {
 
 static void cuda_flush_times(void *state) {
   backend *be = state;
-  if (atomic_load(&be->cupti_state) > 0)
-    cupti_flush(be->cupti);
+  if (atomic_load(&be->cupti_state) <= 0)
+    return;
+  /* CUPTI's forced flush does not wait for the device: records of work
+   * still running would come without times. */
+  pthread_mutex_lock(&be->streams_lock);
+  for (size_t i = 0; i < be->nstreams; i++) {
+    cua_backend_stream *s = be->streams[i];
+    if (use_device(be, s->device) == cudaSuccess)
+      cudaStreamSynchronize(s->native);
+  }
+  pthread_mutex_unlock(&be->streams_lock);
+  (void)cudaGetLastError();
+  cupti_flush(be->cupti);
 }
 
 static int cuda_launch(void *state, cua_backend_stream *s,
@@ -1651,8 +1662,12 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL, 0};
   /* Device times for observers from CUPTI, for an op that makes one
    * device activity: no event then. */
-  int by_cupti = OP_HAS(op, op) && op->op != 0 && !cap &&
-                 op->kind != CUA_OP_FUNC && cupti_for(be);
+  /* (an op with no bytes makes no device activity, but a spin or a
+   * kernel) */
+  int by_cupti =
+      OP_HAS(op, op) && op->op != 0 && !cap && op->kind != CUA_OP_FUNC &&
+      (op->bytes > 0 || op->kind == CUA_OP_SPIN || op->kind == CUA_OP_KERNEL) &&
+      cupti_for(be);
   uint64_t *start_out = duration != NULL && OP_HAS(op, start_ns) && !by_cupti
                             ? op->start_ns
                             : NULL;

@@ -20,10 +20,12 @@
  * events. libcupti is opened with dlopen(), so the backend does not
  * depend on it.
  *
- * Locks: cp.mu guards everything below (the tables, the clients, the
- * counts); CUPTI calls the buffer callbacks on its own thread or inside
- * cuptiActivityFlushAll(). op_times() is called with cp.mu held: the core
- * takes only its observers' lock there.
+ * Locks: cp.mu guards the tables and the ids; CUPTI calls the buffer
+ * callbacks on its own thread or inside cuptiActivityFlushAll(), and they
+ * take it. op_times() is called with cp.mu held: the core takes only its
+ * observers' lock there. cp.en_mu (taken before cp.mu, never inside a
+ * callback) guards the number of clients and turning CUPTI's records on
+ * and off, which is never done with cp.mu held.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -90,13 +92,15 @@ struct cupti_client {
 };
 
 static struct {
-  pthread_mutex_t mu;
+  pthread_mutex_t mu, en_mu;
   int tried, ok, clients;
+  uint64_t gen; /* buffer callbacks so far */
   char why[200];
   uint64_t next_id;
   table ext;  /* external id -> p: client, a: op */
   table corr; /* correlation id -> a: external id (0: not yet), b: start,
-                 c: end (0: no device record yet) */
+                 c: end (0: no device record yet), p: the callback
+                 generation it was made in */
   CUptiResult (*enable)(CUpti_ActivityKind);
   CUptiResult (*disable)(CUpti_ActivityKind);
   CUptiResult (*callbacks)(CUpti_BuffersCallbackRequestFunc,
@@ -106,7 +110,7 @@ static struct {
   CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
   CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
   CUptiResult (*clock)(CUpti_TimestampCallbackFunc);
-} cp = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} cp = {.mu = PTHREAD_MUTEX_INITIALIZER, .en_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The device records that time an op, and the links to them. */
 static const CUpti_ActivityKind kinds[] = {
@@ -218,26 +222,29 @@ static void deliver(slot *c) {
 
 /* A device record: correlation @p id ran from @p start to @p end. */
 static void device_record(uint32_t id, uint64_t start, uint64_t end) {
-  if (id == 0 || end < start)
+  /* (a record flushed before the work ended has no times) */
+  if (id == 0 || start == 0 || end == 0 || end < start)
     return;
   slot *c = t_get(&cp.corr, id);
   if (c == NULL)
     return;
+  if (c->c == 0)
+    c->p = (void *)(uintptr_t)cp.gen;
   c->b = start;
-  c->c = end > 0 ? end : 1;
+  c->c = end;
   if (c->a != 0)
     deliver(c);
 }
 
-/* Correlation ids linked to external ids no longer waited for (an API call
- * that made no device work, an op whose client closed) are dropped once
- * they outnumber what is waited for. */
+/* Drops what will never be joined: links to external ids no longer waited
+ * for (an API call that made no device work, an op whose client is gone),
+ * and device records of other work (user kernels, stream functions, other
+ * profilers' ranges) left unlinked for two buffers. */
 static void sweep(void) {
-  if (cp.corr.n < 4096 || cp.corr.n < 4 * cp.ext.n)
-    return;
   for (size_t i = 0; i < cp.corr.cap;) {
     slot *c = &cp.corr.v[i];
-    if (c->key != 0 && c->a != 0 && t_find(&cp.ext, c->a) == NULL)
+    if (c->key != 0 && ((c->a != 0 && t_find(&cp.ext, c->a) == NULL) ||
+                        (c->a == 0 && (uint64_t)(uintptr_t)c->p + 2 <= cp.gen)))
       t_del(&cp.corr, c); /* (what shifts into i is looked at next) */
     else
       i++;
@@ -251,6 +258,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   (void)size;
   CUpti_Activity *r = NULL;
   pthread_mutex_lock(&cp.mu);
+  cp.gen++;
   while (buf != NULL && valid > 0 && cp.next(buf, valid, &r) == CUPTI_SUCCESS) {
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -282,6 +290,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
       slot *c = t_get(&cp.corr, x->correlationId);
       if (c == NULL)
         break;
+      if (c->a == 0 && c->c == 0)
+        c->p = (void *)(uintptr_t)cp.gen;
       c->a = x->externalId;
       if (c->c != 0)
         deliver(c);
@@ -354,7 +364,7 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
     return -1;
   }
   c->host = host;
-  pthread_mutex_lock(&cp.mu);
+  pthread_mutex_lock(&cp.en_mu);
   int rc = load();
   if (rc == 0 && cp.clients == 0)
     for (size_t i = 0; i < NKINDS && rc == 0; i++)
@@ -371,7 +381,7 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
     cp.clients++;
   else
     snprintf(why, len, "%s", cp.why);
-  pthread_mutex_unlock(&cp.mu);
+  pthread_mutex_unlock(&cp.en_mu);
   if (rc != 0) {
     free(c);
     return -1;
@@ -415,18 +425,10 @@ void cupti_end(cupti_client *c, int ok) {
   pthread_mutex_unlock(&cp.mu);
 }
 
-void cupti_flush(cupti_client *c) {
-  (void)c;
-  /* Not under cp.mu: the flush calls buffer_completed(), which takes it. */
-  cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-}
-
-void cupti_close(cupti_client *c) {
-  if (c == NULL)
-    return;
-  cupti_flush(c);
+/* Forgets what @p c still waits for: it will never be told (op_times()
+ * is not called for @p c after this). */
+static void forget(cupti_client *c) {
   pthread_mutex_lock(&cp.mu);
-  /* What it still waits for will never be told. */
   for (size_t i = 0; i < cp.ext.cap;) {
     slot *e = &cp.ext.v[i];
     if (e->key != 0 && e->p == c)
@@ -434,19 +436,35 @@ void cupti_close(cupti_client *c) {
     else
       i++;
   }
-  int last = --cp.clients == 0;
-  if (last) {
+  pthread_mutex_unlock(&cp.mu);
+}
+
+void cupti_flush(cupti_client *c) {
+  /* Not under cp.mu: the flush calls buffer_completed(), which takes it.
+   * The caller has let its streams drain, so its records are complete. */
+  cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  forget(c);
+}
+
+void cupti_close(cupti_client *c) {
+  if (c == NULL)
+    return;
+  forget(c);
+  pthread_mutex_lock(&cp.en_mu);
+  if (--cp.clients == 0) {
+    /* Not under cp.mu: CUPTI may wait for a buffer callback, which
+     * takes it. */
+    for (size_t i = 0; i < NKINDS; i++)
+      cp.disable(kinds[i]);
+    cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&cp.mu);
     free(cp.ext.v);
     free(cp.corr.v);
     memset(&cp.ext, 0, sizeof cp.ext);
     memset(&cp.corr, 0, sizeof cp.corr);
+    pthread_mutex_unlock(&cp.mu);
   }
-  pthread_mutex_unlock(&cp.mu);
-  /* Not under cp.mu: CUPTI may wait for a buffer callback, which takes
-   * it. (A client opening meanwhile would find the records off: one
-   * runtime closing as another opens on CUDA, in two threads.) */
-  for (size_t i = 0; last && i < NKINDS; i++)
-    cp.disable(kinds[i]);
+  pthread_mutex_unlock(&cp.en_mu);
   free(c);
 }
 

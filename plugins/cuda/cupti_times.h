@@ -25,7 +25,8 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
 int cupti_begin(cupti_client *c, uint64_t op);
 /** After the enqueue; @p ok 0 when it failed (no times then). */
 void cupti_end(cupti_client *c, int ok);
-/** Gives every time still owed (CUPTI's buffers flushed); none after. */
+/** Gives every time still owed (CUPTI's buffers flushed: the caller
+ * drains its streams first); no op_times() for @p c after it. */
 void cupti_flush(cupti_client *c);
 /** Flushes, then forgets @p c; CUPTI's records are disabled with the last
  * client. */

@@ -147,7 +147,9 @@ static void nvtx_launch(void *state, const cua_obs_record *op, int phase,
   a.colorType = NVTX_COLOR_ARGB;
   a.color = kind_color(op->op_kind);
   a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  a.message.ascii = op->name != NULL ? op->name : kind_name(op->op_kind);
+  a.message.ascii = op->name != NULL && op->name[0] != '\0'
+                        ? op->name
+                        : kind_name(op->op_kind);
   a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
   a.payload.ullValue = op->op_id;
   a.category = (uint32_t)op->device + 1;

@@ -1545,6 +1545,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
   if (optind < argc)
     return free(o.workloads),
            usage_error("unexpected argument '%s'", argv[optind]);
+  /* CUPTI serves one client per process: the raw-ts-cupti baseline and
+   * the traced runtimes' CUPTI times would take it from each other. */
+  if (o.timestamps && o.trace_dir != NULL)
+    return free(o.workloads),
+           usage_error("--timestamps and --trace cannot go together (both "
+                       "use CUPTI)");
   if (o.quick) {
     if (!o.set_tasks)
       o.tasks = 64;

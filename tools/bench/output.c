@@ -675,10 +675,11 @@ int bench_gantt(const char *svg, const char *trace, const char *title,
       v = g;
     }
     slice *sl = &v[n];
-    double pid = json_num_at(line, "\"pid\":"),
-           tid = json_num_at(line, "\"tid\":");
-    sl->ts = json_num_at(line, "\"ts\":");
-    sl->dur = json_num_at(line, "\"dur\":");
+    /* (each key after a comma, so that an op's name cannot fake one) */
+    double pid = json_num_at(line, ",\"pid\":"),
+           tid = json_num_at(line, ",\"tid\":");
+    sl->ts = json_num_at(line, ",\"ts\":");
+    sl->dur = json_num_at(line, ",\"dur\":");
     if (isnan(pid) || isnan(tid) || isnan(sl->ts) || isnan(sl->dur))
       continue;
     sl->pid = (int)pid;
