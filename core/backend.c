@@ -37,8 +37,14 @@ static void b_log(void *core, cua_log_level level, const char *fmt, ...) {
 }
 
 static uint64_t b_now(void *core) {
-  (void)core;
-  return cua__now_ns();
+  return cua__rt_now((cua_runtime *)core);
+}
+
+/* ABI 1.8: the program waits, and every decided command was applied. */
+static int b_quiescent(void *core) {
+  cua_runtime *rt = core;
+  return rt->vclock != NULL && atomic_load(&rt->vblocked) > 0 &&
+         atomic_load(&rt->executing) == 0;
 }
 
 /* The backend's allocations and threads go through the core's fault
@@ -220,6 +226,7 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rt->bhost.free = b_free;
   rt->bhost.thread_create = b_thread_create;
   rt->bhost.op_times = b_op_times;
+  rt->bhost.quiescent = b_quiescent;
   cua_backend_err berr = {{0}};
   void *st = NULL;
   rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,
@@ -243,6 +250,9 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rt->bmod = mod;
   rt->be = d;
   rt->bst = st;
+  if (d->size >=
+      offsetof(cua_backend_descriptor, clock_ns) + sizeof d->clock_ns)
+    rt->vclock = d->clock_ns;
   rt->bparams = params;
   rt->nbparams = d->nparams;
   rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;

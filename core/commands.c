@@ -186,7 +186,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   if (!rt->host_exec && (rt->models != NULL || rt->obs != NULL ||
                          (n->placed_by != NULL &&
                           (n->placed_by->d->flags & CUA_POLICY_WANTS_TIMING))))
-    n->t_launch = r->now != 0 ? r->now : (r->now = cua__now_ns());
+    n->t_launch = r->now != 0 ? r->now : (r->now = cua__rt_now(rt));
   n->vc_gen = s->vc_gen;
   /* Results known now, so the executor writes nothing the completion
    * thread reads. */

@@ -177,7 +177,7 @@ static void obs_op(cua_runtime *rt, cua__node *n, const cua__round *r) {
      * what it waited for, seen done in one pass in either order, stay in
      * order. */
     timing = CUA_OBS_TIMING_ESTIMATED;
-    end = r != NULL && r->obs_now != 0 ? r->obs_now : cua__now_ns();
+    end = r != NULL && r->obs_now != 0 ? r->obs_now : cua__rt_now(rt);
     if (end < s->obs_end)
       end = s->obs_end;
     uint64_t te = atomic_load_explicit(&n->t_exec, memory_order_relaxed);
@@ -283,7 +283,7 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
  * many shared it: only an op measured alone teaches the models. An op the
  * backend timed itself (a model's sample, executor.c) keeps that duration
  * and its time is taken out of the interval before the others share it. */
-static void estimate_durations(cua__stream *s, uint64_t upto) {
+static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
   size_t k = 0, seen = 0;
   uint64_t start = 0, timed = 0;
   double total = 0;
@@ -307,7 +307,7 @@ static void estimate_durations(cua__stream *s, uint64_t upto) {
   }
   if (seen == 0 || start == 0)
     return;
-  uint64_t now = cua__now_ns();
+  uint64_t now = cua__rt_now(rt);
   if (s->t_done > start)
     start = s->t_done;
   uint64_t span = now > start ? now - start : 0;
@@ -385,12 +385,12 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
           again > vals[i])
         *more = 1; /* (the backend has seen it: no wait() would wake) */
     }
-    r->obs_now = cua__now_ns();
+    r->obs_now = cua__rt_now(rt);
   }
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (vals[i] > s->done) {
-      estimate_durations(s, vals[i]);
+      estimate_durations(rt, s, vals[i]);
       s->done = vals[i];
     }
     while (s->inflight_head != NULL && s->inflight_head->seq <= s->done) {

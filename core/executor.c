@@ -278,6 +278,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     if (!rt->host_exec && how != CUA__OBS_TIMES_ESTIMATED)
       bo.op = n->op_id;
   }
+  bo.est_ns = n->est_cost; /* what a simulator runs it for (ABI 1.8) */
   cua_backend_err err = {{0}};
   void *native = NULL;
   uint64_t called = 0;
@@ -293,7 +294,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
    * which its round's clock (t_launch) may precede by the round's other
    * launches. */
   if (rc == 0 && n->sampled)
-    atomic_store_explicit(&n->t_exec, cua__now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&n->t_exec, cua__rt_now(rt), memory_order_relaxed);
   if (rc)
     snprintf(msg, len, "launching op '%s' on device %d stream %d: %s",
              cua__node_name(n), n->pl.device, n->pl.stream,

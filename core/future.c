@@ -88,6 +88,12 @@ void cua__sub_fire(cua__sub *s) {
   pthread_mutex_lock(&s->mu);
   int status = s->status;
   atomic_store_explicit(&s->done, 1, memory_order_release);
+  if (s->vwaiters > 0) {
+    /* Its waiters are running again from now on, for a simulated clock's
+     * purposes (rt->vblocked): before this thread lets time move on. */
+    atomic_fetch_sub(&s->rt->vblocked, s->vwaiters);
+    s->vwaiters = 0;
+  }
   if (s->efd >= 0)
     signal_fd(s->efd);
   cua_future_cb cb = s->cb;
@@ -145,11 +151,20 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
          cua__now_ns() < spin_until)
     cua__cpu_relax(); /* spare a sibling hyperthread (the launch thread's) */
   pthread_mutex_lock(&s->mu);
+  if (!s->done && s->rt->vclock != NULL) {
+    /* A simulated clock moves on only while the program waits. */
+    s->vwaiters++;
+    atomic_fetch_add(&s->rt->vblocked, 1);
+  }
   while (!s->done) {
     if (timeout_ns == UINT64_MAX) {
       pthread_cond_wait(&s->cv, &s->mu);
     } else if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT &&
                !s->done) {
+      if (s->vwaiters > 0) {
+        s->vwaiters--;
+        atomic_fetch_sub(&s->rt->vblocked, 1);
+      }
       pthread_mutex_unlock(&s->mu);
       return cua__fail(s->rt, CUA_ERR_TIMEDOUT,
                        "cua_future_wait_timeout: still pending after %llu ns",

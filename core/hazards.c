@@ -186,7 +186,7 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
   r->rt->stats.event_waits++;
   if (r->rt->obs != NULL && r->waiter != NULL) {
     cua_obs_record o = {.kind = CUA_OBS_WAIT,
-                        .t_ns = cua__now_ns(),
+                        .t_ns = cua__rt_now(r->rt),
                         .submission = r->waiter->sub_id,
                         .op_id = r->waiter->op_id,
                         .device = t->device,

@@ -71,6 +71,10 @@ void cua__fault_set_hook(void (*hook)(int kind));
 /* 1 if this call of @p kind must fail. */
 int cua__fault(int kind);
 uint64_t cua__now_ns(void);
+/* The runtime's time: the backend's clock when it has one (sim), else
+ * CLOCK_MONOTONIC. */
+#define cua__rt_now(rt)                                                        \
+  ((rt)->vclock != NULL ? (rt)->vclock((rt)->bst) : cua__now_ns())
 /* A spin-wait's pause: tells the CPU (and a sibling hyperthread) that this
  * thread is only watching memory. */
 static inline void cua__cpu_relax(void) {
@@ -485,6 +489,7 @@ struct cua__sub {
   void *cb_arg;
   void *cb_future;
   int efd;
+  int vwaiters; /* threads counted in rt->vblocked while waiting on it */
   cua__sub *next_done;
   cua__sub *prev, *next; /* runtime's in-flight list */
   /* The completion callback's progress (under mu): cua_future_destroy()
@@ -634,6 +639,11 @@ struct cua_runtime {
   pthread_cond_t exec_cv;
   atomic_int exec_waiters;
   atomic_int executing; /* command lists being applied (destroy waits) */
+  /* A backend with a clock of its own (a simulator, ABI 1.8): the
+   * runtime's time, and the application threads blocked waiting for it
+   * (future.c, runtime.c), which cua_backend_host::quiescent() reads. */
+  uint64_t (*vclock)(void *bst);
+  atomic_int vblocked;
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */

@@ -89,8 +89,8 @@ static const char *h_backend_name(void *core) {
 }
 
 static uint64_t h_now_ns(void *core) {
-  (void)core;
-  return cua__now_ns();
+  cua_runtime *rt = ((obs_one *)core)->o->rt;
+  return cua__rt_now(rt);
 }
 
 /* As a policy's log(), but debug lines are not kept: the rest makes the
@@ -382,7 +382,7 @@ void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
     return;
   cua_obs_record r = {.size = sizeof r,
                       .kind = CUA_OBS_TIMES,
-                      .t_ns = cua__now_ns(),
+                      .t_ns = cua__rt_now(rt),
                       .op_id = op,
                       .start_ns = start_ns,
                       .end_ns = end_ns,
@@ -396,7 +396,7 @@ uint64_t cua__obs_launch(cua_runtime *rt, const cua__node *n, int phase,
   const cua_op *op = n->op;
   cua_obs_record r = {.size = sizeof r,
                       .kind = CUA_OBS_LAUNCH,
-                      .t_ns = cua__now_ns(),
+                      .t_ns = cua__rt_now(rt),
                       .submission = n->sub_id,
                       .op_id = n->op_id,
                       .device = n->pl.device,

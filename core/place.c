@@ -350,7 +350,7 @@ static void placed(cua_runtime *rt, cua__node *n, cua__round *r,
                    const cua_op_info *info) {
   /* One clock read per round. */
   if (r->now == 0)
-    r->now = cua__now_ns();
+    r->now = cua__rt_now(rt);
   cua__placed_count(rt, n, info, r->now);
   n->seq = ++n->stream->seq;
   if (rt->obs != NULL)

@@ -444,8 +444,12 @@ void cua_runtime_destroy(cua_runtime *rt) {
   if (rt == NULL)
     return;
   pthread_mutex_lock(&rt->lock);
+  if (rt->vclock != NULL)
+    atomic_fetch_add(&rt->vblocked, 1);
   while (rt->nsubs > 0)
     pthread_cond_wait(&rt->idle, &rt->lock);
+  if (rt->vclock != NULL)
+    atomic_fetch_sub(&rt->vblocked, 1);
   rt->stopping = 1;
   pthread_cond_signal(&rt->work);
   pthread_mutex_unlock(&rt->lock);
@@ -466,10 +470,18 @@ int cua_runtime_synchronize(cua_runtime *rt) {
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_runtime_synchronize: NULL runtime");
   pthread_mutex_lock(&rt->lock);
+  if (rt->vclock != NULL)
+    atomic_fetch_add(&rt->vblocked, 1);
   while (rt->nsubs > 0)
     pthread_cond_wait(&rt->idle, &rt->lock);
+  if (rt->vclock != NULL)
+    atomic_fetch_sub(&rt->vblocked, 1);
   pthread_mutex_unlock(&rt->lock);
   return 0;
+}
+
+uint64_t cua_runtime_now_ns(const cua_runtime *rt) {
+  return rt == NULL ? 0 : cua__rt_now(rt);
 }
 
 const char *cua_runtime_backend(const cua_runtime *rt) {

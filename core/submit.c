@@ -133,7 +133,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   rt->stats.submissions++;
   if (rt->obs != NULL) {
     cua_obs_record o = {
-        .kind = CUA_OBS_SUBMIT, .t_ns = cua__now_ns(), .submission = sub->id};
+        .kind = CUA_OBS_SUBMIT, .t_ns = cua__rt_now(rt), .submission = sub->id};
     cua__obs_emit(rt, &o, NULL, NULL, NULL);
   }
   cua__dag_begin(rt, sub, b.order, b.n);

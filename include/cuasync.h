@@ -150,6 +150,14 @@ CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
 /** The backend's name, as its descriptor declares it ("cuda", "host"...);
  * NULL for a NULL @p rt. */
 CUA_EXTERN const char *cua_runtime_backend(const cua_runtime *rt);
+/**
+ * The runtime's clock, in nanoseconds: CLOCK_MONOTONIC, or on a backend
+ * with a clock of its own (the sim backend) its virtual time, which moves
+ * only while the program waits (cua_future_wait(),
+ * cua_runtime_synchronize()). Policies, models and observers see the same
+ * clock. 0 for a NULL @p rt.
+ */
+CUA_EXTERN uint64_t cua_runtime_now_ns(const cua_runtime *rt);
 /** The configuration file that was read, or NULL for built-in or text. */
 CUA_EXTERN const char *cua_runtime_config_path(const cua_runtime *rt);
 /** The name of the runtime-wide policy in use. */

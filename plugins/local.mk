@@ -27,3 +27,14 @@ backend_LTLIBRARIES += %reldir%/cuda.la
 %canon_reldir%_cuda_la_LDFLAGS = $(MODULE_LDFLAGS)
 endif
 EXTRA_DIST += %reldir%/cuda/cuda.c %reldir%/cuda/cupti_times.c %reldir%/cuda/cupti_times.h
+
+# sim: virtual GPUs on SimGrid (C++).
+if HAVE_SIMGRID
+backend_LTLIBRARIES += %reldir%/sim.la
+%canon_reldir%_sim_la_SOURCES = %reldir%/sim/sim.cc %reldir%/sim/machine.cc \
+	%reldir%/sim/sim.h
+%canon_reldir%_sim_la_CXXFLAGS = $(AM_CXXFLAGS) $(SIMGRID_CFLAGS)
+%canon_reldir%_sim_la_LIBADD = $(SIMGRID_LIBS)
+%canon_reldir%_sim_la_LDFLAGS = $(MODULE_LDFLAGS)
+endif
+EXTRA_DIST += %reldir%/sim/sim.cc %reldir%/sim/machine.cc %reldir%/sim/sim.h

@@ -85,11 +85,17 @@ static inline const char *test_backend(void) {
 }
 
 /** 1 if the test backend runs ops on the CPU in host memory (host,
- * launchtime), where a stream function does its work itself; 0 on CUDA. */
+ * launchtime, sim with data = real), where a stream function does its work
+ * itself; 0 on CUDA. */
 static inline int test_backend_on_cpu(void) {
   return strcmp(test_backend(), "host") == 0 ||
-         strcmp(test_backend(), "launchtime") == 0;
+         strcmp(test_backend(), "launchtime") == 0 ||
+         strcmp(test_backend(), "sim") == 0;
 }
+
+/** The [backend.sim] section the suites run the sim backend with: real
+ * data, so that results can be checked. */
+#define SIM_TEST_SECTION "[backend.sim]\ndata = real\n"
 
 /** The [backend.NAME] section that gives a CPU test backend two virtual
  * devices ("" on CUDA, which has the devices it has). Static storage. */
@@ -97,6 +103,8 @@ static inline const char *two_devices_section(void) {
   static char buf[128];
   if (!test_backend_on_cpu())
     return "";
+  if (strcmp(test_backend(), "sim") == 0)
+    return SIM_TEST_SECTION "gpus = 2\n";
   snprintf(buf, sizeof buf, "[backend.%s]\ndevices = 2\n", test_backend());
   return buf;
 }
@@ -107,8 +115,15 @@ static inline const char *two_devices_section(void) {
 static inline cua_runtime *open_policy(const char *policy, const char *extra) {
   char text[4096];
   const char *more = getenv("CUASYNC_TEST_EXTRA");
-  snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s\n%s",
-           test_backend(), policy, extra ? extra : "", more ? more : "");
+  /* The sim backend with real data, unless the text has its section. */
+  const char *sim =
+      strcmp(test_backend(), "sim") == 0 &&
+              (extra == NULL || strstr(extra, "[backend.sim]") == NULL)
+          ? SIM_TEST_SECTION
+          : "";
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = %s\npolicy = %s\n%s\n%s\n%s", test_backend(),
+           policy, extra ? extra : "", more ? more : "", sim);
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, text);
   if (rc == CUA_ERR_NO_DEVICE || rc == CUA_ERR_MODULE_NOT_FOUND) {

@@ -50,6 +50,23 @@ UNIT_TESTS = \
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS)
 
+# The sim backend (plugins/sim/, built with SimGrid): its own suite, and the
+# op, ordering, property and conformance suites again on it, with
+# [backend.sim] data = real (tests/helpers.h).
+SIM_TESTS = \
+	tests/sim/ops.sh \
+	tests/sim/ordering.sh \
+	tests/sim/random_dag.sh \
+	tests/sim/conformance.sh
+EXTRA_DIST += $(SIM_TESTS) tests/check_sim.c
+if HAVE_SIMGRID
+check_PROGRAMS += tests/check_sim
+TESTS += tests/check_sim $(SIM_TESTS)
+endif
+tests_check_sim_SOURCES = tests/check_sim.c tests/helpers.h
+tests_check_sim_CFLAGS = $(TEST_CFLAGS)
+tests_check_sim_LDADD = $(PUBLIC_TEST_LIBS)
+
 # The same op, ordering, property, future and conformance suites, on the
 # CUDA backend (they exit 77, skipped, where it has no device).
 CUDA_TESTS = \

@@ -36,8 +36,9 @@
  * 1.4: graph_update_op.
  * 1.5: cua_backend_op::start_ns.
  * 1.6: cua_backend_op::end_ns.
- * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times. */
-#define CUA_BACKEND_ABI_MINOR 7
+ * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times.
+ * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns. */
+#define CUA_BACKEND_ABI_MINOR 8
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -115,6 +116,23 @@ typedef struct cua_backend_host {
    * until the backend's flush_times() returns; at most once per op.
    */
   void (*op_times)(void *core, uint64_t op, uint64_t start_ns, uint64_t end_ns);
+
+  /* ---- ABI 1.8 ---- */
+
+  /**
+   * For a backend with a clock of its own (cua_backend_descriptor::
+   * clock_ns, a simulator): 1 when the program waits for the backend and
+   * the core has nothing left to hand it, that is, some application
+   * thread is blocked in a future wait, cua_runtime_synchronize() or
+   * cua_runtime_destroy(), and every command list decided so far has been
+   * applied (launched). Time may then move on without changing what the
+   * program does; it must not otherwise, or the program's next submission
+   * would land at a time that depends on the host's thread scheduling.
+   * The core counts a waiter as unblocked from the moment the completion
+   * thread fires its future, before that thread next calls wait(). Any
+   * thread. Always 0 when the backend has no clock_ns.
+   */
+  int (*quiescent)(void *core);
 } cua_backend_host;
 
 /** One op for a stream, with everything resolved to addresses. */
@@ -161,6 +179,10 @@ typedef struct cua_backend_op {
    * cua_backend_host::op_times() with this id, and then leaves end_ns,
    * start_ns and (unless a model samples the op) duration_ns alone. */
   uint64_t op;
+  /** ABI 1.8. How long the core expects the op to run, in nanoseconds:
+   * the mean of its performance model, else its cost hint; 0 when it has
+   * neither. A simulator runs the op for this long. */
+  uint64_t est_ns;
 } cua_backend_op;
 
 /**
@@ -342,6 +364,21 @@ typedef struct cua_backend_descriptor {
   /** The runtime is closing and every op ran: make every op_times() call
    * still owed now; none may follow once this returns. */
   void (*flush_times)(void *state);
+
+  /* ABI 1.8 (optional) */
+
+  /**
+   * The backend's clock, in nanoseconds, never 0: a simulated backend's
+   * virtual time. When not NULL, the runtime reads time from it instead of
+   * CLOCK_MONOTONIC for everything it reports or decides on (the policy
+   * host table's now_ns(), stream loads, durations, observers' records),
+   * and the backend fills cua_backend_op::start_ns, end_ns and duration_ns
+   * on this clock. Such a backend moves its time on only while
+   * cua_backend_host::quiescent() says so, and only from inside wait()
+   * calls of the completion thread, one step per call, so that the core
+   * sees every step before the next. Any thread.
+   */
+  uint64_t (*clock_ns)(void *state);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

@@ -1,0 +1,440 @@
+/*
+ * plugins/sim/machine.cc: the sim backend's machine: its parameters
+ * ([backend.sim], a machine file), its SimGrid platform, and the cost of
+ * an op on it. See sim.h; no locks (written once in create()).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "sim.h"
+
+#include <simgrid/s4u.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+/* clang-format off */
+const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
+    {"machine", CUA_PARAM_STRING, nullptr, 0, 0, nullptr,
+     "a machine file: lines 'key = value' with this section's keys (but "
+     "machine); the section's own keys override it", 0},
+    {"gpus", CUA_PARAM_INT, "1", 1, 65536, nullptr,
+     "GPUs in the machine, in all nodes", 0},
+    {"gpus_per_node", CUA_PARAM_INT, "8", 1, 64, nullptr,
+     "GPUs per node (nodes = gpus / gpus_per_node, rounded up)", 0},
+    {"sms", CUA_PARAM_INT, "132", 1, 4096, nullptr,
+     "multiprocessors per GPU: ops of a few blocks run side by side, "
+     "whole-GPU ops share it", 0},
+    {"speed", CUA_PARAM_DOUBLE, "1", 0.001, 1000, nullptr,
+     "GPU speed relative to the one the durations were measured on", 0},
+    {"memory_gb", CUA_PARAM_INT, "80", 1, 1048576, nullptr,
+     "device memory per GPU, GiB", 0},
+    {"hbm_gbps", CUA_PARAM_DOUBLE, "3350", 0.001, 1e6, nullptr,
+     "device memory bandwidth, GB/s (fill, copy, axpy, memset)", 0},
+    {"launch_ns", CUA_PARAM_INT, "2000", 0, 1e9, nullptr,
+     "device time of every op beyond its work (launch and gaps), ns", 0},
+    {"kernel_ns", CUA_PARAM_INT, "10000", 0, 1e12, nullptr,
+     "duration of a module kernel or stream function with no model and "
+     "no cost hint, ns", 0},
+    {"pcie_gbps", CUA_PARAM_DOUBLE, "25", 0.001, 1e6, nullptr,
+     "host-GPU link bandwidth per GPU, GB/s", 0},
+    {"pcie_latency_ns", CUA_PARAM_INT, "2000", 0, 1e9, nullptr,
+     "host-GPU link latency, ns", 0},
+    {"nvlink_gbps", CUA_PARAM_DOUBLE, "450", 0, 1e6, nullptr,
+     "GPU-GPU bandwidth per GPU within a node, GB/s (0: peer copies over "
+     "both GPUs' PCIe links)", 0},
+    {"nvlink_latency_ns", CUA_PARAM_INT, "1000", 0, 1e9, nullptr,
+     "GPU-GPU latency within a node, ns", 0},
+    {"net_gbps", CUA_PARAM_DOUBLE, "50", 0.001, 1e6, nullptr,
+     "network bandwidth per node, GB/s", 0},
+    {"net_latency_ns", CUA_PARAM_INT, "5000", 0, 1e9, nullptr,
+     "network latency per node port, ns", 0},
+    {"data", CUA_PARAM_ENUM, "virtual", 0, 0, "virtual|real",
+     "virtual: buffers have no memory and ops only take time; real: "
+     "buffers are host memory and built-in ops and stream functions run", 0},
+    {"jitter", CUA_PARAM_DOUBLE, "0", 0, 1, nullptr,
+     "each execution's duration times 1 + jitter * u, u uniform in "
+     "[-1, 1] from the seed, the stream and the op", 0},
+    {"seed", CUA_PARAM_INT, "0", 0, 9.2e18, nullptr,
+     "seed of the jitter", 0},
+};
+/* clang-format on */
+
+namespace {
+
+void set_err(cua_backend_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void set_err(cua_backend_err *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+struct Val {
+  bool set = false;
+  double d = 0;
+  long long i = 0;
+};
+
+std::string trim(const std::string &s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos)
+    return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+/* Parses @p text for spec @p k into @p v; 0, or a code with @p why. */
+int parse_value(int k, const std::string &text, Val *v, std::string &why) {
+  const cua_param_spec &p = sim_params[k];
+  const char *s = text.c_str();
+  char *end = nullptr;
+  errno = 0;
+  if (p.type == CUA_PARAM_ENUM) {
+    std::string ch = p.choices;
+    size_t idx = 0, pos = 0;
+    for (;;) {
+      size_t bar = ch.find('|', pos);
+      std::string w =
+          ch.substr(pos, bar == std::string::npos ? bar : bar - pos);
+      if (w == text) {
+        v->i = (long long)idx;
+        v->set = true;
+        return 0;
+      }
+      if (bar == std::string::npos)
+        break;
+      pos = bar + 1;
+      idx++;
+    }
+    why = "'" + text + "' is not one of " + ch;
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  double d;
+  if (p.type == CUA_PARAM_INT) {
+    long long i = strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0) {
+      why = "'" + text + "' is not an integer";
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    v->i = i;
+    d = (double)i;
+  } else {
+    d = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !std::isfinite(d)) {
+      why = "'" + text + "' is not a number";
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    v->i = (long long)d;
+  }
+  if (d < p.min || d > p.max) {
+    char b[128];
+    snprintf(b, sizeof b, "%s is out of range [%g, %g]", text.c_str(), p.min,
+             p.max);
+    why = b;
+    return CUA_ERR_CONFIG_OUT_OF_RANGE;
+  }
+  v->d = d;
+  v->set = true;
+  return 0;
+}
+
+int read_machine_file(const char *path, Val *vals, cua_backend_err *err) {
+  FILE *f = fopen(path, "r");
+  if (f == nullptr) {
+    set_err(err, "machine file %s: cannot open it: %s", path, strerror(errno));
+    return CUA_ERR_CONFIG_NOT_FOUND;
+  }
+  char buf[1024];
+  int line = 0, rc = 0;
+  bool seen[SIM_PARAM_COUNT] = {};
+  while (rc == 0 && fgets(buf, sizeof buf, f) != nullptr) {
+    line++;
+    std::string l = buf;
+    size_t c = l.find_first_of("#;");
+    if (c != std::string::npos)
+      l = l.substr(0, c);
+    l = trim(l);
+    if (l.empty())
+      continue;
+    size_t eq = l.find('=');
+    if (eq == std::string::npos) {
+      set_err(err, "%s:%d: expected 'key = value', found '%s'", path, line,
+              l.c_str());
+      rc = CUA_ERR_CONFIG_SYNTAX;
+      break;
+    }
+    std::string key = trim(l.substr(0, eq)), value = trim(l.substr(eq + 1));
+    int k = -1;
+    for (int i = 0; i < SIM_PARAM_COUNT; i++)
+      if (key == sim_params[i].name)
+        k = i;
+    if (k < 0 || k == SIM_PARAM_MACHINE) {
+      set_err(err, "%s:%d: unknown key '%s'%s", path, line, key.c_str(),
+              k == SIM_PARAM_MACHINE ? " (a machine file cannot name another)"
+                                     : "");
+      rc = CUA_ERR_CONFIG_UNKNOWN_KEY;
+      break;
+    }
+    if (seen[k]) {
+      set_err(err, "%s:%d: '%s' given twice", path, line, key.c_str());
+      rc = CUA_ERR_CONFIG_DUPLICATE_KEY;
+      break;
+    }
+    seen[k] = true;
+    std::string why;
+    rc = parse_value(k, value, &vals[k], why);
+    if (rc != 0)
+      set_err(err, "%s:%d: %s: %s", path, line, key.c_str(), why.c_str());
+  }
+  fclose(f);
+  return rc;
+}
+
+} /* namespace */
+
+int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
+                            cua_backend_err *err) {
+  Val vals[SIM_PARAM_COUNT];
+  /* Defaults, then the machine file, then the section's own keys. */
+  for (int k = 0; k < SIM_PARAM_COUNT; k++) {
+    if (sim_params[k].default_value == nullptr)
+      continue;
+    std::string why;
+    parse_value(k, sim_params[k].default_value, &vals[k], why);
+  }
+  const char *file = params != nullptr && params[SIM_PARAM_MACHINE].present
+                         ? params[SIM_PARAM_MACHINE].s
+                         : nullptr;
+  if (file != nullptr) {
+    int rc = read_machine_file(file, vals, err);
+    if (rc != 0)
+      return rc;
+  }
+  if (params != nullptr)
+    for (int k = 0; k < SIM_PARAM_COUNT; k++)
+      if (k != SIM_PARAM_MACHINE && params[k].present) {
+        vals[k].i = params[k].i;
+        vals[k].d = params[k].d;
+      }
+  m->gpus = (int)vals[SIM_PARAM_GPUS].i;
+  m->gpus_per_node = (int)vals[SIM_PARAM_GPUS_PER_NODE].i;
+  if (m->gpus_per_node > m->gpus)
+    m->gpus_per_node = m->gpus;
+  m->nodes = (m->gpus + m->gpus_per_node - 1) / m->gpus_per_node;
+  m->sms = (int)vals[SIM_PARAM_SMS].i;
+  m->speed = vals[SIM_PARAM_SPEED].d;
+  m->memory_gb = (int)vals[SIM_PARAM_MEMORY_GB].i;
+  m->hbm_gbps = vals[SIM_PARAM_HBM_GBPS].d;
+  m->launch_ns = vals[SIM_PARAM_LAUNCH_NS].i;
+  m->kernel_ns = vals[SIM_PARAM_KERNEL_NS].i;
+  m->pcie_gbps = vals[SIM_PARAM_PCIE_GBPS].d;
+  m->pcie_lat_ns = vals[SIM_PARAM_PCIE_LATENCY_NS].i;
+  m->nvlink_gbps = vals[SIM_PARAM_NVLINK_GBPS].d;
+  m->nvlink_lat_ns = vals[SIM_PARAM_NVLINK_LATENCY_NS].i;
+  m->net_gbps = vals[SIM_PARAM_NET_GBPS].d;
+  m->net_lat_ns = vals[SIM_PARAM_NET_LATENCY_NS].i;
+  m->data_real = vals[SIM_PARAM_DATA].i == 1;
+  m->jitter = vals[SIM_PARAM_JITTER].d;
+  m->seed = (unsigned long long)vals[SIM_PARAM_SEED].i;
+  return 0;
+}
+
+/* ------------------------------------------------------------ platform */
+
+int sim_build_platform(const sim_machine *m, std::vector<sg4::Host *> &gpu,
+                       std::vector<sg4::Host *> &cpu, std::string &why) {
+  try {
+    sg4::NetZone *root =
+        m->nodes > 1 ? sg4::create_star_zone("machine") : nullptr;
+    gpu.assign((size_t)m->gpus, nullptr);
+    cpu.assign((size_t)m->nodes, nullptr);
+    for (int n = 0; n < m->nodes; n++) {
+      std::string nn = "node" + std::to_string(n);
+      sg4::NetZone *z = sg4::create_full_zone(nn);
+      if (root != nullptr)
+        z->set_parent(root);
+      sg4::Host *h = z->create_host(nn + "-cpu", 1e9);
+      cpu[(size_t)n] = h;
+      int first = n * m->gpus_per_node;
+      int last = std::min(m->gpus, first + m->gpus_per_node);
+      std::vector<sg4::Link *> pcie, nvl;
+      for (int g = first; g < last; g++) {
+        std::string gn = "gpu" + std::to_string(g);
+        sg4::Host *gh = z->create_host(gn, 1e9 * m->speed);
+        gh->set_core_count(m->sms);
+        gpu[(size_t)g] = gh;
+        pcie.push_back(z->create_link(gn + "-pcie", m->pcie_gbps * 1e9)
+                           ->set_latency((double)m->pcie_lat_ns * 1e-9));
+        if (m->nvlink_gbps > 0)
+          nvl.push_back(z->create_link(gn + "-nvlink", m->nvlink_gbps * 1e9)
+                            ->set_latency((double)m->nvlink_lat_ns * 1e-9));
+      }
+      for (int a = first; a < last; a++) {
+        size_t ia = (size_t)(a - first);
+        z->add_route(h->get_netpoint(), gpu[(size_t)a]->get_netpoint(), nullptr,
+                     nullptr, {sg4::LinkInRoute(pcie[ia])}, true);
+        for (int b = a + 1; b < last; b++) {
+          size_t ib = (size_t)(b - first);
+          std::vector<sg4::LinkInRoute> r;
+          if (m->nvlink_gbps > 0)
+            r = {sg4::LinkInRoute(nvl[ia]), sg4::LinkInRoute(nvl[ib])};
+          else
+            r = {sg4::LinkInRoute(pcie[ia]), sg4::LinkInRoute(pcie[ib])};
+          z->add_route(gpu[(size_t)a]->get_netpoint(),
+                       gpu[(size_t)b]->get_netpoint(), nullptr, nullptr, r,
+                       true);
+        }
+      }
+      z->seal();
+      if (root != nullptr) {
+        sg4::Link *nic = root->create_link(nn + "-net", m->net_gbps * 1e9)
+                             ->set_latency((double)m->net_lat_ns * 1e-9);
+        root->add_route(z->get_netpoint(), nullptr, h->get_netpoint(), nullptr,
+                        {sg4::LinkInRoute(nic)}, true);
+      }
+    }
+    if (root != nullptr)
+      root->seal();
+  } catch (const std::exception &e) {
+    why = std::string("cannot build the simulated platform: ") + e.what();
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ costs */
+
+namespace {
+
+/* A uniform number in [-1, 1] from the seed and the op (splitmix64). */
+double unit_noise(unsigned long long seed, const cua_backend_op *o, int dev) {
+  unsigned long long x = seed ^ (o->seq * 0x9e3779b97f4a7c15ull) ^
+                         ((unsigned long long)dev << 48) ^ (o->op << 20);
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return (double)(x >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+} /* namespace */
+
+sim_cost sim_op_cost(const sim_machine *m, const cua_backend_op *o, int dev) {
+  sim_cost c = {};
+  c.threads = m->sms;
+  c.from = c.to = -1;
+  double hbm = m->hbm_gbps; /* bytes per ns */
+  double launch = (double)m->launch_ns;
+  int node = dev / m->gpus_per_node;
+  switch (o->kind) {
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D: {
+    int src = dev, dst = dev;
+    if (o->kind == CUA_OP_MEMCPY_D2D) {
+      src = o->src_device >= 0 && (size_t)o->src_device < m->sel.size()
+                ? m->sel[(size_t)o->src_device]
+                : dev;
+      dst = o->dst_device >= 0 && (size_t)o->dst_device < m->sel.size()
+                ? m->sel[(size_t)o->dst_device]
+                : dev;
+    }
+    if (o->bytes == 0) {
+      c.ns = launch;
+      break;
+    }
+    if (o->kind == CUA_OP_MEMCPY_D2D && src == dst) {
+      c.ns = launch + 2.0 * (double)o->bytes / hbm;
+      break;
+    }
+    c.bytes = (double)o->bytes;
+    if (o->kind == CUA_OP_MEMCPY_H2D) {
+      c.from = node, c.from_cpu = true, c.to = dev;
+    } else if (o->kind == CUA_OP_MEMCPY_D2H) {
+      c.from = dev, c.to = node, c.to_cpu = true;
+    } else {
+      c.from = src, c.to = dst;
+    }
+    return c; /* a transfer: its time is the links' */
+  }
+  case CUA_OP_SPIN:
+    c.threads = (int)(o->spin.blocks == 0 ? 1 : o->spin.blocks);
+    c.ns = launch + (double)o->spin.ns; /* its duration is its argument */
+    break;
+  case CUA_OP_FILL:
+  case CUA_OP_MEMSET:
+    c.ns = o->est_ns != 0 ? (double)o->est_ns : launch + (double)o->bytes / hbm;
+    break;
+  case CUA_OP_COPY:
+    c.ns = o->est_ns != 0 ? (double)o->est_ns
+                          : launch + 2.0 * (double)o->bytes / hbm;
+    break;
+  case CUA_OP_AXPY:
+    c.ns = o->est_ns != 0 ? (double)o->est_ns
+                          : launch + 3.0 * (double)o->bytes / hbm;
+    break;
+  case CUA_OP_KERNEL: {
+    unsigned long long blocks =
+        (unsigned long long)o->grid[0] * o->grid[1] * o->grid[2];
+    c.threads =
+        blocks == 0 ? 1 : (int)std::min<unsigned long long>(blocks, 1u << 30);
+    c.ns = o->est_ns != 0 ? (double)o->est_ns : (double)m->kernel_ns;
+    break;
+  }
+  default: /* FUNC */
+    c.threads = 1;
+    c.ns = o->est_ns != 0 ? (double)o->est_ns : (double)m->kernel_ns;
+    break;
+  }
+  if (c.threads > m->sms)
+    c.threads = m->sms;
+  if (c.threads < 1)
+    c.threads = 1;
+  if (m->jitter > 0)
+    c.ns *= 1.0 + m->jitter * unit_noise(m->seed, o, dev);
+  if (c.ns < 0)
+    c.ns = 0;
+  return c;
+}
+
+void sim_run_data(const cua_backend_op *o) {
+  size_t n = o->bytes / sizeof(float);
+  switch (o->kind) {
+  case CUA_OP_FILL: {
+    float *y = static_cast<float *>(o->dst);
+    for (size_t i = 0; i < n; i++)
+      y[i] = o->value;
+    break;
+  }
+  case CUA_OP_AXPY: {
+    float *y = static_cast<float *>(o->dst);
+    const float *x = static_cast<const float *>(o->src);
+    for (size_t i = 0; i < n; i++)
+      y[i] += o->value * x[i];
+    break;
+  }
+  case CUA_OP_COPY:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    if (o->bytes > 0)
+      memmove(o->dst, o->src, o->bytes);
+    break;
+  case CUA_OP_MEMSET:
+    if (o->bytes > 0)
+      memset(o->dst, o->byte_value, o->bytes);
+    break;
+  default:
+    break;
+  }
+}

@@ -1,0 +1,923 @@
+/*
+ * plugins/sim/sim.cc: the simulated backend. Virtual GPUs, streams and links
+ * on SimGrid: ops run in virtual time, transfers share the modelled links,
+ * and the runtime's clock is the simulation's.
+ *
+ * The machine (machine.cc): nodes of GPUs, a host CPU per node, a PCIe link
+ * per GPU, an NVLink port per GPU into its node's switch, a network port
+ * per node. It becomes a SimGrid platform: a full zone per node (routes
+ * GPU-GPU over both GPUs' NVLink ports, host-GPU over the GPU's PCIe link)
+ * inside a star zone of nodes (a route between nodes crosses both nodes'
+ * network ports).
+ *
+ * Threads. SimGrid runs on one thread of its own (the sim thread), with
+ * one actor per stream and a gateway actor; everything SimGrid is touched
+ * only there. The core's threads (launch(), mark(), event_record()...)
+ * append items to a stream's queue under st->mu; the stream's actor runs
+ * them in order: an op is a SimGrid activity (an execution on its GPU, or a
+ * transfer over the links) that the actor waits for, in virtual time; a
+ * mark sets the stream's progress; a record and a wait are a generation
+ * counter and a (simulated) condition variable.
+ *
+ * Time. Virtual time moves on only when the gateway lets the simulation
+ * block on an activity, which it does only (1) while the completion thread
+ * sits in wait() having seen every earlier step, and (2) while the core
+ * says the program waits for the device with nothing left to launch
+ * (cua_backend_host::quiescent()). Each step is everything that happens at
+ * the next instant of virtual time; the completion thread is woken after
+ * it and sees its progress before the next. So a program's submissions
+ * land at virtual instants that do not depend on the host's thread
+ * scheduling, and runs repeat exactly (for a program whose waits are
+ * future waits or cua_runtime_synchronize() from one thread).
+ *
+ * Locks: st->mu (a pthread mutex, a leaf) guards the queues, the lists of
+ * new and woken streams, the step counters and the flags between the
+ * core's threads and the sim thread. The gateway never holds it while the
+ * simulation runs other actors. Events' generations and streams' progress
+ * are atomics, read by any thread.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "sim.h"
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+std::atomic<int> g_active{0}; /* SimGrid runs one simulation per process */
+
+enum ItemKind { IT_OP, IT_MARK, IT_RECORD, IT_WAIT, IT_FREE };
+
+struct SimEvent {
+  std::atomic<uint64_t> rec_gen{0};  /* recordings enqueued */
+  std::atomic<uint64_t> done_gen{0}; /* recordings reached */
+  std::atomic<int> refs{1};          /* the core's + queued items' */
+};
+
+struct Item {
+  ItemKind kind;
+  uint64_t value; /* MARK: progress; RECORD/WAIT: generation */
+  SimEvent *ev;
+  void *ptr; /* FREE */
+  cua_backend_op op;
+};
+
+struct SimState;
+
+struct SimStream {
+  SimState *st;
+  int device;
+  int index;
+  std::deque<Item> q; /* under st->mu */
+  std::atomic<uint64_t> progress{0};
+  /* Error records (data = real: a failed stream function), under st->mu. */
+  std::deque<Item> errs;
+  std::deque<std::string> errmsgs;
+  std::deque<int> errcodes;
+  /* Sim thread only. */
+  sg4::SemaphorePtr sem;
+  bool idle = false;
+  bool woken = false; /* under st->mu: listed in st->wake */
+  bool gone = false;  /* under st->mu: stream_destroy() */
+};
+
+struct SimState {
+  const cua_backend_host *host;
+  sim_machine m;
+  std::string machine_text;
+  bool real = false;
+  int context_threads = 0;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv_g;    /* the gateway waits here (real time) */
+  pthread_cond_t cv_comp; /* the completion thread, in wait() */
+  pthread_cond_t cv_up;   /* create() waits for the simulation to start */
+  pthread_t thread;
+  bool thread_started = false;
+  bool up = false, failed_start = false;
+  std::string start_error;
+
+  /* Under mu. */
+  std::vector<SimStream *> streams, fresh, wake;
+  bool closing = false;
+  uint64_t evt_seq = 0;  /* steps taken */
+  uint64_t cseen = 0;    /* steps the completion thread has returned for */
+  uint64_t acked = 0;    /* steps it had seen when it last entered wait() */
+  bool cwaiting = false; /* it is inside wait() */
+  bool cwake = false;    /* wake() */
+  uint64_t launched = 0; /* items queued, ever */
+
+  std::atomic<uint64_t> vnow{SIM_EPOCH_NS};
+  std::atomic<uint64_t> steps{0}, ops_done{0};
+
+  /* Memory (virtual addresses, or host memory with data = real). */
+  std::vector<uint64_t> next_addr;
+  std::vector<uint64_t> used;
+
+  /* Sim thread only. */
+  std::vector<sg4::Host *> gpu, cpu;
+  double clock0 = 0;
+  long inflight = 0;
+  /* Stream actors alive, and those blocked (on their queue, an activity,
+   * an event): the gateway lets the others run before it blocks the
+   * simulation in real time. Whoever wakes an actor counts it unblocked,
+   * so that an actor made ready and not yet run is not taken for blocked. */
+  long nactors = 0, nblocked = 0, ev_waiters = 0;
+  sg4::SemaphorePtr g_sem;
+  sg4::MutexPtr ev_mx;
+  sg4::ConditionVariablePtr ev_cv;
+};
+
+void set_err(cua_backend_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void set_err(cua_backend_err *err, const char *fmt, ...) {
+  if (err == nullptr)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+}
+
+uint64_t to_ns(const SimState *st, double clock) {
+  double d = (clock - st->clock0) * 1e9;
+  return SIM_EPOCH_NS + (d > 0 ? (uint64_t)llround(d) : 0);
+}
+
+void ev_release(SimEvent *e) {
+  if (e != nullptr && e->refs.fetch_sub(1) == 1)
+    delete e;
+}
+
+/* ------------------------------------------------------------ op model */
+
+/* Runs op @p o of stream @p s as a SimGrid activity, in virtual time. */
+void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
+  const sim_machine &m = st->m;
+  int dev = s->device;
+  double start = sg4::Engine::get_clock();
+  sim_cost c = sim_op_cost(&m, &o, dev);
+  st->inflight++;
+  st->nblocked++; /* until its activity ends: it then runs before the
+                     gateway, which that end wakes */
+  if (c.bytes > 0 && c.from >= 0) {
+    sg4::Host *a =
+        c.from_cpu ? st->cpu[(size_t)c.from] : st->gpu[(size_t)c.from];
+    sg4::Host *b = c.to_cpu ? st->cpu[(size_t)c.to] : st->gpu[(size_t)c.to];
+    sg4::CommPtr cm = sg4::Comm::sendto_init(a, b);
+    cm->set_payload_size((uint64_t)c.bytes);
+    cm->start();
+    cm->wait();
+  } else if (c.ns > 0) {
+    sg4::ExecPtr ex = sg4::Exec::init();
+    ex->set_flops_amount((double)c.ns);
+    ex->set_host(st->gpu[(size_t)dev]);
+    ex->set_thread_count(c.threads);
+    ex->start();
+    ex->wait();
+  }
+  st->nblocked--;
+  st->inflight--;
+  double end = sg4::Engine::get_clock();
+  if (st->real) {
+    if (o.kind == CUA_OP_FUNC && o.func != nullptr) {
+      cua_backend_err e;
+      e.msg[0] = '\0';
+      int rc = o.func(o.func_ctx, s, &e);
+      if (rc != 0) {
+        pthread_mutex_lock(&st->mu);
+        Item it{};
+        it.value = o.seq;
+        s->errs.push_back(it);
+        s->errcodes.push_back(rc);
+        s->errmsgs.push_back(e.msg);
+        pthread_mutex_unlock(&st->mu);
+      }
+    } else {
+      sim_run_data(&o);
+    }
+  }
+  uint64_t t0 = to_ns(st, start), t1 = to_ns(st, end);
+  if (o.duration_ns != nullptr)
+    *o.duration_ns = t1 - t0;
+  if (o.start_ns != nullptr)
+    *o.start_ns = t0;
+  if (o.end_ns != nullptr)
+    *o.end_ns = t1;
+  st->ops_done.fetch_add(1, std::memory_order_relaxed);
+  st->g_sem->release(); /* the gateway's step is over */
+}
+
+/* ------------------------------------------------------------ actors */
+
+void stream_main(SimState *st, SimStream *s) {
+  struct alive {
+    SimState *st;
+    ~alive() {
+      st->nactors--;
+    }
+  } a{st};
+  for (;;) {
+    Item it;
+    bool got = false, gone = false;
+    pthread_mutex_lock(&st->mu);
+    if (!s->q.empty()) {
+      it = s->q.front();
+      s->q.pop_front();
+      got = true;
+    }
+    gone = s->gone || st->closing;
+    pthread_mutex_unlock(&st->mu);
+    if (!got) {
+      if (gone)
+        return;
+      s->idle = true;
+      st->nblocked++; /* the gateway, which releases it, counts it off */
+      s->sem->acquire();
+      continue;
+    }
+    switch (it.kind) {
+    case IT_OP:
+      run_op(st, s, it.op);
+      break;
+    case IT_MARK:
+      s->progress.store(it.value, std::memory_order_release);
+      break;
+    case IT_RECORD: {
+      uint64_t d = it.ev->done_gen.load();
+      if (it.value > d)
+        it.ev->done_gen.store(it.value, std::memory_order_release);
+      st->nblocked -= st->ev_waiters;
+      st->ev_waiters = 0;
+      st->ev_cv->notify_all();
+      ev_release(it.ev);
+      break;
+    }
+    case IT_WAIT: {
+      std::unique_lock<sg4::Mutex> lk(*st->ev_mx);
+      while (it.ev->done_gen.load(std::memory_order_acquire) < it.value) {
+        st->ev_waiters++;
+        st->nblocked++; /* the record that wakes it counts it off */
+        st->ev_cv->wait(lk);
+      }
+      lk.unlock();
+      ev_release(it.ev);
+      break;
+    }
+    case IT_FREE:
+      if (st->real)
+        st->host->free != nullptr ? st->host->free(st->host->core, it.ptr)
+                                  : free(it.ptr);
+      break;
+    }
+  }
+}
+
+/* Lets every stream actor run what it can at this instant, until each
+ * is blocked: time does not move while the gateway is ready to run. */
+void settle(SimState *st) {
+  while (st->nblocked < st->nactors)
+    sg4::this_actor::yield();
+}
+
+bool may_step(SimState *st) {
+  if (st->closing)
+    return true;
+  if (!st->cwaiting || st->acked != st->evt_seq)
+    return false;
+  const cua_backend_host *h = st->host;
+  return h->size > offsetof(cua_backend_host, quiescent) &&
+         h->quiescent != nullptr && h->quiescent(h->core) != 0;
+}
+
+void gateway_main(SimState *st) {
+  /* Every SimGrid call is a switch to the simulation, where other actors
+   * run and take st->mu: none is made with it held. */
+  std::vector<SimStream *> fresh, wake;
+  pthread_mutex_lock(&st->mu);
+  for (;;) {
+    fresh.swap(st->fresh);
+    wake.swap(st->wake);
+    for (SimStream *s : wake)
+      s->woken = false;
+    if (!fresh.empty() || !wake.empty()) {
+      pthread_mutex_unlock(&st->mu);
+      for (SimStream *s : fresh) {
+        s->sem = sg4::Semaphore::create(0);
+        char name[64];
+        snprintf(name, sizeof name, "stream%d", s->index);
+        st->nactors++;
+        sg4::Actor::create(name, st->gpu[(size_t)s->device], stream_main, st,
+                           s);
+      }
+      for (SimStream *s : wake)
+        if (s->idle && s->sem != nullptr) {
+          s->idle = false;
+          st->nblocked--;
+          s->sem->release();
+        }
+      fresh.clear();
+      wake.clear();
+      settle(st);
+      pthread_mutex_lock(&st->mu);
+      continue;
+    }
+    if (st->inflight > 0 && may_step(st)) {
+      pthread_mutex_unlock(&st->mu);
+      st->g_sem->acquire(); /* virtual time moves to the next completion */
+      settle(st);
+      pthread_mutex_lock(&st->mu);
+      st->vnow.store(to_ns(st, sg4::Engine::get_clock()));
+      st->steps.fetch_add(1, std::memory_order_relaxed);
+      st->evt_seq++;
+      pthread_cond_broadcast(&st->cv_comp);
+      continue;
+    }
+    if (st->closing && st->inflight == 0)
+      break;
+    /* Real time: the core signals new work; the program's starting to
+     * wait (quiescent()) is polled. */
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_nsec += 100000;
+    if (dl.tv_nsec >= 1000000000) {
+      dl.tv_sec++;
+      dl.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&st->cv_g, &st->mu, &dl);
+  }
+  std::vector<SimStream *> all = st->streams;
+  pthread_mutex_unlock(&st->mu);
+  /* Every stream actor ends once its queue is empty. */
+  for (SimStream *s : all)
+    if (s->idle && s->sem != nullptr) {
+      s->idle = false;
+      st->nblocked--;
+      s->sem->release();
+    }
+}
+
+void *sim_thread(void *arg) {
+  SimState *st = static_cast<SimState *>(arg);
+  std::vector<std::string> args = {"cuasync-sim",
+                                   "--cfg=network/model:CM02",
+                                   "--cfg=network/crosstraffic:0",
+                                   "--cfg=contexts/stack-size:1024",
+                                   "--log=root.thres:critical",
+                                   "--log=xbt_cfg.thres:critical"};
+  if (st->context_threads)
+    args.push_back("--cfg=contexts/factory:thread");
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  int argc = (int)args.size();
+  {
+    sg4::Engine e(&argc, argv.data());
+    std::string why;
+    if (sim_build_platform(&st->m, st->gpu, st->cpu, why) != 0) {
+      pthread_mutex_lock(&st->mu);
+      st->failed_start = true;
+      st->start_error = why;
+      pthread_cond_broadcast(&st->cv_up);
+      pthread_mutex_unlock(&st->mu);
+      return nullptr;
+    }
+    st->clock0 = sg4::Engine::get_clock();
+    st->g_sem = sg4::Semaphore::create(0);
+    st->ev_mx = sg4::Mutex::create();
+    st->ev_cv = sg4::ConditionVariable::create();
+    sg4::Actor::create("gateway", st->cpu[0], [st]() {
+      pthread_mutex_lock(&st->mu);
+      st->up = true;
+      pthread_cond_broadcast(&st->cv_up);
+      pthread_mutex_unlock(&st->mu);
+      gateway_main(st);
+    });
+    e.run();
+    st->g_sem = nullptr;
+    st->ev_mx = nullptr;
+    st->ev_cv = nullptr;
+    for (SimStream *s : st->streams)
+      s->sem = nullptr;
+  }
+  return nullptr;
+}
+
+/* ------------------------------------------------------------ descriptor */
+
+SimState *S(void *state) {
+  return static_cast<SimState *>(state);
+}
+
+void push(SimState *st, SimStream *s, const Item &it) {
+  pthread_mutex_lock(&st->mu);
+  s->q.push_back(it);
+  st->launched++;
+  if (!s->woken) {
+    s->woken = true;
+    st->wake.push_back(s);
+  }
+  pthread_cond_signal(&st->cv_g);
+  pthread_mutex_unlock(&st->mu);
+}
+
+void free_state(SimState *st) {
+  for (SimStream *s : st->streams) {
+    for (Item &it : s->q)
+      if (it.kind == IT_RECORD || it.kind == IT_WAIT)
+        ev_release(it.ev);
+    delete s;
+  }
+  pthread_mutex_destroy(&st->mu);
+  pthread_cond_destroy(&st->cv_g);
+  pthread_cond_destroy(&st->cv_comp);
+  pthread_cond_destroy(&st->cv_up);
+  delete st;
+}
+
+int sim_create(const cua_backend_host *host, const cua_param_value *params,
+               const int *ordinals, int nordinals, void **state,
+               cua_backend_err *err) {
+  SimState *st = new SimState();
+  st->host = host;
+  pthread_mutex_init(&st->mu, nullptr);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->cv_g, &ca);
+  pthread_cond_init(&st->cv_comp, &ca);
+  pthread_cond_init(&st->cv_up, &ca);
+  pthread_condattr_destroy(&ca);
+  int rc = sim_machine_from_params(&st->m, params, err);
+  if (rc != 0) {
+    free_state(st);
+    return rc;
+  }
+  st->real = st->m.data_real != 0;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  st->context_threads = 1; /* sanitizers follow threads, not ucontexts */
+#endif
+  if (getenv("CUASYNC_SIM_CONTEXT_THREADS") != nullptr)
+    st->context_threads = 1;
+  /* Devices: every GPU of the machine, or the ones asked for. */
+  std::vector<int> sel;
+  if (ordinals == nullptr) {
+    for (int i = 0; i < st->m.gpus; i++)
+      sel.push_back(i);
+  } else {
+    for (int i = 0; i < nordinals; i++) {
+      if (ordinals[i] < 0 || ordinals[i] >= st->m.gpus) {
+        set_err(err, "device %d: the simulated machine has %d GPUs",
+                ordinals[i], st->m.gpus);
+        free_state(st);
+        return CUA_ERR_BAD_DEVICE;
+      }
+      sel.push_back(ordinals[i]);
+    }
+  }
+  st->m.sel = sel;
+  st->next_addr.assign((size_t)st->m.gpus, 0);
+  st->used.assign((size_t)st->m.gpus, 0);
+  int expected = 0;
+  if (!g_active.compare_exchange_strong(expected, 1)) {
+    set_err(err, "another sim backend is open in this process (SimGrid runs "
+                 "one simulation per process at a time)");
+    free_state(st);
+    return CUA_ERR_BUSY;
+  }
+  int trc = host->size > offsetof(cua_backend_host, thread_create) &&
+                    host->thread_create != nullptr
+                ? host->thread_create(host->core, &st->thread, nullptr,
+                                      sim_thread, st)
+                : pthread_create(&st->thread, nullptr, sim_thread, st);
+  if (trc != 0) {
+    g_active.store(0);
+    set_err(err, "cannot start the simulation thread: %s", strerror(trc));
+    free_state(st);
+    return CUA_ERR_NOMEM;
+  }
+  st->thread_started = true;
+  pthread_mutex_lock(&st->mu);
+  while (!st->up && !st->failed_start)
+    pthread_cond_wait(&st->cv_up, &st->mu);
+  bool failed = st->failed_start;
+  pthread_mutex_unlock(&st->mu);
+  if (failed) {
+    pthread_join(st->thread, nullptr);
+    g_active.store(0);
+    set_err(err, "%s", st->start_error.c_str());
+    free_state(st);
+    return CUA_ERR_BACKEND;
+  }
+  *state = st;
+  return 0;
+}
+
+void sim_destroy(void *state) {
+  SimState *st = S(state);
+  pthread_mutex_lock(&st->mu);
+  st->closing = true;
+  pthread_cond_broadcast(&st->cv_g);
+  pthread_mutex_unlock(&st->mu);
+  if (st->thread_started)
+    pthread_join(st->thread, nullptr);
+  g_active.store(0);
+  free_state(st);
+}
+
+int sim_device_count(void *state) {
+  return (int)S(state)->m.sel.size();
+}
+
+int sim_device_info(void *state, int device, cua_device_info *info) {
+  SimState *st = S(state);
+  if (device < 0 || device >= (int)st->m.sel.size() || info == nullptr)
+    return CUA_ERR_BAD_DEVICE;
+  cua_device_info d;
+  memset(&d, 0, sizeof d);
+  int g = st->m.sel[(size_t)device];
+  snprintf(d.name, sizeof d.name, "simulated GPU %d (node %d)", g,
+           g / st->m.gpus_per_node);
+  d.ordinal = g;
+  d.total_memory = (uint64_t)st->m.memory_gb << 30;
+  d.multiprocessors = st->m.sms;
+  size_t n = info->size != 0 && info->size < sizeof d ? info->size : sizeof d;
+  d.size = n;
+  memcpy(info, &d, n);
+  return 0;
+}
+
+int sim_can_access(void *state, int device, int peer) {
+  SimState *st = S(state);
+  int n = (int)st->m.sel.size();
+  if (device < 0 || device >= n || peer < 0 || peer >= n)
+    return 0;
+  /* Peers within a node (NVLink or PCIe peer-to-peer); across nodes only
+   * copies reach. */
+  return st->m.sel[(size_t)device] / st->m.gpus_per_node ==
+         st->m.sel[(size_t)peer] / st->m.gpus_per_node;
+}
+
+int sim_stream_create(void *state, int device, cua_backend_stream **out,
+                      cua_backend_err *err) {
+  SimState *st = S(state);
+  if (device < 0 || device >= (int)st->m.sel.size()) {
+    set_err(err, "stream_create: no device %d", device);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  SimStream *s = new SimStream();
+  s->st = st;
+  s->device = st->m.sel[(size_t)device];
+  pthread_mutex_lock(&st->mu);
+  s->index = (int)st->streams.size();
+  st->streams.push_back(s);
+  st->fresh.push_back(s);
+  pthread_cond_signal(&st->cv_g);
+  pthread_mutex_unlock(&st->mu);
+  *out = reinterpret_cast<cua_backend_stream *>(s);
+  return 0;
+}
+
+SimStream *SS(cua_backend_stream *s) {
+  return reinterpret_cast<SimStream *>(s);
+}
+
+void sim_stream_destroy(void *state, cua_backend_stream *bs) {
+  SimState *st = S(state);
+  SimStream *s = SS(bs);
+  pthread_mutex_lock(&st->mu);
+  s->gone = true;
+  if (!s->woken) {
+    s->woken = true;
+    st->wake.push_back(s);
+  }
+  pthread_cond_signal(&st->cv_g);
+  pthread_mutex_unlock(&st->mu);
+}
+
+void *sim_stream_native(void *state, cua_backend_stream *s) {
+  (void)state;
+  return s;
+}
+
+int sim_event_create(void *state, int device, cua_backend_event **out,
+                     cua_backend_err *err) {
+  (void)state;
+  (void)device;
+  (void)err;
+  *out = reinterpret_cast<cua_backend_event *>(new SimEvent());
+  return 0;
+}
+
+SimEvent *SE(cua_backend_event *e) {
+  return reinterpret_cast<SimEvent *>(e);
+}
+
+void sim_event_destroy(void *state, cua_backend_event *e) {
+  (void)state;
+  ev_release(SE(e));
+}
+
+int sim_event_record(void *state, cua_backend_event *be,
+                     cua_backend_stream *s) {
+  SimState *st = S(state);
+  SimEvent *e = SE(be);
+  Item it{};
+  it.kind = IT_RECORD;
+  it.ev = e;
+  e->refs.fetch_add(1);
+  /* The generation is taken under mu with the item queued, so that a wait
+   * captured later always finds its record queued. */
+  pthread_mutex_lock(&st->mu);
+  it.value = e->rec_gen.fetch_add(1) + 1;
+  SimStream *ss = SS(s);
+  ss->q.push_back(it);
+  st->launched++;
+  if (!ss->woken) {
+    ss->woken = true;
+    st->wake.push_back(ss);
+  }
+  pthread_cond_signal(&st->cv_g);
+  pthread_mutex_unlock(&st->mu);
+  return 0;
+}
+
+int sim_stream_wait_event(void *state, cua_backend_stream *s,
+                          cua_backend_event *be) {
+  SimState *st = S(state);
+  SimEvent *e = SE(be);
+  pthread_mutex_lock(&st->mu);
+  uint64_t gen = e->rec_gen.load();
+  pthread_mutex_unlock(&st->mu);
+  if (gen == 0)
+    return 0; /* never recorded: nothing to wait for */
+  Item it{};
+  it.kind = IT_WAIT;
+  it.ev = e;
+  it.value = gen;
+  e->refs.fetch_add(1);
+  push(st, SS(s), it);
+  return 0;
+}
+
+int sim_event_query(void *state, cua_backend_event *be) {
+  (void)state;
+  SimEvent *e = SE(be);
+  return e->done_gen.load(std::memory_order_acquire) >= e->rec_gen.load()
+             ? 0
+             : CUA_ERR_AGAIN;
+}
+
+int sim_mem_alloc(void *state, int device, cua_backend_stream *s, size_t bytes,
+                  void **ptr, cua_backend_err *err) {
+  (void)s;
+  SimState *st = S(state);
+  if (device < 0 || device >= (int)st->m.sel.size()) {
+    set_err(err, "mem_alloc: no device %d", device);
+    return CUA_ERR_BAD_DEVICE;
+  }
+  int g = st->m.sel[(size_t)device];
+  uint64_t cap = (uint64_t)st->m.memory_gb << 30;
+  size_t rounded = (bytes + 255) & ~(size_t)255;
+  if (rounded == 0)
+    rounded = 256;
+  pthread_mutex_lock(&st->mu);
+  bool oom = st->used[(size_t)g] + rounded > cap;
+  if (!oom)
+    st->used[(size_t)g] += rounded;
+  uint64_t off = st->next_addr[(size_t)g];
+  if (!oom && !st->real)
+    st->next_addr[(size_t)g] += rounded;
+  pthread_mutex_unlock(&st->mu);
+  if (oom) {
+    set_err(err,
+            "mem_alloc: %zu bytes do not fit in the %d GiB of simulated "
+            "GPU %d",
+            bytes, st->m.memory_gb, g);
+    return CUA_ERR_DEVICE_OOM;
+  }
+  if (st->real) {
+    void *p = st->host->free != nullptr && st->host->alloc != nullptr
+                  ? st->host->alloc(st->host->core, rounded, 256)
+                  : aligned_alloc(256, rounded);
+    if (p == nullptr) {
+      pthread_mutex_lock(&st->mu);
+      st->used[(size_t)g] -= rounded;
+      pthread_mutex_unlock(&st->mu);
+      set_err(err, "mem_alloc: out of host memory for %zu bytes", bytes);
+      return CUA_ERR_DEVICE_OOM;
+    }
+    memset(p, 0, rounded);
+    *ptr = p;
+  } else {
+    /* Never dereferenced: an address in a range of its own per GPU. */
+    *ptr = reinterpret_cast<void *>(SIM_VADDR_BASE + ((uint64_t)g << 40) + off);
+  }
+  /* The bytes stay counted: the sim does not track sizes per address. */
+  return 0;
+}
+
+void sim_mem_free(void *state, int device, cua_backend_stream *s, void *ptr) {
+  (void)device;
+  SimState *st = S(state);
+  if (!st->real || ptr == nullptr)
+    return;
+  if (s != nullptr) {
+    Item it{};
+    it.kind = IT_FREE;
+    it.ptr = ptr;
+    push(st, SS(s), it);
+    return;
+  }
+  st->host->free != nullptr ? st->host->free(st->host->core, ptr) : free(ptr);
+}
+
+int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
+               cua_backend_err *err) {
+  SimState *st = S(state);
+  if (op->kind == CUA_OP_KERNEL && st->real) {
+    set_err(err,
+            "launch: KERNEL op %llu: the sim backend runs module kernels "
+            "only with data = virtual",
+            (unsigned long long)op->seq);
+    return CUA_ERR_NOTSUP;
+  }
+  Item it{};
+  it.kind = IT_OP;
+  size_t n = op->size < sizeof it.op ? op->size : sizeof it.op;
+  memcpy(&it.op, op, n);
+  it.op.kernel_params = nullptr; /* valid only during this call */
+  push(st, SS(s), it);
+  return 0;
+}
+
+int sim_mark(void *state, cua_backend_stream *s, uint64_t value) {
+  Item it{};
+  it.kind = IT_MARK;
+  it.value = value;
+  push(S(state), SS(s), it);
+  return 0;
+}
+
+int sim_progress(void *state, cua_backend_stream *s, uint64_t *value,
+                 cua_backend_err *err) {
+  (void)state;
+  (void)err;
+  *value = SS(s)->progress.load(std::memory_order_acquire);
+  return 0;
+}
+
+int sim_poll_error(void *state, cua_backend_stream *bs, uint64_t *seq,
+                   int *code, cua_backend_err *err) {
+  SimState *st = S(state);
+  SimStream *s = SS(bs);
+  int got = 0;
+  pthread_mutex_lock(&st->mu);
+  if (!s->errs.empty()) {
+    *seq = s->errs.front().value;
+    *code = s->errcodes.front();
+    set_err(err, "%s", s->errmsgs.front().c_str());
+    s->errs.pop_front();
+    s->errcodes.pop_front();
+    s->errmsgs.pop_front();
+    got = 1;
+  }
+  pthread_mutex_unlock(&st->mu);
+  return got;
+}
+
+int sim_wait(void *state, uint64_t timeout_ns) {
+  SimState *st = S(state);
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
+  dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+  dl.tv_nsec = (long)(ns % 1000000000u);
+  pthread_mutex_lock(&st->mu);
+  st->cwaiting = true;
+  st->acked = st->cseen; /* every step before this call has been seen */
+  pthread_cond_signal(&st->cv_g);
+  while (st->evt_seq == st->cseen && !st->cwake) {
+    if (pthread_cond_timedwait(&st->cv_comp, &st->mu, &dl) == ETIMEDOUT)
+      break;
+  }
+  st->cseen = st->evt_seq;
+  st->cwaiting = false;
+  st->cwake = false;
+  pthread_mutex_unlock(&st->mu);
+  return 0;
+}
+
+void sim_wake(void *state) {
+  SimState *st = S(state);
+  pthread_mutex_lock(&st->mu);
+  st->cwake = true;
+  pthread_cond_broadcast(&st->cv_comp);
+  pthread_mutex_unlock(&st->mu);
+}
+
+int sim_module_load(void *state, const void *image, size_t bytes,
+                    cua_backend_module **out, cua_backend_err *err) {
+  SimState *st = S(state);
+  (void)image;
+  (void)bytes;
+  if (st->real) {
+    set_err(err, "module_load: the sim backend loads modules only with "
+                 "data = virtual (it cannot run their kernels)");
+    return CUA_ERR_NOTSUP;
+  }
+  *out = reinterpret_cast<cua_backend_module *>(new int(0));
+  return 0;
+}
+
+void sim_module_unload(void *state, cua_backend_module *m) {
+  (void)state;
+  delete reinterpret_cast<int *>(m);
+}
+
+int sim_module_function(void *state, cua_backend_module *m, const char *name,
+                        void **kernel, cua_backend_err *err) {
+  (void)state;
+  (void)m;
+  (void)err;
+  /* Any name: the kernel runs for its op's expected time. */
+  *kernel = const_cast<char *>(name);
+  return 0;
+}
+
+uint64_t sim_clock_ns(void *state) {
+  return S(state)->vnow.load(std::memory_order_acquire);
+}
+
+} /* namespace */
+
+extern "C" {
+
+CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
+    CUA_BACKEND_ABI_MAJOR,
+    CUA_BACKEND_ABI_MINOR,
+    sizeof(cua_backend_descriptor),
+    "sim",
+    SIM_VERSION,
+    "simulated GPUs, links and nodes in virtual time (SimGrid)",
+    CUA_BACKEND_HOST_EXEC,
+    sim_params,
+    SIM_PARAM_COUNT,
+    sim_create,
+    sim_destroy,
+    sim_device_count,
+    sim_device_info,
+    sim_can_access,
+    sim_stream_create,
+    sim_stream_destroy,
+    sim_stream_native,
+    sim_event_create,
+    sim_event_destroy,
+    sim_event_record,
+    sim_stream_wait_event,
+    sim_event_query,
+    sim_mem_alloc,
+    sim_mem_free,
+    sim_launch,
+    sim_mark,
+    sim_progress,
+    sim_poll_error,
+    sim_wait,
+    sim_wake,
+    nullptr, /* host_alloc */
+    nullptr, /* host_free */
+    sim_module_load,
+    sim_module_unload,
+    sim_module_function,
+    -1,      /* only by name: never chosen by backend = auto */
+    nullptr, /* native_record */
+    nullptr, /* native_wait */
+    nullptr, /* capture_begin */
+    nullptr, /* capture_end */
+    nullptr, /* graph_launch */
+    nullptr, /* graph_destroy */
+    nullptr, /* graph_update_op */
+    nullptr, /* flush_times */
+    sim_clock_ns,
+};
+
+} /* extern "C" */

@@ -1,0 +1,89 @@
+/*
+ * plugins/sim/sim.h: what the sim backend's two files share: the machine
+ * (from [backend.sim] and a machine file), its SimGrid platform, and the
+ * cost model that turns an op into an execution or a transfer.
+ * machine.cc owns all of it; sim.cc runs it. No locks: a machine is
+ * written once, in create(), and read-only afterwards.
+ */
+#ifndef CUASYNC_PLUGINS_SIM_H
+#define CUASYNC_PLUGINS_SIM_H
+
+#include <cuasync/backend.h>
+#include <cuasync/errors.h>
+
+#include <string>
+#include <vector>
+
+namespace simgrid {
+namespace s4u {
+class Host;
+}
+} // namespace simgrid
+
+#define SIM_VERSION "0.2.0"
+/* Virtual time starts at one second, so that no time reads as "unknown"
+ * (0) to the core. */
+#define SIM_EPOCH_NS 1000000000ull
+/* Where virtual device addresses begin (data = virtual): never mapped. */
+#define SIM_VADDR_BASE 0x100000000000ull
+
+enum {
+  SIM_PARAM_MACHINE,
+  SIM_PARAM_GPUS,
+  SIM_PARAM_GPUS_PER_NODE,
+  SIM_PARAM_SMS,
+  SIM_PARAM_SPEED,
+  SIM_PARAM_MEMORY_GB,
+  SIM_PARAM_HBM_GBPS,
+  SIM_PARAM_LAUNCH_NS,
+  SIM_PARAM_KERNEL_NS,
+  SIM_PARAM_PCIE_GBPS,
+  SIM_PARAM_PCIE_LATENCY_NS,
+  SIM_PARAM_NVLINK_GBPS,
+  SIM_PARAM_NVLINK_LATENCY_NS,
+  SIM_PARAM_NET_GBPS,
+  SIM_PARAM_NET_LATENCY_NS,
+  SIM_PARAM_DATA,
+  SIM_PARAM_JITTER,
+  SIM_PARAM_SEED,
+  SIM_PARAM_COUNT
+};
+
+extern const cua_param_spec sim_params[SIM_PARAM_COUNT];
+
+/** The simulated machine. */
+struct sim_machine {
+  int gpus, gpus_per_node, nodes, sms, memory_gb, data_real;
+  double speed, hbm_gbps, pcie_gbps, nvlink_gbps, net_gbps, jitter;
+  long long launch_ns, kernel_ns, pcie_lat_ns, nvlink_lat_ns, net_lat_ns;
+  unsigned long long seed;
+  std::vector<int> sel; /* runtime device index -> machine GPU */
+};
+
+/** What an op costs: an execution of @p ns (per thread, on @p threads SMs)
+ * on its GPU, or a transfer of @p bytes from @p from to @p to (GPU
+ * indexes, or node indexes where *_cpu). */
+struct sim_cost {
+  double ns;
+  int threads;
+  double bytes;
+  int from, to;
+  bool from_cpu, to_cpu;
+};
+
+/** Fills @p m from the section's values (and the machine file it names).
+ * Errors: CUA_ERR_CONFIG_* with "FILE:LINE: ..." for the file's. */
+int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
+                            cua_backend_err *err);
+/** Builds the SimGrid platform of @p m (on the sim thread, after the
+ * engine exists): GPU hosts by machine index, one CPU host per node. */
+int sim_build_platform(const sim_machine *m,
+                       std::vector<simgrid::s4u::Host *> &gpu,
+                       std::vector<simgrid::s4u::Host *> &cpu,
+                       std::string &why);
+/** The cost of op @p o on machine GPU @p dev. */
+sim_cost sim_op_cost(const sim_machine *m, const cua_backend_op *o, int dev);
+/** data = real: does what @p o does to host memory (not FUNC). */
+void sim_run_data(const cua_backend_op *o);
+
+#endif /* CUASYNC_PLUGINS_SIM_H */

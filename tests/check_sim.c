@@ -1,0 +1,394 @@
+/*
+ * tests/check_sim.c: the sim backend (plugins/sim/): makespans of cases
+ * with a closed-form answer (a chain, independent ops over streams, ops
+ * sharing a GPU, transfers sharing a link, peer and cross-node copies);
+ * virtual time seen by the program and by policies; identical traces run
+ * after run; refusals of bad sections and machine files with file and
+ * line; a placement on a GPU the machine lacks.
+ */
+#include "helpers.h"
+
+#include <stdint.h>
+
+/* Machine without per-op overhead, so that makespans are the closed form. */
+#define EXACT "launch_ns = 0\n"
+
+static cua_runtime *open_sim(const char *policy, const char *sim) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = sim\npolicy = %s\n[policy.%s]\nstreams = 4\n"
+           "[backend.sim]\n%s",
+           policy, policy, sim);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == 0, "runtime: %s: %s", cua_err_name(rc),
+                cua_runtime_error(NULL));
+  return rt;
+}
+
+/* Submits every op of @p ops on (device, stream) of @p where, waits for
+ * them all and returns the virtual time it took. */
+static uint64_t run_on(cua_runtime *rt, cua_op **ops, int n, const int *dev,
+                       const int *stream) {
+  cua_future *f[64];
+  ck_assert_int_le(n, 64);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  for (int i = 0; i < n; i++) {
+    int rc = cua_submit_on(&f[i], rt, ops[i], dev ? dev[i] : 0, stream[i]);
+    ck_assert_msg(rc == 0, "submit: %s", cua_runtime_error(rt));
+  }
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(cua_future_wait(f[i]), 0);
+    cua_future_destroy(f[i]);
+    cua_op_destroy(ops[i]);
+  }
+  return cua_runtime_now_ns(rt) - t0;
+}
+
+#define ck_assert_ns(got, want)                                                \
+  do {                                                                         \
+    uint64_t g_ = (got), w_ = (want);                                          \
+    ck_assert_msg(g_ + 2 >= w_ && g_ <= w_ + 2, "%llu ns, expected %llu",      \
+                  (unsigned long long)g_, (unsigned long long)w_);             \
+  } while (0)
+
+START_TEST(chain) {
+  /* Ten 100 us spins on one stream: 1 ms. */
+  cua_runtime *rt = open_sim("round-robin", EXACT);
+  ck_assert_str_eq(cua_runtime_backend(rt), "sim");
+  cua_op *ops[10];
+  int st[10] = {0};
+  for (int i = 0; i < 10; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 100000, 1), 0);
+  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 1000000);
+  /* With 3 us of overhead per op: 1.03 ms. */
+  cua_runtime_destroy(rt);
+  rt = open_sim("round-robin", "launch_ns = 3000\n");
+  for (int i = 0; i < 10; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 100000, 1), 0);
+  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 1030000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(independent_streams) {
+  /* 16 one-block spins of 100 us over 4 streams: 4 rounds, 400 us. */
+  cua_runtime *rt = open_sim("round-robin", EXACT);
+  cua_op *ops[16];
+  int st[16];
+  for (int i = 0; i < 16; i++) {
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 100000, 1), 0);
+    st[i] = i % 4;
+  }
+  ck_assert_ns(run_on(rt, ops, 16, NULL, st), 400000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(shared_gpu) {
+  /* Whole-GPU spins (as many blocks as SMs) on 4 streams share the GPU:
+   * four of 100 us at once end together at 400 us. Half-GPU ones: two run
+   * at full speed, four take 200 us. */
+  cua_runtime *rt = open_sim("round-robin", EXACT "sms = 8\n");
+  cua_op *ops[4];
+  int st[4] = {0, 1, 2, 3};
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 100000, 8), 0);
+  ck_assert_ns(run_on(rt, ops, 4, NULL, st), 400000);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 100000, 4), 0);
+  ck_assert_ns(run_on(rt, ops, 4, NULL, st), 200000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(shared_link) {
+  /* 10 MB host-to-GPU at 10 GB/s with 2 us latency: 1.002 ms alone; two
+   * at once on two streams share the GPU's PCIe link: 2.002 ms. */
+  cua_runtime *rt =
+      open_sim("round-robin", EXACT "pcie_gbps = 10\npcie_latency_ns = 2000\n");
+  size_t bytes = 10000000;
+  char *host = malloc(bytes);
+  ck_assert_ptr_nonnull(host);
+  cua_buffer *b[2];
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, bytes, 0), 0);
+  cua_op *ops[2];
+  int st[2] = {0, 1};
+  ck_assert_int_eq(cua_op_memcpy_h2d(&ops[0], b[0], 0, host, bytes), 0);
+  ck_assert_ns(run_on(rt, ops, 1, NULL, st), 1002000);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(cua_op_memcpy_h2d(&ops[i], b[i], 0, host, bytes), 0);
+  ck_assert_ns(run_on(rt, ops, 2, NULL, st), 2002000);
+  for (int i = 0; i < 2; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  free(host);
+}
+END_TEST
+
+START_TEST(peer_and_network) {
+  /* GPU 0 to GPU 1 in one node: both NVLink ports (100 GB/s, 1 us each):
+   * 10 MB in 100 us + 2 us. Across nodes: PCIe, both network ports, PCIe
+   * (latencies 2 + 5 + 5 + 2 us), at the slowest link's 20 GB/s. */
+  const char *m = EXACT "gpus = 2\nnvlink_gbps = 100\nnvlink_latency_ns = "
+                        "1000\npcie_gbps = 40\npcie_latency_ns = 2000\n"
+                        "net_gbps = 20\nnet_latency_ns = 5000\n";
+  for (int nodes = 1; nodes <= 2; nodes++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%sgpus_per_node = %d\n", m, 3 - nodes);
+    cua_runtime *rt = open_sim("round-robin", text);
+    ck_assert_int_eq(cua_device_count(rt), 2);
+    size_t bytes = 10000000;
+    cua_buffer *src, *dst;
+    ck_assert_int_eq(cua_buffer_create(&src, rt, 0, bytes, 0), 0);
+    ck_assert_int_eq(cua_buffer_create(&dst, rt, 1, bytes, 0), 0);
+    cua_op *op;
+    ck_assert_int_eq(cua_op_memcpy_d2d(&op, dst, 0, src, 0, bytes), 0);
+    int dev[1] = {1}, st[1] = {0};
+    uint64_t t = run_on(rt, &op, 1, dev, st);
+    if (nodes == 1)
+      ck_assert_ns(t, 102000);
+    else
+      ck_assert_ns(t, 514000);
+    cua_buffer_destroy(src);
+    cua_buffer_destroy(dst);
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
+START_TEST(time_stands_still_while_submitting) {
+  /* Virtual time moves only while the program waits: submitting, and real
+   * time passing, do not move it. */
+  cua_runtime *rt = open_sim("round-robin", EXACT);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  ck_assert_uint_ge(t0, 1000000000u);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, 50000000, 1), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  usleep(20000);
+  ck_assert_uint_eq(cua_runtime_now_ns(rt), t0);
+  ck_assert_int_eq(cua_future_poll(f), CUA_ERR_AGAIN);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_ns(cua_runtime_now_ns(rt) - t0, 50000000);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(data_real) {
+  /* data = real: buffers are host memory and built-in ops run. */
+  cua_runtime *rt = open_sim("round-robin", "data = real\ngpus = 2\n");
+  float in[256], out[256];
+  for (int i = 0; i < 256; i++)
+    in[i] = (float)i;
+  cua_buffer *a, *b;
+  ck_assert_int_eq(cua_buffer_create(&a, rt, 0, sizeof in, 0), 0);
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 1, sizeof in, 0), 0);
+  cua_op *ops[4];
+  ck_assert_int_eq(cua_op_memcpy_h2d(&ops[0], a, 0, in, sizeof in), 0);
+  ck_assert_int_eq(cua_op_fill(&ops[1], b, 1.0f), 0);
+  ck_assert_int_eq(cua_op_axpy(&ops[2], b, 2.0f, a), 0);
+  cua_op *t1, *t2;
+  ck_assert_int_eq(cua_op_zip(&t1, ops, 2), 0);
+  ck_assert_int_eq(cua_op_then(&t2, t1, ops[2]), 0);
+  ck_assert_int_eq(run_op(rt, t2), 0);
+  cua_op_destroy(t1);
+  for (int i = 0; i < 3; i++)
+    cua_op_destroy(ops[i]);
+  read_back(rt, b, out);
+  for (int i = 0; i < 256; i++)
+    ck_assert_float_eq(out[i], 1.0f + 2.0f * (float)i);
+  cua_buffer_destroy(a);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A random-looking DAG over 2 GPUs under @p policy, traced to @p path;
+ * returns the makespan. */
+static uint64_t traced_run(const char *policy, const char *path) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = sim\npolicy = %s\nobservers = perfetto\n"
+           "[observer.perfetto]\npath = %s\n[backend.sim]\ngpus = 2\n"
+           "jitter = 0.3\nseed = 7\n",
+           policy, path);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  cua_buffer *b[8];
+  for (int i = 0; i < 8; i++)
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, i % 2, 1 << 20, 0), 0);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  for (int round = 0; round < 3; round++) {
+    cua_op *ops[24];
+    for (int i = 0; i < 24; i++) {
+      int k = (i * 7 + round) % 8;
+      if (i % 3 == 0)
+        ck_assert_int_eq(cua_op_spin(&ops[i], rt, 10000 + 3000 * (uint64_t)i,
+                                     1 + (uint32_t)(i % 4)),
+                         0);
+      else if (i % 3 == 1)
+        ck_assert_int_eq(cua_op_fill(&ops[i], b[k], (float)i), 0);
+      else
+        ck_assert_int_eq(cua_op_axpy(&ops[i], b[k], 1.0f, b[(k + 3) % 8]), 0);
+    }
+    cua_op *z;
+    ck_assert_int_eq(cua_op_zip(&z, ops, 24), 0);
+    ck_assert_int_eq(run_op(rt, z), 0);
+    for (int i = 0; i < 24; i++)
+      cua_op_destroy(ops[i]);
+  }
+  uint64_t span = cua_runtime_now_ns(rt) - t0;
+  for (int i = 0; i < 8; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  return span;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(fread(s, 1, (size_t)n, f), n);
+  s[n] = '\0';
+  fclose(f);
+  return s;
+}
+
+START_TEST(deterministic) {
+  const char *policies[] = {"round-robin", "least-loaded", "heft", "dmda"};
+  for (int p = 0; p < 4; p++) {
+    char a[256], b[256];
+    snprintf(a, sizeof a, "sim-trace-%d-a.json", (int)getpid());
+    snprintf(b, sizeof b, "sim-trace-%d-b.json", (int)getpid());
+    uint64_t s1 = traced_run(policies[p], a);
+    uint64_t s2 = traced_run(policies[p], b);
+    ck_assert_msg(s1 == s2, "%s: makespans %llu and %llu differ", policies[p],
+                  (unsigned long long)s1, (unsigned long long)s2);
+    char *ta = slurp(a), *tb = slurp(b);
+    ck_assert_msg(strcmp(ta, tb) == 0, "%s: the two traces differ",
+                  policies[p]);
+    ck_assert_ptr_nonnull(strstr(ta, "\"ph\""));
+    free(ta);
+    free(tb);
+    unlink(a);
+    unlink(b);
+  }
+}
+END_TEST
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void refused(const char *sim, int code, const char *needle) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = sim\npolicy = round-robin\n[backend.sim]\n%s",
+           sim);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, text);
+  ck_assert_msg(rc == code, "%s: got %s, expected %s: %s", sim,
+                cua_err_name(rc), cua_err_name(code), cua_runtime_error(NULL));
+  ck_assert_msg(strstr(cua_runtime_error(NULL), needle) != NULL,
+                "message '%s' lacks '%s'", cua_runtime_error(NULL), needle);
+}
+
+START_TEST(bad_sections) {
+  refused("gpus = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "gpus");
+  refused("gpu = 4\n", CUA_ERR_CONFIG_UNKNOWN_KEY, "gpu");
+  refused("data = maybe\n", CUA_ERR_CONFIG_BAD_VALUE, "data");
+  refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
+          "/nonexistent/m.ini");
+  char path[256], line[512];
+  snprintf(path, sizeof path, "sim-machine-%d.ini", (int)getpid());
+  snprintf(line, sizeof line, "machine = %s\n", path);
+  write_file(path, "# two nodes\ngpus = 4\ngpus_per_node = 2\nsmz = 3\n");
+  char want[300];
+  snprintf(want, sizeof want, "%s:4: unknown key 'smz'", path);
+  refused(line, CUA_ERR_CONFIG_UNKNOWN_KEY, want);
+  write_file(path, "gpus = 4\n\nsms = many\n");
+  snprintf(want, sizeof want, "%s:3: sms: 'many' is not an integer", path);
+  refused(line, CUA_ERR_CONFIG_BAD_VALUE, want);
+  write_file(path, "gpus = 4\nnet_gbps = -3\n");
+  snprintf(want, sizeof want, "%s:2: net_gbps: -3 is out of range", path);
+  refused(line, CUA_ERR_CONFIG_OUT_OF_RANGE, want);
+  write_file(path, "gpus 4\n");
+  snprintf(want, sizeof want, "%s:1: expected 'key = value'", path);
+  refused(line, CUA_ERR_CONFIG_SYNTAX, want);
+  write_file(path, "gpus = 4\ngpus = 5\n");
+  snprintf(want, sizeof want, "%s:2: 'gpus' given twice", path);
+  refused(line, CUA_ERR_CONFIG_DUPLICATE_KEY, want);
+  write_file(path, "machine = other.ini\n");
+  snprintf(want, sizeof want, "%s:1: unknown key 'machine'", path);
+  refused(line, CUA_ERR_CONFIG_UNKNOWN_KEY, want);
+  /* A good file; the section's own keys override it. */
+  write_file(path, "gpus = 4\ngpus_per_node = 2\nsms = 16\n");
+  char text[1024];
+  snprintf(text, sizeof text, "%sgpus = 3\n", line);
+  cua_runtime *rt = open_sim("round-robin", text);
+  ck_assert_int_eq(cua_device_count(rt), 3);
+  cua_device_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  ck_assert_int_eq(cua_device_get_info(rt, 2, &info), 0);
+  ck_assert_int_eq(info.multiprocessors, 16);
+  ck_assert_ptr_nonnull(strstr(info.name, "node 1"));
+  /* One sim backend per process at a time. */
+  cua_runtime *rt2 = NULL;
+  ck_assert_int_eq(open_text(&rt2, "[runtime]\nbackend = sim\n"), CUA_ERR_BUSY);
+  ck_assert_ptr_nonnull(strstr(cua_runtime_error(NULL), "one simulation"));
+  cua_runtime_destroy(rt);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(missing_device) {
+  /* A placement on a GPU the machine lacks: the usual error. */
+  cua_runtime *rt = open_sim("round-robin", "gpus = 2\n");
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+  cua_future *f = NULL;
+  ck_assert_err(rt, cua_submit_on(&f, rt, op, 2, 0), CUA_ERR_BAD_PLACEMENT,
+                "no device 2");
+  cua_op_destroy(op);
+  cua_runtime_destroy(rt);
+  /* Devices asked for that the machine lacks. */
+  cua_runtime *r2 = NULL;
+  ck_assert_int_eq(
+      open_text(&r2, "[runtime]\nbackend = sim\ndevices = 0,5\n[backend.sim]\n"
+                     "gpus = 2\n"),
+      CUA_ERR_BAD_DEVICE);
+  ck_assert_ptr_nonnull(strstr(cua_runtime_error(NULL), "has 2 GPUs"));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sim");
+  TCase *tc = tcase_create("sim");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, chain);
+  tcase_add_test(tc, independent_streams);
+  tcase_add_test(tc, shared_gpu);
+  tcase_add_test(tc, shared_link);
+  tcase_add_test(tc, peer_and_network);
+  tcase_add_test(tc, time_stands_still_while_submitting);
+  tcase_add_test(tc, data_real);
+  tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, bad_sections);
+  tcase_add_test(tc, missing_device);
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}

@@ -1,0 +1,4 @@
+#!/bin/sh
+# check_ops on the sim backend (plugins/sim/) with data = real: ops run in
+# virtual time and their data is real (tests/helpers.h adds the section).
+CUASYNC_TEST_BACKEND=sim exec ./tests/check_ops "$@"
