@@ -87,7 +87,7 @@ START_TEST(unknown_backend_lists_the_backends_and_directories) {
                     CUA_ERR_MODULE_NOT_FOUND,
                     "<text>:3: backend = gpu: no backend named 'gpu' "
                     "(backends found: nodevice, ",
-                    "host, launchtime)", "no gpu.so in: ", "plugins/.libs");
+                    "host, launchtime", "no gpu.so in: ", "plugins/.libs");
 }
 END_TEST
 
@@ -185,7 +185,7 @@ START_TEST(section_for_no_backend_lists_the_backends_found) {
                     CUA_ERR_CONFIG_UNKNOWN_SECTION,
                     "<text>:3: [backend.opencl]: no backend named 'opencl' "
                     "(backends found: nodevice, ",
-                    "host, launchtime)", "no opencl.so in: ", "plugins/.libs");
+                    "host, launchtime", "no opencl.so in: ", "plugins/.libs");
 }
 END_TEST
 
@@ -253,7 +253,7 @@ START_TEST(descriptors_declare_priorities_and_old_ones_default) {
   ck_assert_int_eq(cua__backend_priority(&d), CUA_BACKEND_PRIORITY_DEFAULT);
   d.size = sizeof d;
   ck_assert_int_eq(cua__backend_priority(&d), 77);
-  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 7);
+  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 8);
 }
 END_TEST
 

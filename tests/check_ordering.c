@@ -175,12 +175,6 @@ END_TEST
 
 /* Same-stream producers and consumers need no event at all. */
 START_TEST(one_stream_never_records_an_event) {
-  /* The sim backend runs one simulation per process: the fixture's
-   * runtime goes first. */
-  if (strcmp(test_backend(), "sim") == 0) {
-    cua_runtime_destroy(rt);
-    rt = NULL;
-  }
   cua_runtime *r1 = open_policy("single-stream", NULL);
   cua_buffer *x, *y;
   ck_assert_int_eq(cua_buffer_create(&x, r1, 0, N * 4, 0), 0);

@@ -346,10 +346,17 @@ START_TEST(bad_sections) {
   ck_assert_int_eq(cua_device_get_info(rt, 2, &info), 0);
   ck_assert_int_eq(info.multiprocessors, 16);
   ck_assert_ptr_nonnull(strstr(info.name, "node 1"));
-  /* One sim backend per process at a time. */
+  /* Sim backends open at once share one simulation: of one machine. */
   cua_runtime *rt2 = NULL;
   ck_assert_int_eq(open_text(&rt2, "[runtime]\nbackend = sim\n"), CUA_ERR_BUSY);
-  ck_assert_ptr_nonnull(strstr(cua_runtime_error(NULL), "one simulation"));
+  ck_assert_ptr_nonnull(strstr(cua_runtime_error(NULL), "another machine"));
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = sim\npolicy = round-robin\n"
+           "[backend.sim]\n%sgpus = 3\ndata = real\n",
+           line);
+  ck_assert_int_eq(open_text(&rt2, text), 0);
+  ck_assert_int_eq(cua_device_count(rt2), 3);
+  cua_runtime_destroy(rt2);
   cua_runtime_destroy(rt);
   unlink(path);
 }

@@ -56,13 +56,12 @@
 #include <ctime>
 #include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sg4 = simgrid::s4u;
 
 namespace {
-
-std::atomic<int> g_active{0}; /* SimGrid runs one simulation per process */
 
 enum ItemKind { IT_OP, IT_MARK, IT_RECORD, IT_WAIT, IT_FREE };
 
@@ -84,54 +83,62 @@ struct SimState;
 
 struct SimStream {
   SimState *st;
-  int device;
+  int device; /* machine GPU */
   int index;
-  std::deque<Item> q; /* under st->mu */
+  std::deque<Item> q; /* under g.mu */
   std::atomic<uint64_t> progress{0};
-  /* Error records (data = real: a failed stream function), under st->mu. */
-  std::deque<Item> errs;
-  std::deque<std::string> errmsgs;
+  /* Failed stream functions (data = real), under g.mu. */
+  std::deque<uint64_t> errseq;
   std::deque<int> errcodes;
+  std::deque<std::string> errmsgs;
+  bool woken = false; /* under g.mu: listed in g.wake */
+  bool gone = false;  /* under g.mu: stream_destroy() or the session ends */
   /* Sim thread only. */
   sg4::SemaphorePtr sem;
   bool idle = false;
-  bool woken = false; /* under st->mu: listed in st->wake */
-  bool gone = false;  /* under st->mu: stream_destroy() */
 };
 
+/* One backend instance (a runtime): its streams and its completion
+ * thread's side of the stepping handshake. */
 struct SimState {
   const cua_backend_host *host;
   sim_machine m;
-  std::string machine_text;
   bool real = false;
-  int context_threads = 0;
-
-  pthread_mutex_t mu;
-  pthread_cond_t cv_g;    /* the gateway waits here (real time) */
-  pthread_cond_t cv_comp; /* the completion thread, in wait() */
-  pthread_cond_t cv_up;   /* create() waits for the simulation to start */
-  pthread_t thread;
-  bool thread_started = false;
-  bool up = false, failed_start = false;
-  std::string start_error;
-
-  /* Under mu. */
-  std::vector<SimStream *> streams, fresh, wake;
-  bool closing = false;
-  uint64_t evt_seq = 0;  /* steps taken */
-  uint64_t cseen = 0;    /* steps the completion thread has returned for */
+  pthread_cond_t cv_comp; /* its completion thread, in wait() */
+  /* Under g.mu. */
+  std::vector<SimStream *> streams;
+  long live = 0;         /* stream actors not yet ended */
+  uint64_t evt_seq = 0;  /* steps taken while it was open */
+  uint64_t cseen = 0;    /* steps its completion thread returned for */
   uint64_t acked = 0;    /* steps it had seen when it last entered wait() */
-  bool cwaiting = false; /* it is inside wait() */
+  bool cwaiting = false; /* its completion thread is inside wait() */
   bool cwake = false;    /* wake() */
-  uint64_t launched = 0; /* items queued, ever */
-
-  std::atomic<uint64_t> vnow{SIM_EPOCH_NS};
-  std::atomic<uint64_t> steps{0}, ops_done{0};
-
-  /* Memory (virtual addresses, or host memory with data = real). */
+  std::vector<uint64_t> used; /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
-  std::vector<uint64_t> used;
+  std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
+  /* Sim thread only. */
+  long inflight = 0; /* its activities running */
+};
 
+/* The process's simulation: one SimGrid engine on one thread, shared by
+ * every sim backend open in the process (they must describe the same
+ * machine), started by the first and stopped with the last. */
+struct Sim {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t life = PTHREAD_MUTEX_INITIALIZER; /* create / destroy */
+  pthread_cond_t cv_g;    /* the gateway waits here (real time) */
+  pthread_cond_t cv_up;   /* the simulation started or failed to */
+  pthread_cond_t cv_down; /* a session's actors ended */
+  bool conds = false;
+  pthread_t thread;
+  bool running = false;
+  sim_machine m; /* the machine of the running simulation */
+  /* Under mu. */
+  bool up = false, failed = false, stop = false;
+  std::string error;
+  std::vector<SimState *> sessions;
+  std::vector<SimStream *> fresh, wake;
+  std::atomic<uint64_t> vnow{SIM_EPOCH_NS};
   /* Sim thread only. */
   std::vector<sg4::Host *> gpu, cpu;
   double clock0 = 0;
@@ -146,6 +153,8 @@ struct SimState {
   sg4::ConditionVariablePtr ev_cv;
 };
 
+Sim g;
+
 void set_err(cua_backend_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void set_err(cua_backend_err *err, const char *fmt, ...) {
@@ -157,8 +166,8 @@ void set_err(cua_backend_err *err, const char *fmt, ...) {
   va_end(ap);
 }
 
-uint64_t to_ns(const SimState *st, double clock) {
-  double d = (clock - st->clock0) * 1e9;
+uint64_t to_ns(double clock) {
+  double d = (clock - g.clock0) * 1e9;
   return SIM_EPOCH_NS + (d > 0 ? (uint64_t)llround(d) : 0);
 }
 
@@ -167,34 +176,51 @@ void ev_release(SimEvent *e) {
     delete e;
 }
 
+void host_free(SimState *st, void *p) {
+  const cua_backend_host *h = st->host;
+  if (h->size > offsetof(cua_backend_host, free) && h->free != nullptr)
+    h->free(h->core, p);
+  else
+    free(p);
+}
+
+/* Under g.mu: gives back the bytes of @p ptr. */
+void unaccount(SimState *st, void *ptr) {
+  auto it = st->sizes.find((uintptr_t)ptr);
+  if (it != st->sizes.end()) {
+    st->used[(size_t)it->second.first] -= it->second.second;
+    st->sizes.erase(it);
+  }
+}
+
 /* ------------------------------------------------------------ op model */
 
 /* Runs op @p o of stream @p s as a SimGrid activity, in virtual time. */
 void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
-  const sim_machine &m = st->m;
   int dev = s->device;
   double start = sg4::Engine::get_clock();
-  sim_cost c = sim_op_cost(&m, &o, dev);
+  sim_cost c = sim_op_cost(&st->m, &o, dev);
+  g.inflight++;
   st->inflight++;
-  st->nblocked++; /* until its activity ends: it then runs before the
-                     gateway, which that end wakes */
+  g.nblocked++; /* until its activity ends: it then runs before the
+                   gateway, which that end wakes */
   if (c.bytes > 0 && c.from >= 0) {
-    sg4::Host *a =
-        c.from_cpu ? st->cpu[(size_t)c.from] : st->gpu[(size_t)c.from];
-    sg4::Host *b = c.to_cpu ? st->cpu[(size_t)c.to] : st->gpu[(size_t)c.to];
+    sg4::Host *a = c.from_cpu ? g.cpu[(size_t)c.from] : g.gpu[(size_t)c.from];
+    sg4::Host *b = c.to_cpu ? g.cpu[(size_t)c.to] : g.gpu[(size_t)c.to];
     sg4::CommPtr cm = sg4::Comm::sendto_init(a, b);
     cm->set_payload_size((uint64_t)c.bytes);
     cm->start();
     cm->wait();
   } else if (c.ns > 0) {
     sg4::ExecPtr ex = sg4::Exec::init();
-    ex->set_flops_amount((double)c.ns);
-    ex->set_host(st->gpu[(size_t)dev]);
+    ex->set_flops_amount(c.ns);
+    ex->set_host(g.gpu[(size_t)dev]);
     ex->set_thread_count(c.threads);
     ex->start();
     ex->wait();
   }
-  st->nblocked--;
+  g.nblocked--;
+  g.inflight--;
   st->inflight--;
   double end = sg4::Engine::get_clock();
   if (st->real) {
@@ -203,54 +229,45 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
       e.msg[0] = '\0';
       int rc = o.func(o.func_ctx, s, &e);
       if (rc != 0) {
-        pthread_mutex_lock(&st->mu);
-        Item it{};
-        it.value = o.seq;
-        s->errs.push_back(it);
+        pthread_mutex_lock(&g.mu);
+        s->errseq.push_back(o.seq);
         s->errcodes.push_back(rc);
         s->errmsgs.push_back(e.msg);
-        pthread_mutex_unlock(&st->mu);
+        pthread_mutex_unlock(&g.mu);
       }
     } else {
       sim_run_data(&o);
     }
   }
-  uint64_t t0 = to_ns(st, start), t1 = to_ns(st, end);
+  uint64_t t0 = to_ns(start), t1 = to_ns(end);
   if (o.duration_ns != nullptr)
     *o.duration_ns = t1 - t0;
   if (o.start_ns != nullptr)
     *o.start_ns = t0;
   if (o.end_ns != nullptr)
     *o.end_ns = t1;
-  st->ops_done.fetch_add(1, std::memory_order_relaxed);
-  st->g_sem->release(); /* the gateway's step is over */
+  g.g_sem->release(); /* the gateway's step is over */
 }
 
 /* ------------------------------------------------------------ actors */
 
 void stream_main(SimState *st, SimStream *s) {
-  struct alive {
-    SimState *st;
-    ~alive() {
-      st->nactors--;
-    }
-  } a{st};
   for (;;) {
     Item it;
     bool got = false, gone = false;
-    pthread_mutex_lock(&st->mu);
+    pthread_mutex_lock(&g.mu);
     if (!s->q.empty()) {
       it = s->q.front();
       s->q.pop_front();
       got = true;
     }
-    gone = s->gone || st->closing;
-    pthread_mutex_unlock(&st->mu);
+    gone = s->gone;
+    pthread_mutex_unlock(&g.mu);
     if (!got) {
       if (gone)
-        return;
+        break;
       s->idle = true;
-      st->nblocked++; /* the gateway, which releases it, counts it off */
+      g.nblocked++; /* the gateway, which releases it, counts it off */
       s->sem->acquire();
       continue;
     }
@@ -261,45 +278,54 @@ void stream_main(SimState *st, SimStream *s) {
     case IT_MARK:
       s->progress.store(it.value, std::memory_order_release);
       break;
-    case IT_RECORD: {
-      uint64_t d = it.ev->done_gen.load();
-      if (it.value > d)
+    case IT_RECORD:
+      if (it.value > it.ev->done_gen.load())
         it.ev->done_gen.store(it.value, std::memory_order_release);
-      st->nblocked -= st->ev_waiters;
-      st->ev_waiters = 0;
-      st->ev_cv->notify_all();
+      g.nblocked -= g.ev_waiters;
+      g.ev_waiters = 0;
+      g.ev_cv->notify_all();
       ev_release(it.ev);
       break;
-    }
     case IT_WAIT: {
-      std::unique_lock<sg4::Mutex> lk(*st->ev_mx);
+      std::unique_lock<sg4::Mutex> lk(*g.ev_mx);
       while (it.ev->done_gen.load(std::memory_order_acquire) < it.value) {
-        st->ev_waiters++;
-        st->nblocked++; /* the record that wakes it counts it off */
-        st->ev_cv->wait(lk);
+        g.ev_waiters++;
+        g.nblocked++; /* the record that wakes it counts it off */
+        g.ev_cv->wait(lk);
       }
       lk.unlock();
       ev_release(it.ev);
       break;
     }
     case IT_FREE:
+      pthread_mutex_lock(&g.mu);
+      unaccount(st, it.ptr);
+      pthread_mutex_unlock(&g.mu);
       if (st->real)
-        st->host->free != nullptr ? st->host->free(st->host->core, it.ptr)
-                                  : free(it.ptr);
+        host_free(st, it.ptr);
       break;
     }
   }
+  g.nactors--;
+  s->sem = nullptr;
+  pthread_mutex_lock(&g.mu);
+  st->live--;
+  pthread_cond_broadcast(&g.cv_down);
+  pthread_mutex_unlock(&g.mu);
 }
 
 /* Lets every stream actor run what it can at this instant, until each
  * is blocked: time does not move while the gateway is ready to run. */
-void settle(SimState *st) {
-  while (st->nblocked < st->nactors)
+void settle() {
+  while (g.nblocked < g.nactors)
     sg4::this_actor::yield();
 }
 
-bool may_step(SimState *st) {
-  if (st->closing)
+/* Under g.mu: whether time may move on for session @p st: it has nothing
+ * running, or its completion thread has seen every step and its program
+ * waits with nothing left to launch. */
+bool session_may_step(SimState *st) {
+  if (st->inflight == 0)
     return true;
   if (!st->cwaiting || st->acked != st->evt_seq)
     return false;
@@ -308,53 +334,61 @@ bool may_step(SimState *st) {
          h->quiescent != nullptr && h->quiescent(h->core) != 0;
 }
 
-void gateway_main(SimState *st) {
+bool may_step() {
+  for (SimState *st : g.sessions)
+    if (!session_may_step(st))
+      return false;
+  return true;
+}
+
+void gateway_main() {
   /* Every SimGrid call is a switch to the simulation, where other actors
-   * run and take st->mu: none is made with it held. */
+   * run and take g.mu: none is made with it held. */
   std::vector<SimStream *> fresh, wake;
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   for (;;) {
-    fresh.swap(st->fresh);
-    wake.swap(st->wake);
+    fresh.swap(g.fresh);
+    wake.swap(g.wake);
     for (SimStream *s : wake)
       s->woken = false;
     if (!fresh.empty() || !wake.empty()) {
-      pthread_mutex_unlock(&st->mu);
+      pthread_mutex_unlock(&g.mu);
       for (SimStream *s : fresh) {
         s->sem = sg4::Semaphore::create(0);
         char name[64];
         snprintf(name, sizeof name, "stream%d", s->index);
-        st->nactors++;
-        sg4::Actor::create(name, st->gpu[(size_t)s->device], stream_main, st,
+        g.nactors++;
+        sg4::Actor::create(name, g.gpu[(size_t)s->device], stream_main, s->st,
                            s);
       }
       for (SimStream *s : wake)
         if (s->idle && s->sem != nullptr) {
           s->idle = false;
-          st->nblocked--;
+          g.nblocked--;
           s->sem->release();
         }
       fresh.clear();
       wake.clear();
-      settle(st);
-      pthread_mutex_lock(&st->mu);
+      settle();
+      pthread_mutex_lock(&g.mu);
       continue;
     }
-    if (st->inflight > 0 && may_step(st)) {
-      pthread_mutex_unlock(&st->mu);
-      st->g_sem->acquire(); /* virtual time moves to the next completion */
-      settle(st);
-      pthread_mutex_lock(&st->mu);
-      st->vnow.store(to_ns(st, sg4::Engine::get_clock()));
-      st->steps.fetch_add(1, std::memory_order_relaxed);
-      st->evt_seq++;
-      pthread_cond_broadcast(&st->cv_comp);
+    if (g.inflight > 0 && may_step()) {
+      pthread_mutex_unlock(&g.mu);
+      g.g_sem->acquire(); /* virtual time moves to the next completion */
+      settle();
+      pthread_mutex_lock(&g.mu);
+      g.vnow.store(to_ns(sg4::Engine::get_clock()));
+      for (SimState *st : g.sessions) {
+        st->evt_seq++;
+        pthread_cond_broadcast(&st->cv_comp);
+      }
       continue;
     }
-    if (st->closing && st->inflight == 0)
+    if (g.stop && g.nactors == 0)
       break;
-    /* Real time: the core signals new work; the program's starting to
-     * wait (quiescent()) is polled. */
+    /* Real time: the core signals new work; a program's starting to wait
+     * (quiescent()) is polled. */
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_nsec += 100000;
@@ -362,64 +396,119 @@ void gateway_main(SimState *st) {
       dl.tv_sec++;
       dl.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&st->cv_g, &st->mu, &dl);
+    pthread_cond_timedwait(&g.cv_g, &g.mu, &dl);
   }
-  std::vector<SimStream *> all = st->streams;
-  pthread_mutex_unlock(&st->mu);
-  /* Every stream actor ends once its queue is empty. */
-  for (SimStream *s : all)
-    if (s->idle && s->sem != nullptr) {
-      s->idle = false;
-      st->nblocked--;
-      s->sem->release();
-    }
+  pthread_mutex_unlock(&g.mu);
 }
 
 void *sim_thread(void *arg) {
-  SimState *st = static_cast<SimState *>(arg);
+  int threads = *static_cast<int *>(arg);
   std::vector<std::string> args = {"cuasync-sim",
                                    "--cfg=network/model:CM02",
                                    "--cfg=network/crosstraffic:0",
                                    "--cfg=contexts/stack-size:1024",
                                    "--log=root.thres:critical",
                                    "--log=xbt_cfg.thres:critical"};
-  if (st->context_threads)
+  if (threads)
     args.push_back("--cfg=contexts/factory:thread");
   std::vector<char *> argv;
   for (std::string &a : args)
     argv.push_back(&a[0]);
   argv.push_back(nullptr);
   int argc = (int)args.size();
-  {
-    sg4::Engine e(&argc, argv.data());
-    std::string why;
-    if (sim_build_platform(&st->m, st->gpu, st->cpu, why) != 0) {
-      pthread_mutex_lock(&st->mu);
-      st->failed_start = true;
-      st->start_error = why;
-      pthread_cond_broadcast(&st->cv_up);
-      pthread_mutex_unlock(&st->mu);
-      return nullptr;
-    }
-    st->clock0 = sg4::Engine::get_clock();
-    st->g_sem = sg4::Semaphore::create(0);
-    st->ev_mx = sg4::Mutex::create();
-    st->ev_cv = sg4::ConditionVariable::create();
-    sg4::Actor::create("gateway", st->cpu[0], [st]() {
-      pthread_mutex_lock(&st->mu);
-      st->up = true;
-      pthread_cond_broadcast(&st->cv_up);
-      pthread_mutex_unlock(&st->mu);
-      gateway_main(st);
-    });
-    e.run();
-    st->g_sem = nullptr;
-    st->ev_mx = nullptr;
-    st->ev_cv = nullptr;
-    for (SimStream *s : st->streams)
-      s->sem = nullptr;
+  sg4::Engine e(&argc, argv.data());
+  std::string why;
+  if (sim_build_platform(&g.m, g.gpu, g.cpu, why) != 0) {
+    pthread_mutex_lock(&g.mu);
+    g.failed = true;
+    g.error = why;
+    pthread_cond_broadcast(&g.cv_up);
+    pthread_mutex_unlock(&g.mu);
+    return nullptr;
   }
+  g.clock0 = sg4::Engine::get_clock();
+  g.vnow.store(SIM_EPOCH_NS);
+  g.g_sem = sg4::Semaphore::create(0);
+  g.ev_mx = sg4::Mutex::create();
+  g.ev_cv = sg4::ConditionVariable::create();
+  sg4::Actor::create("gateway", g.cpu[0], []() {
+    pthread_mutex_lock(&g.mu);
+    g.up = true;
+    pthread_cond_broadcast(&g.cv_up);
+    pthread_mutex_unlock(&g.mu);
+    gateway_main();
+  });
+  e.run();
+  g.g_sem = nullptr;
+  g.ev_mx = nullptr;
+  g.ev_cv = nullptr;
   return nullptr;
+}
+
+/* Whether two machines are the same simulation (data and the devices
+ * chosen may differ). */
+bool same_machine(const sim_machine &a, const sim_machine &b) {
+  return a.gpus == b.gpus && a.gpus_per_node == b.gpus_per_node &&
+         a.sms == b.sms && a.memory_gb == b.memory_gb && a.speed == b.speed &&
+         a.hbm_gbps == b.hbm_gbps && a.pcie_gbps == b.pcie_gbps &&
+         a.nvlink_gbps == b.nvlink_gbps && a.net_gbps == b.net_gbps &&
+         a.jitter == b.jitter && a.launch_ns == b.launch_ns &&
+         a.kernel_ns == b.kernel_ns && a.pcie_lat_ns == b.pcie_lat_ns &&
+         a.nvlink_lat_ns == b.nvlink_lat_ns && a.net_lat_ns == b.net_lat_ns &&
+         a.seed == b.seed;
+}
+
+/* Under g.life: starts the simulation of @p m. */
+int sim_start(const sim_machine &m, bool threads, const cua_backend_host *host,
+              cua_backend_err *err) {
+  if (!g.conds) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g.cv_g, &ca);
+    pthread_cond_init(&g.cv_up, &ca);
+    pthread_cond_init(&g.cv_down, &ca);
+    pthread_condattr_destroy(&ca);
+    g.conds = true;
+  }
+  g.m = m;
+  g.up = g.failed = g.stop = false;
+  g.inflight = g.nactors = g.nblocked = g.ev_waiters = 0;
+  static int thr;
+  thr = threads ? 1 : 0;
+  int rc = host->size > offsetof(cua_backend_host, thread_create) &&
+                   host->thread_create != nullptr
+               ? host->thread_create(host->core, &g.thread, nullptr, sim_thread,
+                                     &thr)
+               : pthread_create(&g.thread, nullptr, sim_thread, &thr);
+  if (rc != 0) {
+    set_err(err, "cannot start the simulation thread: %s", strerror(rc));
+    return CUA_ERR_NOMEM;
+  }
+  pthread_mutex_lock(&g.mu);
+  while (!g.up && !g.failed)
+    pthread_cond_wait(&g.cv_up, &g.mu);
+  bool failed = g.failed;
+  pthread_mutex_unlock(&g.mu);
+  if (failed) {
+    pthread_join(g.thread, nullptr);
+    set_err(err, "%s", g.error.c_str());
+    return CUA_ERR_BACKEND;
+  }
+  g.running = true;
+  return 0;
+}
+
+/* Under g.life: stops the simulation (no session is left). */
+void sim_stop() {
+  pthread_mutex_lock(&g.mu);
+  g.stop = true;
+  pthread_cond_broadcast(&g.cv_g);
+  pthread_mutex_unlock(&g.mu);
+  pthread_join(g.thread, nullptr);
+  g.running = false;
+  g.gpu.clear();
+  g.cpu.clear();
 }
 
 /* ------------------------------------------------------------ descriptor */
@@ -428,16 +517,20 @@ SimState *S(void *state) {
   return static_cast<SimState *>(state);
 }
 
-void push(SimState *st, SimStream *s, const Item &it) {
-  pthread_mutex_lock(&st->mu);
-  s->q.push_back(it);
-  st->launched++;
+/* Under g.mu: has the gateway look at @p s. */
+void wake_locked(SimStream *s) {
   if (!s->woken) {
     s->woken = true;
-    st->wake.push_back(s);
+    g.wake.push_back(s);
   }
-  pthread_cond_signal(&st->cv_g);
-  pthread_mutex_unlock(&st->mu);
+  pthread_cond_signal(&g.cv_g);
+}
+
+void push(SimStream *s, const Item &it) {
+  pthread_mutex_lock(&g.mu);
+  s->q.push_back(it);
+  wake_locked(s);
+  pthread_mutex_unlock(&g.mu);
 }
 
 void free_state(SimState *st) {
@@ -447,10 +540,7 @@ void free_state(SimState *st) {
         ev_release(it.ev);
     delete s;
   }
-  pthread_mutex_destroy(&st->mu);
-  pthread_cond_destroy(&st->cv_g);
   pthread_cond_destroy(&st->cv_comp);
-  pthread_cond_destroy(&st->cv_up);
   delete st;
 }
 
@@ -459,13 +549,10 @@ int sim_create(const cua_backend_host *host, const cua_param_value *params,
                cua_backend_err *err) {
   SimState *st = new SimState();
   st->host = host;
-  pthread_mutex_init(&st->mu, nullptr);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&st->cv_g, &ca);
   pthread_cond_init(&st->cv_comp, &ca);
-  pthread_cond_init(&st->cv_up, &ca);
   pthread_condattr_destroy(&ca);
   int rc = sim_machine_from_params(&st->m, params, err);
   if (rc != 0) {
@@ -473,11 +560,6 @@ int sim_create(const cua_backend_host *host, const cua_param_value *params,
     return rc;
   }
   st->real = st->m.data_real != 0;
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  st->context_threads = 1; /* sanitizers follow threads, not ucontexts */
-#endif
-  if (getenv("CUASYNC_SIM_CONTEXT_THREADS") != nullptr)
-    st->context_threads = 1;
   /* Devices: every GPU of the machine, or the ones asked for. */
   std::vector<int> sel;
   if (ordinals == nullptr) {
@@ -497,36 +579,31 @@ int sim_create(const cua_backend_host *host, const cua_param_value *params,
   st->m.sel = sel;
   st->next_addr.assign((size_t)st->m.gpus, 0);
   st->used.assign((size_t)st->m.gpus, 0);
-  int expected = 0;
-  if (!g_active.compare_exchange_strong(expected, 1)) {
-    set_err(err, "another sim backend is open in this process (SimGrid runs "
-                 "one simulation per process at a time)");
-    free_state(st);
-    return CUA_ERR_BUSY;
+  bool threads = getenv("CUASYNC_SIM_CONTEXT_THREADS") != nullptr;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  threads = true; /* sanitizers follow threads, not ucontexts */
+#endif
+  pthread_mutex_lock(&g.life);
+  if (!g.running) {
+    rc = sim_start(st->m, threads, host, err);
+  } else if (!same_machine(g.m, st->m)) {
+    set_err(err,
+            "another sim backend of this process simulates another "
+            "machine (%d GPUs, %d per node): SimGrid runs one "
+            "simulation per process, and every sim backend open at "
+            "once shares it",
+            g.m.gpus, g.m.gpus_per_node);
+    rc = CUA_ERR_BUSY;
   }
-  int trc = host->size > offsetof(cua_backend_host, thread_create) &&
-                    host->thread_create != nullptr
-                ? host->thread_create(host->core, &st->thread, nullptr,
-                                      sim_thread, st)
-                : pthread_create(&st->thread, nullptr, sim_thread, st);
-  if (trc != 0) {
-    g_active.store(0);
-    set_err(err, "cannot start the simulation thread: %s", strerror(trc));
-    free_state(st);
-    return CUA_ERR_NOMEM;
+  if (rc == 0) {
+    pthread_mutex_lock(&g.mu);
+    g.sessions.push_back(st);
+    pthread_mutex_unlock(&g.mu);
   }
-  st->thread_started = true;
-  pthread_mutex_lock(&st->mu);
-  while (!st->up && !st->failed_start)
-    pthread_cond_wait(&st->cv_up, &st->mu);
-  bool failed = st->failed_start;
-  pthread_mutex_unlock(&st->mu);
-  if (failed) {
-    pthread_join(st->thread, nullptr);
-    g_active.store(0);
-    set_err(err, "%s", st->start_error.c_str());
+  pthread_mutex_unlock(&g.life);
+  if (rc != 0) {
     free_state(st);
-    return CUA_ERR_BACKEND;
+    return rc;
   }
   *state = st;
   return 0;
@@ -534,13 +611,21 @@ int sim_create(const cua_backend_host *host, const cua_param_value *params,
 
 void sim_destroy(void *state) {
   SimState *st = S(state);
-  pthread_mutex_lock(&st->mu);
-  st->closing = true;
-  pthread_cond_broadcast(&st->cv_g);
-  pthread_mutex_unlock(&st->mu);
-  if (st->thread_started)
-    pthread_join(st->thread, nullptr);
-  g_active.store(0);
+  pthread_mutex_lock(&g.life);
+  pthread_mutex_lock(&g.mu);
+  /* Its stream actors end once their queues are empty. */
+  for (SimStream *s : st->streams) {
+    s->gone = true;
+    wake_locked(s);
+  }
+  while (st->live > 0)
+    pthread_cond_wait(&g.cv_down, &g.mu);
+  g.sessions.erase(std::find(g.sessions.begin(), g.sessions.end(), st));
+  bool last = g.sessions.empty();
+  pthread_mutex_unlock(&g.mu);
+  if (last)
+    sim_stop();
+  pthread_mutex_unlock(&g.life);
   free_state(st);
 }
 
@@ -554,10 +639,10 @@ int sim_device_info(void *state, int device, cua_device_info *info) {
     return CUA_ERR_BAD_DEVICE;
   cua_device_info d;
   memset(&d, 0, sizeof d);
-  int g = st->m.sel[(size_t)device];
-  snprintf(d.name, sizeof d.name, "simulated GPU %d (node %d)", g,
-           g / st->m.gpus_per_node);
-  d.ordinal = g;
+  int gi = st->m.sel[(size_t)device];
+  snprintf(d.name, sizeof d.name, "simulated GPU %d (node %d)", gi,
+           gi / st->m.gpus_per_node);
+  d.ordinal = gi;
   d.total_memory = (uint64_t)st->m.memory_gb << 30;
   d.multiprocessors = st->m.sms;
   size_t n = info->size != 0 && info->size < sizeof d ? info->size : sizeof d;
@@ -587,12 +672,13 @@ int sim_stream_create(void *state, int device, cua_backend_stream **out,
   SimStream *s = new SimStream();
   s->st = st;
   s->device = st->m.sel[(size_t)device];
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   s->index = (int)st->streams.size();
   st->streams.push_back(s);
-  st->fresh.push_back(s);
-  pthread_cond_signal(&st->cv_g);
-  pthread_mutex_unlock(&st->mu);
+  st->live++;
+  g.fresh.push_back(s);
+  pthread_cond_signal(&g.cv_g);
+  pthread_mutex_unlock(&g.mu);
   *out = reinterpret_cast<cua_backend_stream *>(s);
   return 0;
 }
@@ -602,16 +688,12 @@ SimStream *SS(cua_backend_stream *s) {
 }
 
 void sim_stream_destroy(void *state, cua_backend_stream *bs) {
-  SimState *st = S(state);
+  (void)state;
   SimStream *s = SS(bs);
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   s->gone = true;
-  if (!s->woken) {
-    s->woken = true;
-    st->wake.push_back(s);
-  }
-  pthread_cond_signal(&st->cv_g);
-  pthread_mutex_unlock(&st->mu);
+  wake_locked(s);
+  pthread_mutex_unlock(&g.mu);
 }
 
 void *sim_stream_native(void *state, cua_backend_stream *s) {
@@ -639,35 +721,29 @@ void sim_event_destroy(void *state, cua_backend_event *e) {
 
 int sim_event_record(void *state, cua_backend_event *be,
                      cua_backend_stream *s) {
-  SimState *st = S(state);
+  (void)state;
   SimEvent *e = SE(be);
   Item it{};
   it.kind = IT_RECORD;
   it.ev = e;
   e->refs.fetch_add(1);
-  /* The generation is taken under mu with the item queued, so that a wait
-   * captured later always finds its record queued. */
-  pthread_mutex_lock(&st->mu);
+  /* The generation is taken under g.mu with the item queued, so that a
+   * wait captured later always finds its record queued. */
+  pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
-  SimStream *ss = SS(s);
-  ss->q.push_back(it);
-  st->launched++;
-  if (!ss->woken) {
-    ss->woken = true;
-    st->wake.push_back(ss);
-  }
-  pthread_cond_signal(&st->cv_g);
-  pthread_mutex_unlock(&st->mu);
+  SS(s)->q.push_back(it);
+  wake_locked(SS(s));
+  pthread_mutex_unlock(&g.mu);
   return 0;
 }
 
 int sim_stream_wait_event(void *state, cua_backend_stream *s,
                           cua_backend_event *be) {
-  SimState *st = S(state);
+  (void)state;
   SimEvent *e = SE(be);
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   uint64_t gen = e->rec_gen.load();
-  pthread_mutex_unlock(&st->mu);
+  pthread_mutex_unlock(&g.mu);
   if (gen == 0)
     return 0; /* never recorded: nothing to wait for */
   Item it{};
@@ -675,7 +751,7 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   it.ev = e;
   it.value = gen;
   e->refs.fetch_add(1);
-  push(st, SS(s), it);
+  push(SS(s), it);
   return 0;
 }
 
@@ -695,60 +771,66 @@ int sim_mem_alloc(void *state, int device, cua_backend_stream *s, size_t bytes,
     set_err(err, "mem_alloc: no device %d", device);
     return CUA_ERR_BAD_DEVICE;
   }
-  int g = st->m.sel[(size_t)device];
+  int gi = st->m.sel[(size_t)device];
   uint64_t cap = (uint64_t)st->m.memory_gb << 30;
   size_t rounded = (bytes + 255) & ~(size_t)255;
   if (rounded == 0)
     rounded = 256;
-  pthread_mutex_lock(&st->mu);
-  bool oom = st->used[(size_t)g] + rounded > cap;
-  if (!oom)
-    st->used[(size_t)g] += rounded;
-  uint64_t off = st->next_addr[(size_t)g];
-  if (!oom && !st->real)
-    st->next_addr[(size_t)g] += rounded;
-  pthread_mutex_unlock(&st->mu);
-  if (oom) {
-    set_err(err,
-            "mem_alloc: %zu bytes do not fit in the %d GiB of simulated "
-            "GPU %d",
-            bytes, st->m.memory_gb, g);
-    return CUA_ERR_DEVICE_OOM;
-  }
+  void *p = nullptr;
   if (st->real) {
-    void *p = st->host->free != nullptr && st->host->alloc != nullptr
-                  ? st->host->alloc(st->host->core, rounded, 256)
-                  : aligned_alloc(256, rounded);
+    const cua_backend_host *h = st->host;
+    p = h->size > offsetof(cua_backend_host, alloc) && h->alloc != nullptr
+            ? h->alloc(h->core, rounded, 256)
+            : aligned_alloc(256, rounded);
     if (p == nullptr) {
-      pthread_mutex_lock(&st->mu);
-      st->used[(size_t)g] -= rounded;
-      pthread_mutex_unlock(&st->mu);
       set_err(err, "mem_alloc: out of host memory for %zu bytes", bytes);
       return CUA_ERR_DEVICE_OOM;
     }
     memset(p, 0, rounded);
-    *ptr = p;
-  } else {
-    /* Never dereferenced: an address in a range of its own per GPU. */
-    *ptr = reinterpret_cast<void *>(SIM_VADDR_BASE + ((uint64_t)g << 40) + off);
   }
-  /* The bytes stay counted: the sim does not track sizes per address. */
+  pthread_mutex_lock(&g.mu);
+  bool oom = st->used[(size_t)gi] + rounded > cap;
+  if (!oom) {
+    st->used[(size_t)gi] += rounded;
+    if (!st->real) {
+      /* Never dereferenced: an address in a range of its own per GPU. */
+      p = reinterpret_cast<void *>(SIM_VADDR_BASE + ((uint64_t)gi << 40) +
+                                   st->next_addr[(size_t)gi]);
+      st->next_addr[(size_t)gi] += rounded;
+    }
+    st->sizes[(uintptr_t)p] = {gi, rounded};
+  }
+  pthread_mutex_unlock(&g.mu);
+  if (oom) {
+    if (st->real)
+      host_free(st, p);
+    set_err(err,
+            "mem_alloc: %zu bytes do not fit in the %d GiB of simulated "
+            "GPU %d",
+            bytes, st->m.memory_gb, gi);
+    return CUA_ERR_DEVICE_OOM;
+  }
+  *ptr = p;
   return 0;
 }
 
 void sim_mem_free(void *state, int device, cua_backend_stream *s, void *ptr) {
   (void)device;
   SimState *st = S(state);
-  if (!st->real || ptr == nullptr)
+  if (ptr == nullptr)
     return;
   if (s != nullptr) {
     Item it{};
     it.kind = IT_FREE;
     it.ptr = ptr;
-    push(st, SS(s), it);
+    push(SS(s), it);
     return;
   }
-  st->host->free != nullptr ? st->host->free(st->host->core, ptr) : free(ptr);
+  pthread_mutex_lock(&g.mu);
+  unaccount(st, ptr);
+  pthread_mutex_unlock(&g.mu);
+  if (st->real)
+    host_free(st, ptr);
 }
 
 int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
@@ -766,7 +848,7 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
   size_t n = op->size < sizeof it.op ? op->size : sizeof it.op;
   memcpy(&it.op, op, n);
   it.op.kernel_params = nullptr; /* valid only during this call */
-  push(st, SS(s), it);
+  push(SS(s), it);
   return 0;
 }
 
@@ -774,7 +856,7 @@ int sim_mark(void *state, cua_backend_stream *s, uint64_t value) {
   Item it{};
   it.kind = IT_MARK;
   it.value = value;
-  push(S(state), SS(s), it);
+  push(SS(s), it);
   return 0;
 }
 
@@ -788,23 +870,25 @@ int sim_progress(void *state, cua_backend_stream *s, uint64_t *value,
 
 int sim_poll_error(void *state, cua_backend_stream *bs, uint64_t *seq,
                    int *code, cua_backend_err *err) {
-  SimState *st = S(state);
+  (void)state;
   SimStream *s = SS(bs);
   int got = 0;
-  pthread_mutex_lock(&st->mu);
-  if (!s->errs.empty()) {
-    *seq = s->errs.front().value;
+  pthread_mutex_lock(&g.mu);
+  if (!s->errseq.empty()) {
+    *seq = s->errseq.front();
     *code = s->errcodes.front();
     set_err(err, "%s", s->errmsgs.front().c_str());
-    s->errs.pop_front();
+    s->errseq.pop_front();
     s->errcodes.pop_front();
     s->errmsgs.pop_front();
     got = 1;
   }
-  pthread_mutex_unlock(&st->mu);
+  pthread_mutex_unlock(&g.mu);
   return got;
 }
 
+/* The completion thread: one step of virtual time per call at most, and
+ * only once it has seen the steps before (see the top of this file). */
 int sim_wait(void *state, uint64_t timeout_ns) {
   SimState *st = S(state);
   struct timespec dl;
@@ -812,27 +896,27 @@ int sim_wait(void *state, uint64_t timeout_ns) {
   uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
   dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
   dl.tv_nsec = (long)(ns % 1000000000u);
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   st->cwaiting = true;
   st->acked = st->cseen; /* every step before this call has been seen */
-  pthread_cond_signal(&st->cv_g);
+  pthread_cond_signal(&g.cv_g);
   while (st->evt_seq == st->cseen && !st->cwake) {
-    if (pthread_cond_timedwait(&st->cv_comp, &st->mu, &dl) == ETIMEDOUT)
+    if (pthread_cond_timedwait(&st->cv_comp, &g.mu, &dl) == ETIMEDOUT)
       break;
   }
   st->cseen = st->evt_seq;
   st->cwaiting = false;
   st->cwake = false;
-  pthread_mutex_unlock(&st->mu);
+  pthread_mutex_unlock(&g.mu);
   return 0;
 }
 
 void sim_wake(void *state) {
   SimState *st = S(state);
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&g.mu);
   st->cwake = true;
   pthread_cond_broadcast(&st->cv_comp);
-  pthread_mutex_unlock(&st->mu);
+  pthread_mutex_unlock(&g.mu);
 }
 
 int sim_module_load(void *state, const void *image, size_t bytes,
@@ -865,7 +949,8 @@ int sim_module_function(void *state, cua_backend_module *m, const char *name,
 }
 
 uint64_t sim_clock_ns(void *state) {
-  return S(state)->vnow.load(std::memory_order_acquire);
+  (void)state;
+  return g.vnow.load(std::memory_order_acquire);
 }
 
 } /* namespace */
