@@ -253,6 +253,8 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   if (d->size >=
       offsetof(cua_backend_descriptor, clock_ns) + sizeof d->clock_ns)
     rt->vclock = d->clock_ns;
+  if (d->size >= offsetof(cua_backend_descriptor, changed) + sizeof d->changed)
+    rt->be_changed = d->changed;
   rt->bparams = params;
   rt->nbparams = d->nparams;
   rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;

@@ -131,8 +131,10 @@ cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s) {
   return c;
 }
 
-static void inflight_push(cua__stream *s, cua__node *n) {
+static void inflight_push(cua_runtime *rt, cua__stream *s, cua__node *n) {
   atomic_fetch_add(&n->refs, 1);
+  if (!s->active)
+    cua__stream_activate(rt, s);
   n->inflight_next = NULL;
   if (s->inflight_tail)
     s->inflight_tail->inflight_next = n;
@@ -280,7 +282,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       if (rc != 0)
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
-      inflight_push(n->stream, n);
+      inflight_push(rt, n->stream, n);
       /* A MARK of its own: in pull mode, so that the completion thread
        * sees each op end and its stream is offered again as soon as it
        * has room; for an op whose model has few samples yet (CUDA), so

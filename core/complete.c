@@ -335,13 +335,31 @@ static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
 static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
   int any = 0;
   uint64_t stackv[64];
-  uint64_t *vals = rt->nstreams <= 64
-                       ? stackv
-                       : cua__malloc((size_t)rt->nstreams * sizeof *vals);
+  /* Only the streams with work in flight or points to free (rt->active):
+   * the others have nothing to read. A backend that says which streams
+   * changed (ABI 1.8) narrows that to them; every 64th pass in which none
+   * did reads them all, for points whose last wait was applied since. */
+  int na = rt->nactive, full = 1;
+  cua__stream **act = rt->active;
+  cua__stream *chg[CUA__CHANGED_MAX];
+  if (rt->be_changed != NULL) {
+    uint32_t idx[CUA__CHANGED_MAX];
+    size_t n = 0;
+    if (rt->be_changed(rt->bst, idx, CUA__CHANGED_MAX, &n) == 0 &&
+        (n > 0 || ++rt->quiet_passes % 64 != 0)) {
+      na = 0;
+      for (size_t i = 0; i < n && i < CUA__CHANGED_MAX; i++)
+        if (idx[i] < (uint32_t)rt->nstreams)
+          chg[na++] = rt->streams[idx[i]];
+      act = chg;
+      full = 0;
+    }
+  }
+  uint64_t *vals = na <= 64 ? stackv : cua__malloc((size_t)na * sizeof *vals);
   if (vals == NULL)
     return 0;
-  for (int i = 0; i < rt->nstreams; i++) {
-    cua__stream *s = rt->streams[i];
+  for (int i = 0; i < na; i++) {
+    cua__stream *s = act[i];
     vals[i] = s->done;
     if (s->inflight_head == NULL)
       continue;
@@ -356,8 +374,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
       vals[i] = atomic_load_explicit(&s->exec_seq, memory_order_acquire);
     }
   }
-  for (int i = 0; i < rt->nstreams; i++) {
-    cua__stream *s = rt->streams[i];
+  for (int i = 0; i < na; i++) {
+    cua__stream *s = act[i];
     uint64_t seq;
     int code;
     cua_backend_err err = {{0}};
@@ -376,8 +394,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
      * so this read sees those too and their backend times are written
      * (obs_dep_end() orders the op after them, whichever stream is
      * finished first below). */
-    for (int i = 0; i < rt->nstreams; i++) {
-      cua__stream *s = rt->streams[i];
+    for (int i = 0; i < na; i++) {
+      cua__stream *s = act[i];
       uint64_t again = vals[i];
       cua_backend_err err = {{0}};
       if (s->inflight_head != NULL &&
@@ -387,8 +405,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     }
     r->obs_now = cua__rt_now(rt);
   }
-  for (int i = 0; i < rt->nstreams; i++) {
-    cua__stream *s = rt->streams[i];
+  for (int i = 0; i < na; i++) {
+    cua__stream *s = act[i];
     if (vals[i] > s->done) {
       estimate_durations(rt, s, vals[i]);
       s->done = vals[i];
@@ -416,6 +434,21 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
   }
   if (vals != stackv)
     free(vals);
+  /* Streams left with nothing to read leave the list (finishing nodes may
+   * have made rounds that added streams at its end: they stay). */
+  if (!full) {
+    r->obs_now = 0;
+    return any;
+  }
+  int k = 0;
+  for (int i = 0; i < rt->nactive; i++) {
+    cua__stream *s = rt->active[i];
+    if (s->inflight_head == NULL && s->points_head == NULL)
+      s->active = 0;
+    else
+      rt->active[k++] = s;
+  }
+  rt->nactive = k;
   r->obs_now = 0;
   return any;
 }
@@ -448,8 +481,8 @@ static void run_host_node(cua_runtime *rt, cua__node *n) {
 }
 
 static int pending_device_work(cua_runtime *rt) {
-  for (int i = 0; i < rt->nstreams; i++)
-    if (rt->streams[i]->inflight_head != NULL)
+  for (int i = 0; i < rt->nactive; i++)
+    if (rt->active[i]->inflight_head != NULL)
       return 1;
   return 0;
 }

@@ -95,6 +95,8 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
   if (p->next == NULL)
     s->points_tail = p;
   (void)prev;
+  if (!s->active)
+    cua__stream_activate(rt, s); /* so that the point is freed */
   return p;
 }
 

@@ -170,6 +170,9 @@ typedef struct cua__point {
 
 typedef struct cua__node cua__node;
 
+/* Streams a pass takes from the backend's changed() (ABI 1.8). */
+#define CUA__CHANGED_MAX 256
+
 typedef struct cua__stream {
   cua_backend_stream *bs;
   int device;
@@ -183,6 +186,7 @@ typedef struct cua__stream {
   size_t nvc;
   cua__point *points_head, *points_tail;    /* increasing seq */
   cua__node *inflight_head, *inflight_tail; /* enqueued, increasing seq */
+  int active; /* listed in rt->active (complete.c) */
   cua_stream_load load;
   uint64_t vc_gen;  /* changes whenever vc does */
   uint64_t t_done;  /* when progress was last seen to move (durations) */
@@ -602,6 +606,14 @@ struct cua_runtime {
   /* Streams, all devices, by global index. */
   cua__stream **streams;
   int nstreams, capstreams;
+  /* The streams with work in flight or points to free, which the
+   * completion thread reads (under rt->lock): not every stream of a
+   * machine of thousands of them (the sim backend). */
+  cua__stream **active;
+  int nactive, capactive;
+  /* The backend's changed() (ABI 1.8), or NULL; passes it had none. */
+  int (*be_changed)(void *bst, uint32_t *out, size_t max, size_t *n);
+  unsigned quiet_passes;
   /* Policies. */
   cua__polinst *policy;             /* runtime-wide */
   cua__polinst *fallback;           /* single-stream, loaded on first need */
@@ -944,5 +956,12 @@ cua__sub *cua__sub_new(cua_runtime *rt);
 void cua__sub_release(cua__sub *s);
 void cua__sub_fire(cua__sub *s);
 void cua__sub_fini(void *s);
+
+/* Lists @p s among the streams the completion thread reads (under
+ * rt->lock; rt->active has room for every stream). */
+static inline void cua__stream_activate(cua_runtime *rt, cua__stream *s) {
+  s->active = 1;
+  rt->active[rt->nactive++] = s;
+}
 
 #endif /* CUA_CORE_INTERNAL_H */

@@ -20,13 +20,18 @@ int cua__ensure_streams(cua_runtime *rt, int device, int n) {
   cua__device *dv = &rt->devs[device];
   while (dv->nstreams < n) {
     size_t cap = (size_t)dv->capstreams, gcap = (size_t)rt->capstreams;
+    size_t acap = (size_t)rt->capactive;
+    /* rt->active has room for every stream: listing one never fails. */
     if (cua__grow(&dv->streams, &cap, (size_t)dv->nstreams + 1,
                   sizeof *dv->streams) ||
         cua__grow(&rt->streams, &gcap, (size_t)rt->nstreams + 1,
-                  sizeof *rt->streams))
+                  sizeof *rt->streams) ||
+        cua__grow(&rt->active, &acap, (size_t)rt->nstreams + 1,
+                  sizeof *rt->active))
       return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
     dv->capstreams = (int)cap;
     rt->capstreams = (int)gcap;
+    rt->capactive = (int)acap;
     cua__stream *s = cua__calloc(1, sizeof *s);
     if (s == NULL)
       return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -375,6 +380,7 @@ static void runtime_free(cua_runtime *rt) {
     free(s);
   }
   free(rt->streams);
+  free(rt->active);
   for (int d = 0; d < rt->ndev && rt->devs != NULL; d++) {
     cua__device *dv = &rt->devs[d];
     for (size_t i = 0; i < dv->nfree_events; i++)

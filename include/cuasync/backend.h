@@ -37,7 +37,8 @@
  * 1.5: cua_backend_op::start_ns.
  * 1.6: cua_backend_op::end_ns.
  * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times.
- * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns. */
+ * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns,
+ *      changed. */
 #define CUA_BACKEND_ABI_MINOR 8
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
@@ -379,6 +380,17 @@ typedef struct cua_backend_descriptor {
    * sees every step before the next. Any thread.
    */
   uint64_t (*clock_ns)(void *state);
+  /**
+   * Optional (NULL: the completion thread reads every stream with work in
+   * flight on each pass, which costs a machine of thousands of streams
+   * more than the ops). Writes to @p out the streams whose progress or
+   * errors changed since the last call, each once, as their creation
+   * indices (the n-th successful stream_create() of this backend instance
+   * is n, from 0; never reused), sets *n, and returns 0; returns 1 when
+   * more than @p max changed or it lost count: the core then reads every
+   * stream. Called by the completion thread only.
+   */
+  int (*changed)(void *state, uint32_t *out, size_t max, size_t *n);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

@@ -65,10 +65,14 @@ namespace {
 
 enum ItemKind { IT_OP, IT_MARK, IT_RECORD, IT_WAIT, IT_FREE };
 
+struct SimStream;
+
 struct SimEvent {
   std::atomic<uint64_t> rec_gen{0};  /* recordings enqueued */
   std::atomic<uint64_t> done_gen{0}; /* recordings reached */
   std::atomic<int> refs{1};          /* the core's + queued items' */
+  /* Sim thread only: the streams waiting for a generation of it. */
+  std::vector<std::pair<SimStream *, uint64_t>> waiters;
 };
 
 struct Item {
@@ -91,8 +95,10 @@ struct SimStream {
   std::deque<uint64_t> errseq;
   std::deque<int> errcodes;
   std::deque<std::string> errmsgs;
-  bool woken = false; /* under g.mu: listed in g.wake */
-  bool gone = false;  /* under g.mu: stream_destroy() or the session ends */
+  std::atomic<bool> has_err{false};
+  bool woken = false;  /* under g.mu: listed in g.wake */
+  bool listed = false; /* under g.mu: in its session's changed list */
+  bool gone = false;   /* under g.mu: stream_destroy() or the session ends */
   /* Sim thread only. */
   sg4::SemaphorePtr sem;
   bool idle = false;
@@ -113,7 +119,8 @@ struct SimState {
   uint64_t acked = 0;    /* steps it had seen when it last entered wait() */
   bool cwaiting = false; /* its completion thread is inside wait() */
   bool cwake = false;    /* wake() */
-  std::vector<uint64_t> used; /* bytes allocated per machine GPU */
+  std::vector<uint32_t> changed; /* streams whose progress moved */
+  std::vector<uint64_t> used;    /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
   /* Sim thread only. */
@@ -147,10 +154,9 @@ struct Sim {
    * an event): the gateway lets the others run before it blocks the
    * simulation in real time. Whoever wakes an actor counts it unblocked,
    * so that an actor made ready and not yet run is not taken for blocked. */
-  long nactors = 0, nblocked = 0, ev_waiters = 0;
+  long nactors = 0, nblocked = 0;
+  bool g_waiting = false; /* the gateway is in g_sem->acquire() */
   sg4::SemaphorePtr g_sem;
-  sg4::MutexPtr ev_mx;
-  sg4::ConditionVariablePtr ev_cv;
 };
 
 Sim g;
@@ -190,6 +196,14 @@ void unaccount(SimState *st, void *ptr) {
   if (it != st->sizes.end()) {
     st->used[(size_t)it->second.first] -= it->second.second;
     st->sizes.erase(it);
+  }
+}
+
+/* Under g.mu: lists @p s for its session's changed(). */
+void mark_changed(SimState *st, SimStream *s) {
+  if (!s->listed) {
+    s->listed = true;
+    st->changed.push_back((uint32_t)s->index);
   }
 }
 
@@ -233,6 +247,8 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
         s->errseq.push_back(o.seq);
         s->errcodes.push_back(rc);
         s->errmsgs.push_back(e.msg);
+        s->has_err.store(true);
+        mark_changed(st, s);
         pthread_mutex_unlock(&g.mu);
       }
     } else {
@@ -246,7 +262,10 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
     *o.start_ns = t0;
   if (o.end_ns != nullptr)
     *o.end_ns = t1;
-  g.g_sem->release(); /* the gateway's step is over */
+  if (g.g_waiting) {
+    g.g_waiting = false; /* once per step: the first end of the instant */
+    g.g_sem->release();
+  }
 }
 
 /* ------------------------------------------------------------ actors */
@@ -277,26 +296,35 @@ void stream_main(SimState *st, SimStream *s) {
       break;
     case IT_MARK:
       s->progress.store(it.value, std::memory_order_release);
+      pthread_mutex_lock(&g.mu);
+      mark_changed(st, s);
+      pthread_mutex_unlock(&g.mu);
       break;
-    case IT_RECORD:
-      if (it.value > it.ev->done_gen.load())
-        it.ev->done_gen.store(it.value, std::memory_order_release);
-      g.nblocked -= g.ev_waiters;
-      g.ev_waiters = 0;
-      g.ev_cv->notify_all();
-      ev_release(it.ev);
-      break;
-    case IT_WAIT: {
-      std::unique_lock<sg4::Mutex> lk(*g.ev_mx);
-      while (it.ev->done_gen.load(std::memory_order_acquire) < it.value) {
-        g.ev_waiters++;
-        g.nblocked++; /* the record that wakes it counts it off */
-        g.ev_cv->wait(lk);
-      }
-      lk.unlock();
-      ev_release(it.ev);
+    case IT_RECORD: {
+      SimEvent *e = it.ev;
+      if (it.value > e->done_gen.load())
+        e->done_gen.store(it.value, std::memory_order_release);
+      /* Wakes the streams this recording lets go, and only them. */
+      size_t k = 0;
+      for (auto &w : e->waiters)
+        if (w.second <= it.value) {
+          g.nblocked--;
+          w.first->sem->release();
+        } else {
+          e->waiters[k++] = w;
+        }
+      e->waiters.resize(k);
+      ev_release(e);
       break;
     }
+    case IT_WAIT:
+      if (it.ev->done_gen.load(std::memory_order_acquire) < it.value) {
+        it.ev->waiters.emplace_back(s, it.value);
+        g.nblocked++; /* the record that wakes it counts it off */
+        s->sem->acquire();
+      }
+      ev_release(it.ev);
+      break;
     case IT_FREE:
       pthread_mutex_lock(&g.mu);
       unaccount(st, it.ptr);
@@ -375,6 +403,7 @@ void gateway_main() {
     }
     if (g.inflight > 0 && may_step()) {
       pthread_mutex_unlock(&g.mu);
+      g.g_waiting = true;
       g.g_sem->acquire(); /* virtual time moves to the next completion */
       settle();
       pthread_mutex_lock(&g.mu);
@@ -429,8 +458,6 @@ void *sim_thread(void *arg) {
   g.clock0 = sg4::Engine::get_clock();
   g.vnow.store(SIM_EPOCH_NS);
   g.g_sem = sg4::Semaphore::create(0);
-  g.ev_mx = sg4::Mutex::create();
-  g.ev_cv = sg4::ConditionVariable::create();
   sg4::Actor::create("gateway", g.cpu[0], []() {
     pthread_mutex_lock(&g.mu);
     g.up = true;
@@ -440,8 +467,6 @@ void *sim_thread(void *arg) {
   });
   e.run();
   g.g_sem = nullptr;
-  g.ev_mx = nullptr;
-  g.ev_cv = nullptr;
   return nullptr;
 }
 
@@ -473,7 +498,7 @@ int sim_start(const sim_machine &m, bool threads, const cua_backend_host *host,
   }
   g.m = m;
   g.up = g.failed = g.stop = false;
-  g.inflight = g.nactors = g.nblocked = g.ev_waiters = 0;
+  g.inflight = g.nactors = g.nblocked = 0;
   static int thr;
   thr = threads ? 1 : 0;
   int rc = host->size > offsetof(cua_backend_host, thread_create) &&
@@ -873,6 +898,8 @@ int sim_poll_error(void *state, cua_backend_stream *bs, uint64_t *seq,
   (void)state;
   SimStream *s = SS(bs);
   int got = 0;
+  if (!s->has_err.load(std::memory_order_acquire))
+    return 0;
   pthread_mutex_lock(&g.mu);
   if (!s->errseq.empty()) {
     *seq = s->errseq.front();
@@ -881,6 +908,7 @@ int sim_poll_error(void *state, cua_backend_stream *bs, uint64_t *seq,
     s->errseq.pop_front();
     s->errcodes.pop_front();
     s->errmsgs.pop_front();
+    s->has_err.store(!s->errseq.empty());
     got = 1;
   }
   pthread_mutex_unlock(&g.mu);
@@ -948,6 +976,24 @@ int sim_module_function(void *state, cua_backend_module *m, const char *name,
   return 0;
 }
 
+int sim_changed(void *state, uint32_t *out, size_t max, size_t *n) {
+  SimState *st = S(state);
+  int over = 0;
+  pthread_mutex_lock(&g.mu);
+  if (st->changed.size() > max) {
+    over = 1;
+    *n = 0;
+  } else {
+    std::copy(st->changed.begin(), st->changed.end(), out);
+    *n = st->changed.size();
+  }
+  for (uint32_t i : st->changed)
+    st->streams[i]->listed = false;
+  st->changed.clear();
+  pthread_mutex_unlock(&g.mu);
+  return over;
+}
+
 uint64_t sim_clock_ns(void *state) {
   (void)state;
   return g.vnow.load(std::memory_order_acquire);
@@ -1003,6 +1049,7 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     nullptr, /* graph_update_op */
     nullptr, /* flush_times */
     sim_clock_ns,
+    sim_changed,
 };
 
 } /* extern "C" */

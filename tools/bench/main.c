@@ -66,6 +66,7 @@ typedef struct options {
   unsigned skew_share;
   int no_hints;
   int all_devices;       /* --devices all */
+  const char *machine;   /* --machine: the sim backend's machine file */
   const char *trace_dir; /* --trace DIR */
   int timestamps;        /* --timestamps: the raw-ts-* baselines */
   const char *output, *plot;
@@ -150,6 +151,8 @@ static void usage(FILE *out) {
           "                        timestamps of every task, three ways\n"
           "                        (raw-ts-events, -device, -cupti), each\n"
           "                        against raw-streams\n"
+          "      --machine FILE    with -b sim: the simulated machine\n"
+          "                        ([backend.sim] machine = FILE)\n"
           "      --devices one|all every pattern on device 0 but multigpu\n"
           "                        (one, default), or each over every\n"
           "                        device: the baselines' lanes dealt over\n"
@@ -639,9 +642,9 @@ static size_t series_of(const bench *b, const group *gr, const char *w,
       out[n++] = (series){S_RAW_TS_CUPTI, "raw-ts-cupti", NULL,
                           b->o->streams,  plan,           0};
     }
-  } else {
+  } else if (strcmp(gr->backend, "sim") != 0) {
     out[n++] = (series){S_THREADS, "threads", NULL, b->o->streams, plan, 0};
-  }
+  } /* sim: virtual time, which no baseline runs in */
   for (size_t i = 0; i < b->ncont; i++) {
     const contender *c = &b->cont[i];
     if (strcmp(c->backend, gr->backend) != 0)
@@ -755,7 +758,11 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     return;
   }
   snprintf(dag.name, sizeof dag.name, "%s", w);
-  if (bench_plan_make(&plan, &dag, b->o->streams, err, sizeof err) != 0) {
+  /* The baselines' plan (sim has none: its plan would cost memory
+   * quadratic in the streams of a machine of a thousand GPUs). */
+  if (strcmp(gr->backend, "sim") == 0)
+    memset(&plan, 0, sizeof plan);
+  else if (bench_plan_make(&plan, &dag, b->o->streams, err, sizeof err) != 0) {
     row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend), err);
     bench_dag_free(&dag);
     free(ser);
@@ -1042,12 +1049,13 @@ static void run_dispatch(bench *b) {
  * runtime of device 0 and the one of every device (NULL: none); the auto
  * mode's runtimes are not traced. */
 static const char *trace_one, *trace_all;
+static const char *bench_machine; /* --machine, with -b sim */
 static int opening_auto;
 
 static int open_runtime(cua_runtime **rt, const contender *c,
                         const char *backend, int one_device) {
   cua_runtime_options ro;
-  char text[512];
+  char text[4608];
   const char *tp = opening_auto ? NULL : one_device ? trace_one : trace_all;
   if (tp != NULL)
     setenv("CUASYNC_TRACE", tp, 1);
@@ -1058,8 +1066,10 @@ static int open_runtime(cua_runtime **rt, const contender *c,
   if (c->is_config) {
     ro.config_path = c->spec;
   } else {
-    snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s",
-             backend, c->spec, one_device ? "devices = 0\n" : "");
+    snprintf(text, sizeof text, "[runtime]\nbackend = %s\npolicy = %s\n%s%s%s",
+             backend, c->spec, one_device ? "devices = 0\n" : "",
+             bench_machine != NULL ? "[backend.sim]\nmachine = " : "",
+             bench_machine != NULL ? bench_machine : "");
     ro.config_text = text;
     ro.flags = CUA_RUNTIME_NO_SYSTEM_CONFIG;
   }
@@ -1332,6 +1342,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       {"skew-share", required_argument, NULL, 1001},
       {"hints", required_argument, NULL, 1002},
       {"devices", required_argument, NULL, 1003},
+      {"machine", required_argument, NULL, 1006},
       {"trace", required_argument, NULL, 1004},
       {"timestamps", no_argument, NULL, 1005},
       {"repeat", required_argument, NULL, 'r'},
@@ -1376,10 +1387,11 @@ static int bench_main(int argc, char **argv, spec *specs) {
       break;
     case 'b':
       if (strcmp(optarg, "auto") && strcmp(optarg, "cuda") &&
-          strcmp(optarg, "host"))
+          strcmp(optarg, "host") && strcmp(optarg, "sim"))
         return free(o.workloads),
-               usage_error("--backend must be auto, cuda or host, not '%s'",
-                           optarg);
+               usage_error(
+                   "--backend must be auto, cuda, host or sim, not '%s'",
+                   optarg);
       o.backend = optarg;
       break;
     case 'w': {
@@ -1473,6 +1485,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
                usage_error("--devices wants one or all, not '%s'", optarg);
       o.all_devices = strcmp(optarg, "all") == 0;
       break;
+    case 1006:
+      o.machine = optarg;
+      break;
     case 1004: {
       struct stat st;
       if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) ||
@@ -1547,6 +1562,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
            usage_error("unexpected argument '%s'", argv[optind]);
   /* CUPTI serves one client per process: the raw-ts-cupti baseline and
    * the traced runtimes' CUPTI times would take it from each other. */
+  if (o.machine != NULL && strcmp(o.backend, "sim") != 0)
+    return free(o.workloads),
+           usage_error("--machine is the sim backend's: give -b sim too");
+  bench_machine = o.machine;
   if (o.timestamps && o.trace_dir != NULL)
     return free(o.workloads),
            usage_error("--timestamps and --trace cannot go together (both "
@@ -1628,7 +1647,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
     if (b.ngroups == 2)
       continue;
     group *gr = &b.groups[b.ngroups++];
-    gr->backend = strcmp(b.cont[i].backend, "cuda") == 0 ? "cuda" : "host";
+    gr->backend = strcmp(b.cont[i].backend, "cuda") == 0  ? "cuda"
+                  : strcmp(b.cont[i].backend, "sim") == 0 ? "sim"
+                                                          : "host";
     gr->ndev = b.cont[i].ndev > 0 ? b.cont[i].ndev : 1;
     gr->axpy_ns = NAN;
     if (strcmp(gr->backend, "cuda") == 0) {
