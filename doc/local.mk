@@ -9,7 +9,8 @@ dist_man_MANS += \
 	%reldir%/man/cuasync.ini.5 \
 	%reldir%/man/cuasync-info.1 \
 	%reldir%/man/cuasync-policy.7 \
-	%reldir%/man/cuasync-observer.7
+	%reldir%/man/cuasync-observer.7 \
+	%reldir%/man/cuasync-sim.7
 
 dist_doc_DATA = \
 	%reldir%/policy-guide.md \
