@@ -158,6 +158,22 @@ START_TEST(peer_and_network) {
 }
 END_TEST
 
+START_TEST(host_time) {
+  /* Launches take turns on the modelled host: ten 1 us spins over four
+   * streams, each launch 10 us of host time, end 1 us after the tenth
+   * launch: 101 us. Event records and waits cost host_event_ns too. */
+  cua_runtime *rt = open_sim("round-robin", EXACT "host_launch_ns = 10000\n");
+  cua_op *ops[10];
+  int st[10];
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+    st[i] = i % 4;
+  }
+  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 101000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(time_stands_still_while_submitting) {
   /* Virtual time moves only while the program waits: submitting, and real
    * time passing, do not move it. */
@@ -391,6 +407,7 @@ int main(void) {
   tcase_add_test(tc, shared_gpu);
   tcase_add_test(tc, shared_link);
   tcase_add_test(tc, peer_and_network);
+  tcase_add_test(tc, host_time);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);
   tcase_add_test(tc, deterministic);

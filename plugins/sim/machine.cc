@@ -65,6 +65,12 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "[-1, 1] from the seed, the stream and the op", 0},
     {"seed", CUA_PARAM_INT, "0", 0, 9.2e18, nullptr,
      "seed of the jitter", 0},
+    {"host_launch_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
+     "host time of each launch, ns: the runtime's launches of one program "
+     "take turns on a modelled host thread, and an op starts no earlier "
+     "than its launch ends (0: the host takes no time)", 0},
+    {"host_event_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
+     "host time of each event record and cross-stream wait, ns", 0},
 };
 /* clang-format on */
 
@@ -246,6 +252,8 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->data_real = vals[SIM_PARAM_DATA].i == 1;
   m->jitter = vals[SIM_PARAM_JITTER].d;
   m->seed = (unsigned long long)vals[SIM_PARAM_SEED].i;
+  m->host_launch_ns = vals[SIM_PARAM_HOST_LAUNCH_NS].i;
+  m->host_event_ns = vals[SIM_PARAM_HOST_EVENT_NS].i;
   return 0;
 }
 

@@ -77,6 +77,7 @@ struct SimEvent {
 
 struct Item {
   ItemKind kind;
+  uint64_t ready; /* virtual time its host call ended (host_*_ns) */
   uint64_t value; /* MARK: progress; RECORD/WAIT: generation */
   SimEvent *ev;
   void *ptr; /* FREE */
@@ -120,6 +121,7 @@ struct SimState {
   bool cwaiting = false; /* its completion thread is inside wait() */
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
+  uint64_t host_cursor = 0;      /* when the modelled host thread is free */
   std::vector<uint64_t> used;    /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
@@ -268,6 +270,22 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
   }
 }
 
+/* Blocks the calling stream actor until virtual time @p t (ns), counted as
+ * work in flight, as an op is. */
+void sleep_until_ns(SimState *st, uint64_t t) {
+  g.inflight++;
+  st->inflight++;
+  g.nblocked++;
+  sg4::this_actor::sleep_until(g.clock0 + (double)(t - SIM_EPOCH_NS) * 1e-9);
+  g.nblocked--;
+  st->inflight--;
+  g.inflight--;
+  if (g.g_waiting) {
+    g.g_waiting = false;
+    g.g_sem->release();
+  }
+}
+
 /* ------------------------------------------------------------ actors */
 
 void stream_main(SimState *st, SimStream *s) {
@@ -290,6 +308,8 @@ void stream_main(SimState *st, SimStream *s) {
       s->sem->acquire();
       continue;
     }
+    if (it.ready != 0 && it.ready > to_ns(sg4::Engine::get_clock()))
+      sleep_until_ns(st, it.ready); /* its host call has not ended yet */
     switch (it.kind) {
     case IT_OP:
       run_op(st, s, it.op);
@@ -480,7 +500,8 @@ bool same_machine(const sim_machine &a, const sim_machine &b) {
          a.jitter == b.jitter && a.launch_ns == b.launch_ns &&
          a.kernel_ns == b.kernel_ns && a.pcie_lat_ns == b.pcie_lat_ns &&
          a.nvlink_lat_ns == b.nvlink_lat_ns && a.net_lat_ns == b.net_lat_ns &&
-         a.seed == b.seed;
+         a.seed == b.seed && a.host_launch_ns == b.host_launch_ns &&
+         a.host_event_ns == b.host_event_ns;
 }
 
 /* Under g.life: starts the simulation of @p m. */
@@ -551,8 +572,21 @@ void wake_locked(SimStream *s) {
   pthread_cond_signal(&g.cv_g);
 }
 
-void push(SimStream *s, const Item &it) {
+/* Under g.mu: the virtual time at which a host call of @p ns made now ends
+ * on session @p st's modelled host thread (0 when it costs nothing). */
+uint64_t host_call(SimState *st, long long ns) {
+  if (ns <= 0)
+    return 0;
+  uint64_t now = g.vnow.load();
+  if (st->host_cursor < now)
+    st->host_cursor = now;
+  st->host_cursor += (uint64_t)ns;
+  return st->host_cursor;
+}
+
+void push(SimStream *s, Item it, long long host_ns = 0) {
   pthread_mutex_lock(&g.mu);
+  it.ready = host_call(s->st, host_ns);
   s->q.push_back(it);
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
@@ -756,6 +790,7 @@ int sim_event_record(void *state, cua_backend_event *be,
    * wait captured later always finds its record queued. */
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
+  it.ready = host_call(SS(s)->st, SS(s)->st->m.host_event_ns);
   SS(s)->q.push_back(it);
   wake_locked(SS(s));
   pthread_mutex_unlock(&g.mu);
@@ -776,7 +811,7 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   it.ev = e;
   it.value = gen;
   e->refs.fetch_add(1);
-  push(SS(s), it);
+  push(SS(s), it, SS(s)->st->m.host_event_ns);
   return 0;
 }
 
@@ -873,7 +908,7 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
   size_t n = op->size < sizeof it.op ? op->size : sizeof it.op;
   memcpy(&it.op, op, n);
   it.op.kernel_params = nullptr; /* valid only during this call */
-  push(SS(s), it);
+  push(SS(s), it, st->m.host_launch_ns);
   return 0;
 }
 

@@ -46,6 +46,8 @@ enum {
   SIM_PARAM_DATA,
   SIM_PARAM_JITTER,
   SIM_PARAM_SEED,
+  SIM_PARAM_HOST_LAUNCH_NS,
+  SIM_PARAM_HOST_EVENT_NS,
   SIM_PARAM_COUNT
 };
 
@@ -57,6 +59,7 @@ struct sim_machine {
   double speed, hbm_gbps, pcie_gbps, nvlink_gbps, net_gbps, jitter;
   long long launch_ns, kernel_ns, pcie_lat_ns, nvlink_lat_ns, net_lat_ns;
   unsigned long long seed;
+  long long host_launch_ns, host_event_ns;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
 
