@@ -144,6 +144,7 @@ struct Sim {
   sim_machine m; /* the machine of the running simulation */
   /* Under mu. */
   bool up = false, failed = false, stop = false;
+  bool in_batch = false; /* the gateway works on streams it took */
   std::string error;
   std::vector<SimState *> sessions;
   std::vector<SimStream *> fresh, wake;
@@ -400,6 +401,7 @@ void gateway_main() {
     for (SimStream *s : wake)
       s->woken = false;
     if (!fresh.empty() || !wake.empty()) {
+      g.in_batch = true; /* sim_destroy() frees no stream of it meanwhile */
       pthread_mutex_unlock(&g.mu);
       for (SimStream *s : fresh) {
         s->sem = sg4::Semaphore::create(0);
@@ -419,6 +421,8 @@ void gateway_main() {
       wake.clear();
       settle();
       pthread_mutex_lock(&g.mu);
+      g.in_batch = false;
+      pthread_cond_broadcast(&g.cv_down);
       continue;
     }
     if (g.inflight > 0 && may_step()) {
@@ -563,13 +567,14 @@ SimState *S(void *state) {
   return static_cast<SimState *>(state);
 }
 
-/* Under g.mu: has the gateway look at @p s. */
+/* Under g.mu: has the gateway look at @p s. It does before time moves
+ * on, which needs the program to wait (it polls for that), so a launch
+ * does not wake it: the launches of a submission reach it in one batch. */
 void wake_locked(SimStream *s) {
   if (!s->woken) {
     s->woken = true;
     g.wake.push_back(s);
   }
-  pthread_cond_signal(&g.cv_g);
 }
 
 /* Under g.mu: the virtual time at which a host call of @p ns made now ends
@@ -677,8 +682,15 @@ void sim_destroy(void *state) {
     s->gone = true;
     wake_locked(s);
   }
-  while (st->live > 0)
+  pthread_cond_signal(&g.cv_g);
+  while (st->live > 0 || g.in_batch)
     pthread_cond_wait(&g.cv_down, &g.mu);
+  /* Its streams leave the gateway's lists before they are freed. */
+  auto mine = [st](SimStream *s) { return s->st == st; };
+  g.wake.erase(std::remove_if(g.wake.begin(), g.wake.end(), mine),
+               g.wake.end());
+  g.fresh.erase(std::remove_if(g.fresh.begin(), g.fresh.end(), mine),
+                g.fresh.end());
   g.sessions.erase(std::find(g.sessions.begin(), g.sessions.end(), st));
   bool last = g.sessions.empty();
   pthread_mutex_unlock(&g.mu);
