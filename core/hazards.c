@@ -62,6 +62,14 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
   p->seq = seq;
   p->stream = s;
   size_t need = vc != NULL && nvc > (size_t)s->gidx ? nvc : (size_t)s->gidx + 1;
+  /* A machine of more streams than CUA__VC_STREAMS_MAX (a simulated one of
+   * a thousand GPUs): points carry no clock, as out of memory below. A
+   * clock has an entry per stream, and a DAG in flight a point per op: the
+   * copies and merges would cost more than the ops (doc/design.md, "The
+   * sim backend"). Every cross-stream dependency then gets its own wait,
+   * instead of those that an earlier wait already covers being skipped. */
+  if (rt->nstreams > CUA__VC_STREAMS_MAX)
+    need = 0;
   if (need > p->capvc) {
     uint64_t *v = cua__realloc(p->vc, need * sizeof *v);
     if (v != NULL) {
@@ -71,7 +79,7 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
   }
   /* Without its clock (out of memory), a point only orders its own
    * stream's work: nvc stays 0. */
-  if (need <= p->capvc) {
+  if (need > 0 && need <= p->capvc) {
     memset(p->vc, 0, need * sizeof *p->vc);
     if (vc != NULL)
       memcpy(p->vc, vc, (nvc < need ? nvc : need) * sizeof *p->vc);

@@ -170,6 +170,9 @@ typedef struct cua__point {
 
 typedef struct cua__node cua__node;
 
+/* Streams beyond which event points carry no vector clock (hazards.c). */
+#define CUA__VC_STREAMS_MAX 256
+
 /* Streams a pass takes from the backend's changed() (ABI 1.8). */
 #define CUA__CHANGED_MAX 256
 
