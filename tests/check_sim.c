@@ -302,6 +302,62 @@ START_TEST(deterministic) {
 }
 END_TEST
 
+START_TEST(many_streams_keep_order) {
+  /* 300 streams (beyond CUA__VC_STREAMS_MAX: event points without vector
+   * clocks), real data: 600 ops on 6 buffers, each its own submission,
+   * round-robin over the streams, equal the same ops run in order. */
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = sim\npolicy = round-robin\n"
+                          "[policy.round-robin]\nstreams = 300\n"
+                          "[backend.sim]\ndata = real\njitter = 0.5\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  enum { NB = 6, NE = 64, NOPS = 600 };
+  cua_buffer *b[NB];
+  float ref[NB][NE], out[NE];
+  for (int i = 0; i < NB; i++) {
+    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, NE * sizeof(float), 0), 0);
+    for (int e = 0; e < NE; e++)
+      ref[i][e] = 0.0f;
+  }
+  unsigned x = 12345;
+  for (int k = 0; k < NOPS; k++) {
+    x = x * 1103515245u + 12345u;
+    int d = (int)((x >> 8) % NB), src = (int)((x >> 16) % NB), kind = k % 3;
+    if (src == d)
+      src = (d + 1) % NB;
+    cua_op *op;
+    if (kind == 0) {
+      ck_assert_int_eq(cua_op_fill(&op, b[d], (float)(k % 7)), 0);
+      for (int e = 0; e < NE; e++)
+        ref[d][e] = (float)(k % 7);
+    } else if (kind == 1) {
+      ck_assert_int_eq(cua_op_axpy(&op, b[d], 0.5f, b[src]), 0);
+      for (int e = 0; e < NE; e++)
+        ref[d][e] += 0.5f * ref[src][e];
+    } else {
+      ck_assert_int_eq(cua_op_copy(&op, b[d], b[src]), 0);
+      for (int e = 0; e < NE; e++)
+        ref[d][e] = ref[src][e];
+    }
+    cua_future *f;
+    ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+    cua_future_destroy(f);
+    cua_op_destroy(op);
+  }
+  for (int i = 0; i < NB; i++) {
+    read_back(rt, b[i], out);
+    for (int e = 0; e < NE; e++)
+      ck_assert_float_eq(out[e], ref[i][e]);
+  }
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_uint_ge(st.streams, 250); /* it did spread over them */
+  for (int i = 0; i < NB; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
@@ -411,6 +467,7 @@ int main(void) {
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);
   tcase_add_test(tc, deterministic);
+  tcase_add_test(tc, many_streams_keep_order);
   tcase_add_test(tc, bad_sections);
   tcase_add_test(tc, missing_device);
   suite_add_tcase(s, tc);
