@@ -10,31 +10,38 @@
  * inside a star zone of nodes (a route between nodes crosses both nodes'
  * network ports).
  *
- * Threads. SimGrid runs on one thread of its own (the sim thread), with
- * one actor per stream and a gateway actor; everything SimGrid is touched
- * only there. The core's threads (launch(), mark(), event_record()...)
- * append items to a stream's queue under st->mu; the stream's actor runs
- * them in order: an op is a SimGrid activity (an execution on its GPU, or a
- * transfer over the links) that the actor waits for, in virtual time; a
- * mark sets the stream's progress; a record and a wait are a generation
- * counter and a (simulated) condition variable.
+ * Threads. One simulation per process (struct Sim g): SimGrid runs on a
+ * thread of its own (the sim thread), with a gateway actor and one actor
+ * per stream of every sim backend open in the process (each a session,
+ * struct SimState); everything SimGrid is touched only there. The core's
+ * threads (launch(), mark(), event_record()...) append items to a stream's
+ * queue; the stream's actor runs them in order: an op is a SimGrid
+ * activity (an execution on its GPU, or a transfer over the links) that
+ * the actor waits for, in virtual time; a mark sets the stream's progress
+ * and lists it for changed(); a record and a wait are a generation counter
+ * and the event's list of waiting streams. With host_launch_ns or
+ * host_event_ns, an item also waits until its host call ends on the
+ * session's modelled host thread.
  *
- * Time. Virtual time moves on only when the gateway lets the simulation
- * block on an activity, which it does only (1) while the completion thread
- * sits in wait() having seen every earlier step, and (2) while the core
- * says the program waits for the device with nothing left to launch
- * (cua_backend_host::quiescent()). Each step is everything that happens at
- * the next instant of virtual time; the completion thread is woken after
- * it and sees its progress before the next. So a program's submissions
- * land at virtual instants that do not depend on the host's thread
- * scheduling, and runs repeat exactly (for a program whose waits are
- * future waits or cua_runtime_synchronize() from one thread).
+ * Time. Virtual time moves on only when the gateway blocks on "the next
+ * end", which it does only when every session has nothing running or (1)
+ * its completion thread sits in wait() having returned for every earlier
+ * step and (2) its core says the program waits with nothing left to
+ * launch (cua_backend_host::quiescent()). Each step is everything that
+ * happens at the next instant; the completion threads are woken after it
+ * and see its progress before the next. So a program's submissions land at
+ * virtual instants that do not depend on the host's thread scheduling, and
+ * runs repeat exactly (for a program whose waits are future waits or
+ * cua_runtime_synchronize() from one thread).
  *
- * Locks: st->mu (a pthread mutex, a leaf) guards the queues, the lists of
- * new and woken streams, the step counters and the flags between the
- * core's threads and the sim thread. The gateway never holds it while the
- * simulation runs other actors. Events' generations and streams' progress
- * are atomics, read by any thread.
+ * Locks: g.mu (a pthread mutex, a leaf) guards the queues, the gateway's
+ * lists of new and woken streams, the sessions' step counters, flags,
+ * changed lists and memory accounts, between the core's threads and the
+ * sim thread; g.life serialises the start and stop of the simulation.
+ * No SimGrid call is made with g.mu held (a call switches to other actors,
+ * which take it). Events' generations and streams' progress are atomics,
+ * read by any thread; the counters of the simulation (g.inflight,
+ * g.nactors, g.nblocked, a session's inflight) are the sim thread's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
