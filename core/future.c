@@ -176,11 +176,41 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   return st;
 }
 
+/* Under s->mu, @p s pending, on a backend with a clock of its own (sim):
+ * the program that polls waits for the device as much as one that waits,
+ * so it lets that clock move one step: until the future is done or the
+ * clock has moved, and at most VPOLL_MAX_NS of real time (when nothing
+ * can move it). A loop of polls thus moves through virtual time step by
+ * step, as the same program's waits would. */
+#define VPOLL_MAX_NS 10000000u
+static void vpoll(cua__sub *s) {
+  cua_runtime *rt = s->rt;
+  uint64_t t0 = rt->vclock(rt->bst), until = cua__now_ns() + VPOLL_MAX_NS;
+  s->vwaiters++;
+  atomic_fetch_add(&rt->vblocked, 1);
+  while (!s->done && rt->vclock(rt->bst) == t0 && cua__now_ns() < until) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_nsec += 100000;
+    if (dl.tv_nsec >= 1000000000) {
+      dl.tv_sec++;
+      dl.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &dl);
+  }
+  if (!s->done) { /* (done: the fire counted it off) */
+    s->vwaiters--;
+    atomic_fetch_sub(&rt->vblocked, 1);
+  }
+}
+
 int cua_future_poll(const cua_future *f) {
   if (f == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_poll: NULL future");
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
+  if (!s->done && s->rt->vclock != NULL && !cua__in_user_code())
+    vpoll(s);
   int st = s->done ? s->status : CUA_ERR_AGAIN;
   pthread_mutex_unlock(&s->mu);
   return st;

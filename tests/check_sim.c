@@ -186,11 +186,35 @@ START_TEST(time_stands_still_while_submitting) {
   ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
   usleep(20000);
   ck_assert_uint_eq(cua_runtime_now_ns(rt), t0);
-  ck_assert_int_eq(cua_future_poll(f), CUA_ERR_AGAIN);
   ck_assert_int_eq(cua_future_wait(f), 0);
   ck_assert_ns(cua_runtime_now_ns(rt) - t0, 50000000);
   cua_future_destroy(f);
   cua_op_destroy(op);
+  /* A poll of a pending future lets time move one step: spins of 10 and
+   * 30 ms on two streams; polling the second, the first poll ends at the
+   * first's end, the second at its own. */
+  cua_op *sp[2];
+  cua_future *fs[2];
+  t0 = cua_runtime_now_ns(rt);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(cua_op_spin(&sp[i], rt, 10000000 * (uint64_t)(2 * i + 1),
+                                 1),
+                     0);
+    ck_assert_int_eq(cua_submit_on(&fs[i], rt, sp[i], 0, i), 0);
+  }
+  ck_assert_int_eq(cua_future_poll(fs[1]), CUA_ERR_AGAIN);
+  ck_assert_ns(cua_runtime_now_ns(rt) - t0, 10000000);
+  ck_assert_int_eq(cua_future_poll(fs[0]), 0);
+  int polls = 0, rc;
+  while ((rc = cua_future_poll(fs[1])) == CUA_ERR_AGAIN)
+    polls++;
+  ck_assert_int_eq(rc, 0);
+  ck_assert_int_eq(polls, 0);
+  ck_assert_ns(cua_runtime_now_ns(rt) - t0, 30000000);
+  for (int i = 0; i < 2; i++) {
+    cua_future_destroy(fs[i]);
+    cua_op_destroy(sp[i]);
+  }
   cua_runtime_destroy(rt);
 }
 END_TEST
