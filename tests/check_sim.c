@@ -197,9 +197,8 @@ START_TEST(time_stands_still_while_submitting) {
   cua_future *fs[2];
   t0 = cua_runtime_now_ns(rt);
   for (int i = 0; i < 2; i++) {
-    ck_assert_int_eq(cua_op_spin(&sp[i], rt, 10000000 * (uint64_t)(2 * i + 1),
-                                 1),
-                     0);
+    ck_assert_int_eq(
+        cua_op_spin(&sp[i], rt, 10000000 * (uint64_t)(2 * i + 1), 1), 0);
     ck_assert_int_eq(cua_submit_on(&fs[i], rt, sp[i], 0, i), 0);
   }
   ck_assert_int_eq(cua_future_poll(fs[1]), CUA_ERR_AGAIN);
