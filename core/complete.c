@@ -340,7 +340,6 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
    * changed (ABI 1.8) narrows that to them; every 64th pass in which none
    * did reads them all, for points whose last wait was applied since. */
   int na = rt->nactive, full = 1;
-  cua__stream **act = rt->active;
   cua__stream *chg[CUA__CHANGED_MAX];
   if (rt->be_changed != NULL) {
     uint32_t idx[CUA__CHANGED_MAX];
@@ -351,15 +350,17 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
       for (size_t i = 0; i < n && i < CUA__CHANGED_MAX; i++)
         if (idx[i] < (uint32_t)rt->nstreams)
           chg[na++] = rt->streams[idx[i]];
-      act = chg;
       full = 0;
     }
   }
+  /* rt->active is read by index: a policy's completed() may make a stream,
+   * which may move the array. */
+#define ACT(i) (full ? rt->active[(i)] : chg[(i)])
   uint64_t *vals = na <= 64 ? stackv : cua__malloc((size_t)na * sizeof *vals);
   if (vals == NULL)
     return 0;
   for (int i = 0; i < na; i++) {
-    cua__stream *s = act[i];
+    cua__stream *s = ACT(i);
     vals[i] = s->done;
     if (s->inflight_head == NULL)
       continue;
@@ -375,7 +376,7 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     }
   }
   for (int i = 0; i < na; i++) {
-    cua__stream *s = act[i];
+    cua__stream *s = ACT(i);
     uint64_t seq;
     int code;
     cua_backend_err err = {{0}};
@@ -395,7 +396,7 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
      * (obs_dep_end() orders the op after them, whichever stream is
      * finished first below). */
     for (int i = 0; i < na; i++) {
-      cua__stream *s = act[i];
+      cua__stream *s = ACT(i);
       uint64_t again = vals[i];
       cua_backend_err err = {{0}};
       if (s->inflight_head != NULL &&
@@ -406,7 +407,7 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     r->obs_now = cua__rt_now(rt);
   }
   for (int i = 0; i < na; i++) {
-    cua__stream *s = act[i];
+    cua__stream *s = ACT(i);
     if (vals[i] > s->done) {
       estimate_durations(rt, s, vals[i]);
       s->done = vals[i];
@@ -451,6 +452,7 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
   rt->nactive = k;
   r->obs_now = 0;
   return any;
+#undef ACT
 }
 
 /* Runs one host step or map with the lock released. */
