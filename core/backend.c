@@ -43,8 +43,11 @@ static uint64_t b_now(void *core) {
 /* ABI 1.8: the program waits, and every decided command was applied. */
 static int b_quiescent(void *core) {
   cua_runtime *rt = core;
-  return rt->vclock != NULL && atomic_load(&rt->vblocked) > 0 &&
-         atomic_load(&rt->executing) == 0;
+  if (rt->vclock == NULL || atomic_load(&rt->executing) != 0)
+    return 0;
+  return atomic_load(&rt->vblocked) > 0 ||
+         (atomic_load(&rt->vpolls) > 0 &&
+          rt->vclock(rt->bst) == atomic_load(&rt->vpoll_clock));
 }
 
 /* The backend's allocations and threads go through the core's fault

@@ -186,8 +186,12 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
 static void vpoll(cua__sub *s) {
   cua_runtime *rt = s->rt;
   uint64_t t0 = rt->vclock(rt->bst), until = cua__now_ns() + VPOLL_MAX_NS;
-  s->vwaiters++;
-  atomic_fetch_add(&rt->vblocked, 1);
+  /* Waiting only while the clock reads t0 (backend.c, b_quiescent()):
+   * once it moved, the backend takes no second step for this poll, even
+   * before this thread wakes up. */
+  cua__runtime_hold(rt); /* its struct, should it close once s is done */
+  atomic_store(&rt->vpoll_clock, t0);
+  atomic_fetch_add(&rt->vpolls, 1);
   while (!s->done && rt->vclock(rt->bst) == t0 && cua__now_ns() < until) {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -198,10 +202,8 @@ static void vpoll(cua__sub *s) {
     }
     pthread_cond_timedwait(&s->cv, &s->mu, &dl);
   }
-  if (!s->done) { /* (done: the fire counted it off) */
-    s->vwaiters--;
-    atomic_fetch_sub(&rt->vblocked, 1);
-  }
+  atomic_fetch_sub(&rt->vpolls, 1);
+  cua__runtime_release(rt);
 }
 
 int cua_future_poll(const cua_future *f) {

@@ -659,6 +659,11 @@ struct cua_runtime {
    * (future.c, runtime.c), which cua_backend_host::quiescent() reads. */
   uint64_t (*vclock)(void *bst);
   atomic_int vblocked;
+  /* Threads polling a pending future (future.c) at virtual time
+   * vpoll_clock: they count as waiting only until the clock moves, so a
+   * poll lets it move one step. */
+  atomic_int vpolls;
+  _Atomic uint64_t vpoll_clock;
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
