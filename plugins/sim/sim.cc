@@ -118,6 +118,8 @@ struct SimState {
   const cua_backend_host *host;
   sim_machine m;
   bool real = false;
+  uint64_t serial = 0;    /* its order among the sessions (under g.mu) */
+  bool closing = false;   /* sim_destroy() runs (under g.mu) */
   pthread_cond_t cv_comp; /* its completion thread, in wait() */
   /* Under g.mu. */
   std::vector<SimStream *> streams;
@@ -377,6 +379,35 @@ void settle() {
     sg4::this_actor::yield();
 }
 
+/* Under g.mu: whether the work queued for session @p st may start: its
+ * program waits with every decided command launched (so that all of an
+ * instant's work is there), or it closes. */
+bool session_ready(SimState *st) {
+  if (st->closing)
+    return true;
+  const cua_backend_host *h = st->host;
+  return h->size > offsetof(cua_backend_host, quiescent) &&
+         h->quiescent != nullptr && h->quiescent(h->core) != 0;
+}
+
+/* Under g.mu: moves the streams of @p from whose sessions are ready into
+ * @p out, in an order that does not depend on the threads that queued
+ * their work (session, then stream), so that activities start in the same
+ * order run after run. */
+void take_ready(std::vector<SimStream *> &from, std::vector<SimStream *> &out) {
+  size_t k = 0;
+  for (SimStream *s : from)
+    if (session_ready(s->st))
+      out.push_back(s);
+    else
+      from[k++] = s;
+  from.resize(k);
+  std::sort(out.begin(), out.end(), [](const SimStream *a, const SimStream *b) {
+    return a->st->serial != b->st->serial ? a->st->serial < b->st->serial
+                                          : a->index < b->index;
+  });
+}
+
 /* Under g.mu: whether time may move on for session @p st: it has nothing
  * running, or its completion thread has seen every step and its program
  * waits with nothing left to launch. */
@@ -403,8 +434,8 @@ void gateway_main() {
   std::vector<SimStream *> fresh, wake;
   pthread_mutex_lock(&g.mu);
   for (;;) {
-    fresh.swap(g.fresh);
-    wake.swap(g.wake);
+    take_ready(g.fresh, fresh);
+    take_ready(g.wake, wake);
     for (SimStream *s : wake)
       s->woken = false;
     if (!fresh.empty() || !wake.empty()) {
@@ -668,6 +699,8 @@ int sim_create(const cua_backend_host *host, const cua_param_value *params,
   }
   if (rc == 0) {
     pthread_mutex_lock(&g.mu);
+    static uint64_t serials;
+    st->serial = ++serials;
     g.sessions.push_back(st);
     pthread_mutex_unlock(&g.mu);
   }
@@ -684,6 +717,7 @@ void sim_destroy(void *state) {
   SimState *st = S(state);
   pthread_mutex_lock(&g.life);
   pthread_mutex_lock(&g.mu);
+  st->closing = true;
   /* Its stream actors end once their queues are empty. */
   for (SimStream *s : st->streams) {
     s->gone = true;
