@@ -179,10 +179,10 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
 /* Under s->mu, @p s pending, on a backend with a clock of its own (sim):
  * the program that polls waits for the device as much as one that waits,
  * so it lets that clock move one step: until the future is done or the
- * clock has moved, and at most VPOLL_MAX_NS of real time (when nothing
- * can move it). A loop of polls thus moves through virtual time step by
+ * clock has moved, and at most VPOLL_MAX_NS (100 ms) of real time (when
+ * nothing can move it). A loop of polls thus moves through virtual time step by
  * step, as the same program's waits would. */
-#define VPOLL_MAX_NS 10000000u
+#define VPOLL_MAX_NS 100000000u
 static void vpoll(cua__sub *s) {
   cua_runtime *rt = s->rt;
   uint64_t t0 = rt->vclock(rt->bst), until = cua__now_ns() + VPOLL_MAX_NS;

@@ -585,7 +585,7 @@ CUA_EXTERN int cua_future_wait_timeout(cua_future *fut, uint64_t timeout_ns);
 /** CUA_ERR_AGAIN while pending, else the status. Never blocks, but on a
  * backend with a clock of its own (sim), where time moves only while the
  * program waits, a poll of a pending future lets it move one step first
- * (at most 10 ms of real time): a loop of polls goes through virtual time
+ * (at most 100 ms of real time): a loop of polls goes through virtual time
  * as waits would (cuasync-sim(7)). */
 CUA_EXTERN int cua_future_poll(const cua_future *fut);
 /** Completion callback: called once, with the status. */

@@ -110,6 +110,8 @@ struct SimStream {
   /* Sim thread only. */
   sg4::SemaphorePtr sem;
   bool idle = false;
+  uint64_t vprog = 0;     /* progress made, not yet published */
+  bool in_marked = false; /* listed in g.marked */
 };
 
 /* One backend instance (a runtime): its streams and its completion
@@ -167,7 +169,8 @@ struct Sim {
    * simulation in real time. Whoever wakes an actor counts it unblocked,
    * so that an actor made ready and not yet run is not taken for blocked. */
   long nactors = 0, nblocked = 0;
-  bool g_waiting = false; /* the gateway is in g_sem->acquire() */
+  std::vector<SimStream *> marked; /* streams with progress to publish */
+  bool g_waiting = false;          /* the gateway is in g_sem->acquire() */
   sg4::SemaphorePtr g_sem;
 };
 
@@ -325,10 +328,13 @@ void stream_main(SimState *st, SimStream *s) {
       run_op(st, s, it.op);
       break;
     case IT_MARK:
-      s->progress.store(it.value, std::memory_order_release);
-      pthread_mutex_lock(&g.mu);
-      mark_changed(st, s);
-      pthread_mutex_unlock(&g.mu);
+      /* Published by the gateway once the instant is over (publish()):
+       * the core must not see it before the clock says its time. */
+      s->vprog = it.value;
+      if (!s->in_marked) {
+        s->in_marked = true;
+        g.marked.push_back(s);
+      }
       break;
     case IT_RECORD: {
       SimEvent *e = it.ev;
@@ -366,6 +372,8 @@ void stream_main(SimState *st, SimStream *s) {
   }
   g.nactors--;
   s->sem = nullptr;
+  if (s->in_marked) /* its runtime closes: nothing reads it any more */
+    g.marked.erase(std::find(g.marked.begin(), g.marked.end(), s));
   pthread_mutex_lock(&g.mu);
   st->live--;
   pthread_cond_broadcast(&g.cv_down);
@@ -428,6 +436,22 @@ bool may_step() {
   return true;
 }
 
+/* Under g.mu, at the end of an instant: the new time first, then the
+ * progress the instant made, then the completion threads are woken. */
+void publish() {
+  g.vnow.store(to_ns(sg4::Engine::get_clock()));
+  for (SimStream *s : g.marked) {
+    s->progress.store(s->vprog, std::memory_order_release);
+    mark_changed(s->st, s);
+    s->in_marked = false;
+  }
+  g.marked.clear();
+  for (SimState *st : g.sessions) {
+    st->evt_seq++;
+    pthread_cond_broadcast(&st->cv_comp);
+  }
+}
+
 void gateway_main() {
   /* Every SimGrid call is a switch to the simulation, where other actors
    * run and take g.mu: none is made with it held. */
@@ -461,6 +485,8 @@ void gateway_main() {
       pthread_mutex_lock(&g.mu);
       g.in_batch = false;
       pthread_cond_broadcast(&g.cv_down);
+      if (!g.marked.empty())
+        publish(); /* marks of work that took no time */
       continue;
     }
     if (g.inflight > 0 && may_step()) {
@@ -469,11 +495,7 @@ void gateway_main() {
       g.g_sem->acquire(); /* virtual time moves to the next completion */
       settle();
       pthread_mutex_lock(&g.mu);
-      g.vnow.store(to_ns(sg4::Engine::get_clock()));
-      for (SimState *st : g.sessions) {
-        st->evt_seq++;
-        pthread_cond_broadcast(&st->cv_comp);
-      }
+      publish();
       continue;
     }
     if (g.stop && g.nactors == 0)
@@ -562,6 +584,7 @@ int sim_start(const sim_machine &m, bool threads, const cua_backend_host *host,
   g.m = m;
   g.up = g.failed = g.stop = false;
   g.inflight = g.nactors = g.nblocked = 0;
+  g.marked.clear();
   static int thr;
   thr = threads ? 1 : 0;
   int rc = host->size > offsetof(cua_backend_host, thread_create) &&
