@@ -15,7 +15,7 @@ EXTRA_DIST += %reldir%/nvtx/nvtx.c
 
 # Device backends, each a module in $(pkglibdir)/backends.
 backend_LTLIBRARIES += %reldir%/host.la
-%canon_reldir%_host_la_SOURCES = %reldir%/host/host.c
+%canon_reldir%_host_la_SOURCES = %reldir%/host/host.c %reldir%/hostmem.h
 %canon_reldir%_host_la_LDFLAGS = $(MODULE_LDFLAGS)
 
 if HAVE_CUDA
@@ -32,9 +32,10 @@ EXTRA_DIST += %reldir%/cuda/cuda.c %reldir%/cuda/cupti_times.c %reldir%/cuda/cup
 if HAVE_SIMGRID
 backend_LTLIBRARIES += %reldir%/sim.la
 %canon_reldir%_sim_la_SOURCES = %reldir%/sim/sim.cc %reldir%/sim/machine.cc \
-	%reldir%/sim/sim.h
+	%reldir%/sim/sim.h %reldir%/hostmem.h
 %canon_reldir%_sim_la_CXXFLAGS = $(AM_CXXFLAGS) $(SIMGRID_CFLAGS)
 %canon_reldir%_sim_la_LIBADD = $(SIMGRID_LIBS)
 %canon_reldir%_sim_la_LDFLAGS = $(MODULE_LDFLAGS)
 endif
-EXTRA_DIST += %reldir%/sim/sim.cc %reldir%/sim/machine.cc %reldir%/sim/sim.h
+EXTRA_DIST += %reldir%/sim/sim.cc %reldir%/sim/machine.cc %reldir%/sim/sim.h \
+	%reldir%/hostmem.h

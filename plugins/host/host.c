@@ -44,6 +44,8 @@
 #include <cuasync/backend.h>
 #include <cuasync/errors.h>
 
+#include "../hostmem.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -743,7 +745,6 @@ static void spin_for(uint64_t ns) {
 static void run_op(cua_backend_stream *s, const cua_backend_op *op,
                    stream_error *rec) {
   uint64_t t0 = op->duration_ns != NULL ? mono_ns() : 0;
-  size_t n = op->bytes / sizeof(float);
   if (op->duration_ns != NULL && op->start_ns != NULL)
     *op->start_ns = t0;
 
@@ -758,38 +759,13 @@ static void run_op(cua_backend_stream *s, const cua_backend_op *op,
       err_give(s, rec);
     break;
   }
-  case CUA_OP_FILL: {
-    float *y = op->dst;
-    for (size_t i = 0; i < n; i++)
-      y[i] = op->value;
-    break;
-  }
-  case CUA_OP_AXPY: {
-    float *y = op->dst;
-    const float *x = op->src;
-    for (size_t i = 0; i < n; i++)
-      y[i] += op->value * x[i];
-    break;
-  }
-  case CUA_OP_COPY:
-  case CUA_OP_MEMCPY_H2D:
-  case CUA_OP_MEMCPY_D2H:
-  case CUA_OP_MEMCPY_D2D:
-    /* memmove: overlapping ranges are a caller bug on a GPU, but here they
-     * cost nothing to get right. */
-    if (op->bytes > 0)
-      memmove(op->dst, op->src, op->bytes);
-    break;
-  case CUA_OP_MEMSET:
-    if (op->bytes > 0)
-      memset(op->dst, op->byte_value, op->bytes);
-    break;
   case CUA_OP_SPIN:
     if (op->spin.ns > 0)
       spin_for(op->spin.ns);
     break;
   default:
-    break; /* launch() let no other kind in */
+    cua_hostmem_run(op); /* the memory ops: launch() let no other in */
+    break;
   }
 
   /* Stored before the next mark publishes progress (release), so whoever

@@ -414,35 +414,3 @@ sim_cost sim_op_cost(const sim_machine *m, const cua_backend_op *o, int dev) {
     c.ns = 0;
   return c;
 }
-
-void sim_run_data(const cua_backend_op *o) {
-  size_t n = o->bytes / sizeof(float);
-  switch (o->kind) {
-  case CUA_OP_FILL: {
-    float *y = static_cast<float *>(o->dst);
-    for (size_t i = 0; i < n; i++)
-      y[i] = o->value;
-    break;
-  }
-  case CUA_OP_AXPY: {
-    float *y = static_cast<float *>(o->dst);
-    const float *x = static_cast<const float *>(o->src);
-    for (size_t i = 0; i < n; i++)
-      y[i] += o->value * x[i];
-    break;
-  }
-  case CUA_OP_COPY:
-  case CUA_OP_MEMCPY_H2D:
-  case CUA_OP_MEMCPY_D2H:
-  case CUA_OP_MEMCPY_D2D:
-    if (o->bytes > 0)
-      memmove(o->dst, o->src, o->bytes);
-    break;
-  case CUA_OP_MEMSET:
-    if (o->bytes > 0)
-      memset(o->dst, o->byte_value, o->bytes);
-    break;
-  default:
-    break;
-  }
-}

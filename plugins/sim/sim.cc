@@ -49,6 +49,8 @@
 
 #include "sim.h"
 
+#include "../hostmem.h"
+
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
@@ -267,7 +269,7 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
         pthread_mutex_unlock(&g.mu);
       }
     } else {
-      sim_run_data(&o);
+      cua_hostmem_run(&o);
     }
   }
   uint64_t t0 = to_ns(start), t1 = to_ns(end);

@@ -86,7 +86,5 @@ int sim_build_platform(const sim_machine *m,
                        std::string &why);
 /** The cost of op @p o on machine GPU @p dev. */
 sim_cost sim_op_cost(const sim_machine *m, const cua_backend_op *o, int dev);
-/** data = real: does what @p o does to host memory (not FUNC). */
-void sim_run_data(const cua_backend_op *o);
 
 #endif /* CUASYNC_PLUGINS_SIM_H */
