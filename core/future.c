@@ -135,13 +135,7 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
                      "cua_future_wait: called from a stream function, where "
                      "waiting could deadlock; poll it, or wait after the "
                      "stream function returns");
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  if (timeout_ns != UINT64_MAX) {
-    uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
-    dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-    dl.tv_nsec = (long)(ns % 1000000000u);
-  }
+  struct timespec dl = cua__deadline(timeout_ns != UINT64_MAX ? timeout_ns : 0);
   /* Completion is often microseconds away: watching the flag for a short
    * while saves the wake-up of a sleeping thread (several microseconds)
    * on the latency a caller sees. */
@@ -193,13 +187,7 @@ static void vpoll(cua__sub *s) {
   atomic_store(&rt->vpoll_clock, t0);
   atomic_fetch_add(&rt->vpolls, 1);
   while (!s->done && rt->vclock(rt->bst) == t0 && cua__now_ns() < until) {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_nsec += 100000;
-    if (dl.tv_nsec >= 1000000000) {
-      dl.tv_sec++;
-      dl.tv_nsec -= 1000000000;
-    }
+    struct timespec dl = cua__deadline(100000);
     pthread_cond_timedwait(&s->cv, &s->mu, &dl);
   }
   atomic_fetch_sub(&rt->vpolls, 1);

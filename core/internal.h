@@ -71,6 +71,9 @@ void cua__fault_set_hook(void (*hook)(int kind));
 /* 1 if this call of @p kind must fail. */
 int cua__fault(int kind);
 uint64_t cua__now_ns(void);
+/* The CLOCK_MONOTONIC time @p timeout_ns from now, as a deadline for
+ * pthread_cond_timedwait() (condition variables made with that clock). */
+struct timespec cua__deadline(uint64_t timeout_ns);
 /* The runtime's time: the backend's clock when it has one (sim), else
  * CLOCK_MONOTONIC. */
 #define cua__rt_now(rt)                                                        \

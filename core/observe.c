@@ -181,13 +181,7 @@ static void *obs_thread(void *arg) {
   pthread_mutex_lock(&o->mu);
   for (;;) {
     while (o->count == 0 && !o->closing) {
-      struct timespec until;
-      clock_gettime(CLOCK_MONOTONIC, &until);
-      until.tv_nsec += OBS_PERIOD_NS;
-      if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-      }
+      struct timespec until = cua__deadline(OBS_PERIOD_NS);
       pthread_cond_timedwait(&o->cv, &o->mu, &until);
     }
     if (o->count == 0)

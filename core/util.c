@@ -181,6 +181,15 @@ uint64_t cua__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+struct timespec cua__deadline(uint64_t timeout_ns) {
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
+  dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+  dl.tv_nsec = (long)(ns % 1000000000u);
+  return dl;
+}
+
 int cua__grow_slow(void *arr, size_t *cap, size_t need, size_t size,
                    void *inl) {
   void **p = arr;

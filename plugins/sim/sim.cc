@@ -189,6 +189,17 @@ void set_err(cua_backend_err *err, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The CLOCK_MONOTONIC time @p ns of real time from now (g's condition
+ * variables use that clock). */
+struct timespec deadline(uint64_t ns) {
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  uint64_t t = (uint64_t)dl.tv_nsec + ns % 1000000000u;
+  dl.tv_sec += (time_t)(ns / 1000000000u + t / 1000000000u);
+  dl.tv_nsec = (long)(t % 1000000000u);
+  return dl;
+}
+
 uint64_t to_ns(double clock) {
   double d = (clock - g.clock0) * 1e9;
   return SIM_EPOCH_NS + (d > 0 ? (uint64_t)llround(d) : 0);
@@ -504,13 +515,7 @@ void gateway_main() {
       break;
     /* Real time: the core signals new work; a program's starting to wait
      * (quiescent()) is polled. */
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_nsec += 100000;
-    if (dl.tv_nsec >= 1000000000) {
-      dl.tv_sec++;
-      dl.tv_nsec -= 1000000000;
-    }
+    struct timespec dl = deadline(100000);
     pthread_cond_timedwait(&g.cv_g, &g.mu, &dl);
   }
   pthread_mutex_unlock(&g.mu);
@@ -1032,11 +1037,7 @@ int sim_poll_error(void *state, cua_backend_stream *bs, uint64_t *seq,
  * only once it has seen the steps before (see the top of this file). */
 int sim_wait(void *state, uint64_t timeout_ns) {
   SimState *st = S(state);
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000u;
-  dl.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-  dl.tv_nsec = (long)(ns % 1000000000u);
+  struct timespec dl = deadline(timeout_ns);
   pthread_mutex_lock(&g.mu);
   st->cwaiting = true;
   st->acked = st->cseen; /* every step before this call has been seen */
