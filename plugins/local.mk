@@ -21,12 +21,13 @@ backend_LTLIBRARIES += %reldir%/host.la
 if HAVE_CUDA
 backend_LTLIBRARIES += %reldir%/cuda.la
 %canon_reldir%_cuda_la_SOURCES = %reldir%/cuda/cuda.c %reldir%/cuda/cupti_times.c \
-	%reldir%/cuda/cupti_times.h
+	%reldir%/cuda/cupti_times.h %reldir%/cuda/cupti_api.h
 %canon_reldir%_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/kernels
 %canon_reldir%_cuda_la_LIBADD = kernels/libcuasync-kernels.la $(CUDA_LIBS) -ldl
 %canon_reldir%_cuda_la_LDFLAGS = $(MODULE_LDFLAGS)
 endif
-EXTRA_DIST += %reldir%/cuda/cuda.c %reldir%/cuda/cupti_times.c %reldir%/cuda/cupti_times.h
+EXTRA_DIST += %reldir%/cuda/cuda.c %reldir%/cuda/cupti_times.c %reldir%/cuda/cupti_times.h \
+	%reldir%/cuda/cupti_api.h
 
 # sim: virtual GPUs on SimGrid (C++).
 if HAVE_SIMGRID

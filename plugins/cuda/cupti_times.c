@@ -68,7 +68,8 @@ void cupti_close(cupti_client *c) {
 
 #include <cupti.h>
 
-#include <dlfcn.h>
+#include "cupti_api.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,19 +98,11 @@ static struct {
   uint64_t gen; /* buffer callbacks so far */
   char why[200];
   uint64_t next_id;
-  table ext;  /* external id -> p: client, a: op */
-  table corr; /* correlation id -> a: external id (0: not yet), b: start,
-                 c: end (0: no device record yet), p: the callback
-                 generation it was made in */
-  CUptiResult (*enable)(CUpti_ActivityKind);
-  CUptiResult (*disable)(CUpti_ActivityKind);
-  CUptiResult (*callbacks)(CUpti_BuffersCallbackRequestFunc,
-                           CUpti_BuffersCallbackCompleteFunc);
-  CUptiResult (*flush)(uint32_t);
-  CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
-  CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
-  CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
-  CUptiResult (*clock)(CUpti_TimestampCallbackFunc);
+  table ext;       /* external id -> p: client, a: op */
+  table corr;      /* correlation id -> a: external id (0: not yet), b: start,
+                      c: end (0: no device record yet), p: the callback
+                      generation it was made in */
+  cua_cupti_api f; /* libcupti's entry points */
 } cp = {.mu = PTHREAD_MUTEX_INITIALIZER, .en_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The device records that time an op, and the links to them. */
@@ -259,7 +252,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   CUpti_Activity *r = NULL;
   pthread_mutex_lock(&cp.mu);
   cp.gen++;
-  while (buf != NULL && valid > 0 && cp.next(buf, valid, &r) == CUPTI_SUCCESS) {
+  while (buf != NULL && valid > 0 &&
+         cp.f.next(buf, valid, &r) == CUPTI_SUCCESS) {
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
@@ -313,34 +307,10 @@ static int load(void) {
   if (cp.tried)
     return cp.ok ? 0 : -1;
   cp.tried = 1;
-  static const char *const names[] = {
-      "libcupti.so", "libcupti.so.13", "libcupti.so.12",
-      "/usr/local/cuda/lib64/libcupti.so",
-      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
-  void *h = NULL;
-  for (size_t i = 0; h == NULL && i < sizeof names / sizeof *names; i++)
-    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    snprintf(cp.why, sizeof cp.why, "libcupti not found (%s)", dlerror());
+  if (cua_cupti_open(&cp.f, cp.why, sizeof cp.why) != 0)
     return -1;
-  }
-#define SYM(f, s)                                                              \
-  ((*(void **)&cp.f = dlsym(h, s)) == NULL                                     \
-       ? (snprintf(cp.why, sizeof cp.why, "libcupti lacks %s", s), 1)          \
-       : 0)
-  if (SYM(enable, "cuptiActivityEnable") ||
-      SYM(disable, "cuptiActivityDisable") ||
-      SYM(callbacks, "cuptiActivityRegisterCallbacks") ||
-      SYM(flush, "cuptiActivityFlushAll") ||
-      SYM(next, "cuptiActivityGetNextRecord") ||
-      SYM(push, "cuptiActivityPushExternalCorrelationId") ||
-      SYM(pop, "cuptiActivityPopExternalCorrelationId") ||
-      SYM(clock, "cuptiActivityRegisterTimestampCallback"))
-    return -1;
-#undef SYM
-  /* The library stays loaded: CUPTI keeps hooks in the driver. */
-  if (cp.clock(mono_ns) != CUPTI_SUCCESS ||
-      cp.callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+  if (cp.f.clock(mono_ns) != CUPTI_SUCCESS ||
+      cp.f.callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
     snprintf(cp.why, sizeof cp.why,
              "CUPTI refused its timestamp or buffer callbacks");
     return -1;
@@ -368,13 +338,13 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
   int rc = load();
   if (rc == 0 && cp.clients == 0)
     for (size_t i = 0; i < NKINDS && rc == 0; i++)
-      if (cp.enable(kinds[i]) != CUPTI_SUCCESS) {
+      if (cp.f.enable(kinds[i]) != CUPTI_SUCCESS) {
         snprintf(cp.why, sizeof cp.why,
                  "cuptiActivityEnable(%d) failed (another profiler "
                  "attached?)",
                  (int)kinds[i]);
         for (size_t j = 0; j < i; j++)
-          cp.disable(kinds[j]);
+          cp.f.disable(kinds[j]);
         rc = -1;
       }
   if (rc == 0)
@@ -401,7 +371,7 @@ int cupti_begin(cupti_client *c, uint64_t op) {
   pthread_mutex_unlock(&cp.mu);
   if (e == NULL)
     return -1;
-  if (cp.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, id) != CUPTI_SUCCESS) {
+  if (cp.f.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, id) != CUPTI_SUCCESS) {
     pthread_mutex_lock(&cp.mu);
     slot *s = t_find(&cp.ext, id);
     if (s != NULL)
@@ -414,7 +384,7 @@ int cupti_begin(cupti_client *c, uint64_t op) {
 
 void cupti_end(cupti_client *c, int ok) {
   uint64_t id = 0;
-  cp.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &id);
+  cp.f.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &id);
   if (ok || id == 0)
     return;
   (void)c;
@@ -442,7 +412,7 @@ static void forget(cupti_client *c) {
 void cupti_flush(cupti_client *c) {
   /* Not under cp.mu: the flush calls buffer_completed(), which takes it.
    * The caller has let its streams drain, so its records are complete. */
-  cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cp.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   forget(c);
 }
 
@@ -455,8 +425,8 @@ void cupti_close(cupti_client *c) {
     /* Not under cp.mu: CUPTI may wait for a buffer callback, which
      * takes it. */
     for (size_t i = 0; i < NKINDS; i++)
-      cp.disable(kinds[i]);
-    cp.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      cp.f.disable(kinds[i]);
+    cp.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cp.mu);
     free(cp.ext.v);
     free(cp.corr.v);

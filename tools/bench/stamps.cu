@@ -25,7 +25,6 @@
 #include "stamps.h"
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,8 @@
 #if __has_include(<cupti.h>)
 #include <cupti.h>
 #define STAMPS_HAVE_CUPTI 1
+
+#include "../../plugins/cuda/cupti_api.h"
 #endif
 #endif
 
@@ -44,7 +45,7 @@ struct bench_stamps {
   cudaEvent_t *ev;            /* events: 2 per task */
   unsigned long long **slots; /* device: per device, 2 per task */
   int ndev;
-  int *task_dev; /* device: the device of each task's stream */
+  int *task_dev;                /* device: the device of each task's stream */
   size_t records, correlations; /* cupti: seen in the last read */
 };
 
@@ -65,19 +66,12 @@ int ck(cudaError_t e, const char *what, char *err, size_t len) {
 
 #ifdef STAMPS_HAVE_CUPTI
 /* libcupti, opened once; its entry points. */
-struct cupti_api {
+struct cupti_lib {
   int tried, ok;
   char why[200];
-  CUptiResult (*enable)(CUpti_ActivityKind);
-  CUptiResult (*disable)(CUpti_ActivityKind);
-  CUptiResult (*callbacks)(CUpti_BuffersCallbackRequestFunc,
-                           CUpti_BuffersCallbackCompleteFunc);
-  CUptiResult (*flush)(uint32_t);
-  CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
-  CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
-  CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
+  cua_cupti_api f;
 };
-cupti_api cupti;
+cupti_lib cupti;
 bench_stamps *cupti_owner; /* the stamps CUPTI's buffers are counted for */
 
 /* External correlations come with the runtime API's records only. */
@@ -90,30 +84,8 @@ int cupti_load(void) {
   if (cupti.tried)
     return cupti.ok ? 0 : -1;
   cupti.tried = 1;
-  const char *names[] = {"libcupti.so", "libcupti.so.13", "libcupti.so.12",
-                         "/usr/local/cuda/lib64/libcupti.so",
-                         "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
-  void *h = NULL;
-  for (size_t i = 0; h == NULL && i < sizeof names / sizeof *names; i++)
-    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL) {
-    snprintf(cupti.why, sizeof cupti.why, "libcupti not found: %s",
-             dlerror());
+  if (cua_cupti_open(&cupti.f, cupti.why, sizeof cupti.why) != 0)
     return -1;
-  }
-#define SYM(f, s)                                                              \
-  (*(void **)&cupti.f = dlsym(h, s)) == NULL                                   \
-      ? (snprintf(cupti.why, sizeof cupti.why, "libcupti lacks %s", s), 1)     \
-      : 0
-  if (SYM(enable, "cuptiActivityEnable") ||
-      SYM(disable, "cuptiActivityDisable") ||
-      SYM(callbacks, "cuptiActivityRegisterCallbacks") ||
-      SYM(flush, "cuptiActivityFlushAll") ||
-      SYM(next, "cuptiActivityGetNextRecord") ||
-      SYM(push, "cuptiActivityPushExternalCorrelationId") ||
-      SYM(pop, "cuptiActivityPopExternalCorrelationId"))
-    return -1;
-#undef SYM
   cupti.ok = 1;
   return 0;
 }
@@ -125,10 +97,10 @@ void CUPTIAPI cupti_buffer_requested(uint8_t **buf, size_t *size,
   *max_records = 0;
 }
 
-void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t *buf,
-                                     size_t, size_t valid) {
+void CUPTIAPI cupti_buffer_completed(CUcontext, uint32_t, uint8_t *buf, size_t,
+                                     size_t valid) {
   CUpti_Activity *rec = NULL;
-  while (buf != NULL && cupti.next(buf, valid, &rec) == CUPTI_SUCCESS) {
+  while (buf != NULL && cupti.f.next(buf, valid, &rec) == CUPTI_SUCCESS) {
     if (cupti_owner == NULL)
       continue;
     switch (rec->kind) {
@@ -196,14 +168,14 @@ extern "C" int bench_stamps_open(bench_stamps **out, int kind, size_t n,
     } else if (cupti_owner != NULL) {
       snprintf(err, len, "CUPTI stamps are already in use");
       rc = -1;
-    } else if (cupti.callbacks(cupti_buffer_requested,
-                               cupti_buffer_completed) != CUPTI_SUCCESS) {
+    } else if (cupti.f.callbacks(cupti_buffer_requested,
+                                 cupti_buffer_completed) != CUPTI_SUCCESS) {
       snprintf(err, len, "cuptiActivityRegisterCallbacks failed");
       rc = -1;
     } else {
-      for (size_t i = 0; rc == 0 && i < sizeof cupti_kinds / sizeof *cupti_kinds;
-           i++)
-        if (cupti.enable(cupti_kinds[i]) != CUPTI_SUCCESS) {
+      for (size_t i = 0;
+           rc == 0 && i < sizeof cupti_kinds / sizeof *cupti_kinds; i++)
+        if (cupti.f.enable(cupti_kinds[i]) != CUPTI_SUCCESS) {
           snprintf(err, len, "cuptiActivityEnable(%d) failed",
                    (int)cupti_kinds[i]);
           rc = -1;
@@ -225,8 +197,7 @@ extern "C" int bench_stamps_open(bench_stamps **out, int kind, size_t n,
 }
 
 extern "C" int bench_stamps_take(bench_stamps *st, size_t k, int after,
-                                 void *stream, int dev, char *err,
-                                 size_t len) {
+                                 void *stream, int dev, char *err, size_t len) {
   cudaStream_t s = (cudaStream_t)stream;
   switch (st->kind) {
   case BENCH_STAMPS_EVENTS:
@@ -238,14 +209,14 @@ extern "C" int bench_stamps_take(bench_stamps *st, size_t k, int after,
   default:
 #ifdef STAMPS_HAVE_CUPTI
     if (!after) {
-      if (cupti.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, k + 1) !=
+      if (cupti.f.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, k + 1) !=
           CUPTI_SUCCESS) {
         snprintf(err, len, "cuptiActivityPushExternalCorrelationId failed");
         return -1;
       }
     } else {
       uint64_t id = 0;
-      if (cupti.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id) !=
+      if (cupti.f.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id) !=
               CUPTI_SUCCESS ||
           id != k + 1) {
         snprintf(err, len, "cuptiActivityPopExternalCorrelationId failed");
@@ -268,8 +239,8 @@ extern "C" int bench_stamps_read(bench_stamps *st, char *err, size_t len) {
       bad += ms < 0;
     }
   } else if (st->kind == BENCH_STAMPS_DEVICE) {
-    unsigned long long *h = (unsigned long long *)calloc(
-        2 * st->n + 1, sizeof *h);
+    unsigned long long *h =
+        (unsigned long long *)calloc(2 * st->n + 1, sizeof *h);
     if (h == NULL) {
       snprintf(err, len, "out of memory");
       return -1;
@@ -294,7 +265,7 @@ extern "C" int bench_stamps_read(bench_stamps *st, char *err, size_t len) {
     free(h);
   } else {
 #ifdef STAMPS_HAVE_CUPTI
-    if (cupti.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS) {
+    if (cupti.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS) {
       snprintf(err, len, "cuptiActivityFlushAll failed");
       return -1;
     }
@@ -328,9 +299,9 @@ extern "C" void bench_stamps_close(bench_stamps *st) {
       cudaFree(st->slots[d]);
 #ifdef STAMPS_HAVE_CUPTI
   if (cupti_owner == st) {
-    cupti.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    cupti.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     for (size_t i = 0; i < sizeof cupti_kinds / sizeof *cupti_kinds; i++)
-      cupti.disable(cupti_kinds[i]);
+      cupti.f.disable(cupti_kinds[i]);
     cupti_owner = NULL;
   }
 #endif
