@@ -347,38 +347,30 @@ static void copy_params(module_info *m, const cua_param_spec *spec, size_t n) {
 
 /* Copies what the report needs out of a loaded module, which is unloaded
  * once the scan callback returns. */
+/* The fields every kind of descriptor has, under the same names. */
+#define COPY_COMMON(m, d)                                                      \
+  do {                                                                         \
+    (m)->name = xstrdup((d)->name);                                            \
+    (m)->version = xstrdup((d)->version);                                      \
+    (m)->description = xstrdup((d)->description);                              \
+    (m)->abi_major = (d)->abi_major;                                           \
+    (m)->abi_minor = (d)->abi_minor;                                           \
+    (m)->flags = (d)->flags;                                                   \
+    copy_params((m), (d)->params, (d)->nparams);                               \
+  } while (0)
+
 static void copy_module(module_info *m, const cua__module *mod) {
   if (mod->kind == CUA__MODULE_POLICY) {
-    const cua_policy_descriptor *d = mod->desc.policy;
-    m->name = xstrdup(d->name);
-    m->version = xstrdup(d->version);
-    m->description = xstrdup(d->description);
-    m->abi_major = d->abi_major;
-    m->abi_minor = d->abi_minor;
-    m->flags = d->flags;
-    copy_params(m, d->params, d->nparams);
+    COPY_COMMON(m, mod->desc.policy);
   } else if (mod->kind == CUA__MODULE_OBSERVER) {
-    const cua_observer_descriptor *d = mod->desc.observer;
-    m->name = xstrdup(d->name);
-    m->version = xstrdup(d->version);
-    m->description = xstrdup(d->description);
-    m->abi_major = d->abi_major;
-    m->abi_minor = d->abi_minor;
-    m->flags = d->flags;
-    copy_params(m, d->params, d->nparams);
+    COPY_COMMON(m, mod->desc.observer);
   } else {
-    const cua_backend_descriptor *d = mod->desc.backend;
-    m->name = xstrdup(d->name);
-    m->version = xstrdup(d->version);
-    m->description = xstrdup(d->description);
-    m->abi_major = d->abi_major;
-    m->abi_minor = d->abi_minor;
-    m->flags = d->flags;
-    m->priority = cua__backend_priority(d);
-    copy_params(m, d->params, d->nparams);
+    COPY_COMMON(m, mod->desc.backend);
+    m->priority = cua__backend_priority(mod->desc.backend);
   }
   m->path = xstrdup(mod->path);
 }
+#undef COPY_COMMON
 
 static void add_module(report *r, const cua__module *mod, int shadowed,
                        int by_path) {
