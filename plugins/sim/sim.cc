@@ -40,8 +40,8 @@
  * sim thread; g.life serialises the start and stop of the simulation.
  * No SimGrid call is made with g.mu held (a call switches to other actors,
  * which take it). Events' generations and streams' progress are atomics,
- * read by any thread; the counters of the simulation (g.inflight,
- * g.nactors, g.nblocked, a session's inflight) are the sim thread's.
+ * read by any thread; the counters of the simulation (g.nactors,
+ * g.nblocked, a session's inflight) are the sim thread's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -165,7 +165,6 @@ struct Sim {
   /* Sim thread only. */
   std::vector<sg4::Host *> gpu, cpu;
   double clock0 = 0;
-  long inflight = 0;
   /* Stream actors alive, and those blocked (on their queue, an activity,
    * an event): the gateway lets the others run before it blocks the
    * simulation in real time. Whoever wakes an actor counts it unblocked,
@@ -242,7 +241,6 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
   int dev = s->device;
   double start = sg4::Engine::get_clock();
   sim_cost c = sim_op_cost(&st->m, &o, dev);
-  g.inflight++;
   st->inflight++;
   g.nblocked++; /* until its activity ends: it then runs before the
                    gateway, which that end wakes */
@@ -262,7 +260,6 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
     ex->wait();
   }
   g.nblocked--;
-  g.inflight--;
   st->inflight--;
   double end = sg4::Engine::get_clock();
   if (st->real) {
@@ -299,13 +296,11 @@ void run_op(SimState *st, SimStream *s, const cua_backend_op &o) {
 /* Blocks the calling stream actor until virtual time @p t (ns), counted as
  * work in flight, as an op is. */
 void sleep_until_ns(SimState *st, uint64_t t) {
-  g.inflight++;
   st->inflight++;
   g.nblocked++;
   sg4::this_actor::sleep_until(g.clock0 + (double)(t - SIM_EPOCH_NS) * 1e-9);
   g.nblocked--;
   st->inflight--;
-  g.inflight--;
   if (g.g_waiting) {
     g.g_waiting = false;
     g.g_sem->release();
@@ -442,6 +437,15 @@ bool session_may_step(SimState *st) {
          h->quiescent != nullptr && h->quiescent(h->core) != 0;
 }
 
+/* Activities run in some session (a session leaves g.sessions only once
+ * its actors ended, with nothing in flight). */
+bool any_inflight() {
+  for (SimState *st : g.sessions)
+    if (st->inflight > 0)
+      return true;
+  return false;
+}
+
 bool may_step() {
   for (SimState *st : g.sessions)
     if (!session_may_step(st))
@@ -502,7 +506,7 @@ void gateway_main() {
         publish(); /* marks of work that took no time */
       continue;
     }
-    if (g.inflight > 0 && may_step()) {
+    if (any_inflight() && may_step()) {
       pthread_mutex_unlock(&g.mu);
       g.g_waiting = true;
       g.g_sem->acquire(); /* virtual time moves to the next completion */
@@ -590,7 +594,7 @@ int sim_start(const sim_machine &m, bool threads, const cua_backend_host *host,
   }
   g.m = m;
   g.up = g.failed = g.stop = false;
-  g.inflight = g.nactors = g.nblocked = 0;
+  g.nactors = g.nblocked = 0;
   g.marked.clear();
   static int thr;
   thr = threads ? 1 : 0;
