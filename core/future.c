@@ -135,7 +135,9 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
                      "cua_future_wait: called from a stream function, where "
                      "waiting could deadlock; poll it, or wait after the "
                      "stream function returns");
-  struct timespec dl = cua__deadline(timeout_ns != UINT64_MAX ? timeout_ns : 0);
+  struct timespec dl = {0, 0}; /* read only with a timeout */
+  if (timeout_ns != UINT64_MAX)
+    dl = cua__deadline(timeout_ns);
   /* Completion is often microseconds away: watching the flag for a short
    * while saves the wake-up of a sleeping thread (several microseconds)
    * on the latency a caller sees. */
