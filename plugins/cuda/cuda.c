@@ -109,6 +109,16 @@ typedef struct event_pool {
   unsigned flags; /* cudaEventCreateWithFlags() flags */
 } event_pool;
 
+/* A device's time anchor: an event recorded on the idle internal stream,
+ * and the host clock once it completed. Counted: the device holds its
+ * current one, each pending timing the one it was launched with; the last
+ * release destroys it. */
+typedef struct anchor {
+  cudaEvent_t ev;
+  uint64_t ns;
+  size_t refs; /* guarded by the device's anchor_lock */
+} anchor;
+
 typedef struct gpu {
   int ordinal; /* CUDA device ordinal */
   cua_device_info info;
@@ -116,16 +126,12 @@ typedef struct gpu {
   cudaMemPool_t pool;    /* the default pool, NULL if pools are unsupported */
   event_pool mark_events;
   event_pool timing_events;
-  /* Device times on the host clock (cua_backend_op::start_ns): an event
-   * recorded on the idle internal stream and the host clock once it
-   * completed. Renewed every ANCHOR_NS, as elapsed times are floats in ms;
-   * replaced anchors stay alive until destroy (an op may still refer to
-   * one). Guarded by anchor_lock. */
+  /* Device times on the host clock (cua_backend_op::start_ns): the
+   * current anchor, renewed every ANCHOR_NS, as elapsed times are floats in
+   * ms; a replaced one lives while a pending timing still refers to it.
+   * Guarded by anchor_lock. */
   pthread_mutex_t anchor_lock;
-  cudaEvent_t anchor;
-  uint64_t anchor_ns;
-  cudaEvent_t *old_anchors;
-  size_t nold_anchors;
+  anchor *anchor;
   /* Set once, when a sticky error is seen; lost_msg is written before lost
    * is set (release), so readers that see lost == 1 read a whole message. */
   atomic_int lost;
@@ -149,8 +155,7 @@ typedef struct pending_timing {
   uint64_t *out;
   uint64_t *start_out; /* or NULL */
   uint64_t *end_out;   /* or NULL; start is NULL when out is */
-  cudaEvent_t anchor;
-  uint64_t anchor_ns;
+  anchor *anchor;      /* held (a reference), or NULL */
 } pending_timing;
 
 typedef struct backend backend;
@@ -484,63 +489,76 @@ static void pool_put(event_pool *p, cudaEvent_t ev) {
   pthread_mutex_unlock(&p->lock);
 }
 
-/* The device's time anchor, renewed when older than ANCHOR_NS, into *ev
- * and *host_ns. The internal stream is idle but for rare allocations: an
- * anchor whose record and synchronisation took over 50 us is taken again
- * (twice at most), since its host time may then be late. */
-static cudaError_t get_anchor(backend *be, int d, cudaEvent_t *ev,
-                              uint64_t *host_ns) {
+/* Drops a reference to @p a of device @p d; the last one destroys it. */
+static void anchor_put(backend *be, int d, anchor *a) {
+  if (a == NULL)
+    return;
+  gpu *dv = &be->dev[d];
+  pthread_mutex_lock(&dv->anchor_lock);
+  int last = --a->refs == 0;
+  pthread_mutex_unlock(&dv->anchor_lock);
+  if (last) {
+    cudaEventDestroy(a->ev);
+    free(a);
+  }
+}
+
+/* The device's time anchor, renewed when older than ANCHOR_NS, into *out
+ * with a reference taken (anchor_put() drops it). The internal stream is
+ * idle but for rare allocations: an anchor whose record and
+ * synchronisation took over 50 us is taken again (twice at most), since
+ * its host time may then be late. */
+static cudaError_t get_anchor(backend *be, int d, anchor **out) {
   gpu *dv = &be->dev[d];
   cudaError_t e = cudaSuccess;
+  anchor *old = NULL;
+  *out = NULL;
   pthread_mutex_lock(&dv->anchor_lock);
   uint64_t now = now_ns();
-  if (dv->anchor == NULL || now - dv->anchor_ns > ANCHOR_NS) {
-    cudaEvent_t a = NULL;
-    uint64_t at = 0;
-    e = use_device(be, d);
+  if (dv->anchor == NULL || now - dv->anchor->ns > ANCHOR_NS) {
+    anchor *a = calloc(1, sizeof *a);
+    e = a != NULL ? use_device(be, d) : cudaErrorMemoryAllocation;
     if (e == cudaSuccess)
-      e = cudaEventCreateWithFlags(&a, cudaEventDefault);
+      e = cudaEventCreateWithFlags(&a->ev, cudaEventDefault);
     for (int tries = 0; e == cudaSuccess && tries < 3; tries++) {
       uint64_t t0 = now_ns();
-      e = cudaEventRecord(a, dv->internal);
+      e = cudaEventRecord(a->ev, dv->internal);
       if (e == cudaSuccess)
-        e = cudaEventSynchronize(a);
-      at = now_ns();
-      if (at - t0 < 50000)
+        e = cudaEventSynchronize(a->ev);
+      a->ns = now_ns();
+      if (a->ns - t0 < 50000)
         break;
     }
-    cudaEvent_t *old = NULL;
-    if (e == cudaSuccess && dv->anchor != NULL) {
-      old = realloc(dv->old_anchors, (dv->nold_anchors + 1) * sizeof *old);
-      if (old == NULL)
-        e = cudaErrorMemoryAllocation;
-      else
-        dv->old_anchors = old;
-    }
     if (e == cudaSuccess) {
-      if (dv->anchor != NULL)
-        dv->old_anchors[dv->nold_anchors++] = dv->anchor;
+      a->refs = 1; /* the device's */
+      if (dv->anchor != NULL && --dv->anchor->refs == 0)
+        old = dv->anchor;
       dv->anchor = a;
-      dv->anchor_ns = at;
     } else if (a != NULL) {
-      cudaEventDestroy(a);
+      if (a->ev != NULL)
+        cudaEventDestroy(a->ev);
+      free(a);
     }
   }
-  *ev = dv->anchor;
-  *host_ns = dv->anchor_ns;
+  if (e == cudaSuccess) {
+    dv->anchor->refs++;
+    *out = dv->anchor;
+  }
   pthread_mutex_unlock(&dv->anchor_lock);
+  if (old != NULL) {
+    cudaEventDestroy(old->ev);
+    free(old);
+  }
   return e;
 }
 
-static void anchors_destroy(gpu *dv) {
-  if (dv->anchor != NULL)
-    cudaEventDestroy(dv->anchor);
-  for (size_t i = 0; i < dv->nold_anchors; i++)
-    cudaEventDestroy(dv->old_anchors[i]);
-  free(dv->old_anchors);
+/* Drops the device's reference to its current anchor (after every stream
+ * released its timings). */
+static void anchors_destroy(backend *be, int d) {
+  gpu *dv = &be->dev[d];
+  anchor *a = dv->anchor;
   dv->anchor = NULL;
-  dv->old_anchors = NULL;
-  dv->nold_anchors = 0;
+  anchor_put(be, d, a);
 }
 
 static void pool_destroy(event_pool *p) {
@@ -714,6 +732,7 @@ static void stream_release(backend *be, cua_backend_stream *s) {
     if (t->start != NULL)
       pool_put(&dv->timing_events, t->start);
     pool_put(&dv->timing_events, t->end);
+    anchor_put(be, s->device, t->anchor);
     fifo_pop(&s->timings);
   }
   fifo_free(&s->marks);
@@ -759,7 +778,7 @@ static void cuda_destroy(void *state) {
      * application still holds stay allocated. */
     if (opened && dv->pool != NULL)
       cudaMemPoolTrimTo(dv->pool, 0);
-    anchors_destroy(dv); /* none without a context */
+    anchors_destroy(be, d); /* none without a context */
     pthread_mutex_destroy(&dv->anchor_lock);
     pthread_mutex_destroy(&dv->lost_lock);
   }
@@ -1659,7 +1678,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
             stream_capturing(s->native);
   if (cap)
     duration = NULL;
-  pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL, 0};
+  pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL};
   /* Device times for observers from CUPTI, for an op that makes one
    * device activity: no event then. */
   /* (an op with no bytes makes no device activity, but a spin or a
@@ -1674,7 +1693,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
   uint64_t *end_out =
       OP_HAS(op, end_ns) && !cap && !by_cupti ? op->end_ns : NULL;
   if (start_out != NULL || end_out != NULL) {
-    if (get_anchor(be, s->device, &t.anchor, &t.anchor_ns) == cudaSuccess) {
+    if (get_anchor(be, s->device, &t.anchor) == cudaSuccess) {
       t.start_out = start_out;
       t.end_out = end_out;
     } else { /* left 0: the core estimates them */
@@ -1696,6 +1715,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
         pool_put(&dv->timing_events, t.start);
       if (t.end != NULL)
         pool_put(&dv->timing_events, t.end);
+      anchor_put(be, s->device, t.anchor);
       return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
                        "%s: recording its start event", op_name(op->kind));
     }
@@ -1717,6 +1737,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
         pool_put(&dv->timing_events, t.start);
       pool_put(&dv->timing_events, t.end);
     }
+    anchor_put(be, s->device, t.anchor);
     if (func_rc != 0) {
       if (err != NULL && err->msg[0] == '\0')
         set_err(err, "FUNC: the stream function failed (%d)", func_rc);
@@ -1749,6 +1770,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
       if (t.start != NULL)
         pool_put(&dv->timing_events, t.start);
       pool_put(&dv->timing_events, t.end);
+      anchor_put(be, s->device, t.anchor);
       if (duration != NULL)
         *duration = 0;
     }
@@ -1888,14 +1910,14 @@ static int finish_timing(backend *be, cua_backend_stream *s,
   /* Only the end wanted: elapsed from the anchor, which completed before
    * the end event was recorded. */
   cudaError_t e = cudaEventElapsedTime(
-      &ms, t->start != NULL ? t->start : t->anchor, t->end);
+      &ms, t->start != NULL ? t->start : t->anchor->ev, t->end);
   if (e == cudaErrorNotReady) {
     /* The mark after the op was seen, so the end event is complete on the
      * device; the event's own status may trail the flag by a moment. */
     (void)cudaGetLastError();
     e = cudaEventSynchronize(t->end);
     if (e == cudaSuccess)
-      e = cudaEventElapsedTime(&ms, t->start != NULL ? t->start : t->anchor,
+      e = cudaEventElapsedTime(&ms, t->start != NULL ? t->start : t->anchor->ev,
                                t->end);
   }
   if (e != cudaSuccess) {
@@ -1908,23 +1930,24 @@ static int finish_timing(backend *be, cua_backend_stream *s,
   }
   if (t->start == NULL) {
     if (e == cudaSuccess && ms >= 0)
-      *t->end_out = t->anchor_ns + (uint64_t)((double)ms * 1e6);
+      *t->end_out = t->anchor->ns + (uint64_t)((double)ms * 1e6);
     return 0;
   }
   *t->out = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
   if (t->end_out != NULL && e == cudaSuccess) {
     float at = 0;
-    if (cudaEventElapsedTime(&at, t->anchor, t->end) == cudaSuccess && at >= 0)
-      *t->end_out = t->anchor_ns + (uint64_t)((double)at * 1e6);
+    if (cudaEventElapsedTime(&at, t->anchor->ev, t->end) == cudaSuccess &&
+        at >= 0)
+      *t->end_out = t->anchor->ns + (uint64_t)((double)at * 1e6);
     else
       (void)cudaGetLastError();
   }
   if (t->start_out != NULL && e == cudaSuccess) {
     /* The anchor completed before the start event was recorded. */
     float at = 0;
-    if (cudaEventElapsedTime(&at, t->anchor, t->start) == cudaSuccess &&
+    if (cudaEventElapsedTime(&at, t->anchor->ev, t->start) == cudaSuccess &&
         at >= 0)
-      *t->start_out = t->anchor_ns + (uint64_t)((double)at * 1e6);
+      *t->start_out = t->anchor->ns + (uint64_t)((double)at * 1e6);
     else
       (void)cudaGetLastError();
   }
@@ -2019,6 +2042,7 @@ static int cuda_progress(void *state, cua_backend_stream *s, uint64_t *value,
     if (t->start != NULL)
       pool_put(&dv->timing_events, t->start);
     pool_put(&dv->timing_events, t->end);
+    anchor_put(be, s->device, t->anchor);
     fifo_pop(&s->timings);
     if (rc != 0) {
       pthread_mutex_unlock(&s->lock);
