@@ -81,6 +81,11 @@ static uint64_t to_u64(double x) {
 
 mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
                      const char *name, const char *tag, unsigned cb, int add) {
+  mfam *l = m->last;
+  if (l != NULL && l->kind == kind && l->dev == dev && l->from == from &&
+      l->transfer == transfer && l->cb == cb && str_eq(l->name, name) &&
+      str_eq(l->tag, tag))
+    return l;
   uint64_t h = fam_hash(transfer, dev, from, kind, name, tag, cb);
   if (m->cap > 0) {
     for (size_t j = h & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
@@ -90,7 +95,7 @@ mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
       if (f->hash == h && f->transfer == transfer && f->dev == dev &&
           f->from == from && f->kind == kind && f->cb == cb &&
           str_eq(f->name, name) && str_eq(f->tag, tag))
-        return f;
+        return m->last = f;
     }
   }
   if (!add)
@@ -135,7 +140,7 @@ mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
     j = (j + 1) & (m->cap - 1);
   m->tab[j] = f;
   m->n++;
-  return f;
+  return m->last = f;
 }
 
 mbucket *cua__mbucket_find(mfam *f, unsigned b, int add) {

@@ -49,6 +49,7 @@ struct cua__models {
   size_t cap, n;
   int dirty;
   size_t dropped; /* classes not kept (MAX_FAMILIES) */
+  mfam *last;     /* the family found last: ops come in runs of one class */
 };
 
 /* log2 of @p v rounded up: the bucket of a size or a cost (0 for 0). */
