@@ -364,7 +364,10 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     vals[i] = s->done;
     if (s->inflight_head == NULL)
       continue;
-    cua_backend_err err = {{0}};
+    /* Only msg[0] is cleared: zeroing all 512 bytes costs about 70
+     * instructions per call (callgrind), on every pass. */
+    cua_backend_err err;
+    err.msg[0] = '\0';
     int rc = rt->be->progress(rt->bst, s->bs, &vals[i], &err);
     if (rc != 0) {
       /* The stream can never progress: fail everything on it. */
@@ -379,14 +382,15 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     cua__stream *s = ACT(i);
     uint64_t seq;
     int code;
-    cua_backend_err err = {{0}};
+    cua_backend_err err;
+    err.msg[0] = '\0';
     while (rt->be->poll_error(rt->bst, s->bs, &seq, &code, &err) == 1) {
       for (cua__node *n = s->inflight_head; n; n = n->inflight_next)
         if (n->seq == seq) {
           cua__fail_node(rt, n, code, err.msg);
           break;
         }
-      memset(&err, 0, sizeof err);
+      err.msg[0] = '\0';
     }
   }
   if (rt->obs != NULL) {
@@ -398,7 +402,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
     for (int i = 0; i < na; i++) {
       cua__stream *s = ACT(i);
       uint64_t again = vals[i];
-      cua_backend_err err = {{0}};
+      cua_backend_err err;
+      err.msg[0] = '\0';
       if (s->inflight_head != NULL &&
           rt->be->progress(rt->bst, s->bs, &again, &err) == 0 &&
           again > vals[i])
