@@ -364,6 +364,7 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
    * (cua_runtime_destroy()). */
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
+  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
   if (wake)
     rt->be->wake(rt->bst);

@@ -487,6 +487,23 @@ static void run_host_node(cua_runtime *rt, cua__node *n) {
   }
 }
 
+/* How long the idle completion thread watches for work before it sleeps:
+ * a program that submits op after op sends the next within microseconds,
+ * and a kick that finds no sleeper costs neither thread a futex call. */
+#define IDLE_WATCH_NS 20000u
+
+/* With rt->lock held: releases it, watches rt->work_gen for up to
+ * IDLE_WATCH_NS, and takes it again. */
+static void idle_watch(cua_runtime *rt) {
+  unsigned gen = atomic_load_explicit(&rt->work_gen, memory_order_acquire);
+  pthread_mutex_unlock(&rt->lock);
+  uint64_t until = cua__now_ns() + IDLE_WATCH_NS;
+  while (atomic_load_explicit(&rt->work_gen, memory_order_acquire) == gen &&
+         cua__now_ns() < until)
+    cua__cpu_relax();
+  pthread_mutex_lock(&rt->lock);
+}
+
 static int pending_device_work(cua_runtime *rt) {
   for (int i = 0; i < rt->nactive; i++)
     if (rt->active[i]->inflight_head != NULL)
@@ -496,6 +513,7 @@ static int pending_device_work(cua_runtime *rt) {
 
 void *cua__completion_thread(void *arg) {
   cua_runtime *rt = arg;
+  int watched = 0; /* idle_watch() ran since the last pass with work */
   pthread_mutex_lock(&rt->lock);
   for (;;) {
     cua__round r;
@@ -562,13 +580,22 @@ void *cua__completion_thread(void *arg) {
     }
     if (rt->stopping && rt->nsubs == 0 && !pending_device_work(rt))
       break;
-    if (rt->ready_head != NULL || rt->done_head != NULL || more)
+    if (rt->ready_head != NULL || rt->done_head != NULL || more) {
+      watched = 0;
       continue;
+    }
     if (pending_device_work(rt)) {
+      watched = 0;
       pthread_mutex_unlock(&rt->lock);
       rt->be->wait(rt->bst, 1000000);
       pthread_mutex_lock(&rt->lock);
+    } else if (!watched) {
+      /* Then one more pass: whatever came is seen under the lock, as the
+       * wait below would have seen it. */
+      watched = 1;
+      idle_watch(rt);
     } else {
+      watched = 0;
       pthread_cond_wait(&rt->work, &rt->lock);
     }
   }

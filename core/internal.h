@@ -644,6 +644,9 @@ struct cua_runtime {
   pthread_t thread;
   int thread_started;
   pthread_cond_t work; /* wakes the completion thread */
+  /* Counts the signals of work: the idle completion thread watches it a
+   * short while before it sleeps (complete.c). */
+  atomic_uint work_gen;
   pthread_cond_t idle; /* signalled when a submission completes */
   int stopping;
   uint64_t next_sub, next_op;

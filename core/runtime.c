@@ -78,6 +78,7 @@ void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev) {
 }
 
 void cua__kick(cua_runtime *rt) {
+  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
   if (rt->ready_head != NULL && rt->be->wake != NULL)
     rt->be->wake(rt->bst);
@@ -457,6 +458,7 @@ void cua_runtime_destroy(cua_runtime *rt) {
   if (rt->vclock != NULL)
     atomic_fetch_sub(&rt->vblocked, 1);
   rt->stopping = 1;
+  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
   pthread_mutex_unlock(&rt->lock);
   if (rt->be->wake)

@@ -2215,16 +2215,15 @@ static int cuda_wait(void *state, uint64_t timeout_ns) {
     return wait_callback(be, deadline);
 
   /* Spin phase: the cheapest way to see a mark that lands within a few
-   * microseconds, at the price of one busy core for spin_us. */
+   * microseconds, at the price of one busy core for spin_us. With no mark
+   * outstanding it spins too: the core waits only with work in flight, so
+   * a mark is on its way (its executor is launching), and sleeping now
+   * would cost that mark a futex call to wake this thread. */
   uint64_t now = start;
   while (now - start < be->spin_ns && now < deadline) {
     enum scan_result r = scan(be, 0);
     if (r == SCAN_CHANGED)
       return 0;
-    if (r == SCAN_IDLE) {
-      idle_sleep(be, deadline);
-      return 0;
-    }
     if (take_wake(be))
       return 0;
 #if defined(__x86_64__) || defined(__i386__)
