@@ -66,6 +66,9 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     pthread_mutex_unlock(&rt->lock);
     return cua__fail(rt, CUA_ERR_CANCELED, "cua_submit: runtime closing");
   }
+  /* When the submission began, for observers: its record is made once it
+   * is built, and the build is part of what it costs. */
+  uint64_t t_submit = rt->obs != NULL ? cua__rt_now(rt) : 0;
   /* Under rt->lock, which guards taking from the submission pool. */
   cua__sub *sub = cua__sub_new(rt);
   if (sub == NULL) {
@@ -133,7 +136,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   rt->stats.submissions++;
   if (rt->obs != NULL) {
     cua_obs_record o = {
-        .kind = CUA_OBS_SUBMIT, .t_ns = cua__rt_now(rt), .submission = sub->id};
+        .kind = CUA_OBS_SUBMIT, .t_ns = t_submit, .submission = sub->id};
     cua__obs_emit(rt, &o, NULL, NULL, NULL);
   }
   cua__dag_begin(rt, sub, b.order, b.n);
