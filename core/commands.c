@@ -244,12 +244,13 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
 /* Without chunks (no launch thread), the list is applied only once the
  * round has decided everything, with rt->lock released: a MARK every
  * MARK_EVERY launches of a stream then lets the completion thread finish
- * ops while the device still runs the later ones. With marks only at the
- * end, it finished a whole DAG's ops after the device was done: on an
- * H100 about 1.4 ms after the last op of the 50 us tree pattern (766
- * ops), on a chain of 10,000 short kernels several milliseconds. A mark
- * costs the applying thread about a third of a launch, so one per 64
- * launches is about 0.5% of them. */
+ * ops while the device still runs the later ones, instead of finishing
+ * the whole DAG's ops after the device is done. A mark costs the applying
+ * thread about a third of a launch, so one per 64 launches is about 0.5%
+ * of them. On an H100 (doc/results, thirteenth session, four interleaved
+ * rounds): a chain of 10,000 short kernels 1.24x -> 1.17x raw, the 50 us
+ * stencil, tree and random patterns 1.14, 1.13, 1.22 -> 1.11, 1.12, 1.17x
+ * raw-streams under round-robin. */
 #define MARK_EVERY 64
 
 static void hand_over(cua_runtime *rt, cua__round *r) {
