@@ -74,7 +74,8 @@
 
 /** What a record tells. */
 typedef enum cua_obs_kind {
-  /** A submission (cua_submit() and its kin): submission, t_ns. */
+  /** A submission (cua_submit() and its kin): submission, t_ns (when the
+   * call began: the record is made once the DAG is built and checked). */
   CUA_OBS_SUBMIT = 1,
   /** An op placed: op_id, submission, device, stream, op_kind, name, tag,
    * policy, bytes, cost_ns, inputs (the ops it depends on), t_ns. */
