@@ -43,6 +43,8 @@
 #include <cuasync/backend.h>
 #include <cuasync/errors.h>
 
+#include "../../plugins/hostmem.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -389,7 +391,6 @@ static int check_op(const lt_state *st, const cua_backend_op *op,
  * message in @p err. */
 static int run_op(cua_backend_stream *s, const cua_backend_op *op,
                   cua_backend_err *err) {
-  size_t n = op->bytes / sizeof(float);
   switch (op->kind) {
   case CUA_OP_FUNC: {
     err->msg[0] = '\0';
@@ -398,36 +399,13 @@ static int run_op(cua_backend_stream *s, const cua_backend_op *op,
       set_err(err, "FUNC: the stream function failed (%d)", rc);
     return rc;
   }
-  case CUA_OP_FILL: {
-    float *y = op->dst;
-    for (size_t i = 0; i < n; i++)
-      y[i] = op->value;
-    return 0;
-  }
-  case CUA_OP_AXPY: {
-    float *y = op->dst;
-    const float *x = op->src;
-    for (size_t i = 0; i < n; i++)
-      y[i] += op->value * x[i];
-    return 0;
-  }
-  case CUA_OP_COPY:
-  case CUA_OP_MEMCPY_H2D:
-  case CUA_OP_MEMCPY_D2H:
-  case CUA_OP_MEMCPY_D2D:
-    if (op->bytes > 0)
-      memmove(op->dst, op->src, op->bytes);
-    return 0;
-  case CUA_OP_MEMSET:
-    if (op->bytes > 0)
-      memset(op->dst, op->byte_value, op->bytes);
-    return 0;
   case CUA_OP_SPIN:
     if (op->spin.ns > 0)
       sleep_until(mono_ns() + op->spin.ns);
     return 0;
   default:
-    return 0; /* check_op() let no other kind in */
+    cua_hostmem_run(op); /* the memory ops: check_op() let no other in */
+    return 0;
   }
 }
 
