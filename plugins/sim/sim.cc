@@ -395,15 +395,19 @@ void settle() {
     sg4::this_actor::yield();
 }
 
-/* Under g.mu: whether the work queued for session @p st may start: its
- * program waits with every decided command launched (so that all of an
- * instant's work is there), or it closes. */
-bool session_ready(SimState *st) {
-  if (st->closing)
-    return true;
+/* Whether the program of session @p st waits with every decided command
+ * launched (the core's quiescent(), ABI 1.8). */
+bool program_waits(SimState *st) {
   const cua_backend_host *h = st->host;
   return h->size > offsetof(cua_backend_host, quiescent) &&
          h->quiescent != nullptr && h->quiescent(h->core) != 0;
+}
+
+/* Under g.mu: whether the work queued for session @p st may start: its
+ * program waits (so that all of an instant's work is there), or it
+ * closes. */
+bool session_ready(SimState *st) {
+  return st->closing || program_waits(st);
 }
 
 /* Under g.mu: moves the streams of @p from whose sessions are ready into
@@ -430,11 +434,7 @@ void take_ready(std::vector<SimStream *> &from, std::vector<SimStream *> &out) {
 bool session_may_step(SimState *st) {
   if (st->inflight == 0)
     return true;
-  if (!st->cwaiting || st->acked != st->evt_seq)
-    return false;
-  const cua_backend_host *h = st->host;
-  return h->size > offsetof(cua_backend_host, quiescent) &&
-         h->quiescent != nullptr && h->quiescent(h->core) != 0;
+  return st->cwaiting && st->acked == st->evt_seq && program_waits(st);
 }
 
 /* Activities run in some session (a session leaves g.sessions only once
