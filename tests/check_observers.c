@@ -80,12 +80,13 @@ static cua_op *known_dag(cua_runtime *rt, cua_buffer **b, int *nops) {
   return root;
 }
 
-/* Creates the buffers @p b, submits the known DAG twice and reads b[4]
- * back, checking the result; returns the device ops of one DAG. */
-static int run_known_dag(cua_runtime *rt, cua_buffer **b) {
+/* Creates the buffers @p b (buffer i on device i % @p ndev), submits the
+ * known DAG twice and reads b[4] back, checking the result; returns the
+ * device ops of one DAG. */
+static int run_known_dag_on(cua_runtime *rt, cua_buffer **b, int ndev) {
   for (int i = 0; i < NBUF; i++)
-    ck_assert_int_eq(cua_buffer_create(&b[i], rt, 0, ELEMS * sizeof(float), 0),
-                     0);
+    ck_assert_int_eq(
+        cua_buffer_create(&b[i], rt, i % ndev, ELEMS * sizeof(float), 0), 0);
   int nops = 0;
   for (int round = 0; round < 2; round++) {
     cua_op *root = known_dag(rt, b, &nops);
@@ -100,16 +101,23 @@ static int run_known_dag(cua_runtime *rt, cua_buffer **b) {
   return nops;
 }
 
+static int run_known_dag(cua_runtime *rt, cua_buffer **b) {
+  return run_known_dag_on(rt, b, 1);
+}
+
 /* Runs python3 tests/trace_check.py on the trace; fails the test with its
  * output unless it says the trace is right. */
-static void check_trace(const char *path, int nops, uint64_t waits,
-                        const char *timing) {
+static void check_trace_on(const char *path, int nops, uint64_t waits,
+                           const char *timing, int devices) {
+  /* devices: slices on that many devices; 0: on any number. */
   const char *src = getenv("CUASYNC_TEST_SRCDIR");
-  char cmd[8600];
+  char cmd[8600], dv[16] = "";
+  if (devices > 0)
+    snprintf(dv, sizeof dv, "%d", devices);
   snprintf(cmd, sizeof cmd,
-           "python3 %s/tests/trace_check.py %s %d %llu '%s' 2>&1",
+           "python3 %s/tests/trace_check.py %s %d %llu '%s' %s 2>&1",
            src != NULL ? src : ".", path, nops, (unsigned long long)waits,
-           timing != NULL ? timing : "");
+           timing != NULL ? timing : "", dv);
   FILE *p = popen(cmd, "r");
   ck_assert_ptr_nonnull(p);
   char out[1024] = "";
@@ -118,6 +126,13 @@ static void check_trace(const char *path, int nops, uint64_t waits,
   int status = pclose(p);
   ck_assert_msg(status == 0, "%s: %s", cmd, out);
   printf("%s", out);
+}
+
+/* The same, with the slices on any number of devices (round-robin rotates
+ * over every device CUDA has). */
+static void check_trace(const char *path, int nops, uint64_t waits,
+                        const char *timing) {
+  check_trace_on(path, nops, waits, timing, 0);
 }
 
 /* The trace of a known DAG, submitted twice, with each observer_times:
@@ -154,6 +169,42 @@ START_TEST(perfetto_trace_of_a_known_dag) {
   cua_runtime_destroy(rt);
   /* Two rounds of the DAG and the read-back. */
   check_trace(trace_path, 2 * nops + 1, st.event_waits, timing);
+  unlink(trace_path);
+}
+END_TEST
+
+/* The known DAG over two devices (two virtual ones on a CPU backend, the
+ * first two GPUs on CUDA; one where CUDA has one): round-robin rotates its
+ * ops over the devices and the buffers alternate between them, so waits
+ * cross devices. The trace has a process per device with slices on it, and
+ * on CUDA each op's times measured on its own device. */
+START_TEST(perfetto_trace_over_two_devices) {
+  snprintf(trace_path, sizeof trace_path, "%s/trace2-%ld.json", built("tests"),
+           (long)getpid());
+  char extra[4400];
+  snprintf(extra, sizeof extra,
+           "observers = perfetto\n[observer.perfetto]\npath = %s\n%s",
+           trace_path, two_devices_section());
+  int cuda = strcmp(test_backend(), "cuda") == 0;
+  const char *timing = strcmp(test_backend(), "host") == 0 ? "measured"
+                       : cuda ? "measured|end-measured"
+                              : "end-measured";
+  cua_runtime *rt = open_with(extra);
+  int ndev = cua_device_count(rt) >= 2 ? 2 : 1;
+  if (test_backend_on_cpu())
+    ck_assert_int_eq(ndev, 2);
+  cua_buffer *b[NBUF];
+  int nops = run_known_dag_on(rt, b, ndev);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  ck_assert_uint_eq(st.observer_drops, 0);
+  if (ndev == 2)
+    ck_assert_uint_gt(st.event_waits, 0);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  printf("perfetto over %d device(s): ", ndev);
+  check_trace_on(trace_path, 2 * nops + 1, st.event_waits, timing, ndev);
   unlink(trace_path);
 }
 END_TEST
@@ -346,6 +397,7 @@ int main(void) {
   TCase *tc = tcase_create("observers");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 4);
+  tcase_add_test(tc, perfetto_trace_over_two_devices);
   tcase_add_test(tc, cuasync_trace_variable);
   tcase_add_test(tc, no_observer_no_drops);
   /* (the nvtx observer and its test library are built with CUDA) */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/trace_check.py TRACE OPS WAITS [TIMING]: checks a trace of the perfetto
+"""tests/trace_check.py TRACE OPS WAITS [TIMING [DEVICES]]: checks a trace of the perfetto
 observer (tests/check_observers.c writes it): valid JSON, parsed by Python's
 json module; OPS complete slices ("ph": "X"), one per op; no two slices of
 one stream (pid, tid) overlapping; every op starting at or after the end of
@@ -9,7 +9,8 @@ stream; a summary (otherData.summary) that agrees with the slices: OPS
 ops, WAITS waits, the makespan of the slices, a critical path no longer
 than it, streams adding up to the ops; with TIMING (measured,
 end-measured or estimated, or several joined by '|'), every slice's times
-from there, the same for all. Exits 0, or 1 saying what is
+from there, the same for all; with DEVICES, slices on that many devices
+(processes), each named as a device in the metadata. Exits 0, or 1 saying what is
 wrong."""
 import json
 import sys
@@ -24,12 +25,21 @@ def fail(why):
 def main():
     path, nops, nwaits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     timing = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+    ndev = int(sys.argv[5]) if len(sys.argv) > 5 else None
     with open(path) as f:
         doc = json.load(f)
     events = doc["traceEvents"]
     slices = [e for e in events if e["ph"] == "X"]
     if len(slices) != nops:
         fail("%d slices, expected %d" % (len(slices), nops))
+    pids = set(e["pid"] for e in slices)
+    if ndev is not None:
+        if len(pids) != ndev:
+            fail("slices on %d device(s), expected %d" % (len(pids), ndev))
+        named = set(e["pid"] for e in events
+                    if e["ph"] == "M" and e["name"] == "process_name")
+        if not pids <= named:
+            fail("a device's process has no name")
     by_op = {}
     timings = set(e["args"]["timing"] for e in slices)
     if timing is not None and (len(timings) != 1 or
@@ -99,9 +109,10 @@ def main():
         if st["busy_us"] > makespan + 0.002 or st["idle_us"] < 0:
             fail("stream %d/%d: busy %.3f us, idle %.3f us" %
                  (st["device"], st["stream"], st["busy_us"], st["idle_us"]))
-    print("trace_check: %d slices on %d streams, %d dependencies in order, "
+    print("trace_check: %d slices on %d streams of %d device(s), "
+          "%d dependencies in order, "
           "%d wait flows; makespan %.1f us, critical path %.1f us" %
-          (len(slices), len(tracks), deps, waits, makespan, path))
+          (len(slices), len(tracks), len(pids), deps, waits, makespan, path))
 
 
 main()
