@@ -297,9 +297,9 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       inflight_push(rt, n->stream, n);
       /* A MARK of its own: in pull mode, so that the completion thread
        * sees each op end and its stream is offered again as soon as it
-       * has room; for an op whose model has few samples yet (CUDA), so
-       * that its duration is measured alone, not as a share of a batch. */
-      n->sampled = n->pulled != 2 && cua__models_sampling(rt, n);
+       * has room; for an op whose model has few samples yet (CUDA), timed
+       * by the backend, so that the completion thread sees its own end. */
+      n->sampled = cua__models_sampling(rt, n);
       if (n->pulled == 2 || n->sampled ||
           (!chunks && n->stream->launched - n->stream->marked >= MARK_EVERY))
         (void)mark_stream(r, n->stream);

@@ -204,11 +204,18 @@ void cua__models_measured(cua_runtime *rt, const cua__node *n) {
   if (m == NULL || op == NULL || n->code != 0 || n->duration_ns == 0 ||
       n->pl.device < 0 || n->pl.device >= m->ndev || !kind_timed(op->kind))
     return;
-  /* Only an op measured alone teaches the models: a share of an interval
-   * several ops ran in says what the models already guessed (the shares
-   * are in proportion to it), and hundreds of such shares would outweigh
-   * the few exact samples and pull every class of a batch to one mean. */
-  if (n->dur_share > 1)
+  /* Only an op the backend timed teaches the models (the host backend
+   * times every op; a device backend the ops a class samples, with an
+   * event pair). A share of an interval several ops ran in says what the
+   * models already guessed (the shares are in proportion to it), and
+   * hundreds of such shares would outweigh the few exact samples and pull
+   * every class of a batch to one mean. An op seen complete alone is no
+   * better: its interval runs from its launch, or the end of the op before
+   * it, so inside a DAG it also counts the time the op waited for inputs
+   * on other streams (on two H200s, one such sample of 17 ms among the
+   * 500 us spins of a class drew heft's plans of independent chains over
+   * the devices: 1.24x the makespan round-robin got). */
+  if (n->dur_share != 0)
     return;
   mfam *f = n->mfam != NULL
                 ? n->mfam

@@ -656,6 +656,69 @@ START_TEST(dmda_uses_measured_durations) {
 }
 END_TEST
 
+/* "split" places ops named "short" on stream 1 of device 0, the others on
+ * stream 0. */
+static int sp_create(const cua_policy_host *host, const cua_param_value *params,
+                     void **state) {
+  (void)params;
+  if (host->ensure_streams(host->core, 0, 2) != 0)
+    return CUA_ERR_NOMEM;
+  *state = NULL;
+  return 0;
+}
+
+static int sp_place(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  out->device = 0;
+  out->stream = op->name != NULL && strcmp(op->name, "short") == 0;
+  return 0;
+}
+
+static const cua_policy_descriptor split =
+    CUA_POLICY_INIT(.name = "split", .version = "1",
+                    .description = "short ops on stream 1", .create = sp_create,
+                    .place = sp_place);
+
+/* Only ops the backend timed teach the models. On a backend without host
+ * threads (launchtime: every op runs inside launch(), as a stream function
+ * does on CUDA) the completion thread estimates the others' durations
+ * from when it saw their streams progress; a "short" op launched after a
+ * "long" one on another stream and seen complete alone would teach the
+ * models an interval that counts the long one's run (as on a GPU an op's
+ * interval counts the time it waited for inputs on other streams). 40
+ * rounds: the first 16 shorts are timed, 24 are not. */
+START_TEST(only_timed_ops_teach_the_models) {
+  int rc = cua_policy_register(&split);
+  ck_assert_msg(rc == 0 || rc == CUA_ERR_INVAL, "register: %s",
+                cua_runtime_error(NULL));
+  cua_runtime *rt = NULL;
+  rc = open_text(&rt, "[runtime]\nbackend = launchtime\npolicy = split\n"
+                      "models = memory\n");
+  ck_assert_msg(rc == 0, "%s: %s", cua_err_name(rc), cua_runtime_error(NULL));
+  for (int i = 0; i < 40; i++) {
+    cua_op *lo, *sh, *t;
+    ck_assert_int_eq(cua_op_spin(&lo, rt, 3000000, 1), 0);
+    ck_assert_int_eq(cua_op_spin(&sh, rt, 100000, 1), 0);
+    cua_hints h = CUA_HINTS_INIT;
+    h.name = "long";
+    ck_assert_int_eq(cua_op_set_hints(lo, &h), 0);
+    h.name = "short";
+    ck_assert_int_eq(cua_op_set_hints(sh, &h), 0);
+    ck_assert_int_eq(cua_op_then(&t, lo, sh), 0);
+    cua_op_destroy(lo);
+    cua_op_destroy(sh);
+    ck_assert_int_eq(run_op(rt, t), 0);
+  }
+  found f = lookup(rt, CUA_OP_SPIN, "short");
+  ck_assert_int_eq(f.n, 1);
+  ck_assert_msg(f.e.samples >= 16 && f.e.mean_ns >= 100000 &&
+                    f.e.mean_ns < 1000000,
+                "the 100 us op measured %llu ns on average over %.0f samples",
+                (unsigned long long)f.e.mean_ns, f.e.samples);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("models");
   TCase *t = tcase_create("models");
@@ -673,6 +736,7 @@ static Suite *suite(void) {
   tcase_add_test(t, the_models_key_is_checked);
   tcase_add_test(t, a_relative_directory_is_the_files);
   tcase_add_test(t, dmda_uses_measured_durations);
+  tcase_add_test(t, only_timed_ops_teach_the_models);
   suite_add_tcase(s, t);
   return s;
 }
