@@ -326,8 +326,11 @@ typedef struct cua_policy_host {
   /** The core's performance model: how long @p op is expected to take on
    * @p device. Models are measured durations per op class (kind, name,
    * tag, bucket of the cost hint), size bucket (log2 of the bytes hint)
-   * and device, learned from every op the runtime runs and kept per host
-   * between runs ([runtime] models in cuasync.ini(5)). With no
+   * and device, learned from the ops the backend times (on the host
+   * backend every op; on CUDA the first 16 of each class, size bucket and
+   * device in a runtime, each with an event pair, so that the time an op
+   * waits for its inputs is not counted) and kept per host between runs
+   * ([runtime] models in cuasync.ini(5)). With no
    * measurement of the op's own size bucket (or fewer than 3), a
    * regression over the class's other sizes answers, if there are two;
    * else the op's cost hint (#CUA_ESTIMATE_HINT); else
