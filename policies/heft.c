@@ -180,8 +180,10 @@ static uint64_t expect(const heft_state *s, const cua_op_info *in, int dev) {
   return in->cost_ns > 0 ? in->cost_ns : s->default_cost;
 }
 
-/* w(i, d) of the plan; d < 0: the mean over the devices. */
-static uint64_t cost_of(const heft_state *s, const cua_dag_op *op, int dev) {
+/* w(i, d) of the plan for every device d into @p w (0 for a host step);
+ * returns their mean, what the upward rank counts. */
+static uint64_t costs_of(const heft_state *s, const cua_dag_op *op,
+                         uint64_t *w) {
   if (op->host)
     return 0;
   cua_op_info in = {.size = sizeof in,
@@ -190,11 +192,11 @@ static uint64_t cost_of(const heft_state *s, const cua_dag_op *op, int dev) {
                     .tag = op->tag,
                     .cost_ns = op->cost_ns,
                     .bytes = op->bytes};
-  if (dev >= 0)
-    return expect(s, &in, dev);
   double sum = 0;
-  for (int d = 0; d < s->ndev; d++)
-    sum += (double)expect(s, &in, d);
+  for (int d = 0; d < s->ndev; d++) {
+    w[d] = expect(s, &in, d);
+    sum += (double)w[d];
+  }
   return s->ndev > 0 ? (uint64_t)(sum / s->ndev) : 0;
 }
 
@@ -280,8 +282,13 @@ static void heft_begin(void *state, const cua_dag *dag) {
   heft_plan *plan = calloc(1, sizeof *plan);
   heft_slot *slots = calloc(n, sizeof *slots);
   int *pdev = calloc(n, sizeof *pdev), *pstr = calloc(n, sizeof *pstr);
+  /* w(i, d), asked of the models once per op and device: the ranks need
+   * every device's, the placement each device's again. */
+  size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
+  uint64_t *w = calloc(n * nd, sizeof *w), *rem = calloc(nd, sizeof *rem);
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
-      slots == NULL || pdev == NULL || pstr == NULL) {
+      slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
+      rem == NULL) {
     /* Without a plan, place() decides on the live loads. */
     s->host->log(s->host->core, CUA_LOG_WARN,
                  "out of memory planning submission %" PRIu64, dag->submission);
@@ -296,7 +303,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
     for (size_t k = 0; k < op->nsuccessors; k++)
       if (rank[op->successors[k]] > best)
         best = rank[op->successors[k]];
-    rank[i] = cost_of(s, op, -1) + best;
+    rank[i] = costs_of(s, op, w + i * nd) + best;
   }
   if (s->by_rank) {
     for (size_t i = 0; i < n; i++) {
@@ -346,6 +353,11 @@ static void heft_begin(void *state, const cua_dag *dag) {
     }
     int bd = -1, bs = -1;
     uint64_t best = UINT64_MAX;
+    /* What the op takes on each device it may use, reaching its buffers
+     * there included. */
+    for (int d = 0; d < s->ndev; d++)
+      if (op->restrict_device < 0 || d == op->restrict_device)
+        rem[d] = w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
     /* The last input's stream first, so that a tie keeps it. */
     if (last != SIZE_MAX && pdev[last] >= 0 &&
         (op->restrict_device < 0 || op->restrict_device == pdev[last])) {
@@ -353,12 +365,12 @@ static void heft_begin(void *state, const cua_dag *dag) {
       bs = pstr[last];
       uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
       uint64_t at = plan_ready(s, op, finish, pdev, pstr, bd, bs, now);
-      best = (f > at ? f : at) + cost_of(s, op, bd) + remote_ns(s, dag, op, bd);
+      best = (f > at ? f : at) + rem[bd];
     }
     for (int d = 0; d < s->ndev; d++) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
         continue;
-      uint64_t extra = cost_of(s, op, d) + remote_ns(s, dag, op, d);
+      uint64_t extra = rem[d];
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
         uint64_t at = plan_ready(s, op, finish, pdev, pstr, d, st, now);
@@ -394,6 +406,8 @@ static void heft_begin(void *state, const cua_dag *dag) {
   s->last_span = span - now;
 
 out:
+  free(w);
+  free(rem);
   free(rank);
   free(finish);
   free(order);
