@@ -278,7 +278,7 @@ START_TEST(models_are_kept_for_the_next_process) {
                 "the first process did not see its models");
   char *text = read_all(model_file(dir));
   ck_assert_msg(text != NULL, "no model file %s", model_file(dir));
-  ck_assert_msg(strncmp(text, "cuasync-models 1 ", 17) == 0, "%s", text);
+  ck_assert_msg(strncmp(text, "cuasync-models 2 ", 17) == 0, "%s", text);
 
   cua_runtime *rt = open_models(dir, NULL);
   found f = lookup(rt, CUA_OP_SPIN, "short");
@@ -330,7 +330,7 @@ START_TEST(a_regression_answers_for_sizes_not_measured) {
   char text[4096];
   double x1 = 1048576, x4 = 4194304, y1 = 1e6, y4 = 4e6;
   snprintf(text, sizeof text,
-           "cuasync-models 1 %s\n"
+           "cuasync-models 2 %s\n"
            "# written by check_models\n"
            "op host %s memset - - 0 21 4 %.17g %.17g %.17g %.17g %.17g\n"
            "op host %s memset - - 0 23 4 %.17g %.17g %.17g %.17g %.17g\n"
@@ -412,11 +412,11 @@ END_TEST
 START_TEST(a_corrupt_file_is_ignored_with_a_warning) {
   register_probe();
   make_dir();
-  write_file(model_file(dir), "cuasync-models 1 x\n");
+  write_file(model_file(dir), "cuasync-models 2 x\n");
   /* The right header, then garbage. */
   char text[1024];
   snprintf(text, sizeof text,
-           "cuasync-models 1 %s\nop host 0:x spin - - 0 0 nan 1 1 1 1 1\n",
+           "cuasync-models 2 %s\nop host 0:x spin - - 0 0 nan 1 1 1 1 1\n",
            host_field());
   write_file(model_file(dir), text);
   capture_begin();
@@ -469,7 +469,7 @@ START_TEST(a_file_that_is_not_a_regular_file_is_left_alone) {
 
   char text[1024];
   snprintf(text, sizeof text,
-           "cuasync-models 1 %s\nop host 0:x spin - - 0 0 1 0 0 1e300 0 0\n",
+           "cuasync-models 2 %s\nop host 0:x spin - - 0 0 1 0 0 1e300 0 0\n",
            host_field());
   write_file(model_file(dir), text);
   capture_begin();
@@ -485,7 +485,7 @@ START_TEST(a_foreign_file_is_ignored_with_a_warning) {
   register_probe();
   make_dir();
   write_file(model_file(dir),
-             "cuasync-models 1 some-other-host\nop host 0:x spin - - 0 0 1 1 "
+             "cuasync-models 2 some-other-host\nop host 0:x spin - - 0 0 1 1 "
              "1 1 1 1\n");
   capture_begin();
   cua_runtime *rt = open_models(dir, NULL);
@@ -503,8 +503,23 @@ START_TEST(a_foreign_file_is_ignored_with_a_warning) {
   rt = open_models(dir, NULL);
   err = capture_end();
   ck_assert_msg(strstr(err, "another version of cuasync (format 9, this one "
-                            "reads 1)") != NULL,
+                            "reads 2)") != NULL,
                 "stderr: %s", err);
+  cua_runtime_destroy(rt);
+
+  /* Format 1 held durations the completion thread estimated (models.c):
+   * not read. */
+  snprintf(text, sizeof text,
+           "cuasync-models 1 %s\nop host 0:x spin - - 0 0 1 1 1 1 1 1\n",
+           host_field());
+  write_file(model_file(dir), text);
+  capture_begin();
+  rt = open_models(dir, NULL);
+  err = capture_end();
+  ck_assert_msg(strstr(err, "another version of cuasync (format 1, this one "
+                            "reads 2)") != NULL,
+                "stderr: %s", err);
+  ck_assert_int_eq(entries(rt), 0);
   cua_runtime_destroy(rt);
 }
 END_TEST
