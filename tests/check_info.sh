@@ -114,7 +114,7 @@ expect "$OUT" "^Performance models: $TMP/models/models-.*\\.txt, 0 entries" \
 host=$(ls "$TMP/models" 2>/dev/null)
 [ -z "$host" ] || fail "--models: a run that measured nothing wrote $host"
 hn=$(uname -n)
-printf 'cuasync-models 1 %s\nop host 0:host%%20device%%200 spin gemm - 20 0 3 0 0 3000000 3000000000000 0\n' \
+printf 'cuasync-models 2 %s\nop host 0:host%%20device%%200 spin gemm - 20 0 3 0 0 3000000 3000000000000 0\n' \
   "$hn" >"$TMP/models/models-$hn.txt"
 run 0 --config "$TMP/m.ini" --models
 expect "$OUT" '^Performance models: .*, 1 entry' "--models: the summary"
