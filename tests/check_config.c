@@ -1082,6 +1082,9 @@ static void expect_reads_back(const cua__config *cfg) {
     ck_assert_str_eq(again->policy_path[i], cfg->policy_path[i]);
   ck_assert_int_eq(again->on_policy_error, cfg->on_policy_error);
   ck_assert_int_eq(again->launch, cfg->launch);
+  ck_assert_uint_eq(again->nobservers, cfg->nobservers);
+  for (i = 0; i < cfg->nobservers; i++)
+    ck_assert_str_eq(again->observers[i], cfg->observers[i]);
   for (i = 0; i < cfg->nsections; i++) {
     const cua__section *s = &cfg->sections[i];
     const cua__section *t = cua__config_section(again, s->name);
@@ -1248,6 +1251,17 @@ START_TEST(printed_lines_fit_the_line_limit) {
                           i + 1000);
   snprintf(text, sizeof text, "[runtime]\ndevices=%s\n", list);
   cfg = load_ok(text);
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+  /* Observer names one blank apart, as many as a line holds (the printer
+   * once joined them with ", ", a byte longer each: found by fuzz_conf). */
+  n = 0;
+  for (i = 0; n + 8 < (size_t)max - 10; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%so%d", i ? " " : "",
+                          i + 1000);
+  snprintf(text, sizeof text, "[runtime]\nobservers=%s\n", list);
+  cfg = load_ok(text);
+  ck_assert_uint_gt(cfg->nobservers, 20);
   expect_reads_back(cfg);
   cua__config_free(cfg);
 }
