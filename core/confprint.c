@@ -213,10 +213,11 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
     size_t off = 0;
     names[0] = '\0';
     for (i = 0; i < cfg->nobservers && off < sizeof names; i++) {
-      /* One blank between names: never longer than the value read,
-       * which had at least one comma or blank between each two. */
+      /* A bare comma between names: never longer than the value read,
+       * which had at least one comma or blank between each two, and no
+       * blank that would make a ';' after it start a comment. */
       int w = snprintf(names + off, sizeof names - off, "%s%s",
-                       i > 0 ? " " : "", cfg->observers[i]);
+                       i > 0 ? "," : "", cfg->observers[i]);
       if (w < 0)
         break;
       off += (size_t)w;

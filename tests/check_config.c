@@ -1254,7 +1254,9 @@ START_TEST(printed_lines_fit_the_line_limit) {
   expect_reads_back(cfg);
   cua__config_free(cfg);
   /* Observer names one blank apart, as many as a line holds (the printer
-   * once joined them with ", ", a byte longer each: found by fuzz_conf). */
+   * once joined them with ", ", a byte longer each: found by fuzz_conf),
+   * and names one comma apart, one of them a ';' (a blank before it would
+   * make it a comment). */
   n = 0;
   for (i = 0; n + 8 < (size_t)max - 10; i++)
     n += (size_t)snprintf(list + n, sizeof list - n, "%so%d", i ? " " : "",
@@ -1262,6 +1264,17 @@ START_TEST(printed_lines_fit_the_line_limit) {
   snprintf(text, sizeof text, "[runtime]\nobservers=%s\n", list);
   cfg = load_ok(text);
   ck_assert_uint_gt(cfg->nobservers, 20);
+  expect_reads_back(cfg);
+  cua__config_free(cfg);
+  /* A name of control bytes (quoted, each would be \xHH) beside one
+   * that is a ';': plain, a blank before the ';' would start a comment. */
+  n = (size_t)snprintf(text, sizeof text, "[runtime]\nobservers=o");
+  for (i = 0; i < 60; i++)
+    text[n++] = '\x0f';
+  snprintf(text + n, sizeof text - n, "1,,,;x,,(,;\n");
+  cfg = load_ok(text);
+  ck_assert_uint_eq(cfg->nobservers, 4);
+  ck_assert_str_eq(cfg->observers[1], ";x");
   expect_reads_back(cfg);
   cua__config_free(cfg);
 }
