@@ -279,8 +279,8 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r) {
  * other, between the later of that look and the first one's launch, and
  * now. Each gets a share of that interval in proportion to what it was
  * expected to take when placed (est_cost: its model's mean, else its cost
- * hint; equal shares when one of them has neither), and remembers how
- * many shared it: only an op measured alone teaches the models. An op the
+ * hint; equal shares when one of them has neither), and is marked as
+ * estimated: such a duration never teaches the models (models.c). An op the
  * backend timed itself (a model's sample, executor.c) keeps that duration
  * and its time is taken out of the interval before the others share it. */
 static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
@@ -323,7 +323,7 @@ static void estimate_durations(cua_runtime *rt, cua__stream *s, uint64_t upto) {
           equal || k == 1
               ? span / k
               : (uint64_t)((double)span * (double)n->est_cost / total);
-      n->dur_share = (uint32_t)(k > UINT32_MAX ? UINT32_MAX : k);
+      n->dur_estimated = 1;
     }
   s->t_done = now;
 }

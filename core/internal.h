@@ -444,9 +444,9 @@ struct cua__node {
   atomic_int nstates; /* buffer states (writers, readers) that hold it */
   uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
   uint64_t t_launch;  /* when decided, if durations are measured */
-  uint32_t dur_share; /* duration_ns is the completion thread's estimate,
-                         a share of an interval this many ops ran in
-                         (complete.c); 0: the backend timed it */
+  int dur_estimated;  /* duration_ns is the completion thread's estimate,
+                         a share of an interval (complete.c), not the
+                         backend's timing */
   uint64_t est_cost;  /* expected duration, counted in its stream's load */
   void *mfam;         /* its performance model's class (models.c), if any */
   int pulled;  /* pull.c: 1 held by a pull-mode policy, 2 given to a stream

@@ -35,7 +35,8 @@
  * intervals a device backend's completion thread saw, which counted the
  * time ops waited for their inputs (models.c), so it is not read. */
 #define MODELS_VERSION 2
-#define MODELS_VERSION_STR "2"
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define MAX_FILE_BYTES (64u << 20)
 
 /* ------------------------------------------------------------ fields */
@@ -247,7 +248,7 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
       int nf = split(copy, fld, 3);
       if (nf != 3 || strcmp(fld[0], "cuasync-models") != 0) {
         why = "not a cuasync model file";
-      } else if (strcmp(fld[1], MODELS_VERSION_STR) != 0) {
+      } else if (strcmp(fld[1], STR(MODELS_VERSION)) != 0) {
         if (!quiet)
           warn("%s was written by another version of cuasync (format %s, this "
                "one reads %d); ignored",

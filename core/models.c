@@ -215,7 +215,7 @@ void cua__models_measured(cua_runtime *rt, const cua__node *n) {
    * on other streams (on two H200s, one such sample of 17 ms among the
    * 500 us spins of a class drew heft's plans of independent chains over
    * the devices: 1.24x the makespan round-robin got). */
-  if (n->dur_share != 0)
+  if (n->dur_estimated)
     return;
   mfam *f = n->mfam != NULL
                 ? n->mfam

@@ -285,10 +285,10 @@ static void heft_begin(void *state, const cua_dag *dag) {
   /* w(i, d), asked of the models once per op and device: the ranks need
    * every device's, the placement each device's again. */
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
-  uint64_t *w = calloc(n * nd, sizeof *w), *rem = calloc(nd, sizeof *rem);
+  uint64_t *w = calloc(n * nd, sizeof *w), *on = calloc(nd, sizeof *on);
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
       slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
-      rem == NULL) {
+      on == NULL) {
     /* Without a plan, place() decides on the live loads. */
     s->host->log(s->host->core, CUA_LOG_WARN,
                  "out of memory planning submission %" PRIu64, dag->submission);
@@ -357,7 +357,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
      * there included. */
     for (int d = 0; d < s->ndev; d++)
       if (op->restrict_device < 0 || d == op->restrict_device)
-        rem[d] = w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
+        on[d] = w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
     /* The last input's stream first, so that a tie keeps it. */
     if (last != SIZE_MAX && pdev[last] >= 0 &&
         (op->restrict_device < 0 || op->restrict_device == pdev[last])) {
@@ -365,12 +365,12 @@ static void heft_begin(void *state, const cua_dag *dag) {
       bs = pstr[last];
       uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
       uint64_t at = plan_ready(s, op, finish, pdev, pstr, bd, bs, now);
-      best = (f > at ? f : at) + rem[bd];
+      best = (f > at ? f : at) + on[bd];
     }
     for (int d = 0; d < s->ndev; d++) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
         continue;
-      uint64_t extra = rem[d];
+      uint64_t extra = on[d];
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
         uint64_t at = plan_ready(s, op, finish, pdev, pstr, d, st, now);
@@ -407,7 +407,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
 
 out:
   free(w);
-  free(rem);
+  free(on);
   free(rank);
   free(finish);
   free(order);
