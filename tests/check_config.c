@@ -1217,6 +1217,17 @@ START_TEST(printed_env_policy_reads_back) {
 }
 END_TEST
 
+/* Writes @p prefix followed by a number from 1000 up, @p sep between
+ * them, into @p list until the next would pass @p room bytes. */
+static void numbered_list(char *list, size_t len, const char *prefix,
+                          const char *sep, size_t room) {
+  size_t n = 0;
+  list[0] = '\0';
+  for (int i = 0; n + strlen(prefix) + 4 + strlen(sep) <= room && n < len; i++)
+    n += (size_t)snprintf(list + n, len - n, "%s%s%d", i ? sep : "", prefix,
+                          i + 1000);
+}
+
 START_TEST(printed_lines_fit_the_line_limit) {
   int max = line_limit();
   char text[4096], list[2048];
@@ -1245,10 +1256,7 @@ START_TEST(printed_lines_fit_the_line_limit) {
   expect_reads_back(cfg);
   cua__config_free(cfg);
   /* The device list as long as a line can hold. */
-  n = 0;
-  for (i = 0; n + 12 < (size_t)max - 8; i++)
-    n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", i ? "," : "",
-                          i + 1000);
+  numbered_list(list, sizeof list, "", ",", (size_t)max - 8);
   snprintf(text, sizeof text, "[runtime]\ndevices=%s\n", list);
   cfg = load_ok(text);
   expect_reads_back(cfg);
@@ -1257,10 +1265,7 @@ START_TEST(printed_lines_fit_the_line_limit) {
    * once joined them with ", ", a byte longer each: found by fuzz_conf),
    * and names one comma apart, one of them a ';' (a blank before it would
    * make it a comment). */
-  n = 0;
-  for (i = 0; n + 8 < (size_t)max - 10; i++)
-    n += (size_t)snprintf(list + n, sizeof list - n, "%so%d", i ? " " : "",
-                          i + 1000);
+  numbered_list(list, sizeof list, "o", " ", (size_t)max - 10);
   snprintf(text, sizeof text, "[runtime]\nobservers=%s\n", list);
   cfg = load_ok(text);
   ck_assert_uint_gt(cfg->nobservers, 20);

@@ -481,46 +481,35 @@ START_TEST(a_file_that_is_not_a_regular_file_is_left_alone) {
 }
 END_TEST
 
-START_TEST(a_foreign_file_is_ignored_with_a_warning) {
-  register_probe();
-  make_dir();
-  write_file(model_file(dir),
-             "cuasync-models 2 some-other-host\nop host 0:x spin - - 0 0 1 1 "
-             "1 1 1 1\n");
+/* Writes @p text as the model file of dir and opens a runtime on it:
+ * @p warning is on stderr and no entry was read. */
+static void expect_ignored(const char *text, const char *warning) {
+  write_file(model_file(dir), text);
   capture_begin();
   cua_runtime *rt = open_models(dir, NULL);
   const char *err = capture_end();
-  ck_assert_msg(strstr(err, "written on host some-other-host, not on this "
-                            "one") != NULL,
-                "stderr: %s", err);
+  ck_assert_msg(strstr(err, warning) != NULL, "stderr: %s", err);
   ck_assert_int_eq(entries(rt), 0);
   cua_runtime_destroy(rt);
+}
 
+START_TEST(a_foreign_file_is_ignored_with_a_warning) {
+  register_probe();
+  make_dir();
+  expect_ignored("cuasync-models 2 some-other-host\nop host 0:x spin - - 0 0 "
+                 "1 1 1 1 1 1\n",
+                 "written on host some-other-host, not on this one");
   char text[1024];
   snprintf(text, sizeof text, "cuasync-models 9 %s\n", host_field());
-  write_file(model_file(dir), text);
-  capture_begin();
-  rt = open_models(dir, NULL);
-  err = capture_end();
-  ck_assert_msg(strstr(err, "another version of cuasync (format 9, this one "
-                            "reads 2)") != NULL,
-                "stderr: %s", err);
-  cua_runtime_destroy(rt);
-
+  expect_ignored(text, "another version of cuasync (format 9, this one "
+                       "reads 2)");
   /* Format 1 held durations the completion thread estimated (models.c):
    * not read. */
   snprintf(text, sizeof text,
            "cuasync-models 1 %s\nop host 0:x spin - - 0 0 1 1 1 1 1 1\n",
            host_field());
-  write_file(model_file(dir), text);
-  capture_begin();
-  rt = open_models(dir, NULL);
-  err = capture_end();
-  ck_assert_msg(strstr(err, "another version of cuasync (format 1, this one "
-                            "reads 2)") != NULL,
-                "stderr: %s", err);
-  ck_assert_int_eq(entries(rt), 0);
-  cua_runtime_destroy(rt);
+  expect_ignored(text, "another version of cuasync (format 1, this one "
+                       "reads 2)");
 }
 END_TEST
 
