@@ -283,9 +283,12 @@ static void heft_begin(void *state, const cua_dag *dag) {
   heft_slot *slots = calloc(n, sizeof *slots);
   int *pdev = calloc(n, sizeof *pdev), *pstr = calloc(n, sizeof *pstr);
   /* w(i, d), asked of the models once per op and device: the ranks need
-   * every device's, the placement each device's again. */
+   * every device's, the placement each device's again; then, in the same
+   * block, on[d]: the op being placed on device d, its remote reads
+   * included. */
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
-  uint64_t *w = calloc(n * nd, sizeof *w), *on = calloc(nd, sizeof *on);
+  uint64_t *w = calloc((n + 1) * nd, sizeof *w);
+  uint64_t *on = w != NULL ? w + n * nd : NULL;
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
       slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
       on == NULL) {
@@ -353,8 +356,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
     }
     int bd = -1, bs = -1;
     uint64_t best = UINT64_MAX;
-    /* What the op takes on each device it may use, reaching its buffers
-     * there included. */
+    /* on[d] for each device it may use. */
     for (int d = 0; d < s->ndev; d++)
       if (op->restrict_device < 0 || d == op->restrict_device)
         on[d] = w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
@@ -407,7 +409,6 @@ static void heft_begin(void *state, const cua_dag *dag) {
 
 out:
   free(w);
-  free(on);
   free(rank);
   free(finish);
   free(order);
