@@ -290,8 +290,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
   uint64_t *w = calloc((n + 1) * nd, sizeof *w);
   uint64_t *on = w != NULL ? w + n * nd : NULL;
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
-      slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
-      on == NULL) {
+      slots == NULL || pdev == NULL || pstr == NULL || w == NULL) {
     /* Without a plan, place() decides on the live loads. */
     s->host->log(s->host->core, CUA_LOG_WARN,
                  "out of memory planning submission %" PRIu64, dag->submission);
