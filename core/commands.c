@@ -14,7 +14,10 @@
  * and its command list. Everything here runs under rt->lock and calls no
  * backend and no user code, except cua__round_flush(), which releases the
  * lock, wakes the completion thread if the round asked for it (the
- * backend's wake() among it) and hands the list to the executor.
+ * backend's wake() among it) and hands the list to the executor. A
+ * submission's round calls it between chunks of its decisions too
+ * (apply_chunk()), when the round holds nothing but nodes ready to be
+ * placed.
  */
 #include "config.h"
 #include "internal.h"
@@ -232,12 +235,10 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * streams are marked only at the round's end, as before (marks in between
  * would have the completion thread finish ops, under rt->lock, while the
  * round still decides: on a chain of short kernels that contention cost
- * more than the early start gains). Only with a launch thread: the chunk
- * is queued for it (in decision order, rt->lock held throughout), so its
- * launches overlap the next decisions. Without one, the deciding thread
- * would have to apply each chunk itself, between decisions: tried (rt->lock
- * released between chunks), it made a chain of 10,000 short kernels about
- * 1.2x slower on an H100 and the 50 us patterns no faster, in an A/B run. */
+ * more than the early start gains). The chunk is queued for the launch
+ * thread (in decision order, rt->lock held throughout), so its launches
+ * overlap the next decisions. Without a launch thread, a submission's round
+ * applies its own chunks (apply_chunk(), below). */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
 
@@ -252,6 +253,28 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * stencil, tree and random patterns 1.14, 1.13, 1.22 -> 1.11, 1.12, 1.17x
  * raw-streams under round-robin. */
 #define MARK_EVERY 64
+
+/* Without a launch thread, a submission's round (r->chunked, set by
+ * do_submit()) applies its list in chunks itself, between decisions, with
+ * rt->lock released: the first after CHUNK_FIRST launches, each next one
+ * twice as long, with no cap, so that a DAG of N ops releases the lock
+ * about log2(N / CHUNK_FIRST) times. The device starts on the first ops
+ * while the rest are decided: on an H200, the 50 us stencil of 1,024
+ * tasks under round-robin waited 0.8 ms of decisions (after 1 ms of
+ * building) before its first op started, 5% of its makespan; with the
+ * chunks, 1.08-1.10x raw-streams instead of 1.13-1.17x (doc/results,
+ * fifteenth session). Unlike the launch thread's chunks, these keep the
+ * marks every MARK_EVERY launches. (The third session tried chunks of at
+ * most CHUNK_MAX launches: a chain of 10,000 short kernels took the lock
+ * back 40 times, against the completion thread, and ran 1.2x slower.) */
+static void apply_chunk(cua_runtime *rt, cua__round *r) {
+  (void)cua__exact_points(r);
+  cua__kick_at_flush(rt, r);
+  cua__round_flush(rt, r, 1);
+  r->chunk_len = 0;
+  r->chunk_at *= 2;
+  r->now = 0; /* the next placement reads the clock again */
+}
 
 static void hand_over(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
@@ -277,9 +300,11 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
   for (;;) {
     cua__node *n;
     int chunks = rt->launcher_started && !r->no_chunks;
+    int own = !rt->launcher_started && r->chunked;
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
-    if ((!chunks || r->launch.head == NULL) && (n = q_pop(&r->place)) != NULL) {
+    if ((!(chunks || own) || r->launch.head == NULL) &&
+        (n = q_pop(&r->place)) != NULL) {
       cua__place_one(rt, n, r);
       continue;
     }
@@ -305,6 +330,13 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         (void)mark_stream(r, n->stream);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
+      /* Its own chunk only between decisions: with nothing placed and
+       * not decided (their stream numbers are taken) and nothing to
+       * settle, what the round still holds is only nodes ready to be
+       * placed, which no other round touches while rt->lock is out. */
+      if (own && ++r->chunk_len >= r->chunk_at && r->place.head != NULL &&
+          r->launch.head == NULL && r->settle.head == NULL)
+        apply_chunk(rt, r);
       continue;
     }
     if ((n = q_pop(&r->settle)) != NULL) {

@@ -564,6 +564,7 @@ typedef struct cua__round {
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
   int no_chunks;       /* a hand-over failed: one list for the rest */
+  int chunked;         /* no launch thread: apply chunks as decided */
   int kick;            /* wake the completion thread at the flush */
   int kick_backend;    /* and the backend's wait (host nodes are ready) */
   uint64_t now;        /* the clock, read by the round's first placement */

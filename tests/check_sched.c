@@ -216,6 +216,67 @@ START_TEST(stream_function_may_submit_but_not_wait) {
 }
 END_TEST
 
+/* ----------------------------------------------- a large DAG starts early */
+
+typedef struct seen_ops {
+  cua_runtime *rt;
+  uint64_t ops; /* ops the runtime had decided when the function ran */
+  int rc;
+} seen_ops;
+
+static int count_decided_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  seen_ops *s = arg;
+  cua_stats st;
+  memset(&st, 0, sizeof st);
+  st.size = sizeof st;
+  s->rc = cua_runtime_stats(s->rt, &st);
+  s->ops = st.ops;
+  return 0;
+}
+
+/* A DAG submitted whole starts to run before all of it is decided: the
+ * submitting thread applies its decisions in chunks (the first after 16
+ * launches). The first op of a chain of 1 + 2047 ops, a stream function,
+ * counts the ops decided when it runs. On the backends that run stream
+ * functions at launch, in the submitting thread (launchtime, CUDA), that
+ * is exactly when its chunk is applied; on host, its stream's thread runs
+ * it once it is handed over, long before the 2,047 other decisions are
+ * done. Then every op ran, in order. */
+START_TEST(a_large_dag_starts_before_it_is_all_decided) {
+  enum { LINKS = 2047 };
+  cua_runtime *rt = open_policy("single-stream", NULL);
+  cua_buffer *b = buffer(rt);
+  cua_stats st0;
+  memset(&st0, 0, sizeof st0);
+  st0.size = sizeof st0;
+  ck_assert_int_eq(cua_runtime_stats(rt, &st0), 0);
+  seen_ops seen = {.rt = rt};
+  cua_op *chain = NULL;
+  ck_assert_int_eq(cua_op_func(&chain, rt, count_decided_fn, &seen, NULL, 0),
+                   0);
+  for (int i = 1; i <= LINKS; i++) {
+    cua_op *f = NULL, *t = NULL;
+    ck_assert_int_eq(cua_op_fill(&f, b, (float)i), 0);
+    ck_assert_int_eq(cua_op_then(&t, chain, f), 0);
+    cua_op_destroy(chain);
+    cua_op_destroy(f);
+    chain = t;
+  }
+  ck_assert_int_eq(cua_submit_wait(rt, chain, NULL, NULL), 0);
+  ck_assert_int_eq(seen.rc, 0);
+  uint64_t decided = seen.ops - st0.ops;
+  ck_assert_msg(decided >= 1 && decided < 1 + LINKS,
+                "the first op ran when %llu of the %d ops were decided: "
+                "nothing ran before the whole DAG was decided",
+                (unsigned long long)decided, 1 + LINKS);
+  ck_assert(first_value(rt, b) == (float)LINKS);
+  cua_op_destroy(chain);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- cycles */
 
 static void expect_cycle(cua_runtime *rt, cua_op *dag) {
@@ -1156,6 +1217,7 @@ int main(void) {
   tcase_add_test(tc, later_consumer_waits_for_its_producer_only);
   tcase_add_test(tc, stream_function_blocks_no_other_submission);
   tcase_add_test(tc, stream_function_may_submit_but_not_wait);
+  tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
