@@ -1,7 +1,7 @@
 /*
  * plugins/cuda/cupti_api.h: libcupti opened at run time (dlopen), and the
- * activity-API entry points cuasync uses, for the CUDA backend's device
- * times (cupti_times.c) and cuasync-bench --timestamps
+ * activity- and callback-API entry points cuasync uses, for the CUDA
+ * backend's device times (cupti_times.c) and cuasync-bench --timestamps
  * (tools/bench/stamps.cu). Header-only, C and C++ (nvcc); include it after
  * <cupti.h>. No state of its own: each user keeps its table and the lock
  * that guards it.
@@ -23,6 +23,11 @@ typedef struct cua_cupti_api {
   CUptiResult (*push)(CUpti_ExternalCorrelationKind, uint64_t);
   CUptiResult (*pop)(CUpti_ExternalCorrelationKind, uint64_t *);
   CUptiResult (*clock)(CUpti_TimestampCallbackFunc);
+  /* The callback API: the correlation id of a launch, as it is made. */
+  CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
+                           void *);
+  CUptiResult (*enable_cb)(uint32_t, CUpti_SubscriberHandle,
+                           CUpti_CallbackDomain, CUpti_CallbackId);
 } cua_cupti_api;
 
 /* Opens libcupti (the names the toolkit installs, then its usual
@@ -47,11 +52,14 @@ static inline int cua_cupti_open(cua_cupti_api *api, char *why, size_t len) {
                                      "cuptiActivityGetNextRecord",
                                      "cuptiActivityPushExternalCorrelationId",
                                      "cuptiActivityPopExternalCorrelationId",
-                                     "cuptiActivityRegisterTimestampCallback"};
+                                     "cuptiActivityRegisterTimestampCallback",
+                                     "cuptiSubscribe",
+                                     "cuptiEnableCallback"};
   void **f[] = {(void **)&api->enable,    (void **)&api->disable,
                 (void **)&api->callbacks, (void **)&api->flush,
                 (void **)&api->next,      (void **)&api->push,
-                (void **)&api->pop,       (void **)&api->clock};
+                (void **)&api->pop,       (void **)&api->clock,
+                (void **)&api->subscribe, (void **)&api->enable_cb};
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
     if ((*f[i] = dlsym(h, syms[i])) == NULL) {
       snprintf(why, len, "libcupti lacks %s", syms[i]);

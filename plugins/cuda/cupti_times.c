@@ -5,15 +5,23 @@
  * (doc/results, eleventh session): no event per op on the launching
  * thread.
  *
- * How: an op's enqueue runs between a push and a pop of an external
- * correlation id (a number of this file's); CUPTI then links each runtime
- * API call made in between to it (CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION
- * records: correlation id -> external id), and the kernel, memcpy or memset
- * the call made to its correlation id. When both halves of an op are in,
- * its start and end (on CLOCK_MONOTONIC: CUPTI's timestamps come from a
- * callback of ours) go to the core through cua_backend_host::op_times().
- * Records arrive when CUPTI hands over a full buffer, and at
- * cupti_flush(), which the core calls before it closes the observers.
+ * How: an op's enqueue is bracketed by cupti_begin() and cupti_end(); a
+ * callback of CUPTI's callback API, enabled only for the calls that
+ * enqueue kernels, copies and memsets, notes the correlation id of the
+ * call made in between (its device record carries the same id), and
+ * cupti_end() links that id to the op. Where CUPTI refuses the callback
+ * (another subscriber, as under Nsight Systems), the op's enqueue runs
+ * between a push and a pop of an external correlation id instead, and
+ * CUPTI links each runtime API call made in between to it
+ * (CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION records, which need the
+ * runtime API's records of every call). The callback costs the launching
+ * thread less: no record of each API call, no push and pop (doc/results,
+ * fifteenth session). When both halves of an op are in (the link and the
+ * device record), its start and end (on CLOCK_MONOTONIC: CUPTI's
+ * timestamps come from a callback of ours) go to the core through
+ * cua_backend_host::op_times(). Records arrive when CUPTI hands over a
+ * full buffer, and at cupti_flush(), which the core calls before it
+ * closes the observers.
  *
  * Only ops that make one device activity are timed this way (built-in
  * kernels, copies, memsets); the backend times stream functions with
@@ -22,10 +30,12 @@
  *
  * Locks: cp.mu guards the tables and the ids; CUPTI calls the buffer
  * callbacks on its own thread or inside cuptiActivityFlushAll(), and they
- * take it. op_times() is called with cp.mu held: the core takes only its
- * observers' lock there. cp.en_mu (taken before cp.mu, never inside a
- * callback) guards the number of clients and turning CUPTI's records on
- * and off, which is never done with cp.mu held.
+ * take it. The API callback runs on the launching thread, inside the
+ * launch, and touches only that thread's own variables. op_times() is
+ * called with cp.mu held: the core takes only its observers' lock there.
+ * cp.en_mu (taken before cp.mu, never inside a callback) guards the number
+ * of clients and turning CUPTI's records on and off, which is never done
+ * with cp.mu held.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -79,7 +89,7 @@ void cupti_close(cupti_client *c) {
 /* An open-addressing table from a non-zero 64-bit key to a value. */
 typedef struct slot {
   uint64_t key; /* 0: empty */
-  uint64_t a, b, c;
+  uint64_t a, b, c, g, x;
   void *p;
 } slot;
 
@@ -95,17 +105,26 @@ struct cupti_client {
 static struct {
   pthread_mutex_t mu, en_mu;
   int tried, ok, clients;
+  int by_callback; /* the API callback links ops (else ext ids) */
+  CUpti_SubscriberHandle sub;
   uint64_t gen; /* buffer callbacks so far */
   char why[200];
   uint64_t next_id;
   table ext;       /* external id -> p: client, a: op */
-  table corr;      /* correlation id -> a: external id (0: not yet), b: start,
-                      c: end (0: no device record yet), p: the callback
-                      generation it was made in */
+  table corr;      /* correlation id -> a: op and p: its client (API
+                      callback), or x: its external id (0: neither, not
+                      linked yet), b: start, c: end (0: no device record
+                      yet), g: the callback generation it was made in */
   cua_cupti_api f; /* libcupti's entry points */
 } cp = {.mu = PTHREAD_MUTEX_INITIALIZER, .en_mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* The device records that time an op, and the links to them. */
+/* The op this thread is enqueueing (0: none) and the correlation id of the
+ * call that enqueued its work (0: none yet), for the API callback. */
+static _Thread_local uint64_t tl_op;
+static _Thread_local uint32_t tl_corr;
+
+/* The device records that time an op; with external ids, the runtime
+ * API's records and the links too (the last two kinds). */
 static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -114,6 +133,26 @@ static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_RUNTIME,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+#define NKINDS_CALLBACK 4
+
+/* The runtime API calls that enqueue an op's device work (the CUDA
+ * backend's kernels, copies and memsets), which the API callback
+ * watches. */
+static const CUpti_CallbackId launch_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000};
+#define NCBIDS (sizeof launch_cbids / sizeof launch_cbids[0])
 
 /* ------------------------------------------------------------ the tables */
 
@@ -203,14 +242,21 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
 
 /* Both halves of correlation @p c are in: the op's times go to the core. */
 static void deliver(slot *c) {
-  slot *e = t_find(&cp.ext, c->a);
+  cupti_client *cl = c->p;
+  uint64_t op = c->a;
+  slot *e = c->x != 0 ? t_find(&cp.ext, c->x) : NULL;
   if (e != NULL) {
-    cupti_client *cl = e->p;
-    if (cl->host->op_times != NULL)
-      cl->host->op_times(cl->host->core, e->a, c->b, c->c);
+    cl = e->p;
+    op = e->a;
     t_del(&cp.ext, e);
   }
+  if (cl != NULL && op != 0 && cl->host->op_times != NULL)
+    cl->host->op_times(cl->host->core, op, c->b, c->c);
   t_del(&cp.corr, c);
+}
+
+static int linked(const slot *c) {
+  return c->a != 0 || c->x != 0;
 }
 
 /* A device record: correlation @p id ran from @p start to @p end. */
@@ -221,23 +267,39 @@ static void device_record(uint32_t id, uint64_t start, uint64_t end) {
   slot *c = t_get(&cp.corr, id);
   if (c == NULL)
     return;
-  if (c->c == 0)
-    c->p = (void *)(uintptr_t)cp.gen;
+  if (!linked(c) && c->c == 0)
+    c->g = cp.gen;
   c->b = start;
   c->c = end;
-  if (c->a != 0)
+  if (linked(c))
     deliver(c);
 }
 
-/* Drops what will never be joined: links to external ids no longer waited
- * for (an API call that made no device work, an op whose client is gone),
- * and device records of other work (user kernels, stream functions, other
- * profilers' ranges) left unlinked for two buffers. */
+/* Correlation @p id enqueued op @p op of @p cl (API callback), or was
+ * made under external id @p x. */
+static void link_op(uint32_t id, cupti_client *cl, uint64_t op, uint64_t x) {
+  slot *c = t_get(&cp.corr, id);
+  if (c == NULL)
+    return;
+  if (!linked(c) && c->c == 0)
+    c->g = cp.gen;
+  c->a = op;
+  c->p = cl;
+  c->x = x;
+  if (c->c != 0)
+    deliver(c);
+}
+
+/* Drops what will never be joined: device records of other work (user
+ * kernels, stream functions, other profilers' ranges) left unlinked for
+ * two buffers, and with external ids, links whose id is no longer waited
+ * for (an API call that made no device work, an op whose client is
+ * gone). */
 static void sweep(void) {
   for (size_t i = 0; i < cp.corr.cap;) {
     slot *c = &cp.corr.v[i];
-    if (c->key != 0 && ((c->a != 0 && t_find(&cp.ext, c->a) == NULL) ||
-                        (c->a == 0 && (uint64_t)(uintptr_t)c->p + 2 <= cp.gen)))
+    if (c->key != 0 && ((c->x != 0 && t_find(&cp.ext, c->x) == NULL) ||
+                        (!linked(c) && c->g + 2 <= cp.gen)))
       t_del(&cp.corr, c); /* (what shifts into i is looked at next) */
     else
       i++;
@@ -277,18 +339,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      /* Every call the external id covers is linked to it; the first
+       * device record of one of them times the op, and the sweep drops
+       * the others. */
       const CUpti_ActivityExternalCorrelation *x = (const void *)r;
       if (x->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 ||
           x->correlationId == 0 || t_find(&cp.ext, x->externalId) == NULL)
         break;
-      slot *c = t_get(&cp.corr, x->correlationId);
-      if (c == NULL)
-        break;
-      if (c->a == 0 && c->c == 0)
-        c->p = (void *)(uintptr_t)cp.gen;
-      c->a = x->externalId;
-      if (c->c != 0)
-        deliver(c);
+      link_op(x->correlationId, NULL, 0, x->externalId);
       break;
     }
     default:
@@ -301,6 +359,29 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 }
 
 /* ------------------------------------------------------------- the API */
+
+/* The API callback: the correlation id of the call that enqueues the op
+ * this thread is enqueueing (the first such call, if it makes several). */
+static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain domain,
+                            CUpti_CallbackId cbid, const void *data) {
+  (void)ud;
+  (void)domain;
+  (void)cbid;
+  const CUpti_CallbackData *cb = data;
+  if (tl_op != 0 && tl_corr == 0 && cb->callbackSite == CUPTI_API_ENTER)
+    tl_corr = cb->correlationId;
+}
+
+/* Turns the API callback on or off for the launch calls; 0 when CUPTI
+ * took every change. */
+static int watch_launches(uint32_t on) {
+  int rc = 0;
+  for (size_t i = 0; i < NCBIDS; i++)
+    if (cp.f.enable_cb(on, cp.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                       launch_cbids[i]) != CUPTI_SUCCESS)
+      rc = -1;
+  return rc;
+}
 
 /* Opens libcupti and turns the records on; with cp.mu held. */
 static int load(void) {
@@ -315,6 +396,9 @@ static int load(void) {
              "CUPTI refused its timestamp or buffer callbacks");
     return -1;
   }
+  /* One subscriber per process: where another one holds CUPTI's callback
+   * API, the external ids link ops instead. */
+  cp.by_callback = cp.f.subscribe(&cp.sub, on_api, NULL) == CUPTI_SUCCESS;
   cp.ok = 1;
   return 0;
 }
@@ -336,8 +420,14 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
   c->host = host;
   pthread_mutex_lock(&cp.en_mu);
   int rc = load();
+  size_t nk = cp.by_callback ? NKINDS_CALLBACK : NKINDS;
+  if (rc == 0 && cp.clients == 0 && cp.by_callback && watch_launches(1) != 0) {
+    (void)watch_launches(0);
+    cp.by_callback = 0; /* the external ids, then */
+    nk = NKINDS;
+  }
   if (rc == 0 && cp.clients == 0)
-    for (size_t i = 0; i < NKINDS && rc == 0; i++)
+    for (size_t i = 0; i < nk && rc == 0; i++)
       if (cp.f.enable(kinds[i]) != CUPTI_SUCCESS) {
         snprintf(cp.why, sizeof cp.why,
                  "cuptiActivityEnable(%d) failed (another profiler "
@@ -345,6 +435,8 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
                  (int)kinds[i]);
         for (size_t j = 0; j < i; j++)
           cp.f.disable(kinds[j]);
+        if (cp.by_callback)
+          (void)watch_launches(0);
         rc = -1;
       }
   if (rc == 0)
@@ -361,6 +453,12 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
 }
 
 int cupti_begin(cupti_client *c, uint64_t op) {
+  if (cp.by_callback) {
+    /* (op ids start at 1: 0 is "none") */
+    tl_op = op;
+    tl_corr = 0;
+    return 0;
+  }
   pthread_mutex_lock(&cp.mu);
   uint64_t id = ++cp.next_id;
   slot *e = t_get(&cp.ext, id);
@@ -383,11 +481,22 @@ int cupti_begin(cupti_client *c, uint64_t op) {
 }
 
 void cupti_end(cupti_client *c, int ok) {
+  if (cp.by_callback) {
+    uint64_t op = tl_op;
+    uint32_t id = tl_corr;
+    tl_op = 0;
+    tl_corr = 0;
+    if (!ok || id == 0)
+      return; /* no device work was enqueued: no times (estimated) */
+    pthread_mutex_lock(&cp.mu);
+    link_op(id, c, op, 0);
+    pthread_mutex_unlock(&cp.mu);
+    return;
+  }
   uint64_t id = 0;
   cp.f.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, &id);
   if (ok || id == 0)
     return;
-  (void)c;
   pthread_mutex_lock(&cp.mu);
   slot *s = t_find(&cp.ext, id);
   if (s != NULL)
@@ -403,6 +512,13 @@ static void forget(cupti_client *c) {
     slot *e = &cp.ext.v[i];
     if (e->key != 0 && e->p == c)
       t_del(&cp.ext, e);
+    else
+      i++;
+  }
+  for (size_t i = 0; i < cp.corr.cap;) {
+    slot *k = &cp.corr.v[i];
+    if (k->key != 0 && k->a != 0 && k->p == c)
+      t_del(&cp.corr, k); /* linked, its device record never came */
     else
       i++;
   }
@@ -424,7 +540,9 @@ void cupti_close(cupti_client *c) {
   if (--cp.clients == 0) {
     /* Not under cp.mu: CUPTI may wait for a buffer callback, which
      * takes it. */
-    for (size_t i = 0; i < NKINDS; i++)
+    if (cp.by_callback)
+      (void)watch_launches(0);
+    for (size_t i = 0; i < (cp.by_callback ? NKINDS_CALLBACK : NKINDS); i++)
       cp.f.disable(kinds[i]);
     cp.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cp.mu);

@@ -14,10 +14,12 @@
 /** One backend's use of CUPTI (which is one per process). */
 typedef struct cupti_client cupti_client;
 
-/** Opens libcupti (once per process) and enables its kernel, memcpy,
- * memset, runtime API and external correlation records, with timestamps on
- * CLOCK_MONOTONIC; ops' times go to @p host's op_times(). 0, or -1 with
- * the reason in @p why (no libcupti, too old, a call failed). */
+/** Opens libcupti (once per process) and enables its kernel, memcpy and
+ * memset records, with timestamps on CLOCK_MONOTONIC, and its API callback
+ * on the calls that enqueue them (or, where another subscriber holds the
+ * callback API, the runtime API's and external correlation records); ops'
+ * times go to @p host's op_times(). 0, or -1 with the reason in @p why
+ * (no libcupti, too old, a call failed). */
 int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
                size_t len);
 /** Before an op's work is enqueued on the calling thread: its times will
