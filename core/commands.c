@@ -281,7 +281,8 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
   atomic_fetch_add(&rt->executing, 1);
   if (cua__launcher_push(rt, &r->cmds) != 0) {
     /* Not now (a stream function to launch, no holder): the rest of the
-     * round goes in one list, as without a launch thread. */
+     * round is applied by this thread, in chunks for a submission
+     * (apply_chunk()), as without a launch thread. */
     atomic_fetch_sub(&rt->executing, 1);
     r->no_chunks = 1;
     return;
@@ -300,7 +301,9 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
   for (;;) {
     cua__node *n;
     int chunks = rt->launcher_started && !r->no_chunks;
-    int own = !rt->launcher_started && r->chunked;
+    /* (and when the launch thread refused a chunk: the rest of the
+     * round's chunks are applied by this thread, as without one) */
+    int own = r->chunked && (!rt->launcher_started || r->no_chunks);
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
     if ((!(chunks || own) || r->launch.head == NULL) &&
