@@ -277,8 +277,7 @@ START_TEST(a_large_dag_starts_before_it_is_all_decided) {
   cua_buffer *b = buffer(rt);
   unsigned long seen = 0;
   cua_op *chain = NULL;
-  ck_assert_int_eq(cua_op_func(&chain, rt, count_placed_fn, &seen, NULL, 0),
-                   0);
+  ck_assert_int_eq(cua_op_func(&chain, rt, count_placed_fn, &seen, NULL, 0), 0);
   for (int i = 1; i <= LINKS; i++) {
     cua_op *f = NULL, *t = NULL;
     ck_assert_int_eq(cua_op_fill(&f, b, (float)i), 0);
