@@ -104,6 +104,10 @@ static int dags_per_policy(void) {
   return e ? atoi(e) : 1000;
 }
 
+/* DAGs of min_ops to max_ops ops, dags_per_policy() / fewer of them; the
+ * chunk test makes fewer, larger ones. */
+static int min_ops = 1, max_ops = 8, fewer = 1;
+
 static void run_policy(const char *policy, const char *extra, int devices) {
   rt = open_policy(policy, extra);
   rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)strlen(policy);
@@ -118,14 +122,17 @@ static void run_policy(const char *policy, const char *extra, int devices) {
     for (int i = 0; i < ELEMS; i++)
       ref[b][i] = (float)b;
   }
-  int ndags = dags_per_policy();
+  int ndags = dags_per_policy() / fewer;
+  if (ndags < 1)
+    ndags = 1;
   long checked = 0;
   for (int dag = 0; dag < ndags; dag++) {
     /* Several submissions in flight at once: order holds across them. */
     int nsub = 1 + (int)rnd(3);
     cua_future *f[3];
     for (int k = 0; k < nsub; k++) {
-      cua_op *op = random_dag(1 + (int)rnd(8));
+      cua_op *op =
+          random_dag(min_ops + (int)rnd((uint32_t)(max_ops - min_ops + 1)));
       ck_assert_int_eq(cua_submit(&f[k], rt, op, NULL), 0);
       cua_op_destroy(op);
     }
@@ -196,6 +203,24 @@ START_TEST(single_stream_matches_sequential) {
 }
 END_TEST
 
+/* DAGs of 17 to 80 ops, several in flight: each is applied in chunks as
+ * its round decides it (the first after 16 launches), the runtime lock
+ * released between chunks, while the other submissions' rounds and the
+ * completion thread run. Scatter puts most consumers on another stream
+ * than their producers, so chunk boundaries fall between producers and
+ * consumers that need waits. */
+START_TEST(large_dags_in_chunks_match_sequential) {
+  min_ops = 17;
+  max_ops = 80;
+  fewer = 5; /* (200 DAGs of about 48 ops by default) */
+  run_policy("scatter", "[policy.scatter]\nstreams = 4\n", 1);
+  run_policy("round-robin", "[policy.round-robin]\nstreams = 3\n", 1);
+  min_ops = 1;
+  max_ops = 8;
+  fewer = 1;
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("random_dag");
   TCase *tc = tcase_create("property");
@@ -206,6 +231,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, least_loaded_matches_sequential);
   tcase_add_test(tc, single_stream_matches_sequential);
   tcase_add_test(tc, work_stealing_matches_sequential);
+  tcase_add_test(tc, large_dags_in_chunks_match_sequential);
   suite_add_tcase(s, tc);
   return s;
 }
