@@ -563,8 +563,9 @@ typedef struct cua__round {
   size_t first_launch; /* the round's first command not yet post-passed */
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
-  int no_chunks;       /* a hand-over failed: one list for the rest */
-  int chunked;         /* no launch thread: apply chunks as decided */
+  int no_chunks;       /* a hand-over failed: this thread applies the rest */
+  int chunked;         /* a submission's: applies its own chunks (no launch
+                          thread, or it refused one; commands.c) */
   int kick;            /* wake the completion thread at the flush */
   int kick_backend;    /* and the backend's wait (host nodes are ready) */
   uint64_t now;        /* the clock, read by the round's first placement */
