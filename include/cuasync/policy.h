@@ -74,7 +74,9 @@
  *   An op that waits for a host step is placed in a later round, once the
  *   step completes. submitted() follows place() at once when the core
  *   accepted the placement; completed() comes once per op submitted(),
- *   after it.
+ *   after it. A large submission's first ops may run, and their
+ *   completed() come, before its later ops are placed: the submitting
+ *   thread applies its decisions in chunks as it makes them.
  * - Validation: the core checks every placement (a device and stream that
  *   exist, the device the op must run on, node 0, reserved 0) and fails
  *   the op, not the program, when one is wrong; a policy need not check
