@@ -579,6 +579,8 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
                      "cua_graph_create: the op belongs to another runtime");
   cua__graphs_reap(rt);
   uint64_t t0 = cua__now_ns();
+  uint64_t obs_t0 = rt->obs != NULL ? cua__rt_now(rt) : 0;
+  uint64_t sub_id = 0;
   cua_graph *g = cua__calloc(1, sizeof *g);
   if (g == NULL)
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
@@ -605,6 +607,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
   }
   sub->id = ++rt->next_sub;
+  sub_id = sub->id;
   sub->policy = pol;
   if (pol != NULL)
     pol->refs++;
@@ -694,6 +697,18 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
       rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
       g->capture_ns = cua__now_ns() - t1;
     }
+  }
+  if (rt->obs != NULL) {
+    cua_obs_record o = {.kind = CUA_OBS_GRAPH_CAPTURE,
+                        .t_ns = obs_t0,
+                        .start_ns = obs_t0,
+                        .end_ns = cua__rt_now(rt),
+                        .submission = sub_id,
+                        .device = -1,
+                        .stream = -1,
+                        .ninputs_total = (uint32_t)g->nops,
+                        .code = rc};
+    cua__obs_emit(rt, &o, NULL, NULL, NULL);
   }
   if (rc != 0) {
     cua__graph_free_backend(rt, g);

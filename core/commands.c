@@ -215,6 +215,8 @@ static int mark_stream(cua__round *r, cua__stream *s) {
   c->value = s->launched;
   c->prev = s->marked;
   s->marked = s->launched;
+  if (r->rt->obs_commands)
+    cua__obs_command(r->rt, CUA_OBS_MARK, s, s->inflight_tail);
   return 0;
 }
 

@@ -142,6 +142,8 @@ cua__point *cua__record_point(cua__round *r, cua__stream *s) {
   }
   c->point = p;
   p->ticket = c->ticket;
+  if (r->rt->obs_commands)
+    cua__obs_command(r->rt, CUA_OBS_RECORD, s, s->inflight_tail);
   return p;
 }
 
@@ -161,6 +163,8 @@ static cua__point *attach_point(cua__round *r, cua__cmd *c) {
   p->ticket = c->ticket;
   c->point = p;
   n->point = p;
+  if (r->rt->obs_commands)
+    cua__obs_command(r->rt, CUA_OBS_RECORD, s, n);
   return p;
 }
 

@@ -634,6 +634,7 @@ struct cua_runtime {
   struct cua__observers *observers; /* every observer (observe.c), or NULL;
                                        obs is it when one takes records */
   int obs_launch;                   /* some observer has launch() (observe.c) */
+  int obs_commands;                 /* RECORD, MARK wanted (observe.c) */
   size_t pull_held;                 /* ops pull-mode policies hold (pull.c) */
   int host_running;                 /* host steps running (complete.c) */
   cua_op_input *inputs;             /* place.c: the op being placed's inputs */
@@ -964,6 +965,11 @@ void cua__obs_times(cua_runtime *rt, uint64_t op, uint64_t start_ns,
                     uint64_t end_ns);
 void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
                    const char *tag, const char *policy);
+/* A CUA_OBS_RECORD or CUA_OBS_MARK record on stream @p s after node @p n
+ * (NULL: none known), for observers with CUA_OBSERVER_COMMANDS; call only
+ * when rt->obs_commands. */
+void cua__obs_command(cua_runtime *rt, int kind, const cua__stream *s,
+                      const cua__node *n);
 /* Records dropped so far. */
 uint64_t cua__observers_drops(const cua_runtime *rt);
 void *cua__completion_thread(void *arg);

@@ -72,6 +72,7 @@ struct cua__observers {
   int closing;
   pthread_t thread;
   int started;
+  int commands; /* some observer has CUA_OBSERVER_COMMANDS */
 };
 
 /* ------------------------------------------------------- the host table */
@@ -150,21 +151,50 @@ void cua__obs_emit(cua_runtime *rt, const cua_obs_record *r, const char *name,
   pthread_mutex_unlock(&o->mu);
 }
 
+void cua__obs_command(cua_runtime *rt, int kind, const cua__stream *s,
+                      const cua__node *n) {
+  cua_obs_record o = {.kind = (cua_obs_kind)kind,
+                      .t_ns = cua__rt_now(rt),
+                      .submission = n != NULL ? n->sub_id : 0,
+                      .op_id = n != NULL ? n->op_id : 0,
+                      .device = s->device,
+                      .stream = s->index};
+  cua__obs_emit(rt, &o, NULL, NULL, NULL);
+}
+
+static int is_command(const cua_obs_record *r) {
+  return r->kind == CUA_OBS_RECORD || r->kind == CUA_OBS_MARK;
+}
+
+/* Hands @p n records to every observer; @p rest (room for @p n) holds,
+ * for those without CUA_OBSERVER_COMMANDS, the records but the commands'
+ * (made only while an observer wants them). */
 static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
-                    size_t n) {
+                    cua_obs_record *rest, size_t n) {
+  size_t nrest = 0;
   for (size_t i = 0; i < n; i++) {
     const obs_entry *e = &batch[i];
     recs[i] = e->r;
     recs[i].name = e->name >= 0 ? e->strs + e->name : NULL;
     recs[i].tag = e->tag >= 0 ? e->strs + e->tag : NULL;
     recs[i].policy = e->policy >= 0 ? e->strs + e->policy : NULL;
+    if (o->commands && !is_command(&recs[i]))
+      rest[nrest++] = recs[i];
   }
   for (size_t k = 0; k < o->n; k++) {
     obs_one *w = &o->v[k];
     if (w->dead || (w->d->flags & CUA_OBSERVER_NO_RECORDS))
       continue;
+    const cua_obs_record *give = recs;
+    size_t ngive = n;
+    if (o->commands && !(w->d->flags & CUA_OBSERVER_COMMANDS)) {
+      give = rest;
+      ngive = nrest;
+      if (ngive == 0)
+        continue;
+    }
     w->log[0] = '\0';
-    if (w->d->record(w->state, recs, n, sizeof *recs) != 0) {
+    if (w->d->record(w->state, give, ngive, sizeof *recs) != 0) {
       w->dead = 1;
       fprintf(stderr,
               "cuasync: observer %s failed and is disabled: %s (results are "
@@ -177,7 +207,7 @@ static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
 static void *obs_thread(void *arg) {
   cua__observers *o = arg;
   obs_entry *batch = malloc(OBS_BATCH * sizeof *batch);
-  cua_obs_record *recs = malloc(OBS_BATCH * sizeof *recs);
+  cua_obs_record *recs = malloc(2 * OBS_BATCH * sizeof *recs);
   pthread_mutex_lock(&o->mu);
   for (;;) {
     while (o->count == 0 && !o->closing) {
@@ -200,7 +230,7 @@ static void *obs_thread(void *arg) {
       o->drops += n; /* no memory for a batch: lost, and counted */
     pthread_mutex_unlock(&o->mu);
     if (batch != NULL && recs != NULL)
-      deliver(o, batch, recs, n);
+      deliver(o, batch, recs, recs + OBS_BATCH, n);
     pthread_mutex_lock(&o->mu);
   }
   pthread_mutex_unlock(&o->mu);
@@ -303,6 +333,7 @@ void cua__observers_close(cua_runtime *rt) {
   rt->obs = NULL;
   rt->observers = NULL;
   rt->obs_launch = 0;
+  rt->obs_commands = 0;
   for (size_t i = 0; i < o->n; i++)
     free_one(&o->v[i], o->started);
   if (o->drops > 0)
@@ -346,6 +377,8 @@ int cua__observers_open(cua_runtime *rt) {
       return rc;
     }
     records |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS);
+    o->commands |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS) &&
+                   (o->v[i].d->flags & CUA_OBSERVER_COMMANDS);
     rt->obs_launch |= o->v[i].d->launch != NULL;
   }
   /* Observers that take no records (launch() only) cost the core no
@@ -367,6 +400,7 @@ int cua__observers_open(cua_runtime *rt) {
   }
   o->started = 1;
   rt->obs = o;
+  rt->obs_commands = o->commands;
   return 0;
 }
 

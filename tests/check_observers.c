@@ -344,6 +344,55 @@ START_TEST(slow_observer_stalls_nothing) {
 }
 END_TEST
 
+/* An observer with CUA_OBSERVER_COMMANDS (obs-test) also gets the event
+ * records and progress marks the core decides, and every observer a
+ * record of each graph made: the known DAG (waits between round-robin's
+ * streams) and a graph of it, launched once. perfetto, open beside it and
+ * without the flag, gets no command records and shows the capture as an
+ * instant on the host track. */
+START_TEST(commands_and_graph_captures_are_recorded) {
+  snprintf(trace_path, sizeof trace_path, "%s/trace-cmd-%ld.json",
+           built("tests"), (long)getpid());
+  char extra[4400];
+  snprintf(extra, sizeof extra,
+           "observers = obs-test, perfetto\n[observer.perfetto]\npath = %s\n",
+           trace_path);
+  cua_runtime *rt = open_with(extra);
+  count_fn count = (count_fn)obs_test_fn("obs_test_count");
+  cua_buffer *b[NBUF];
+  int nops = run_known_dag(rt, b);
+  cua_op *root = known_dag(rt, b, &nops);
+  cua_graph *g = NULL;
+  ck_assert_int_eq(cua_graph_create(&g, rt, root, NULL), 0);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_graph_destroy(g);
+  cua_op_destroy(root);
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  cua_runtime_destroy(rt);
+  ck_assert_uint_gt(st.event_waits, 0);
+  ck_assert_uint_gt(count(CUA_OBS_WAIT), 0);
+  ck_assert_msg(count(CUA_OBS_RECORD) > 0, "%lu waits but no event record told",
+                count(CUA_OBS_WAIT));
+  ck_assert_msg(count(CUA_OBS_MARK) > 0, "no mark told");
+  ck_assert_uint_eq(count(CUA_OBS_GRAPH_CAPTURE), 1);
+  FILE *t = fopen(trace_path, "r");
+  ck_assert_ptr_nonnull(t);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, t);
+  fclose(t);
+  text[n] = '\0';
+  ck_assert_msg(strstr(text, "\"name\":\"graph capture\"") != NULL,
+                "no graph capture in the trace");
+  unlink(trace_path);
+}
+END_TEST
+
 /* A runtime with no observer says none was dropped. */
 START_TEST(no_observer_no_drops) {
   cua_runtime *rt = open_with("");
@@ -407,6 +456,7 @@ int main(void) {
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, failing_observer_changes_nothing);
     tcase_add_test(tc, slow_observer_stalls_nothing);
+    tcase_add_test(tc, commands_and_graph_captures_are_recorded);
   }
   suite_add_tcase(s, tc);
   return run_suite(s);

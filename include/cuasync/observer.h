@@ -45,6 +45,10 @@
  *   call only, and may be truncated (to 63 bytes).
  * - Arrays of records come with their element size (stride): read record i
  *   at `(const char *)recs + i * stride` and only fields below its size.
+ * - Records tell submissions, placements, waits between streams, ops run
+ *   (with their device times), graph captures, and, to observers with
+ *   CUA_OBSERVER_COMMANDS (ABI 1.2), every event record and progress mark
+ *   the core decides.
  * - launch() (ABI 1.1, optional) is the exception, for tools that must act
  *   at the moment of a launch (NVTX ranges, which Nsight Systems projects
  *   onto the GPU work launched inside them): it is called on the thread
@@ -64,11 +68,17 @@
 
 /** ABI version of observer modules, independent of the library version. */
 #define CUA_OBSERVER_ABI_MAJOR 1
-#define CUA_OBSERVER_ABI_MINOR 1
+#define CUA_OBSERVER_ABI_MINOR 2
 /** cua_observer_descriptor::flags (ABI 1.1): it takes no records, only
  * launch(): record() is never called and may be NULL, and a runtime whose
  * observers all say so makes no record and takes no device times. */
 #define CUA_OBSERVER_NO_RECORDS 0x1u
+/** cua_observer_descriptor::flags (ABI 1.2): it also wants a record of
+ * every event record and every progress mark the core decides
+ * (CUA_OBS_RECORD, CUA_OBS_MARK), one or two more per op; the core makes
+ * them only while an observer with this flag is open, so that the others
+ * (perfetto) do not pay for them. Every observer gets the other kinds. */
+#define CUA_OBSERVER_COMMANDS 0x2u
 /** The symbol every observer module exports. */
 #define CUA_OBSERVER_ENTRY_SYMBOL "cua_observer_entry"
 
@@ -95,6 +105,21 @@ typedef enum cua_obs_kind {
    * times of that op's CUA_OBS_OP record, which they may follow or
    * precede; an op has at most one. */
   CUA_OBS_TIMES = 6,
+  /** ABI 1.2, only to observers with CUA_OBSERVER_COMMANDS. An event is
+   * recorded on (device, stream) right after the op op_id (0: after
+   * whatever the stream was last given), for waits of other streams;
+   * t_ns, submission (op_id's). */
+  CUA_OBS_RECORD = 7,
+  /** ABI 1.2, only to observers with CUA_OBSERVER_COMMANDS. A progress
+   * mark on (device, stream): once the stream gets there, the core sees
+   * every op up to op_id (the last the stream was given) done; t_ns. */
+  CUA_OBS_MARK = 8,
+  /** ABI 1.2. A graph was made (cua_graph_create(), or a submission the
+   * graph cache captures): start_ns and end_ns (placing its ops and
+   * capturing them), submission (the number its placement took),
+   * ninputs_total (its ops), code (0, or why it failed). Each launch of a
+   * graph is a CUA_OBS_PLACE and a CUA_OBS_OP of kind graph. */
+  CUA_OBS_GRAPH_CAPTURE = 9,
 } cua_obs_kind;
 
 /** Where an CUA_OBS_OP record's start and end come from ([runtime]
@@ -181,7 +206,8 @@ typedef struct cua_observer_descriptor {
   const char *name;             /**< must equal the name it is loaded by */
   const char *version;          /**< the observer's own version, free form */
   const char *description;      /**< one line */
-  uint64_t flags;               /**< CUA_OBSERVER_NO_RECORDS, or 0 */
+  uint64_t flags;               /**< CUA_OBSERVER_NO_RECORDS,
+                                     CUA_OBSERVER_COMMANDS, or 0 */
   const cua_param_spec *params; /**< its [observer.NAME] schema, or NULL */
   size_t nparams;               /**< entries in params */
   size_t param_spec_size;       /**< sizeof(cua_param_spec): stride of params */

@@ -157,7 +157,9 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
         (const cua_obs_record *)(const void *)((const char *)recs + i * stride);
     if (r->kind != CUA_OBS_SUBMIT && r->kind != CUA_OBS_PLACE &&
         r->kind != CUA_OBS_WAIT && r->kind != CUA_OBS_OP &&
-        r->kind != CUA_OBS_TIMES)
+        r->kind != CUA_OBS_TIMES &&
+        (r->kind != CUA_OBS_GRAPH_CAPTURE ||
+         stride <= offsetof(cua_obs_record, ninputs_total)))
       continue;
     if (s->n == s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 1024;
@@ -173,11 +175,15 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
     pf_rec *k = &s->v[s->n];
     memset(k, 0, sizeof *k);
     k->kind = r->kind;
-    k->t0 = r->kind == CUA_OBS_OP || r->kind == CUA_OBS_TIMES ? r->start_ns
-                                                              : r->t_ns;
+    k->t0 = r->kind == CUA_OBS_OP || r->kind == CUA_OBS_TIMES ||
+                    r->kind == CUA_OBS_GRAPH_CAPTURE
+                ? r->start_ns
+                : r->t_ns;
     k->t1 = r->end_ns;
     k->op = r->op_id;
-    k->other = r->other_op;
+    /* (a graph capture's: its ops) */
+    k->other =
+        r->kind == CUA_OBS_GRAPH_CAPTURE ? r->ninputs_total : r->other_op;
     k->submission = r->submission;
     k->device = r->device;
     k->stream = r->stream;
@@ -537,6 +543,19 @@ static int write_trace(pf_state *s, FILE *f) {
       fprintf(f, "}}");
       break;
     }
+    case CUA_OBS_GRAPH_CAPTURE:
+      fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"graph capture\","
+                 "\"pid\":0,\"tid\":0,\"ts\":");
+      put_us(f, r->t0, base);
+      fprintf(f,
+              ",\"args\":{\"submission\":%" PRIu64 ",\"ops\":%" PRIu64
+              ",\"capture_us\":",
+              r->submission, r->other);
+      put_us(f, r->t1 > r->t0 ? r->t1 : r->t0, r->t0);
+      fprintf(f, ",\"error\":%d}}", r->code);
+      break;
+    default:
+      break;
     }
   }
   fprintf(f, "\n]}\n");

@@ -7,8 +7,9 @@
  *         block: the first record() waits until obs_test_release() is
  *         called, so that records pile up in the core.
  *
- * Its counters and the gate are process globals, guarded by mu, read by the
- * test through dlsym().
+ * It asks for the core's event records and marks too
+ * (CUA_OBSERVER_COMMANDS). Its counters and the gate are process globals,
+ * guarded by mu, read by the test through dlsym().
  */
 #include <cuasync/errors.h>
 #include <cuasync/observer.h>
@@ -28,7 +29,8 @@ __attribute__((visibility("default"))) unsigned long obs_test_count(int kind);
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int released;
-static unsigned long counts[8];
+#define NKINDS 16
+static unsigned long counts[NKINDS];
 
 __attribute__((visibility("default"))) void obs_test_release(void) {
   pthread_mutex_lock(&mu);
@@ -39,7 +41,7 @@ __attribute__((visibility("default"))) void obs_test_release(void) {
 
 __attribute__((visibility("default"))) unsigned long obs_test_count(int kind) {
   pthread_mutex_lock(&mu);
-  unsigned long n = kind >= 0 && kind < 8 ? counts[kind] : 0;
+  unsigned long n = kind >= 0 && kind < NKINDS ? counts[kind] : 0;
   pthread_mutex_unlock(&mu);
   return n;
 }
@@ -58,7 +60,7 @@ static int ot_create(const cua_observer_host *host,
   s->mode = (int)params[0].i;
   pthread_mutex_lock(&mu);
   released = 0;
-  for (int k = 0; k < 8; k++)
+  for (int k = 0; k < NKINDS; k++)
     counts[k] = 0;
   pthread_mutex_unlock(&mu);
   *state = s;
@@ -82,7 +84,7 @@ static int ot_record(void *state, const cua_obs_record *recs, size_t n,
   for (size_t i = 0; i < n; i++) {
     const cua_obs_record *r =
         (const cua_obs_record *)(const void *)((const char *)recs + i * stride);
-    if (r->kind >= 0 && r->kind < 8)
+    if ((int)r->kind >= 0 && (int)r->kind < NKINDS)
       counts[r->kind]++;
   }
   pthread_mutex_unlock(&mu);
@@ -91,5 +93,6 @@ static int ot_record(void *state, const cua_obs_record *recs, size_t n,
 
 CUA_OBSERVER_DEFINE(.name = "obs-test", .version = "1.0",
                     .description = "counts, fails or blocks, for the tests",
+                    .flags = CUA_OBSERVER_COMMANDS,
                     CUA_OBSERVER_PARAMS(ot_params), .create = ot_create,
                     .destroy = ot_destroy, .record = ot_record);
