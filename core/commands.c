@@ -310,6 +310,14 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
      * are placed; otherwise every placement comes first. */
     if ((!(chunks || own) || r->launch.head == NULL) &&
         (n = q_pop(&r->place)) != NULL) {
+      if (n->code != 0) {
+        /* Failed while it waited here with rt->lock out between chunks
+         * (a producer's launch failed): settled as a node that failed
+         * before its placement, and no policy is asked about it. */
+        cua__dag_placed(n);
+        cua__settle_push(r, n);
+        continue;
+      }
       cua__place_one(rt, n, r);
       continue;
     }

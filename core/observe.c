@@ -166,20 +166,31 @@ static int is_command(const cua_obs_record *r) {
   return r->kind == CUA_OBS_RECORD || r->kind == CUA_OBS_MARK;
 }
 
-/* Hands @p n records to every observer; @p rest (room for @p n) holds,
- * for those without CUA_OBSERVER_COMMANDS, the records but the commands'
- * (made only while an observer wants them). */
+/* Whether observer @p w is given record @p r: the commands' only with
+ * CUA_OBSERVER_COMMANDS, the kinds of ABI 1.2 only to modules built for
+ * it. */
+static int wants(const obs_one *w, const cua_obs_record *r) {
+  if (is_command(r))
+    return (w->d->flags & CUA_OBSERVER_COMMANDS) != 0;
+  if (r->kind == CUA_OBS_GRAPH_CAPTURE)
+    return w->d->abi_minor >= 2;
+  return 1;
+}
+
+/* Hands @p n records to every observer; @p rest (room for @p n) holds, for
+ * an observer that does not want them all, those it does (commands are
+ * made only while an observer wants them, captures are rare: most batches
+ * go whole to everyone). */
 static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
                     cua_obs_record *rest, size_t n) {
-  size_t nrest = 0;
+  int special = 0;
   for (size_t i = 0; i < n; i++) {
     const obs_entry *e = &batch[i];
     recs[i] = e->r;
     recs[i].name = e->name >= 0 ? e->strs + e->name : NULL;
     recs[i].tag = e->tag >= 0 ? e->strs + e->tag : NULL;
     recs[i].policy = e->policy >= 0 ? e->strs + e->policy : NULL;
-    if (o->commands && !is_command(&recs[i]))
-      rest[nrest++] = recs[i];
+    special |= is_command(&recs[i]) || recs[i].kind == CUA_OBS_GRAPH_CAPTURE;
   }
   for (size_t k = 0; k < o->n; k++) {
     obs_one *w = &o->v[k];
@@ -187,11 +198,17 @@ static void deliver(cua__observers *o, obs_entry *batch, cua_obs_record *recs,
       continue;
     const cua_obs_record *give = recs;
     size_t ngive = n;
-    if (o->commands && !(w->d->flags & CUA_OBSERVER_COMMANDS)) {
-      give = rest;
-      ngive = nrest;
-      if (ngive == 0)
+    if (special) {
+      size_t m = 0;
+      for (size_t i = 0; i < n; i++)
+        if (wants(w, &recs[i]))
+          rest[m++] = recs[i];
+      if (m == 0)
         continue;
+      if (m < n) {
+        give = rest;
+        ngive = m;
+      }
     }
     w->log[0] = '\0';
     if (w->d->record(w->state, give, ngive, sizeof *recs) != 0) {

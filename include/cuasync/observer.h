@@ -114,11 +114,14 @@ typedef enum cua_obs_kind {
    * mark on (device, stream): once the stream gets there, the core sees
    * every op up to op_id (the last the stream was given) done; t_ns. */
   CUA_OBS_MARK = 8,
-  /** ABI 1.2. A graph was made (cua_graph_create(), or a submission the
-   * graph cache captures): start_ns and end_ns (placing its ops and
-   * capturing them), submission (the number its placement took),
-   * ninputs_total (its ops), code (0, or why it failed). Each launch of a
-   * graph is a CUA_OBS_PLACE and a CUA_OBS_OP of kind graph. */
+  /** ABI 1.2, only to modules built for 1.2 or later. A graph was made
+   * (cua_graph_create(), or a submission the graph cache captures):
+   * start_ns and end_ns (placing its ops and, where the backend captures
+   * graphs then, capturing them), submission (the number its placement
+   * took), ninputs_total (its ops), code (0, or why it failed). A backend
+   * capture made later (at the graph's first launch, or again after an
+   * update) makes no record. Each launch of a graph is a CUA_OBS_PLACE
+   * and a CUA_OBS_OP of kind graph. */
   CUA_OBS_GRAPH_CAPTURE = 9,
 } cua_obs_kind;
 
