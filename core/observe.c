@@ -72,7 +72,6 @@ struct cua__observers {
   int closing;
   pthread_t thread;
   int started;
-  int commands; /* some observer has CUA_OBSERVER_COMMANDS */
 };
 
 /* ------------------------------------------------------- the host table */
@@ -385,7 +384,7 @@ int cua__observers_open(cua_runtime *rt) {
     cua__observers_close(rt);
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   }
-  int records = 0;
+  int records = 0, commands = 0;
   for (size_t i = 0; i < cfg->nobservers; i++) {
     int rc = open_one(rt, o, cfg->observers[i], &o->v[o->n]);
     o->n++;
@@ -394,8 +393,8 @@ int cua__observers_open(cua_runtime *rt) {
       return rc;
     }
     records |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS);
-    o->commands |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS) &&
-                   (o->v[i].d->flags & CUA_OBSERVER_COMMANDS);
+    commands |= !(o->v[i].d->flags & CUA_OBSERVER_NO_RECORDS) &&
+                (o->v[i].d->flags & CUA_OBSERVER_COMMANDS);
     rt->obs_launch |= o->v[i].d->launch != NULL;
   }
   /* Observers that take no records (launch() only) cost the core no
@@ -417,7 +416,7 @@ int cua__observers_open(cua_runtime *rt) {
   }
   o->started = 1;
   rt->obs = o;
-  rt->obs_commands = o->commands;
+  rt->obs_commands = commands;
   return 0;
 }
 

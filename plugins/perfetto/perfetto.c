@@ -157,9 +157,7 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
         (const cua_obs_record *)(const void *)((const char *)recs + i * stride);
     if (r->kind != CUA_OBS_SUBMIT && r->kind != CUA_OBS_PLACE &&
         r->kind != CUA_OBS_WAIT && r->kind != CUA_OBS_OP &&
-        r->kind != CUA_OBS_TIMES &&
-        (r->kind != CUA_OBS_GRAPH_CAPTURE ||
-         stride <= offsetof(cua_obs_record, ninputs_total)))
+        r->kind != CUA_OBS_TIMES && r->kind != CUA_OBS_GRAPH_CAPTURE)
       continue;
     if (s->n == s->cap) {
       size_t cap = s->cap ? 2 * s->cap : 1024;
