@@ -349,12 +349,15 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
   st.v[st.len++] = next0;
   while (rc == 0 && st.len > 0) {
     cua_op *op = st.v[--st.len];
+    /* NULL for a zip built without a node (zip_elidable()): its parts
+     * start it, as they start a zip with one. */
     cua__node *next = cua__build_get(b, op);
-    if (next->state == CUA__NODE_DONE || next->sub_id != b->sub->id) {
+    if (next != NULL &&
+        (next->state == CUA__NODE_DONE || next->sub_id != b->sub->id)) {
       *whole = 0; /* done, or a shared run of an earlier submission */
       continue;
     }
-    if (next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
+    if (next != NULL && next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
       if (next->then_src == NULL)
         next->then_src = then_source(first);
       /* Nodes are made in post-order, with increasing ids: every other
@@ -407,17 +410,80 @@ static void set_levels(cua__build *b) {
   }
 }
 
+/* "then(zip(a, b, ...), op)", the way a task that waits for several
+ * others is written, needs no node for the zip: op's node waits for a, b,
+ * ... directly (add_device_dep() would walk through the zip's node to them
+ * anyway), the then collapses into op's node (add_after() always finds
+ * op's fresh node, so the edge is whole), and nothing else in the build
+ * refers to the zip's node. Building it would double a task's nodes, and
+ * its edges would be counted, wired and completed for nothing. So the
+ * zip's parts are built in its place, when the then is unnamed, the zip
+ * is unnamed and not built yet, and the next part is a device op not built
+ * yet. If the next part is built while the parts are (it appears among
+ * them), the zip is built after all, where post-order would have built it.
+ * A zip left without a node is built when something else in the build
+ * needs it (then it comes after its parts, as post-order wants). */
+static int zip_elidable(const cua__build *b, const cua_op *op) {
+  if (op->kind != CUA_OP_THEN || op->ninputs != 2 || op->hints.name != NULL ||
+      op->hints.tag != NULL)
+    return 0;
+  const cua_op *z = op->inputs[0], *next = op->inputs[1];
+  return z->kind == CUA_OP_ZIP && z->ninputs > 0 && z->hints.name == NULL &&
+         z->hints.tag == NULL && cua__build_get(b, z) == NULL &&
+         cua__build_get(b, next) == NULL && !cua__op_is_host(next) &&
+         next->kind != CUA_OP_ZIP && next->kind != CUA_OP_UNZIP &&
+         next->kind != CUA_OP_THEN && next->kind != CUA_OP_SHARED;
+}
+
+/* The node of @p op, once its inputs are built: made, listed in the
+ * submission and the build's order, its input edges added. */
+static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
+  cua__node *n = node_new(b->rt, op);
+  if (n == NULL)
+    return CUA_ERR_NOMEM;
+  n->sub_id = b->sub->id;
+  cua__op_freeze(op);
+  /* The submission waits for every op that does work, and for the root;
+   * a zip or then inside the DAG completes with its parts anyway. */
+  build_put(b, op, n);
+  int rc = sub_add(b->sub, n, subcap);
+  if (rc == 0 && (n->cls != CUA__CLASS_VIRTUAL || op == root))
+    rc = watch(b->sub, n);
+  if (rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,
+                               b->order_inl) != 0)
+    rc = CUA_ERR_NOMEM;
+  if (rc == 0)
+    b->order[b->n++] = n;
+  for (size_t i = 0; i < op->ninputs && rc == 0; i++) {
+    cua__node *p = cua__build_get(b, op->inputs[i]);
+    unsigned fl = CUA__DEP_DATA;
+    if (n->cls == CUA__CLASS_DEVICE)
+      rc = add_device_dep(n, p, fl);
+    else
+      rc = cua__add_dep(n, p, fl | CUA__DEP_COMPLETE);
+  }
+  if (rc == 0 && op->kind == CUA_OP_SHARED) {
+    op->shared_node = n;
+    atomic_fetch_add(&n->refs, 1);
+  }
+  cua__node_release(n);
+  return rc;
+}
+
 /* Builds the nodes of the DAG below @p root in post-order, iteratively. */
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   typedef struct frame {
     cua_op *op;
     size_t next;
+    /* A then whose zip has no node (zip_elidable()): 1 while the zip's
+     * parts are built (next counts them), 2 after. */
+    int elide;
   } frame;
   /* Small DAGs (most submissions) need no allocation for the stack. */
   frame inl[32];
   size_t cap = sizeof inl / sizeof *inl, len = 0;
   frame *st = inl;
-  st[len++] = (frame){root, 0};
+  st[len++] = (frame){root, 0, 0};
   int rc = 0;
   while (len > 0 && rc == 0) {
     frame *f = &st[len - 1];
@@ -440,6 +506,34 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       len--;
       continue;
     }
+    if (f->next == 0 && f->elide == 0 && zip_elidable(b, op))
+      f->elide = 1;
+    if (f->elide == 1) {
+      cua_op *zip = op->inputs[0];
+      if (f->next < zip->ninputs) {
+        cua_op *in = zip->inputs[f->next++];
+        if (cua__build_get(b, in) == NULL) {
+          if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
+            rc = CUA_ERR_NOMEM;
+            break;
+          }
+          st[len++] = (frame){in, 0, 0};
+        }
+        continue;
+      }
+      /* The parts are built: the zip goes on without a node unless the
+       * next part (or the zip) was built among them. */
+      f->elide = 2;
+      f->next = 1;
+      if (cua__build_get(b, op->inputs[1]) != NULL ||
+          cua__build_get(b, zip) != NULL) {
+        f->elide = 0;
+        if (cua__build_get(b, zip) == NULL &&
+            (rc = build_node(b, zip, root, subcap)) != 0)
+          break;
+      }
+      continue;
+    }
     if (f->next < op->ninputs) {
       cua_op *in = op->inputs[f->next++];
       if (cua__build_get(b, in) == NULL) {
@@ -447,7 +541,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
           rc = CUA_ERR_NOMEM;
           break;
         }
-        st[len++] = (frame){in, 0};
+        st[len++] = (frame){in, 0, 0};
       }
       continue;
     }
@@ -456,6 +550,24 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
      * stands for it (ends, results and failures are the same), which
      * halves the nodes of a chain of thens. A named or tagged then keeps
      * its node, for its name in messages. */
+    if (op->kind == CUA_OP_THEN && f->elide == 2) {
+      /* The next part is this build's fresh device node: every part of
+       * the zip is a producer of it, and the then collapses into it. */
+      cua__node *end = cua__build_get(b, op->inputs[1]);
+      const cua_op *zip = op->inputs[0];
+      for (size_t i = 0; i < zip->ninputs && rc == 0; i++) {
+        cua__node *p = cua__build_get(b, zip->inputs[i]);
+        if (p->op_id >= end->op_id)
+          b->backward = 1;
+        rc = add_device_dep(end, p, CUA__DEP_DATA);
+      }
+      if (rc != 0)
+        break;
+      cua__op_freeze(op);
+      build_put(b, op, end);
+      len--;
+      continue;
+    }
     if (op->kind == CUA_OP_THEN) {
       int whole;
       rc =
@@ -472,38 +584,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
         continue;
       }
     }
-    /* Build this op's node. */
-    cua__node *n = node_new(b->rt, op);
-    if (n == NULL) {
-      rc = CUA_ERR_NOMEM;
-      break;
-    }
-    n->sub_id = b->sub->id;
-    cua__op_freeze(op);
-    /* The submission waits for every op that does work, and for the root;
-     * a zip or then inside the DAG completes with its parts anyway. */
-    build_put(b, op, n);
-    if ((rc = sub_add(b->sub, n, subcap)) == 0 &&
-        (n->cls != CUA__CLASS_VIRTUAL || op == root))
-      rc = watch(b->sub, n);
-    if (rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,
-                                 b->order_inl) != 0)
-      rc = CUA_ERR_NOMEM;
-    if (rc == 0)
-      b->order[b->n++] = n;
-    for (size_t i = 0; i < op->ninputs && rc == 0; i++) {
-      cua__node *p = cua__build_get(b, op->inputs[i]);
-      unsigned fl = CUA__DEP_DATA;
-      if (n->cls == CUA__CLASS_DEVICE)
-        rc = add_device_dep(n, p, fl);
-      else
-        rc = cua__add_dep(n, p, fl | CUA__DEP_COMPLETE);
-    }
-    if (rc == 0 && op->kind == CUA_OP_SHARED) {
-      op->shared_node = n;
-      atomic_fetch_add(&n->refs, 1);
-    }
-    cua__node_release(n);
+    rc = build_node(b, op, root, subcap);
     len--;
   }
   if (st != inl)

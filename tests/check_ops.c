@@ -519,6 +519,63 @@ START_TEST(a_then_keeps_its_meaning_without_a_node) {
 }
 END_TEST
 
+/* then(zip(a, b, ...), op), the way a task waiting for several others is
+ * written, builds no node for the zip (graph.c): op waits for every part
+ * directly. Shown by failures, since these ops share no buffer: a failed
+ * part fails op; a then whose next part is such a then orders that
+ * part's parts (its starts) after its first part; and an op that is both
+ * a part of the zip and the next part is still a cycle. */
+START_TEST(a_then_after_a_zip_waits_for_every_part) {
+  if (!test_backend_on_cpu())
+    return;
+  cua_buffer *x = buf(N), *y = buf(N), *z = buf(N), *w = buf(N);
+  cua_access acc = {x, CUA_WRITE};
+  cua_op *bad, *ok, *zp, *dep, *t;
+  ck_assert_int_eq(cua_op_func(&bad, rt, fn_fail, NULL, &acc, 1), 0);
+  ck_assert_int_eq(cua_op_fill(&ok, z, 1.0f), 0);
+  ck_assert_int_eq(cua_op_zip(&zp, (cua_op *[]){ok, bad}, 2), 0);
+  ck_assert_int_eq(cua_op_fill(&dep, y, 3.0f), 0);
+  ck_assert_int_eq(cua_op_then(&t, zp, dep), 0);
+  ck_assert_err(rt, run_op(rt, t), CUA_ERR_DEPENDENCY, "kernel exploded at 42");
+  /* then(bad, then(zip(a, b), c)): a and b start the next part. */
+  cua_op *a, *b, *c, *zab, *inner, *outer;
+  ck_assert_int_eq(cua_op_fill(&a, z, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&b, w, 2.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&c, y, 3.0f), 0);
+  ck_assert_int_eq(cua_op_zip(&zab, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&inner, zab, c), 0);
+  ck_assert_int_eq(cua_op_then(&outer, bad, inner), 0);
+  ck_assert_err(rt, run_op(rt, outer), CUA_ERR_DEPENDENCY,
+                "kernel exploded at 42");
+  /* Plain writes clear what the failures poisoned; without bad before
+   * it, the inner then runs and writes its three buffers. */
+  ck_assert_int_eq(run_op(rt, ok), 0);
+  cua_op *fw;
+  ck_assert_int_eq(cua_op_fill(&fw, w, 5.0f), 0);
+  ck_assert_int_eq(run_op(rt, fw), 0);
+  ck_assert_int_eq(run_op(rt, inner), 0);
+  expect_all(z, 1.0f);
+  expect_all(w, 2.0f);
+  expect_all(y, 3.0f);
+  /* then(zip(ok, c), c): c after itself. */
+  cua_op *zc, *cyc;
+  ck_assert_int_eq(cua_op_zip(&zc, (cua_op *[]){ok, c}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&cyc, zc, c), 0);
+  cua_future *f = (cua_future *)&f;
+  ck_assert_err(rt, cua_submit(&f, rt, cyc, NULL), CUA_ERR_CYCLE,
+                "would have to run after itself");
+  ck_assert_ptr_null(f);
+  cua_op *ops[] = {bad, ok,  zp,    dep,   t,  a,  b,
+                   c,   zab, inner, outer, fw, zc, cyc};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_buffer_destroy(z);
+  cua_buffer_destroy(w);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("ops");
   TCase *tc = tcase_create("core");
@@ -539,6 +596,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, failure_fails_dependents_but_not_independent_work);
   tcase_add_test(tc, deeply_nested_thens_run_in_order);
   tcase_add_test(tc, a_then_keeps_its_meaning_without_a_node);
+  tcase_add_test(tc, a_then_after_a_zip_waits_for_every_part);
   suite_add_tcase(s, tc);
   return s;
 }
