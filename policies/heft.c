@@ -391,12 +391,23 @@ static void heft_begin(void *state, const cua_dag *dag) {
     pdev[i] = bd;
     pstr[i] = bs;
     s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs] = best;
-    slots[nslots].op_id = op->op_id;
-    slots[nslots].device = bd;
-    slots[nslots].stream = bs;
+  }
+  /* The slots by op id, for place()'s binary search. Today's core numbers
+   * a DAG's ops in its order, so they come sorted; they are sorted here
+   * only if they do not. */
+  int sorted = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (pdev[i] < 0)
+      continue;
+    if (nslots > 0 && slots[nslots - 1].op_id >= dag->ops[i].op_id)
+      sorted = 0;
+    slots[nslots].op_id = dag->ops[i].op_id;
+    slots[nslots].device = pdev[i];
+    slots[nslots].stream = pstr[i];
     nslots++;
   }
-  qsort(slots, nslots, sizeof *slots, cmp_slot);
+  if (!sorted)
+    qsort(slots, nslots, sizeof *slots, cmp_slot);
   plan->submission = dag->submission;
   plan->slots = slots;
   plan->n = nslots;
