@@ -536,7 +536,8 @@ START_TEST(a_then_after_a_zip_waits_for_every_part) {
   ck_assert_int_eq(cua_op_zip(&zp, (cua_op *[]){ok, bad}, 2), 0);
   ck_assert_int_eq(cua_op_fill(&dep, y, 3.0f), 0);
   ck_assert_int_eq(cua_op_then(&t, zp, dep), 0);
-  ck_assert_err(rt, run_op(rt, t), CUA_ERR_DEPENDENCY, "kernel exploded at 42");
+  ck_assert_err(rt, cua_submit_wait(rt, t, NULL, NULL), CUA_ERR_DEPENDENCY,
+                "kernel exploded at 42");
   /* then(bad, then(zip(a, b), c)): a and b start the next part. */
   cua_op *a, *b, *c, *zab, *inner, *outer;
   ck_assert_int_eq(cua_op_fill(&a, z, 1.0f), 0);
@@ -545,15 +546,15 @@ START_TEST(a_then_after_a_zip_waits_for_every_part) {
   ck_assert_int_eq(cua_op_zip(&zab, (cua_op *[]){a, b}, 2), 0);
   ck_assert_int_eq(cua_op_then(&inner, zab, c), 0);
   ck_assert_int_eq(cua_op_then(&outer, bad, inner), 0);
-  ck_assert_err(rt, run_op(rt, outer), CUA_ERR_DEPENDENCY,
+  ck_assert_err(rt, cua_submit_wait(rt, outer, NULL, NULL), CUA_ERR_DEPENDENCY,
                 "kernel exploded at 42");
   /* Plain writes clear what the failures poisoned; without bad before
    * it, the inner then runs and writes its three buffers. */
-  ck_assert_int_eq(run_op(rt, ok), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, ok, NULL, NULL), 0);
   cua_op *fw;
   ck_assert_int_eq(cua_op_fill(&fw, w, 5.0f), 0);
-  ck_assert_int_eq(run_op(rt, fw), 0);
-  ck_assert_int_eq(run_op(rt, inner), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, fw, NULL, NULL), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, inner, NULL, NULL), 0);
   expect_all(z, 1.0f);
   expect_all(w, 2.0f);
   expect_all(y, 3.0f);
