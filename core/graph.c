@@ -508,21 +508,24 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     }
     if (f->next == 0 && f->elide == 0 && zip_elidable(b, op))
       f->elide = 1;
-    if (f->elide == 1) {
-      cua_op *zip = op->inputs[0];
-      if (f->next < zip->ninputs) {
-        cua_op *in = zip->inputs[f->next++];
-        if (cua__build_get(b, in) == NULL) {
-          if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
-            rc = CUA_ERR_NOMEM;
-            break;
-          }
-          st[len++] = (frame){in, 0, 0};
+    /* The inputs to build first: a then's zip's parts while its zip is
+     * built without a node, else the op's own inputs. */
+    const cua_op *from = f->elide == 1 ? op->inputs[0] : op;
+    if (f->next < from->ninputs) {
+      cua_op *in = from->inputs[f->next++];
+      if (cua__build_get(b, in) == NULL) {
+        if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
+          rc = CUA_ERR_NOMEM;
+          break;
         }
-        continue;
+        st[len++] = (frame){in, 0, 0};
       }
+      continue;
+    }
+    if (f->elide == 1) {
       /* The parts are built: the zip goes on without a node unless the
        * next part (or the zip) was built among them. */
+      cua_op *zip = op->inputs[0];
       f->elide = 2;
       f->next = 1;
       if (cua__build_get(b, op->inputs[1]) != NULL ||
@@ -531,17 +534,6 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
         if (cua__build_get(b, zip) == NULL &&
             (rc = build_node(b, zip, root, subcap)) != 0)
           break;
-      }
-      continue;
-    }
-    if (f->next < op->ninputs) {
-      cua_op *in = op->inputs[f->next++];
-      if (cua__build_get(b, in) == NULL) {
-        if (cua__grow_inl(&st, &cap, len + 1, sizeof *st, inl) != 0) {
-          rc = CUA_ERR_NOMEM;
-          break;
-        }
-        st[len++] = (frame){in, 0, 0};
       }
       continue;
     }
