@@ -26,6 +26,15 @@
 
 /* ------------------------------------------------------------ node basics */
 
+/* What kind of node @p op makes (CUA__CLASS_*). */
+static int op_class(const cua_op *op) {
+  return op->kind == CUA_OP_ZIP || op->kind == CUA_OP_UNZIP ||
+                 op->kind == CUA_OP_THEN || op->kind == CUA_OP_SHARED
+             ? CUA__CLASS_VIRTUAL
+         : cua__op_is_host(op) ? CUA__CLASS_HOST
+                               : CUA__CLASS_DEVICE;
+}
+
 static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   int fresh;
   cua__node *n = cua__pool_get(&rt->node_pool, &fresh);
@@ -37,11 +46,7 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   cua__runtime_hold(rt);
   n->op = cua_op_retain(op);
   n->kind = op->kind;
-  n->cls = op->kind == CUA_OP_ZIP || op->kind == CUA_OP_UNZIP ||
-                   op->kind == CUA_OP_THEN || op->kind == CUA_OP_SHARED
-               ? CUA__CLASS_VIRTUAL
-           : cua__op_is_host(op) ? CUA__CLASS_HOST
-                                 : CUA__CLASS_DEVICE;
+  n->cls = op_class(op);
   n->op_id = ++rt->next_op;
   n->pl.device = n->pl.stream = -1;
   n->deps = n->deps_inl;
@@ -430,9 +435,7 @@ static int zip_elidable(const cua__build *b, const cua_op *op) {
   const cua_op *z = op->inputs[0], *next = op->inputs[1];
   return z->kind == CUA_OP_ZIP && z->ninputs > 0 && z->hints.name == NULL &&
          z->hints.tag == NULL && cua__build_get(b, z) == NULL &&
-         cua__build_get(b, next) == NULL && !cua__op_is_host(next) &&
-         next->kind != CUA_OP_ZIP && next->kind != CUA_OP_UNZIP &&
-         next->kind != CUA_OP_THEN && next->kind != CUA_OP_SHARED;
+         cua__build_get(b, next) == NULL && op_class(next) == CUA__CLASS_DEVICE;
 }
 
 /* The node of @p op, once its inputs are built: made, listed in the
@@ -523,34 +526,26 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       continue;
     }
     if (f->elide == 1) {
-      /* The parts are built: the zip goes on without a node unless the
-       * next part (or the zip) was built among them. */
-      cua_op *zip = op->inputs[0];
+      /* The parts are built (the zip cannot be among them: an op is made
+       * after its inputs). The zip goes on without a node unless the next
+       * part was built among them. */
       f->elide = 2;
       f->next = 1;
-      if (cua__build_get(b, op->inputs[1]) != NULL ||
-          cua__build_get(b, zip) != NULL) {
+      if (cua__build_get(b, op->inputs[1]) != NULL) {
         f->elide = 0;
-        if (cua__build_get(b, zip) == NULL &&
-            (rc = build_node(b, zip, root, subcap)) != 0)
+        if ((rc = build_node(b, op->inputs[0], root, subcap)) != 0)
           break;
       }
       continue;
     }
-    /* Every input is built. A then whose first part now precedes every
-     * start of its next part has no node of its own: its next part's end
-     * stands for it (ends, results and failures are the same), which
-     * halves the nodes of a chain of thens. A named or tagged then keeps
-     * its node, for its name in messages. */
-    if (op->kind == CUA_OP_THEN && f->elide == 2) {
-      /* The next part is this build's fresh device node: every part of
-       * the zip is a producer of it, and the then collapses into it. */
+    if (f->elide == 2) {
+      /* The next part is this build's fresh device node, made after
+       * every part of the zip (so no edge here runs backwards): each part
+       * is a producer of it, and the then collapses into it. */
       cua__node *end = cua__build_get(b, op->inputs[1]);
       const cua_op *zip = op->inputs[0];
       for (size_t i = 0; i < zip->ninputs && rc == 0; i++) {
         cua__node *p = cua__build_get(b, zip->inputs[i]);
-        if (p->op_id >= end->op_id)
-          b->backward = 1;
         rc = add_device_dep(end, p, CUA__DEP_DATA);
       }
       if (rc != 0)
@@ -560,6 +555,11 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       len--;
       continue;
     }
+    /* Every input is built. A then whose first part now precedes every
+     * start of its next part has no node of its own: its next part's end
+     * stands for it (ends, results and failures are the same), which
+     * halves the nodes of a chain of thens. A named or tagged then keeps
+     * its node, for its name in messages. */
     if (op->kind == CUA_OP_THEN) {
       int whole;
       rc =
