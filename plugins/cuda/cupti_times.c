@@ -133,7 +133,7 @@ static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_RUNTIME,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
-#define NKINDS_CALLBACK 4
+#define NKINDS_CALLBACK 4 /* the first four: no API records, no links */
 
 /* The runtime API calls that enqueue an op's device work (the CUDA
  * backend's kernels, copies and memsets), which the API callback
@@ -259,16 +259,23 @@ static int linked(const slot *c) {
   return c->a != 0 || c->x != 0;
 }
 
+/* Correlation @p id's slot, made if it is new and then stamped with the
+ * buffer generation (for sweep()); NULL without memory. */
+static slot *corr_get(uint32_t id) {
+  slot *c = t_get(&cp.corr, id);
+  if (c != NULL && !linked(c) && c->c == 0)
+    c->g = cp.gen;
+  return c;
+}
+
 /* A device record: correlation @p id ran from @p start to @p end. */
 static void device_record(uint32_t id, uint64_t start, uint64_t end) {
   /* (a record flushed before the work ended has no times) */
   if (id == 0 || start == 0 || end == 0 || end < start)
     return;
-  slot *c = t_get(&cp.corr, id);
+  slot *c = corr_get(id);
   if (c == NULL)
     return;
-  if (!linked(c) && c->c == 0)
-    c->g = cp.gen;
   c->b = start;
   c->c = end;
   if (linked(c))
@@ -278,11 +285,9 @@ static void device_record(uint32_t id, uint64_t start, uint64_t end) {
 /* Correlation @p id enqueued op @p op of @p cl (API callback), or was
  * made under external id @p x. */
 static void link_op(uint32_t id, cupti_client *cl, uint64_t op, uint64_t x) {
-  slot *c = t_get(&cp.corr, id);
+  slot *c = corr_get(id);
   if (c == NULL)
     return;
-  if (!linked(c) && c->c == 0)
-    c->g = cp.gen;
   c->a = op;
   c->p = cl;
   c->x = x;
@@ -383,6 +388,12 @@ static int watch_launches(uint32_t on) {
   return rc;
 }
 
+/* The activity kinds enabled: the links need the last two only without
+ * the API callback. */
+static size_t nkinds(void) {
+  return cp.by_callback ? NKINDS_CALLBACK : NKINDS;
+}
+
 /* Opens libcupti and turns the records on; with cp.mu held. */
 static int load(void) {
   if (cp.tried)
@@ -420,12 +431,11 @@ int cupti_open(cupti_client **out, const cua_backend_host *host, char *why,
   c->host = host;
   pthread_mutex_lock(&cp.en_mu);
   int rc = load();
-  size_t nk = cp.by_callback ? NKINDS_CALLBACK : NKINDS;
   if (rc == 0 && cp.clients == 0 && cp.by_callback && watch_launches(1) != 0) {
     (void)watch_launches(0);
     cp.by_callback = 0; /* the external ids, then */
-    nk = NKINDS;
   }
+  size_t nk = nkinds();
   if (rc == 0 && cp.clients == 0)
     for (size_t i = 0; i < nk && rc == 0; i++)
       if (cp.f.enable(kinds[i]) != CUPTI_SUCCESS) {
@@ -542,7 +552,7 @@ void cupti_close(cupti_client *c) {
      * takes it. */
     if (cp.by_callback)
       (void)watch_launches(0);
-    for (size_t i = 0; i < (cp.by_callback ? NKINDS_CALLBACK : NKINDS); i++)
+    for (size_t i = 0; i < nkinds(); i++)
       cp.f.disable(kinds[i]);
     cp.f.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&cp.mu);
