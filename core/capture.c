@@ -14,8 +14,10 @@
  *
  * What is recorded (graphs.h): the chains (one per stream used), the ops
  * in placement order, and the waits between chains, one per producer a
- * chain is not yet ordered after. The graph gets streams and events of its
- * own; on a backend with graphs the schedule is captured into one.
+ * chain is not yet ordered after, and whether an op needs an edge to its
+ * chain's previous op (it does not when a wait orders it after that op). The
+ * graph gets streams and events of its own; on a backend with graphs the
+ * schedule is captured into one.
  *
  * Owns: capturing. Runs under rt->lock from the build to the recorded
  * schedule; the backend objects are made and the capture is done after it
@@ -332,7 +334,12 @@ static int record_schedule(capture *c, cua_graph *g) {
    * x known complete at the current end of chain ch (-1: none). With the
    * clock each op had (snap, when it fits), a wait for a producer that an
    * earlier wait already orders after (through a third chain too) is not
-   * recorded: fewer edges, cheaper to instantiate and to replay. */
+   * recorded: fewer edges, cheaper to instantiate and to replay. The same
+   * clocks tell which ops a wait orders after their chain's previous op:
+   * a backend that sets a capture's dependencies itself (capture_deps())
+   * gives those no edge to it, and its graph has the transitive reduction
+   * of the DAG's order and the streams'. A chain placed round-robin over
+   * four streams is then one edge per op, as on one stream. */
   long *snap = NULL;
   size_t *cand = NULL;
   if (rc == 0) {
@@ -387,6 +394,14 @@ static int record_schedule(capture *c, cua_graph *g) {
         else
           j++;
       }
+      /* The chain's previous op: an edge of its own in a graph with
+       * explicit dependencies unless a wait orders this op after it (the
+       * chain's clock is that op's, so no wait comes before it). */
+      o->after_prev = pos[i] > 0;
+      for (size_t j = 0; snap != NULL && o->after_prev && j < ncand; j++)
+        if (snap[cand[j] * nc + ch] >= (long)pos[i] - 1)
+          o->after_prev = 0;
+      g->nedges += ncand + (size_t)o->after_prev;
       for (size_t j = 0; j < ncand; j++) {
         size_t p = cand[j];
         cua__gop *po = &g->ops[gidx[p]];

@@ -344,6 +344,14 @@ int cua__backend_has_graphs(const cua_runtime *rt) {
          d->graph_launch != NULL && d->graph_destroy != NULL;
 }
 
+int cua__backend_has_capture_deps(const cua_runtime *rt) {
+  const cua_backend_descriptor *d = rt->be;
+  return cua__backend_has_graphs(rt) &&
+         d->size >= offsetof(cua_backend_descriptor, capture_deps) +
+                        sizeof d->capture_deps &&
+         d->capture_deps != NULL;
+}
+
 int cua__backend_has_native(const cua_runtime *rt) {
   const cua_backend_descriptor *d = rt->be;
   return d->size >= offsetof(cua_backend_descriptor, native_wait) +

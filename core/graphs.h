@@ -29,6 +29,10 @@ typedef struct cua__gop {
   size_t *waits; /* ops of other chains it waits for (indices into ops) */
   size_t nwaits;
   long event; /* index into cua_graph::events recorded after it, or -1 */
+  /* A capture with explicit dependencies (backend capture_deps()): 1 when
+   * the op depends on its chain's previous op directly, 0 when one of its
+   * waits orders it after that op already (or it is the chain's first). */
+  int after_prev;
 } cua__gop;
 
 /* One chain: the ops the policy put on one stream, in order. */
@@ -56,6 +60,10 @@ struct cua_graph {
   cua__gchain *chains;
   size_t nchains;
   size_t nwaits;
+  /* The edges of the graph with explicit dependencies: per op, its waits
+   * and its after_prev; the fewest that keep the DAG's and the streams'
+   * orders (see record_schedule()). */
+  size_t nedges;
   cua_backend_event **events; /* [0]: the fork, recorded on the anchor */
   int *event_dev;
   size_t nevents;
@@ -107,9 +115,12 @@ static inline size_t cua__ptr_hash(const void *p, size_t cap) {
 /* replay.c */
 /* Enqueues @p g's schedule with parameters @p gp: forks the chains from
  * @p anchor (on device anchor_dev), enqueues every op, joins the chains
- * back into @p anchor. A chain whose stream is @p anchor needs no fork. */
+ * back into @p anchor. A chain whose stream is @p anchor needs no fork.
+ * With @p deps (a capture on a backend with capture_deps()), each op's
+ * dependencies are set by that call instead of by events. */
 int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
-                       cua_backend_stream *anchor, char *msg, size_t len);
+                       cua_backend_stream *anchor, int deps, char *msg,
+                       size_t len);
 /* Builds the backend graph for @p gp (a new one, or an update of g->bg).
  * With no lock held, by the thread that has the anchor's turn (or the
  * creator, before the graph is published). */

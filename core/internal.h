@@ -904,6 +904,8 @@ void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p);
 int cua__backend_has_native(const cua_runtime *rt);
 /* Whether the backend has graphs (ABI 1.3 capture_begin...graph_destroy). */
 int cua__backend_has_graphs(const cua_runtime *rt);
+/* Whether it also sets a capture's dependencies itself (ABI 1.9). */
+int cua__backend_has_capture_deps(const cua_runtime *rt);
 /* @p op (a launched kind but FUNC) as the backend gets it, with the
  * buffers' addresses; @p params and @p ptrs (64 each) hold a kernel's
  * arguments until the launch returns. 0 or a failure in @p msg. */

@@ -36,8 +36,28 @@ static const char *op_name(const cua_op *op) {
   return op->hints.name ? op->hints.name : cua_op_kind_name(op->kind);
 }
 
+/* Makes the next op of chain @p c (with @p last the index of the chain's
+ * last op so far, -1 for none) depend on exactly its dependencies in the
+ * graph with explicit ones: its waits, and the chain's previous op where
+ * nothing else orders it after that one. Nothing is called when that is
+ * where the stream already is: after its last op, or (the chain's first
+ * op, with no wait) after nothing, as the fork leaves it. @p buf has room
+ * for the op's waits and one more. */
+static int set_deps(cua_runtime *rt, cua_backend_stream *s, const cua__gop *o,
+                    long last, size_t *buf, cua_backend_err *err) {
+  if (o->nwaits == 0 && (last < 0 || o->after_prev))
+    return 0;
+  size_t n = 0;
+  if (o->after_prev && last >= 0)
+    buf[n++] = (size_t)last;
+  for (size_t w = 0; w < o->nwaits; w++)
+    buf[n++] = o->waits[w];
+  return rt->be->capture_deps(rt->bst, s, buf, n, err);
+}
+
 int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
-                       cua_backend_stream *anchor, char *msg, size_t len) {
+                       cua_backend_stream *anchor, int deps, char *msg,
+                       size_t len) {
   const cua_backend_descriptor *be = rt->be;
   void *bst = rt->bst;
   int rc = be->event_record(bst, g->events[0], anchor);
@@ -48,38 +68,69 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
     snprintf(msg, len, "forking the graph's streams: %s", cua_strerror(rc));
     return rc;
   }
+  /* With explicit dependencies: each chain's last op so far, and room for
+   * an op's dependencies. */
+  long *last = NULL;
+  size_t *buf = NULL;
+  if (deps) {
+    size_t maxw = 0;
+    for (size_t k = 0; k < g->nops; k++)
+      if (g->ops[k].nwaits > maxw)
+        maxw = g->ops[k].nwaits;
+    last = cua__malloc(g->nchains * sizeof *last);
+    buf = cua__malloc((maxw + 1) * sizeof *buf);
+    if (last == NULL || buf == NULL) {
+      free(last);
+      free(buf);
+      snprintf(msg, len, "out of host memory");
+      return CUA_ERR_NOMEM;
+    }
+    for (size_t ch = 0; ch < g->nchains; ch++)
+      last[ch] = -1;
+  }
   void *params[64], *ptrs[64];
-  for (size_t k = 0; k < g->nops; k++) {
+  for (size_t k = 0; k < g->nops && rc == 0; k++) {
     const cua__gop *o = &g->ops[k];
     cua__gchain *ch = &g->chains[o->chain];
     cua_backend_stream *s =
         o->chain == 0 && g->chains[0].bs == anchor ? anchor : ch->bs;
-    for (size_t w = 0; w < o->nwaits && rc == 0; w++)
-      rc = be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
+    const cua_op *op = gp->ops[k];
+    cua_backend_err err = {{0}};
+    if (deps) {
+      rc = set_deps(rt, s, o, last[o->chain], buf, &err);
+      last[o->chain] = (long)k;
+    } else {
+      for (size_t w = 0; w < o->nwaits && rc == 0; w++)
+        rc =
+            be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
+    }
     if (rc != 0) {
-      snprintf(msg, len, "making op '%s' wait: %s", op_name(gp->ops[k]),
-               cua_strerror(rc));
-      return rc;
+      snprintf(msg, len, "making op '%s' wait: %s", op_name(op),
+               err.msg[0] ? err.msg : cua_strerror(rc));
+      break;
     }
     cua_backend_op bo;
-    const cua_op *op = gp->ops[k];
     rc = cua__backend_op(op, ++ch->seq, &bo, params, ptrs, op_name(op), msg,
                          len);
     if (rc != 0)
-      return rc;
-    cua_backend_err err = {{0}};
+      break;
     rc = be->launch(bst, s, &bo, &err);
     if (rc != 0) {
       snprintf(msg, len, "launching op '%s' of the graph: %s", op_name(op),
                err.msg[0] ? err.msg : cua_strerror(rc));
-      return rc;
+      break;
     }
-    if (o->event >= 0 && (rc = be->event_record(bst, g->events[o->event], s))) {
+    if (!deps && o->event >= 0 &&
+        (rc = be->event_record(bst, g->events[o->event], s))) {
       snprintf(msg, len, "recording an event after op '%s': %s", op_name(op),
                cua_strerror(rc));
-      return rc;
+      break;
     }
   }
+  free(last);
+  free(buf);
+  if (rc != 0)
+    return rc;
   for (size_t ch = 0; ch < g->nchains && rc == 0; ch++) {
     if (g->chains[ch].bs == anchor)
       continue;
@@ -210,7 +261,8 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   if (rc == 0) {
     char emsg[CUA__ERRLEN];
     emsg[0] = '\0';
-    int erc = cua__graph_enqueue(rt, g, gp, s, emsg, sizeof emsg);
+    int erc = cua__graph_enqueue(
+        rt, g, gp, s, cua__backend_has_capture_deps(rt), emsg, sizeof emsg);
     cua_backend_graph *out = NULL;
     rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
     if (erc != 0) {
@@ -287,7 +339,7 @@ int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   cua__gparams *gp = n->op->gparams;
   cua__stream *s = n->stream;
   if (!g->native)
-    return cua__graph_enqueue(rt, g, gp, s->bs, msg, len);
+    return cua__graph_enqueue(rt, g, gp, s->bs, 0, msg, len);
   int rc = 0;
   if (g->bg == NULL ||
       (g->bg_version != gp->version && update_in_place(rt, g, gp) != 0))
@@ -678,6 +730,7 @@ int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
   v.node_updates = atomic_load(&((cua_graph *)g)->node_updates);
   v.place_ns = g->place_ns;
   v.capture_ns = g->capture_ns;
+  v.edges = g->nedges;
   memcpy(info, &v, v.size);
   return 0;
 }

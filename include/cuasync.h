@@ -723,6 +723,15 @@ typedef struct cua_graph_info {
                               instantiation; 0 on a backend without graphs,
                               or when the capture waits for the first
                               launch */
+  size_t edges;          /**< the graph's dependencies: per op, the ops it
+                              directly depends on, the fewest that keep
+                              the DAG's order and each stream's (an op
+                              depends on the previous op of its stream only
+                              where no other dependency orders it after
+                              that one). A backend that sets a capture's
+                              dependencies itself (CUDA) builds exactly
+                              these edges; elsewhere the replay follows
+                              the streams' order and `waits` */
 } cua_graph_info;
 
 /**

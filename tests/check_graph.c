@@ -734,6 +734,105 @@ START_TEST(launch_gives_results) {
 }
 END_TEST
 
+/* A graph's edges are the fewest that keep the DAG's order and each
+ * stream's: a chain spread round-robin over four streams has one edge per
+ * op but the first (a wait each, which orders it after its stream's
+ * previous op too: 11 edges, not 11 + 8); independent ops have only their
+ * streams' order; a diamond's join waits for both sides. The replays give
+ * what running the ops in order gives. */
+START_TEST(edges_are_the_fewest_that_keep_order) {
+  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  /* A zip: round-robin gives each op the next stream (a then would keep
+   * its op on its predecessor's); y's hazards chain them. */
+  cua_op *acc = NULL;
+  for (int i = 0; i < 12; i++) {
+    cua_op *a;
+    ck_assert_int_eq(cua_op_axpy(&a, y, 1.0f, x), 0);
+    acc = acc == NULL ? a : join(acc, a, 1);
+  }
+  cua_graph *g;
+  ck_assert_msg(cua_graph_create(&g, rt, acc, NULL) == 0, "%s",
+                cua_runtime_error(rt));
+  cua_op_destroy(acc);
+  cua_graph_info info = {.size = sizeof info};
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.ops, 12);
+  ck_assert_int_eq((int)info.streams, 4);
+  ck_assert_int_eq((int)info.waits, 11);
+  ck_assert_int_eq((int)info.edges, 11);
+  for (int k = 0; k < 3; k++) {
+    cua_future *f;
+    ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+    ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+    cua_future_destroy(f);
+  }
+  ck_assert(first(y) == 36.0f);
+  cua_graph_destroy(g);
+
+  /* Eight independent fills over four streams: two per stream. */
+  cua_buffer *b[8];
+  cua_op *fills[8];
+  for (int i = 0; i < 8; i++) {
+    b[i] = make_buf(0);
+    ck_assert_int_eq(cua_op_fill(&fills[i], b[i], (float)(i + 1)), 0);
+  }
+  cua_op *z;
+  ck_assert_int_eq(cua_op_zip(&z, fills, 8), 0);
+  ck_assert_int_eq(cua_graph_create(&g, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.streams, 4);
+  ck_assert_int_eq((int)info.waits, 0);
+  ck_assert_int_eq((int)info.edges, 4);
+  cua_future *f;
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  for (int i = 0; i < 8; i++)
+    ck_assert(first(b[i]) == (float)(i + 1));
+  cua_graph_destroy(g);
+  cua_op_destroy(z);
+  for (int i = 0; i < 8; i++)
+    cua_op_destroy(fills[i]);
+
+  /* A diamond: b0 = 5, then b1 += b0 and b2 += b0 beside each other,
+   * then b3 += b1 and b3 += b2 (b3 = 0 before). */
+  cua_op *top, *l, *r, *j1, *j2;
+  ck_assert_int_eq(cua_op_fill(&top, b[0], 5.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&l, b[3], 0.0f), 0);
+  cua_op *lr[2];
+  ck_assert_int_eq(cua_op_axpy(&lr[0], b[1], 1.0f, b[0]), 0);
+  ck_assert_int_eq(cua_op_axpy(&lr[1], b[2], 1.0f, b[0]), 0);
+  ck_assert_int_eq(cua_op_zip(&r, lr, 2), 0);
+  cua_op_destroy(lr[0]);
+  cua_op_destroy(lr[1]);
+  ck_assert_int_eq(cua_op_axpy(&j1, b[3], 1.0f, b[1]), 0);
+  ck_assert_int_eq(cua_op_axpy(&j2, b[3], 1.0f, b[2]), 0);
+  cua_op *d = join(join(join(join(top, l, 1), r, 0), j1, 0), j2, 0);
+  ck_assert_int_eq(cua_graph_create(&g, rt, d, NULL), 0);
+  cua_op_destroy(d);
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.ops, 6);
+  /* A then orders its next part after all of its first: each side
+   * depends on both fills (2 + 2), j1 on its side (b3's fill comes before
+   * through it), j2 on j1 and the other side: 7, the DAG's own; the
+   * streams' order adds none here. */
+  ck_assert_int_eq((int)info.edges, 7);
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  ck_assert(first(b[1]) == 7.0f); /* 2 + 5 */
+  ck_assert(first(b[2]) == 8.0f); /* 3 + 5 */
+  ck_assert(first(b[3]) == 15.0f);
+  cua_graph_destroy(g);
+  for (int i = 0; i < 8; i++)
+    cua_buffer_destroy(b[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* --------------------------------------------------------- automatic mode */
 
 static cua_stats stats_of(void) {
@@ -1189,6 +1288,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, out_of_device_memory_at_creation);
   tcase_add_test(tsem, lifetimes);
   tcase_add_test(tsem, launch_gives_results);
+  tcase_add_test(tsem, edges_are_the_fewest_that_keep_order);
   tcase_add_test(tsem, auto_mode_matches_sequential);
   tcase_add_test(tsem, always_mode_matches_sequential);
   tcase_add_test(tsem, auto_mode_updates_parameters);

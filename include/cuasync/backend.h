@@ -38,8 +38,9 @@
  * 1.6: cua_backend_op::end_ns.
  * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times.
  * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns,
- *      changed. */
-#define CUA_BACKEND_ABI_MINOR 8
+ *      changed.
+ * 1.9: capture_deps. */
+#define CUA_BACKEND_ABI_MINOR 9
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -317,8 +318,9 @@ typedef struct cua_backend_descriptor {
    * own, which nothing else uses meanwhile: begin on one of them, then
    * the same calls as a replay (event_record() and stream_wait_event()
    * fork the graph's other streams from it and join them back, launch()
-   * enqueues each op, with duration_ns NULL), then end on the same
-   * stream. No mark() is made during a capture. */
+   * enqueues each op, with duration_ns NULL; with capture_deps() (1.9),
+   * an op's dependencies are set by it instead of by events), then end on
+   * the same stream. No mark() is made during a capture. */
 
   /** Starts capturing the work enqueued on @p s (and on the streams that
    * come to wait for it) instead of running it. */
@@ -391,6 +393,28 @@ typedef struct cua_backend_descriptor {
    * stream. Called by the completion thread only.
    */
   int (*changed)(void *state, uint32_t *out, size_t max, size_t *n);
+
+  /* ABI 1.9 (optional; with the graph entries of 1.3) */
+
+  /**
+   * During a capture (capture_begin() to capture_end(), on the capturing
+   * thread): the next launch() on @p s, a stream of the capture, depends
+   * on exactly the work of the launches numbered @p launches[0..n) of this
+   * capture (launch() calls counted from 0 at capture_begin(), each number
+   * smaller than the next launch's; none repeated), and no longer on what
+   * came before it on @p s; with @p n 0, on nothing in the graph. After
+   * that launch, @p s is where it would be after any launch: the launch
+   * after it depends on it. When this entry is there, the core makes a
+   * capture's dependencies with it alone: no event_record() or
+   * stream_wait_event() between the ops of the capture, only the fork of
+   * the graph's streams at its start and their join at its end. So a
+   * stream's order costs no edge where another dependency implies it,
+   * and the graph has the fewest edges that keep every order. Returns 0;
+   * any failure fails the capture (the core ends it and reports the
+   * error).
+   */
+  int (*capture_deps)(void *state, cua_backend_stream *s,
+                      const size_t *launches, size_t n, cua_backend_err *err);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

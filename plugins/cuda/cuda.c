@@ -234,10 +234,6 @@ struct backend {
   int wake_pending;         /* guarded by wait_lock */
   atomic_int idle_sleeping; /* the waiter sleeps with nothing outstanding */
 
-  /* While a capture runs (the core runs one at a time, on one thread):
-   * the node each launch() into it made, in order (NULL where a launch
-   * made none or several), for graph_update_op(). Other threads' launches
-   * meanwhile go to streams that are not capturing and are not logged. */
   int no_update_in_place; /* [backend.cuda] graph_updates = capture */
   /* [backend.cuda] timestamps = cupti: opened at the first op observers
    * want times of (under cupti_lock), NULL if that failed (events then). */
@@ -245,11 +241,30 @@ struct backend {
   atomic_int cupti_state; /* 0 not tried, 1 open, -1 failed */
   pthread_mutex_t cupti_lock;
   cupti_client *cupti;
-  atomic_int capturing;
-  cudaGraphNode_t *cap_nodes;
-  size_t ncap_nodes, cap_nodes_cap;
+  /* While a capture runs (the core runs one at a time, on one thread, the
+   * only one whose launches go into it: tl_cap_be), its log: after launch
+   * k, its stream depended on
+   * cap_front[cap_foff[k] .. cap_foff[k + 1]) (the node it made, or what
+   * it depended on before when it made none), for graph_update_op() and
+   * capture_deps(). cap_foff has ncap_nodes + 1 entries. Other threads'
+   * launches meanwhile go to streams that are not capturing and are not
+   * logged. */
+  cudaGraphNode_t *cap_front;
+  size_t ncap_front, cap_front_cap;
+  size_t *cap_foff;
+  size_t ncap_nodes, cap_foff_cap;
+  cudaGraphNode_t *cap_deps; /* capture_deps()'s nodes */
+  size_t cap_deps_cap;
   int cap_log_failed;
 };
+
+/* The backend whose capture the calling thread is making, between
+ * capture_begin() and capture_end() (the core captures on one thread and
+ * runs no user code there meanwhile), and the device it made current:
+ * that thread's launches go into the capture, and its device needs no
+ * cudaGetDevice() check. NULL on every other thread. */
+static _Thread_local const struct backend *tl_cap_be;
+static _Thread_local int tl_cap_ordinal;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -398,9 +413,32 @@ static int cuda_fail(backend *be, int d, cua_backend_err *err, int code,
  */
 static cudaError_t use_device(const backend *be, int d) {
   int cur = -1;
+  if (tl_cap_be == be) { /* capturing: nothing else switches this thread */
+    if (tl_cap_ordinal == be->dev[d].ordinal)
+      return cudaSuccess;
+    cudaError_t e = cudaSetDevice(be->dev[d].ordinal);
+    tl_cap_ordinal = e == cudaSuccess ? be->dev[d].ordinal : -1;
+    return e;
+  }
   if (cudaGetDevice(&cur) == cudaSuccess && cur == be->dev[d].ordinal)
     return cudaSuccess;
   return cudaSetDevice(be->dev[d].ordinal);
+}
+
+/* Makes room for @p need elements of @p size in *@p arr (capacity *@p cap,
+ * doubled as needed): 0, or -1 with *@p arr as it was. */
+static int grow(void *arr, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap)
+    return 0;
+  size_t nc = *cap ? *cap : 64;
+  while (nc < need)
+    nc *= 2;
+  void *v = realloc(*(void **)arr, nc * size);
+  if (v == NULL)
+    return -1;
+  *(void **)arr = v;
+  *cap = nc;
+  return 0;
 }
 
 /* ------------------------------------------------------------------- fifo */
@@ -789,7 +827,9 @@ static void cuda_destroy(void *state) {
   pthread_mutex_destroy(&be->cupti_lock);
   pthread_mutex_destroy(&be->wait_lock);
   pthread_cond_destroy(&be->wait_cond);
-  free(be->cap_nodes);
+  free(be->cap_front);
+  free(be->cap_foff);
+  free(be->cap_deps);
   free(be);
 }
 
@@ -1574,27 +1614,33 @@ static int validate(backend *be, const cua_backend_op *op,
   return 0;
 }
 
-/* During a capture: notes the node the launch just made on @p s, if @p s
- * is in the capture (its dependency set is then that one node). */
+/* During a capture, on the capturing thread: notes what @p s depends on
+ * after the launch just made on it (the node it made, as a rule). A
+ * failure to note it fails later capture_deps() calls, and leaves the
+ * graph without nodes to update in place. */
 static void log_capture_node(backend *be, cua_backend_stream *s) {
   enum cudaStreamCaptureStatus st;
   const cudaGraphNode_t *deps = NULL;
   size_t ndeps = 0;
   if (cudaStreamGetCaptureInfo(s->native, &st, NULL, NULL, &deps, NULL,
                                &ndeps) != cudaSuccess ||
-      st != cudaStreamCaptureStatusActive)
-    return;
-  if (be->ncap_nodes == be->cap_nodes_cap) {
-    size_t nc = be->cap_nodes_cap ? 2 * be->cap_nodes_cap : 256;
-    cudaGraphNode_t *v = realloc(be->cap_nodes, nc * sizeof *v);
-    if (v == NULL) {
-      be->cap_log_failed = 1;
-      return;
-    }
-    be->cap_nodes = v;
-    be->cap_nodes_cap = nc;
+      st != cudaStreamCaptureStatusActive) {
+    (void)cudaGetLastError();
+    ndeps = 0;
+    be->cap_log_failed = 1;
   }
-  be->cap_nodes[be->ncap_nodes++] = ndeps == 1 ? deps[0] : NULL;
+  if (grow(&be->cap_foff, &be->cap_foff_cap, be->ncap_nodes + 2,
+           sizeof *be->cap_foff) != 0 ||
+      grow(&be->cap_front, &be->cap_front_cap, be->ncap_front + ndeps,
+           sizeof *be->cap_front) != 0) {
+    be->cap_log_failed = 1;
+    return;
+  }
+  if (be->ncap_nodes == 0)
+    be->cap_foff[0] = 0;
+  memcpy(be->cap_front + be->ncap_front, deps, ndeps * sizeof *deps);
+  be->ncap_front += ndeps;
+  be->cap_foff[++be->ncap_nodes] = be->ncap_front;
 }
 
 /* Whether ops' device times come from CUPTI: [backend.cuda] timestamps =
@@ -1674,8 +1720,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
 
   uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
   /* A capture records the op, it does not run it: nothing to time. */
-  int cap = atomic_load_explicit(&be->capturing, memory_order_relaxed) &&
-            stream_capturing(s->native);
+  int cap = tl_cap_be == be; /* the capturing thread launches into it */
   if (cap)
     duration = NULL;
   pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL};
@@ -1759,7 +1804,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
                      "%s of %zu bytes on CUDA device %d", op_name(op->kind),
                      op->bytes, dv->ordinal);
   }
-  if (atomic_load_explicit(&be->capturing, memory_order_relaxed))
+  if (cap)
     log_capture_node(be, s);
   if (timed) {
     pthread_mutex_lock(&s->lock);
@@ -2375,7 +2420,9 @@ struct cua_backend_graph {
   size_t nnodes;
 };
 
-/* Hands the capture's log of nodes to @p g (replacing its own). */
+/* Hands the capture's log of nodes to @p g (replacing its own): launch
+ * k's node where it made one (its stream then depended on that one node
+ * alone). */
 static void take_nodes(backend *be, cua_backend_graph *g) {
   free(g->nodes);
   g->nodes = NULL;
@@ -2383,11 +2430,66 @@ static void take_nodes(backend *be, cua_backend_graph *g) {
   if (!be->cap_log_failed && be->ncap_nodes > 0) {
     g->nodes = malloc(be->ncap_nodes * sizeof *g->nodes);
     if (g->nodes != NULL) {
-      memcpy(g->nodes, be->cap_nodes, be->ncap_nodes * sizeof *g->nodes);
+      for (size_t k = 0; k < be->ncap_nodes; k++)
+        g->nodes[k] = be->cap_foff[k + 1] - be->cap_foff[k] == 1
+                          ? be->cap_front[be->cap_foff[k]]
+                          : NULL;
       g->nnodes = be->ncap_nodes;
     }
   }
   be->ncap_nodes = 0;
+  be->ncap_front = 0;
+}
+
+/* The next launch on @p s (in the capture) depends on what launches
+ * @p launches of the capture left their streams depending on. */
+static int cuda_capture_deps(void *state, cua_backend_stream *s,
+                             const size_t *launches, size_t n,
+                             cua_backend_err *err) {
+  backend *be = state;
+  if (be->cap_log_failed) {
+    set_err(err, "the capture's log of nodes failed (out of host memory, or "
+                 "a stream left the capture)");
+    return CUA_ERR_NOMEM;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = launches[i];
+    if (k >= be->ncap_nodes) {
+      set_err(err,
+              "capture_deps: launch %zu of the capture is not made yet "
+              "(%zu made)",
+              k, be->ncap_nodes);
+      return CUA_ERR_INVAL;
+    }
+    size_t cnt = be->cap_foff[k + 1] - be->cap_foff[k];
+    if (grow(&be->cap_deps, &be->cap_deps_cap, m + cnt, sizeof *be->cap_deps) !=
+        0) {
+      set_err(err, "out of host memory");
+      return CUA_ERR_NOMEM;
+    }
+    /* A launch that made no node left what came before it, which may be
+     * another's node too: each node once. */
+    for (size_t j = 0; j < cnt; j++) {
+      cudaGraphNode_t nd = be->cap_front[be->cap_foff[k] + j];
+      size_t x = 0;
+      while (x < m && be->cap_deps[x] != nd)
+        x++;
+      if (x == m)
+        be->cap_deps[m++] = nd;
+    }
+  }
+  cudaError_t e = use_device(be, s->device);
+  if (e == cudaSuccess)
+    e = cudaStreamUpdateCaptureDependencies(
+        s->native, m > 0 ? be->cap_deps : NULL, NULL, m,
+        cudaStreamSetCaptureDependencies);
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
+                     "setting a captured op's %zu dependencies on CUDA "
+                     "device %d",
+                     m, be->dev[s->device].ordinal);
+  return 0;
 }
 
 static int cuda_capture_begin(void *state, cua_backend_stream *s,
@@ -2405,8 +2507,10 @@ static int cuda_capture_begin(void *state, cua_backend_stream *s,
                      "beginning a stream capture on CUDA device %d",
                      be->dev[s->device].ordinal);
   be->ncap_nodes = 0;
+  be->ncap_front = 0;
   be->cap_log_failed = 0;
-  atomic_store(&be->capturing, 1);
+  tl_cap_be = be;
+  tl_cap_ordinal = be->dev[s->device].ordinal;
   return 0;
 }
 
@@ -2416,7 +2520,7 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
   backend *be = state;
   *out = NULL;
   cudaGraph_t gr = NULL;
-  atomic_store(&be->capturing, 0);
+  tl_cap_be = NULL;
   cudaError_t e = use_device(be, s->device);
   if (e == cudaSuccess)
     e = cudaStreamEndCapture(s->native, &gr);
@@ -2628,4 +2732,5 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .graph_destroy = cuda_graph_destroy,
     .graph_update_op = cuda_graph_update_op,
     .flush_times = cuda_flush_times,
+    .capture_deps = cuda_capture_deps,
 };

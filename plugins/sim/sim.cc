@@ -1168,6 +1168,7 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     nullptr, /* flush_times */
     sim_clock_ns,
     sim_changed,
+    nullptr, /* capture_deps */
 };
 
 } /* extern "C" */
