@@ -158,9 +158,38 @@ typedef struct saved_load {
   cua_stream_load load;
 } saved_load;
 
+/* Past this many clock cells (ops x chains), waits are pruned per pair of
+ * chains only. */
+#define CLOCK_CELLS ((size_t)1 << 24)
+
+/* The schedule as record_op() makes it, op by op in placement order. Each
+ * chain has a vector clock: covered[ch][x] is the last position of chain
+ * x known complete at the current end of chain ch (-1: none). With the
+ * clock each op had (snap, while it fits), a wait for a producer that an
+ * earlier wait already orders after (through a third chain too) is not
+ * recorded: fewer edges, cheaper to instantiate and to replay. The same
+ * clocks tell which ops a wait orders after their chain's previous op: a
+ * backend that sets a capture's dependencies itself (capture_deps())
+ * gives those no edge to it, and its graph has the transitive reduction
+ * of the DAG's order and the streams'. A chain placed round-robin over
+ * four streams is then one edge per op, as on one stream. The clocks'
+ * stride (capc) grows with the chains. */
+typedef struct recorder {
+  size_t *chain_of, *pos, *gidx; /* per device node: its chain, its place
+                                    there, its index in g->ops */
+  size_t *chain_len;             /* per chain */
+  long *covered;                 /* capc x capc */
+  long *snap;                    /* per device node x capc, or NULL */
+  size_t capc;
+  size_t *cand; /* one op's producers, one per chain */
+} recorder;
+
+struct feed;
+
 typedef struct capture {
   cua_runtime *rt;
   cua__sub *sub;
+  cua_graph *g;
   cua__node **dev; /* device nodes, in build order */
   size_t ndev;
   size_t *pred_off; /* ndev + 1: preds of dev[i] in preds[pred_off[i]..] */
@@ -169,6 +198,8 @@ typedef struct capture {
   size_t nplaced;
   saved_load *saved;
   size_t nsaved, capsaved;
+  recorder r;
+  struct feed *feed; /* the capture thread fed as ops are recorded, or NULL */
 } capture;
 
 static int add_pred(cua__node *d, void *arg) {
@@ -204,7 +235,244 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
   return 0;
 }
 
-/* Places every device node, breadth-first as a submission would. */
+/* ------------------------------------------------------------- schedule */
+
+static void recorder_free(recorder *r) {
+  free(r->chain_of);
+  free(r->pos);
+  free(r->gidx);
+  free(r->chain_len);
+  free(r->covered);
+  free(r->snap);
+  free(r->cand);
+  memset(r, 0, sizeof *r);
+}
+
+/* Clocks of stride @p capc, the old ones copied (a new chain has no op
+ * yet: -1 everywhere for it). The ops' clocks are kept while they fit in
+ * CLOCK_CELLS; once dropped they stay dropped (the ops before have none). */
+static int clocks_resize(recorder *r, size_t n, size_t capc) {
+  int keep = (r->capc == 0 || r->snap != NULL) && n <= CLOCK_CELLS / capc;
+  long *cov = cua__malloc(capc * capc * sizeof *cov);
+  long *snap = keep ? cua__malloc(n * capc * sizeof *snap) : NULL;
+  if (cov == NULL || (keep && snap == NULL)) {
+    free(cov);
+    free(snap);
+    return CUA_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < capc * capc; i++)
+    cov[i] = -1;
+  for (size_t i = 0; snap != NULL && i < n * capc; i++)
+    snap[i] = -1;
+  for (size_t a = 0; a < r->capc; a++)
+    memcpy(&cov[a * capc], &r->covered[a * r->capc],
+           r->capc * sizeof *r->covered);
+  for (size_t i = 0; snap != NULL && r->snap != NULL && i < n; i++)
+    memcpy(&snap[i * capc], &r->snap[i * r->capc], r->capc * sizeof *snap);
+  free(r->covered);
+  free(r->snap);
+  r->covered = cov;
+  r->snap = snap;
+  r->capc = capc;
+  return 0;
+}
+
+static int recorder_init(capture *c) {
+  recorder *r = &c->r;
+  cua_graph *g = c->g;
+  size_t n = c->ndev, maxp = 1;
+  for (size_t i = 0; i < n; i++)
+    if (c->pred_off[i + 1] - c->pred_off[i] > maxp)
+      maxp = c->pred_off[i + 1] - c->pred_off[i];
+  r->chain_of = cua__calloc(n + 1, sizeof *r->chain_of);
+  r->pos = cua__calloc(n + 1, sizeof *r->pos);
+  r->gidx = cua__calloc(n + 1, sizeof *r->gidx);
+  r->chain_len = cua__calloc(n + 1, sizeof *r->chain_len);
+  r->cand = cua__malloc(maxp * sizeof *r->cand);
+  g->ops = cua__calloc(n + 1, sizeof *g->ops);
+  g->chains = cua__calloc(n + 1, sizeof *g->chains);
+  g->wait_store = cua__calloc(c->npreds + 1, sizeof *g->wait_store);
+  if (r->chain_of == NULL || r->pos == NULL || r->gidx == NULL ||
+      r->chain_len == NULL || r->cand == NULL || g->ops == NULL ||
+      g->chains == NULL || g->wait_store == NULL ||
+      clocks_resize(r, n, n < 8 ? n + 1 : 8) != 0)
+    return CUA_ERR_NOMEM;
+  g->nevents = 1; /* the fork */
+  return 0;
+}
+
+/* Records dev[i], just placed, as op g->nops of the schedule: its chain,
+ * its waits (the producers not yet ordered before it, but those another
+ * of them orders after), whether it needs an edge to its chain's previous
+ * op. */
+static int record_op(capture *c, size_t i) {
+  recorder *r = &c->r;
+  cua_graph *g = c->g;
+  cua__node *nd = c->dev[i];
+  size_t ch = 0;
+  while (ch < g->nchains && (g->chains[ch].pl.device != nd->pl.device ||
+                             g->chains[ch].pl.stream != nd->pl.stream))
+    ch++;
+  if (ch == g->nchains) {
+    if (ch == r->capc && clocks_resize(r, c->ndev, 2 * r->capc) != 0)
+      return CUA_ERR_NOMEM;
+    g->chains[ch].pl = nd->pl;
+    g->chains[ch].end_event = -1;
+    g->nchains++;
+  }
+  size_t nc = r->capc, used = g->nchains, k = g->nops;
+  size_t *pos = r->pos, *cand = r->cand;
+  long *snap = r->snap, *clk = &r->covered[ch * nc];
+  r->chain_of[i] = ch;
+  r->gidx[i] = k;
+  pos[i] = r->chain_len[ch]++;
+  cua__gop *o = &g->ops[k];
+  o->key = cua_op_retain(nd->op);
+  o->chain = ch;
+  o->event = -1;
+  o->waits = g->wait_store + g->nwaits;
+  /* The producers not yet ordered before: the last one per chain. */
+  size_t ncand = 0;
+  for (size_t e = c->pred_off[i]; e < c->pred_off[i + 1]; e++) {
+    size_t p = c->preds[e], pc = r->chain_of[p], j = 0;
+    if (pc == ch || clk[pc] >= (long)pos[p])
+      continue;
+    while (j < ncand && r->chain_of[cand[j]] != pc)
+      j++;
+    if (j == ncand)
+      cand[ncand++] = p;
+    else if (pos[cand[j]] < pos[p])
+      cand[j] = p;
+  }
+  /* Those another one orders after already. */
+  for (size_t j = 0; snap != NULL && j < ncand;) {
+    size_t p = cand[j], pc = r->chain_of[p], m = 0;
+    while (m < ncand && (m == j || snap[cand[m] * nc + pc] < (long)pos[p]))
+      m++;
+    if (m < ncand)
+      cand[j] = cand[--ncand];
+    else
+      j++;
+  }
+  /* The chain's previous op: an edge of its own in a graph with explicit
+   * dependencies unless a wait orders this op after it (the chain's clock
+   * is that op's, so no wait comes before it). */
+  o->after_prev = pos[i] > 0;
+  for (size_t j = 0; snap != NULL && o->after_prev && j < ncand; j++)
+    if (snap[cand[j] * nc + ch] >= (long)pos[i] - 1)
+      o->after_prev = 0;
+  g->nedges += ncand + (size_t)o->after_prev;
+  for (size_t j = 0; j < ncand; j++) {
+    size_t p = cand[j];
+    cua__gop *po = &g->ops[r->gidx[p]];
+    if (po->event < 0)
+      po->event = (long)g->nevents++;
+    o->waits[o->nwaits++] = r->gidx[p];
+    g->nwaits++;
+    if (snap != NULL) {
+      for (size_t x = 0; x < used; x++)
+        if (snap[p * nc + x] > clk[x])
+          clk[x] = snap[p * nc + x];
+    } else {
+      clk[r->chain_of[p]] = (long)pos[p];
+    }
+  }
+  clk[ch] = (long)pos[i];
+  if (snap != NULL)
+    memcpy(&snap[i * nc], clk, used * sizeof *clk);
+  g->nops = k + 1;
+  return 0;
+}
+
+/* Once every op is recorded: the chains' end events, the anchor. */
+static void record_end(capture *c) {
+  cua_graph *g = c->g;
+  for (size_t ch = 0; ch < g->nchains; ch++)
+    g->chains[ch].end_event = (long)g->nevents++;
+  g->anchor = g->chains[0].pl;
+}
+
+/* -------------------------------------------------------- the fed capture */
+
+/* A creation whose capture runs while the DAG is placed: on a backend that
+ * sets a capture's dependencies itself, for DAGs of FEED_MIN device ops or
+ * more, a thread of the creation's captures each op as soon as it is
+ * recorded (cua__graph_capture_fed()), so the placement's time is spent
+ * beside the capture's instead of before it. The placement hands ops over
+ * under mu (a leaf, taken under rt->lock); the capture thread holds
+ * rt->capture_mu, never rt->lock. */
+#define FEED_MIN 64
+
+typedef struct feed {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t ready; /* ops of g->ops recorded (under mu) */
+  int done;     /* 1: all recorded, -1: the placement failed (under mu) */
+  int sleeping; /* the capture thread waits on cv (under mu) */
+  cua_runtime *rt;
+  cua_graph *g;
+  size_t maxops;
+  pthread_t thread;
+  int rc; /* the capture's, once the thread is joined */
+  char msg[CUA__ERRLEN];
+} feed;
+
+static size_t feed_wait(void *arg, size_t want, int *done) {
+  feed *f = arg;
+  pthread_mutex_lock(&f->mu);
+  while (f->ready < want && f->done == 0) {
+    f->sleeping = 1;
+    pthread_cond_wait(&f->cv, &f->mu);
+    f->sleeping = 0;
+  }
+  size_t ready = f->ready;
+  *done = f->done;
+  pthread_mutex_unlock(&f->mu);
+  return ready;
+}
+
+static void feed_put(feed *f, size_t ready, int done) {
+  pthread_mutex_lock(&f->mu);
+  f->ready = ready;
+  if (done != 0)
+    f->done = done;
+  if (f->sleeping)
+    pthread_cond_signal(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void *feed_main(void *arg) {
+  feed *f = arg;
+  f->rc = cua__graph_capture_fed(f->rt, f->g, f->maxops, feed_wait, f, f->msg,
+                                 sizeof f->msg);
+  return NULL;
+}
+
+/* Starts the capture thread: 0, or non-zero when it could not start (the
+ * capture then follows the placement). */
+static int feed_start(feed *f, cua_runtime *rt, cua_graph *g, size_t maxops) {
+  memset(f, 0, sizeof *f);
+  f->rt = rt;
+  f->g = g;
+  f->maxops = maxops;
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv, NULL);
+  if (pthread_create(&f->thread, NULL, feed_main, f) == 0)
+    return 0;
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+  return -1;
+}
+
+static void feed_free(feed *f) {
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* Places every device node, breadth-first as a submission would, and
+ * records each as it is placed (fed to the capture thread, if any). */
 static int place_all(capture *c, char *msg, size_t len) {
   cua_runtime *rt = c->rt;
   size_t n = c->ndev;
@@ -224,6 +492,8 @@ static int place_all(capture *c, char *msg, size_t len) {
     if (succ == NULL)
       rc = CUA_ERR_NOMEM;
   }
+  if (rc == 0)
+    rc = recorder_init(c);
   if (rc == 0) {
     for (size_t k = 0; k < c->npreds; k++)
       succ_off[c->preds[k] + 1]++;
@@ -252,9 +522,13 @@ static int place_all(capture *c, char *msg, size_t len) {
     rc = cua__place_ask(rt, nd, c->sub, &info, msg, len);
     if (rc == 0)
       rc = shadow_placed(c, nd, &info, now);
+    if (rc == 0)
+      rc = record_op(c, i);
     if (rc != 0)
       break;
     c->nplaced++;
+    if (c->feed != NULL)
+      feed_put(c->feed, c->nplaced, 0);
     for (size_t k = succ_off[i]; k < succ_off[i + 1]; k++)
       if (--left[succ[k]] == 0)
         c->order[tail++] = succ[k];
@@ -297,146 +571,6 @@ static void unplace(capture *c) {
     }
 }
 
-/* ------------------------------------------------------------- schedule */
-
-/* Past this many clock cells (ops x chains), waits are pruned per pair of
- * chains only. */
-#define CLOCK_CELLS ((size_t)1 << 24)
-
-static int record_schedule(capture *c, cua_graph *g) {
-  size_t n = c->ndev;
-  size_t *chain_of = cua__calloc(n + 1, sizeof *chain_of);
-  size_t *pos = cua__calloc(n + 1, sizeof *pos);   /* in its chain */
-  size_t *gidx = cua__calloc(n + 1, sizeof *gidx); /* in g->ops */
-  size_t *chain_len = NULL;
-  long *covered = NULL;
-  g->ops = cua__calloc(n + 1, sizeof *g->ops);
-  g->chains = cua__calloc(n + 1, sizeof *g->chains);
-  g->wait_store = cua__calloc(c->npreds + 1, sizeof *g->wait_store);
-  int rc = chain_of && pos && gidx && g->ops && g->chains && g->wait_store
-               ? 0
-               : CUA_ERR_NOMEM;
-  for (size_t k = 0; k < n && rc == 0; k++) {
-    cua__node *nd = c->dev[c->order[k]];
-    size_t ch = 0;
-    while (ch < g->nchains && (g->chains[ch].pl.device != nd->pl.device ||
-                               g->chains[ch].pl.stream != nd->pl.stream))
-      ch++;
-    if (ch == g->nchains) {
-      g->chains[ch].pl = nd->pl;
-      g->chains[ch].end_event = -1;
-      g->nchains++;
-    }
-    chain_of[c->order[k]] = ch;
-    gidx[c->order[k]] = k;
-  }
-  /* Each chain's vector clock: clock[ch][x] is the last position of chain
-   * x known complete at the current end of chain ch (-1: none). With the
-   * clock each op had (snap, when it fits), a wait for a producer that an
-   * earlier wait already orders after (through a third chain too) is not
-   * recorded: fewer edges, cheaper to instantiate and to replay. The same
-   * clocks tell which ops a wait orders after their chain's previous op:
-   * a backend that sets a capture's dependencies itself (capture_deps())
-   * gives those no edge to it, and its graph has the transitive reduction
-   * of the DAG's order and the streams'. A chain placed round-robin over
-   * four streams is then one edge per op, as on one stream. */
-  long *snap = NULL;
-  size_t *cand = NULL;
-  if (rc == 0) {
-    chain_len = cua__calloc(g->nchains, sizeof *chain_len);
-    covered = cua__malloc(g->nchains * g->nchains * sizeof *covered);
-    size_t maxp = 1;
-    for (size_t i = 0; i < n; i++)
-      if (c->pred_off[i + 1] - c->pred_off[i] > maxp)
-        maxp = c->pred_off[i + 1] - c->pred_off[i];
-    cand = cua__malloc(maxp * sizeof *cand);
-    if (n <= CLOCK_CELLS / g->nchains)
-      snap = cua__malloc((n + 1) * g->nchains * sizeof *snap);
-    if (chain_len == NULL || covered == NULL || cand == NULL)
-      rc = CUA_ERR_NOMEM;
-  }
-  if (rc == 0) {
-    size_t nc = g->nchains;
-    for (size_t i = 0; i < nc * nc; i++)
-      covered[i] = -1;
-    size_t nw = 0;
-    g->nevents = 1; /* the fork */
-    for (size_t k = 0; k < n; k++) {
-      size_t i = c->order[k];
-      size_t ch = chain_of[i];
-      long *clk = &covered[ch * nc];
-      pos[i] = chain_len[ch]++;
-      cua__gop *o = &g->ops[k];
-      o->key = cua_op_retain(c->dev[i]->op);
-      o->chain = ch;
-      o->event = -1;
-      o->waits = g->wait_store + nw;
-      /* The producers not yet ordered before: the last one per chain. */
-      size_t ncand = 0;
-      for (size_t e = c->pred_off[i]; e < c->pred_off[i + 1]; e++) {
-        size_t p = c->preds[e], pc = chain_of[p], j = 0;
-        if (pc == ch || clk[pc] >= (long)pos[p])
-          continue;
-        while (j < ncand && chain_of[cand[j]] != pc)
-          j++;
-        if (j == ncand)
-          cand[ncand++] = p;
-        else if (pos[cand[j]] < pos[p])
-          cand[j] = p;
-      }
-      /* Those another one orders after already. */
-      for (size_t j = 0; snap != NULL && j < ncand;) {
-        size_t p = cand[j], pc = chain_of[p], m = 0;
-        while (m < ncand && (m == j || snap[cand[m] * nc + pc] < (long)pos[p]))
-          m++;
-        if (m < ncand)
-          cand[j] = cand[--ncand];
-        else
-          j++;
-      }
-      /* The chain's previous op: an edge of its own in a graph with
-       * explicit dependencies unless a wait orders this op after it (the
-       * chain's clock is that op's, so no wait comes before it). */
-      o->after_prev = pos[i] > 0;
-      for (size_t j = 0; snap != NULL && o->after_prev && j < ncand; j++)
-        if (snap[cand[j] * nc + ch] >= (long)pos[i] - 1)
-          o->after_prev = 0;
-      g->nedges += ncand + (size_t)o->after_prev;
-      for (size_t j = 0; j < ncand; j++) {
-        size_t p = cand[j];
-        cua__gop *po = &g->ops[gidx[p]];
-        if (po->event < 0)
-          po->event = (long)g->nevents++;
-        o->waits[o->nwaits++] = gidx[p];
-        nw++;
-        if (snap != NULL) {
-          for (size_t x = 0; x < nc; x++)
-            if (snap[p * nc + x] > clk[x])
-              clk[x] = snap[p * nc + x];
-        } else {
-          clk[chain_of[p]] = (long)pos[p];
-        }
-      }
-      clk[ch] = (long)pos[i];
-      if (snap != NULL)
-        memcpy(&snap[i * nc], clk, nc * sizeof *clk);
-    }
-    g->nops = n;
-    g->nwaits = nw;
-    for (size_t ch = 0; ch < g->nchains; ch++)
-      g->chains[ch].end_event = (long)g->nevents++;
-    g->anchor = g->chains[0].pl;
-  }
-  free(chain_of);
-  free(pos);
-  free(gidx);
-  free(chain_len);
-  free(covered);
-  free(snap);
-  free(cand);
-  return rc;
-}
-
 /* The devices of the events, for creating them. */
 static int event_devices(cua_graph *g) {
   g->event_dev = cua__calloc(g->nevents, sizeof *g->event_dev);
@@ -452,14 +586,16 @@ static int event_devices(cua_graph *g) {
   return 0;
 }
 
-/* Lazily created buffers get their memory now (a capture needs their
- * addresses); one whose allocation an earlier submission decided and has
- * not made yet is left to it: *later is then set. Under rt->lock. */
-static int allocate_buffers(cua_runtime *rt, cua_graph *g, int *later,
+/* Lazily created buffers of the DAG's device ops get their memory now,
+ * before the placement (a capture needs their addresses, and a fed one
+ * begins while the placement goes on); one whose allocation an earlier
+ * submission decided and has not made yet is left to it: *later is then
+ * set. Under rt->lock. */
+static int allocate_buffers(cua_runtime *rt, const capture *c, int *later,
                             char *msg, size_t len) {
   *later = 0;
-  for (size_t k = 0; k < g->nops; k++) {
-    const cua_op *op = g->ops[k].key;
+  for (size_t k = 0; k < c->ndev; k++) {
+    const cua_op *op = c->dev[k]->op;
     for (size_t a = 0; a < op->nacc; a++) {
       cua_buffer *root = cua__buffer_root(op->acc[a].buf);
       if (__atomic_load_n(&root->ptr, __ATOMIC_ACQUIRE) != NULL)
@@ -659,15 +795,23 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
       rc = CUA_ERR_CAPTURE;
     }
   }
+  if (rc == 0)
+    rc = allocate_buffers(rt, &c, &later, msg, sizeof msg);
+  feed f;
+  c.g = g;
+  if (rc == 0 && !later && c.ndev >= FEED_MIN &&
+      cua__backend_has_capture_deps(rt) && feed_start(&f, rt, g, c.ndev) == 0)
+    c.feed = &f;
   if (rc == 0) {
     cua__dag_begin(rt, sub, b.order, b.n);
     rc = place_all(&c, msg, sizeof msg);
     cua__dag_end(sub);
   }
   if (rc == 0)
-    rc = record_schedule(&c, g);
-  if (rc == 0)
-    rc = allocate_buffers(rt, g, &later, msg, sizeof msg);
+    record_end(&c);
+  recorder_free(&c.r);
+  if (c.feed != NULL) /* the capture thread may end the capture */
+    feed_put(c.feed, c.nplaced, rc == 0 ? 1 : -1);
   unplace(&c);
   cua__build_undo(&b, sub);
   if (pol != NULL)
@@ -706,13 +850,27 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     g->cur->n = g->nops;
     for (size_t k = 0; k < g->nops; k++)
       g->cur->ops[k] = cua_op_retain(g->ops[k].key);
-    uint64_t t1 = cua__now_ns();
-    g->place_ns = t1 - t0;
-    if (g->native && !later) {
-      rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
-      g->capture_ns = cua__now_ns() - t1;
-    }
   }
+  uint64_t t1 = cua__now_ns();
+  if (c.feed != NULL) {
+    /* The capture thread captured the ops as they were placed: what it
+     * took beyond the placement counts as the capture. */
+    pthread_join(f.thread, NULL);
+    feed_free(&f);
+    if (rc == 0 && f.rc != 0) {
+      rc = f.rc;
+      snprintf(msg, sizeof msg, "%s", f.msg);
+    } else if (rc == 0) {
+      g->bg_version = g->cur->version;
+      atomic_fetch_add(&g->cur->refs, 1);
+      g->bg_params = g->cur;
+    }
+  } else if (rc == 0 && g->native && !later) {
+    rc = cua__graph_capture(rt, g, g->cur, msg, sizeof msg);
+  }
+  g->place_ns = t1 - t0;
+  if (rc == 0 && g->native && !later)
+    g->capture_ns = cua__now_ns() - t1;
   if (rt->obs != NULL) {
     cua_obs_record o = {.kind = CUA_OBS_GRAPH_CAPTURE,
                         .t_ns = obs_t0,

@@ -126,6 +126,19 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
  * creator, before the graph is published). */
 int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
                        char *msg, size_t len);
+/* What feeds cua__graph_capture_fed(): waits until at least @p want ops
+ * of g->ops are recorded or the recording ended, and returns how many are
+ * (*done: 0 more may come, 1 all came, -1 the recording failed). */
+typedef size_t (*cua__gfeed)(void *arg, size_t want, int *done);
+/* Captures @p g's schedule (a new backend graph, dependencies by
+ * capture_deps()) while it is recorded: ops g->ops[0..) as @p feed hands
+ * them over, at most @p maxops, on chains known as their ops come. On the
+ * thread that captures, with no lock held (rt->capture_mu is taken);
+ * returns once the recording ended, whatever happened (CUA_ERR_CANCELED,
+ * and no message, when the recording failed). g->bg_params is left to the
+ * caller. */
+int cua__graph_capture_fed(cua_runtime *rt, cua_graph *g, size_t maxops,
+                           cua__gfeed feed, void *arg, char *msg, size_t len);
 void cua__gparams_release(cua__gparams *gp);
 /* The index in g->ops of the op the user names @p key, or -1. */
 long cua__graph_find(const cua_graph *g, const cua_op *key);

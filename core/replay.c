@@ -36,194 +36,276 @@ static const char *op_name(const cua_op *op) {
   return op->hints.name ? op->hints.name : cua_op_kind_name(op->kind);
 }
 
-/* Makes the next op of chain @p c (with @p last the index of the chain's
- * last op so far, -1 for none) depend on exactly its dependencies in the
- * graph with explicit ones: its waits, and the chain's previous op where
- * nothing else orders it after that one. Nothing is called when that is
- * where the stream already is: after its last op, or (the chain's first
- * op, with no wait) after nothing, as the fork leaves it. @p buf has room
- * for the op's waits and one more. */
-static int set_deps(cua_runtime *rt, cua_backend_stream *s, const cua__gop *o,
-                    long last, size_t *buf, cua_backend_err *err) {
-  if (o->nwaits == 0 && (last < 0 || o->after_prev))
-    return 0;
-  size_t n = 0;
-  if (o->after_prev && last >= 0)
-    buf[n++] = (size_t)last;
-  for (size_t w = 0; w < o->nwaits; w++)
-    buf[n++] = o->waits[w];
-  return rt->be->capture_deps(rt->bst, s, buf, n, err);
+/* One pass over a graph's schedule, op by op: a replay by the core, or a
+ * capture (which a pipelined creation feeds while it places, capture.c). */
+typedef struct genq {
+  cua_runtime *rt;
+  cua_graph *g;
+  cua_backend_stream *anchor;
+  cua_backend_event *fork; /* recorded on the anchor first */
+  int deps;                /* dependencies by capture_deps(), not events */
+  long *last;              /* deps: per chain, its last op so far, or -1 */
+  unsigned char *forked;   /* per chain: it waited for the fork */
+  size_t *buf;             /* deps: one op's dependencies */
+  size_t bufcap;
+  void *params[64], *ptrs[64];
+} genq;
+
+static void genq_free(genq *q) {
+  free(q->last);
+  free(q->forked);
+  free(q->buf);
 }
 
-int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
-                       cua_backend_stream *anchor, int deps, char *msg,
-                       size_t len) {
-  const cua_backend_descriptor *be = rt->be;
-  void *bst = rt->bst;
-  int rc = be->event_record(bst, g->events[0], anchor);
-  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
-    if (g->chains[ch].bs != anchor)
-      rc = be->stream_wait_event(bst, g->chains[ch].bs, g->events[0]);
+/* Starts a pass over @p g's chains (at most @p maxchains of them): records
+ * the fork on @p anchor. */
+static int genq_init(genq *q, cua_runtime *rt, cua_graph *g,
+                     cua_backend_stream *anchor, cua_backend_event *fork,
+                     int deps, size_t maxchains, char *msg, size_t len) {
+  memset(q, 0, sizeof *q);
+  q->rt = rt;
+  q->g = g;
+  q->anchor = anchor;
+  q->fork = fork;
+  q->deps = deps;
+  q->last = cua__malloc((maxchains + 1) * sizeof *q->last);
+  q->forked = cua__calloc(maxchains + 1, 1);
+  if (q->last == NULL || q->forked == NULL) {
+    genq_free(q);
+    snprintf(msg, len, "out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  for (size_t ch = 0; ch <= maxchains; ch++)
+    q->last[ch] = -1;
+  int rc = rt->be->event_record(rt->bst, fork, anchor);
   if (rc != 0) {
+    genq_free(q);
     snprintf(msg, len, "forking the graph's streams: %s", cua_strerror(rc));
-    return rc;
   }
-  /* With explicit dependencies: each chain's last op so far, and room for
-   * an op's dependencies. */
-  long *last = NULL;
-  size_t *buf = NULL;
-  if (deps) {
-    size_t maxw = 0;
-    for (size_t k = 0; k < g->nops; k++)
-      if (g->ops[k].nwaits > maxw)
-        maxw = g->ops[k].nwaits;
-    last = cua__malloc(g->nchains * sizeof *last);
-    buf = cua__malloc((maxw + 1) * sizeof *buf);
-    if (last == NULL || buf == NULL) {
-      free(last);
-      free(buf);
-      snprintf(msg, len, "out of host memory");
-      return CUA_ERR_NOMEM;
-    }
-    for (size_t ch = 0; ch < g->nchains; ch++)
-      last[ch] = -1;
-  }
-  void *params[64], *ptrs[64];
-  for (size_t k = 0; k < g->nops && rc == 0; k++) {
-    const cua__gop *o = &g->ops[k];
-    cua__gchain *ch = &g->chains[o->chain];
-    cua_backend_stream *s =
-        o->chain == 0 && g->chains[0].bs == anchor ? anchor : ch->bs;
-    const cua_op *op = gp->ops[k];
-    cua_backend_err err = {{0}};
-    if (deps) {
-      rc = set_deps(rt, s, o, last[o->chain], buf, &err);
-      last[o->chain] = (long)k;
-    } else {
-      for (size_t w = 0; w < o->nwaits && rc == 0; w++)
-        rc =
-            be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
-    }
-    if (rc != 0) {
-      snprintf(msg, len, "making op '%s' wait: %s", op_name(op),
-               err.msg[0] ? err.msg : cua_strerror(rc));
-      break;
-    }
-    cua_backend_op bo;
-    rc = cua__backend_op(op, ++ch->seq, &bo, params, ptrs, op_name(op), msg,
-                         len);
-    if (rc != 0)
-      break;
-    rc = be->launch(bst, s, &bo, &err);
-    if (rc != 0) {
-      snprintf(msg, len, "launching op '%s' of the graph: %s", op_name(op),
-               err.msg[0] ? err.msg : cua_strerror(rc));
-      break;
-    }
-    if (!deps && o->event >= 0 &&
-        (rc = be->event_record(bst, g->events[o->event], s))) {
-      snprintf(msg, len, "recording an event after op '%s': %s", op_name(op),
-               cua_strerror(rc));
-      break;
-    }
-  }
-  free(last);
-  free(buf);
+  return rc;
+}
+
+/* The stream of chain @p ch, made to wait for the fork the first time. */
+static int genq_stream(genq *q, size_t ch, cua_backend_stream **out, char *msg,
+                       size_t len) {
+  cua_graph *g = q->g;
+  cua_backend_stream *s =
+      ch == 0 && g->chains[0].bs == q->anchor ? q->anchor : g->chains[ch].bs;
+  *out = s;
+  if (q->forked[ch])
+    return 0;
+  q->forked[ch] = 1;
+  int rc =
+      s == q->anchor ? 0 : q->rt->be->stream_wait_event(q->rt->bst, s, q->fork);
+  if (rc != 0)
+    snprintf(msg, len, "forking the graph's streams: %s", cua_strerror(rc));
+  return rc;
+}
+
+/* Makes op @p k depend on exactly its dependencies in the graph with
+ * explicit ones: its waits, and its chain's previous op where nothing else
+ * orders it after that one. Nothing is called when that is where the
+ * stream already is: after its last op, or (the chain's first op, with no
+ * wait) after nothing, as the fork leaves it. */
+static int set_deps(genq *q, cua_backend_stream *s, size_t k,
+                    cua_backend_err *err) {
+  const cua__gop *o = &q->g->ops[k];
+  long last = q->last[o->chain];
+  q->last[o->chain] = (long)k;
+  if (o->nwaits == 0 && (last < 0 || o->after_prev))
+    return 0;
+  if (cua__grow(&q->buf, &q->bufcap, o->nwaits + 1, sizeof *q->buf) != 0)
+    return CUA_ERR_NOMEM;
+  size_t n = 0;
+  if (o->after_prev && last >= 0)
+    q->buf[n++] = (size_t)last;
+  for (size_t w = 0; w < o->nwaits; w++)
+    q->buf[n++] = o->waits[w];
+  return q->rt->be->capture_deps(q->rt->bst, s, q->buf, n, err);
+}
+
+/* Enqueues op @p k of the schedule with the parameters of @p op. */
+static int genq_op(genq *q, size_t k, const cua_op *op, char *msg, size_t len) {
+  const cua_backend_descriptor *be = q->rt->be;
+  void *bst = q->rt->bst;
+  cua_graph *g = q->g;
+  const cua__gop *o = &g->ops[k];
+  cua_backend_stream *s;
+  int rc = genq_stream(q, o->chain, &s, msg, len);
   if (rc != 0)
     return rc;
-  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++) {
-    if (g->chains[ch].bs == anchor)
+  cua_backend_err err = {{0}};
+  if (q->deps)
+    rc = set_deps(q, s, k, &err);
+  for (size_t w = 0; !q->deps && w < o->nwaits && rc == 0; w++)
+    rc = be->stream_wait_event(bst, s, g->events[g->ops[o->waits[w]].event]);
+  if (rc != 0) {
+    snprintf(msg, len, "making op '%s' wait: %s", op_name(op),
+             err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
+  cua_backend_op bo;
+  rc = cua__backend_op(op, ++g->chains[o->chain].seq, &bo, q->params, q->ptrs,
+                       op_name(op), msg, len);
+  if (rc != 0)
+    return rc;
+  rc = be->launch(bst, s, &bo, &err);
+  if (rc != 0) {
+    snprintf(msg, len, "launching op '%s' of the graph: %s", op_name(op),
+             err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
+  if (!q->deps && o->event >= 0 &&
+      (rc = be->event_record(bst, g->events[o->event], s)))
+    snprintf(msg, len, "recording an event after op '%s': %s", op_name(op),
+             cua_strerror(rc));
+  return rc;
+}
+
+/* Joins chains [0, @p nchains) back into the anchor, chain ch through
+ * @p ends[ch]. */
+static int genq_join(genq *q, size_t nchains, cua_backend_event *const *ends,
+                     char *msg, size_t len) {
+  const cua_backend_descriptor *be = q->rt->be;
+  int rc = 0;
+  for (size_t ch = 0; ch < nchains && rc == 0; ch++) {
+    cua_backend_stream *s = q->g->chains[ch].bs;
+    if (s == q->anchor || !q->forked[ch])
       continue;
-    cua_backend_event *e = g->events[g->chains[ch].end_event];
-    rc = be->event_record(bst, e, g->chains[ch].bs);
+    rc = be->event_record(q->rt->bst, ends[ch], s);
     if (rc == 0)
-      rc = be->stream_wait_event(bst, anchor, e);
+      rc = be->stream_wait_event(q->rt->bst, q->anchor, ends[ch]);
   }
   if (rc != 0)
     snprintf(msg, len, "joining the graph's streams: %s", cua_strerror(rc));
   return rc;
 }
 
-/* Lends the graph's chains the runtime's capture streams: the k-th chain
- * on a device gets that device's k-th. Under rt->capture_mu. */
-static int lend_streams(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
-  for (size_t ch = 0; ch < g->nchains; ch++) {
-    int dev = g->chains[ch].pl.device;
-    size_t nth = 0;
-    for (size_t c = 0; c < ch; c++)
-      nth += g->chains[c].pl.device == dev;
-    cua_backend_stream *bs = NULL;
-    for (size_t i = 0; i < rt->ncap && bs == NULL; i++)
-      if (rt->cap_dev[i] == dev && nth-- == 0)
-        bs = rt->cap_streams[i];
-    if (bs == NULL) {
-      cua_backend_err err = {{0}};
-      if (cua__grow(&rt->cap_streams, &rt->capcap, rt->ncap + 1,
-                    sizeof *rt->cap_streams) != 0)
-        return CUA_ERR_NOMEM;
-      size_t cap = rt->ncap;
-      if (cua__grow(&rt->cap_dev, &cap, rt->ncap + 1, sizeof *rt->cap_dev) != 0)
-        return CUA_ERR_NOMEM;
-      int rc = rt->be->stream_create(rt->bst, dev, &bs, &err);
-      if (rc != 0) {
-        snprintf(msg, len, "creating a capture stream on device %d: %s", dev,
-                 err.msg[0] ? err.msg : cua_strerror(rc));
-        return rc;
-      }
-      rt->cap_streams[rt->ncap] = bs;
-      rt->cap_dev[rt->ncap] = dev;
-      rt->ncap++;
+int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                       cua_backend_stream *anchor, int deps, char *msg,
+                       size_t len) {
+  genq q;
+  int rc =
+      genq_init(&q, rt, g, anchor, g->events[0], deps, g->nchains, msg, len);
+  if (rc != 0)
+    return rc;
+  cua_backend_stream *s;
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
+    rc = genq_stream(&q, ch, &s, msg, len);
+  for (size_t k = 0; k < g->nops && rc == 0; k++)
+    rc = genq_op(&q, k, gp->ops[k], msg, len);
+  cua_backend_event **ends = NULL;
+  if (rc == 0) {
+    ends = cua__malloc(g->nchains * sizeof *ends);
+    if (ends == NULL) {
+      snprintf(msg, len, "out of host memory");
+      rc = CUA_ERR_NOMEM;
     }
-    g->chains[ch].bs = bs;
+    for (size_t ch = 0; ends != NULL && ch < g->nchains; ch++)
+      ends[ch] = g->events[g->chains[ch].end_event];
   }
+  if (rc == 0)
+    rc = genq_join(&q, g->nchains, ends, msg, len);
+  free(ends);
+  genq_free(&q);
+  return rc;
+}
+
+/* Lends chain @p ch of @p g one of the runtime's capture streams: the k-th
+ * chain on a device gets that device's k-th. Under rt->capture_mu. */
+static int lend_stream(cua_runtime *rt, cua_graph *g, size_t ch, char *msg,
+                       size_t len) {
+  int dev = g->chains[ch].pl.device;
+  size_t nth = 0;
+  for (size_t c = 0; c < ch; c++)
+    nth += g->chains[c].pl.device == dev;
+  cua_backend_stream *bs = NULL;
+  for (size_t i = 0; i < rt->ncap && bs == NULL; i++)
+    if (rt->cap_dev[i] == dev && nth-- == 0)
+      bs = rt->cap_streams[i];
+  if (bs == NULL) {
+    cua_backend_err err = {{0}};
+    if (cua__grow(&rt->cap_streams, &rt->capcap, rt->ncap + 1,
+                  sizeof *rt->cap_streams) != 0)
+      return CUA_ERR_NOMEM;
+    size_t cap = rt->ncap;
+    if (cua__grow(&rt->cap_dev, &cap, rt->ncap + 1, sizeof *rt->cap_dev) != 0)
+      return CUA_ERR_NOMEM;
+    int rc = rt->be->stream_create(rt->bst, dev, &bs, &err);
+    if (rc != 0) {
+      snprintf(msg, len, "creating a capture stream on device %d: %s", dev,
+               err.msg[0] ? err.msg : cua_strerror(rc));
+      return rc;
+    }
+    rt->cap_streams[rt->ncap] = bs;
+    rt->cap_dev[rt->ncap] = dev;
+    rt->ncap++;
+  }
+  g->chains[ch].bs = bs;
   return 0;
 }
 
-/* Takes back what lend_streams() lent. */
-static void return_streams(cua_graph *g) {
-  for (size_t ch = 0; ch < g->nchains; ch++)
+/* Takes back the streams lent to chains [0, @p nchains). */
+static void return_streams(cua_graph *g, size_t nchains) {
+  for (size_t ch = 0; ch < nchains; ch++)
     g->chains[ch].bs = NULL;
 }
 
-/* Lends the graph the runtime's capture events (made on first need).
- * Under rt->capture_mu. */
-static int lend_events(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
+/* One of the runtime's capture events on device @p dev (made on first
+ * need). Under rt->capture_mu. */
+static int lend_event(cua_runtime *rt, int dev, cua_backend_event **out,
+                      char *msg, size_t len) {
+  *out = NULL;
   if (rt->cap_events == NULL) {
     rt->cap_events = cua__calloc((size_t)rt->ndev, sizeof *rt->cap_events);
     if (rt->cap_events == NULL)
       return CUA_ERR_NOMEM;
   }
-  for (size_t e = 0; e < g->nevents; e++) {
-    struct cua__evstack *st = &rt->cap_events[g->event_dev[e]];
-    if (st->n > 0) {
-      g->events[e] = st->v[--st->n];
-      continue;
-    }
-    cua_backend_err err = {{0}};
-    int rc =
-        rt->be->event_create(rt->bst, g->event_dev[e], &g->events[e], &err);
-    if (rc != 0) {
-      snprintf(msg, len, "creating an event on device %d: %s", g->event_dev[e],
-               err.msg[0] ? err.msg : cua_strerror(rc));
-      return rc;
-    }
+  struct cua__evstack *st = &rt->cap_events[dev];
+  if (st->n > 0) {
+    *out = st->v[--st->n];
+    return 0;
   }
-  return 0;
+  cua_backend_err err = {{0}};
+  int rc = rt->be->event_create(rt->bst, dev, out, &err);
+  if (rc != 0)
+    snprintf(msg, len, "creating an event on device %d: %s", dev,
+             err.msg[0] ? err.msg : cua_strerror(rc));
+  return rc;
 }
 
-/* Takes back what lend_events() lent (each event's stack had room for it
- * once it was lent; a new one may need more). Under rt->capture_mu. */
+/* Takes back an event lend_event() lent (NULL: none). Under
+ * rt->capture_mu. */
+static void return_event(cua_runtime *rt, int dev, cua_backend_event *ev) {
+  if (ev == NULL)
+    return;
+  struct cua__evstack *st = &rt->cap_events[dev];
+  if (cua__grow(&st->v, &st->cap, st->n + 1, sizeof *st->v) != 0)
+    rt->be->event_destroy(rt->bst, ev);
+  else
+    st->v[st->n++] = ev;
+}
+
+/* Lends the graph the capture events it uses: with dependencies set by
+ * capture_deps(), the fork and the chains' ends only. */
+static int lend_events(cua_runtime *rt, cua_graph *g, int deps, char *msg,
+                       size_t len) {
+  int rc = 0;
+  for (size_t e = 0; e < g->nevents && rc == 0; e++)
+    if (!deps || e == 0)
+      rc = lend_event(rt, g->event_dev[e], &g->events[e], msg, len);
+  for (size_t ch = 0; ch < g->nchains && rc == 0 && deps; ch++) {
+    long e = g->chains[ch].end_event;
+    rc = lend_event(rt, g->event_dev[e], &g->events[e], msg, len);
+  }
+  return rc;
+}
+
+/* Takes back what lend_events() lent. Under rt->capture_mu. */
 static void return_events(cua_runtime *rt, cua_graph *g) {
   for (size_t e = 0; e < g->nevents; e++) {
-    cua_backend_event *ev = g->events[e];
+    return_event(rt, g->event_dev[e], g->events[e]);
     g->events[e] = NULL;
-    if (ev == NULL)
-      continue;
-    struct cua__evstack *st = &rt->cap_events[g->event_dev[e]];
-    if (cua__grow(&st->v, &st->cap, st->n + 1, sizeof *st->v) != 0)
-      rt->be->event_destroy(rt->bst, ev);
-    else
-      st->v[st->n++] = ev;
   }
 }
 
@@ -244,13 +326,49 @@ void cua__capture_streams_free(cua_runtime *rt) {
   rt->ncap = rt->capcap = 0;
 }
 
+/* The backend graph of a capture ended on @p s, for @p gp; @p erc and
+ * @p emsg: how the enqueue went. */
+static int capture_done(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
+                        cua_backend_stream *s, int erc, const char *emsg,
+                        char *msg, size_t len) {
+  const cua_backend_descriptor *be = rt->be;
+  cua_backend_err err = {{0}};
+  cua_backend_graph *out = NULL;
+  int rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
+  if (erc != 0) {
+    if (rc == 0 && g->bg == NULL && out != NULL)
+      be->graph_destroy(rt->bst, out);
+    snprintf(msg, len, "capturing: %s", emsg);
+    return erc;
+  }
+  if (rc != 0) {
+    snprintf(msg, len, "%s the backend graph: %s",
+             g->bg != NULL ? "updating" : "making",
+             err.msg[0] ? err.msg : cua_strerror(rc));
+    return rc;
+  }
+  g->bg = out;
+  if (gp != NULL) {
+    g->bg_version = gp->version;
+    atomic_fetch_add(&gp->refs, 1);
+    cua__gparams_release(g->bg_params);
+    g->bg_params = gp;
+  }
+  atomic_fetch_add(&g->captures, 1);
+  atomic_fetch_add(&rt->n_graph_captures, 1);
+  return 0;
+}
+
 int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
                        char *msg, size_t len) {
   const cua_backend_descriptor *be = rt->be;
+  int deps = cua__backend_has_capture_deps(rt);
   pthread_mutex_lock(&rt->capture_mu);
-  int rc = lend_streams(rt, g, msg, len);
+  int rc = 0;
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
+    rc = lend_stream(rt, g, ch, msg, len);
   if (rc == 0)
-    rc = lend_events(rt, g, msg, len);
+    rc = lend_events(rt, g, deps, msg, len);
   if (rc == CUA_ERR_NOMEM)
     snprintf(msg, len, "out of host memory");
   cua_backend_stream *s = rc == 0 ? g->chains[0].bs : NULL;
@@ -261,33 +379,87 @@ int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   if (rc == 0) {
     char emsg[CUA__ERRLEN];
     emsg[0] = '\0';
-    int erc = cua__graph_enqueue(
-        rt, g, gp, s, cua__backend_has_capture_deps(rt), emsg, sizeof emsg);
-    cua_backend_graph *out = NULL;
-    rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
-    if (erc != 0) {
-      if (rc == 0 && g->bg == NULL && out != NULL)
-        be->graph_destroy(rt->bst, out);
-      snprintf(msg, len, "capturing: %s", emsg);
-      rc = erc;
-    } else if (rc != 0) {
-      snprintf(msg, len, "%s the backend graph: %s",
-               g->bg != NULL ? "updating" : "making",
-               err.msg[0] ? err.msg : cua_strerror(rc));
-    } else {
-      g->bg = out;
-      g->bg_version = gp->version;
-      atomic_fetch_add(&gp->refs, 1);
-      cua__gparams_release(g->bg_params);
-      g->bg_params = gp;
-      atomic_fetch_add(&g->captures, 1);
-      atomic_fetch_add(&rt->n_graph_captures, 1);
-    }
+    int erc = cua__graph_enqueue(rt, g, gp, s, deps, emsg, sizeof emsg);
+    rc = capture_done(rt, g, gp, s, erc, emsg, msg, len);
   }
   /* The streams and events go back: nothing of the graph runs on them. */
-  return_streams(g);
+  return_streams(g, g->nchains);
   if (rt->cap_events != NULL)
     return_events(rt, g);
+  pthread_mutex_unlock(&rt->capture_mu);
+  return rc;
+}
+
+int cua__graph_capture_fed(cua_runtime *rt, cua_graph *g, size_t maxops,
+                           cua__gfeed feed, void *arg, char *msg, size_t len) {
+  const cua_backend_descriptor *be = rt->be;
+  int done = 0;
+  size_t ready = feed(arg, 1, &done);
+  if (ready == 0)
+    return CUA_ERR_CANCELED; /* the placement failed: it says why */
+  pthread_mutex_lock(&rt->capture_mu);
+  /* The chains known so far are final; chain 0 (the anchor's) is. */
+  int rc = lend_stream(rt, g, 0, msg, len);
+  int adev = g->chains[0].pl.device;
+  cua_backend_event *fork = NULL;
+  if (rc == 0)
+    rc = lend_event(rt, adev, &fork, msg, len);
+  if (rc == CUA_ERR_NOMEM)
+    snprintf(msg, len, "out of host memory");
+  cua_backend_stream *s = g->chains[0].bs;
+  cua_backend_err err = {{0}};
+  if (rc == 0 && (rc = be->capture_begin(rt->bst, s, &err)) != 0)
+    snprintf(msg, len, "starting a capture: %s",
+             err.msg[0] ? err.msg : cua_strerror(rc));
+  size_t nchains = 1; /* chains lent a stream so far */
+  cua_backend_event **ends = NULL;
+  if (rc == 0) {
+    char emsg[CUA__ERRLEN];
+    emsg[0] = '\0';
+    genq q;
+    int erc = genq_init(&q, rt, g, s, fork, 1, maxops, emsg, sizeof emsg);
+    int began = erc == 0;
+    for (size_t k = 0; erc == 0; k++) {
+      if (k == ready && done == 0)
+        ready = feed(arg, k + 1, &done);
+      if (k == ready || done < 0)
+        break;
+      size_t ch = g->ops[k].chain;
+      for (; nchains <= ch && erc == 0; nchains++)
+        erc = lend_stream(rt, g, nchains, emsg, sizeof emsg);
+      if (erc == 0)
+        erc = genq_op(&q, k, g->ops[k].key, emsg, sizeof emsg);
+    }
+    if (erc == 0 && done < 0) {
+      erc = CUA_ERR_CANCELED;
+      snprintf(emsg, sizeof emsg, "the placement failed");
+    }
+    if (erc == 0) {
+      ends = cua__calloc(nchains, sizeof *ends);
+      if (ends == NULL) {
+        erc = CUA_ERR_NOMEM;
+        snprintf(emsg, sizeof emsg, "out of host memory");
+      }
+      for (size_t ch = 1; ch < nchains && erc == 0; ch++)
+        erc = lend_event(rt, g->chains[ch].pl.device, &ends[ch], emsg,
+                         sizeof emsg);
+    }
+    if (erc == 0)
+      erc = genq_join(&q, nchains, ends, emsg, sizeof emsg);
+    if (began)
+      genq_free(&q);
+    rc = capture_done(rt, g, NULL, s, erc, emsg, msg, len);
+  }
+  /* Every chain is known once the placement is over: wait for it, then
+   * the streams and events go back. */
+  while (done == 0)
+    feed(arg, (size_t)-1, &done);
+  return_streams(g, nchains);
+  for (size_t ch = 1; ends != NULL && ch < nchains; ch++)
+    return_event(rt, g->chains[ch].pl.device, ends[ch]);
+  free(ends);
+  if (rt->cap_events != NULL)
+    return_event(rt, adev, fork);
   pthread_mutex_unlock(&rt->capture_mu);
   return rc;
 }
@@ -307,7 +479,9 @@ static int update_in_place(cua_runtime *rt, cua_graph *g, cua__gparams *gp) {
     return CUA_ERR_NOTSUP;
   char msg[CUA__ERRLEN];
   pthread_mutex_lock(&rt->capture_mu);
-  int rc = lend_streams(rt, g, msg, sizeof msg);
+  int rc = 0;
+  for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
+    rc = lend_stream(rt, g, ch, msg, sizeof msg);
   uint64_t changed = 0;
   void *params[64], *ptrs[64];
   for (size_t k = 0; k < g->nops && rc == 0; k++) {
@@ -322,7 +496,7 @@ static int update_in_place(cua_runtime *rt, cua_graph *g, cua__gparams *gp) {
                                &bo, &err);
     changed += rc == 0;
   }
-  return_streams(g);
+  return_streams(g, g->nchains);
   pthread_mutex_unlock(&rt->capture_mu);
   if (rc == 0) {
     g->bg_version = gp->version;
