@@ -21,7 +21,11 @@
  *
  * Owns: capturing. Runs under rt->lock from the build to the recorded
  * schedule; the backend objects are made and the capture is done after it
- * is released, before the graph is handed out.
+ * is released, before the graph is handed out. A large DAG on a backend
+ * that sets a capture's dependencies itself is captured while it is
+ * placed instead, by a thread of the creation's that takes
+ * rt->capture_mu (never rt->lock) and gets the ops under a leaf lock of
+ * their own as they are recorded ("the fed capture" below).
  */
 #include "config.h"
 #include "graphs.h"

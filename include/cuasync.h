@@ -720,9 +720,13 @@ typedef struct cua_graph_info {
                               building the nodes, placing them (the
                               policy's calls), recording the schedule */
   uint64_t capture_ns;   /**< cua_graph_create()'s backend capture and
-                              instantiation; 0 on a backend without graphs,
-                              or when the capture waits for the first
-                              launch */
+                              instantiation after place_ns: all of it, or,
+                              where the capture ran beside the placement
+                              (a DAG of 64 device ops or more, on a
+                              backend that sets a capture's dependencies
+                              itself: CUDA), what it took beyond it; 0 on
+                              a backend without graphs, or when the
+                              capture waits for the first launch */
   size_t edges;          /**< the graph's dependencies: per op, the ops it
                               directly depends on, the fewest that keep
                               the DAG's order and each stream's (an op

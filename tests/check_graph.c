@@ -760,7 +760,10 @@ END_TEST
  * streams' order; a diamond's join waits for both sides. The replays give
  * what running the ops in order gives. */
 START_TEST(edges_are_the_fewest_that_keep_order) {
-  rt = open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
+  /* devices = preferred: the four streams of device 0, where the
+   * buffers are, however many devices there are. */
+  rt = open_policy("round-robin",
+                   "[policy.round-robin]\nstreams = 4\ndevices = preferred\n");
   cua_buffer *y = make_buf(0), *x = make_buf(1);
   /* A zip: round-robin gives each op the next stream (a then would keep
    * its op on its predecessor's); y's hazards chain them. */
