@@ -195,6 +195,9 @@ void bench_raw_close(bench_raw *raw);
 /** raw-graph: the capture and instantiation of the graph, ns (0 for the
  * other modes). */
 uint64_t bench_raw_build_ns(const bench_raw *raw);
+/** raw-graph: captures and instantiates the graph again (the old one
+ * destroyed), *ns what that took; 0 or -1. */
+int bench_raw_recapture(bench_raw *raw, uint64_t *ns, char *err, size_t len);
 /** Submission rate: @p nthreads threads at once launch @p n spin kernels
  * of 0 ns in all (thread t its share, round-robin over @p nstreams streams
  * from stream t), then every stream is synchronised; *ns from the start of

@@ -381,6 +381,7 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
                     &row->ratio,
                     &row->build_ns_per_op,
                     &row->capture_ns_per_op,
+                    &row->create_vs_raw,
                     &row->lat_p50_ns,
                     &row->lat_p99_ns,
                     &row->metg_ns,
@@ -427,7 +428,35 @@ typedef struct series {
 typedef struct measure {
   double makespan_ns;
   double events_per_kop, waits_per_kop, build_ns_per_op, capture_ns_per_op;
+  double create_vs_raw;
 } measure;
+
+/* Graph mode on CUDA: what cua_graph_create() costs against raw-graph's
+ * capture and instantiation of its plan, the two taken in turn
+ * BENCH_CAPTURES times, the fastest of each: both under the same
+ * conditions (one capture alone varies by up to 2x with what the driver
+ * did before, and slow phases last longer than a few captures). NAN when
+ * the graph is not a backend graph or raw-graph cannot run. */
+static double create_vs_raw(bench_cua *g, const series *s,
+                            const bench_dag *dag) {
+  char err[256];
+  bench_raw *raw = NULL;
+  uint64_t rt[BENCH_CAPTURES], ct[BENCH_CAPTURES];
+  int native = 0;
+  if (s->plan == NULL ||
+      bench_cua_recreate(g, &ct[0], &native, err, sizeof err) != 0 || !native ||
+      bench_raw_open(&raw, dag, s->plan, BENCH_RAW_GRAPH, err, sizeof err) != 0)
+    return NAN;
+  int rc = 0;
+  for (int i = 0; i < BENCH_CAPTURES && rc == 0; i++)
+    rc = bench_raw_recapture(raw, &rt[i], err, sizeof err) ||
+         bench_cua_recreate(g, &ct[i], &native, err, sizeof err);
+  bench_raw_close(raw);
+  if (rc != 0)
+    return NAN;
+  return (double)bench_min_u64(ct, BENCH_CAPTURES) /
+         (double)bench_min_u64(rt, BENCH_CAPTURES);
+}
 
 /* Opens, warms up, runs @p repeat times, closes. */
 static int run_series(const series *s, const bench_dag *dag, int repeat,
@@ -440,7 +469,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   int rc = -1;
 
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
-  m->build_ns_per_op = m->capture_ns_per_op = NAN;
+  m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
   if (t == NULL) {
     snprintf(err, len, "out of memory");
     return -1;
@@ -467,6 +496,8 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     break;
   case S_CUASYNC:
     rc = bench_cua_open(&g, s->rt, dag, s->submit, &build, err, len);
+    if (rc == 0 && s->submit == BENCH_SUBMIT_GRAPH)
+      m->create_vs_raw = create_vs_raw(g, s, dag);
     break;
   }
   for (int i = 0; rc == 0 && i <= repeat; i++) {
@@ -610,6 +641,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->waits_per_kop = m->waits_per_kop;
   row->build_ns_per_op = m->build_ns_per_op;
   row->capture_ns_per_op = m->capture_ns_per_op;
+  row->create_vs_raw = m->create_vs_raw;
   /* A run faster than its critical path skipped a dependency. The GPU's
    * global timer may tick as coarsely as 1 us, so each spin on the path may
    * end up to 1 us early. */

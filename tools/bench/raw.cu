@@ -336,6 +336,21 @@ int timed_capture(bench_raw *r, char *err, size_t len) {
 
 } // namespace
 
+extern "C" int bench_raw_recapture(bench_raw *r, uint64_t *ns, char *err,
+                                   size_t len) {
+  *ns = 0;
+  if (r->mode != BENCH_RAW_GRAPH) {
+    snprintf(err, len, "recapture: not a raw-graph baseline");
+    return -1;
+  }
+  uncapture(r);
+  uint64_t t0 = bench_now_ns();
+  if (capture(r, err, len) != 0)
+    return -1;
+  *ns = bench_now_ns() - t0;
+  return 0;
+}
+
 extern "C" uint64_t bench_raw_build_ns(const bench_raw *r) {
   return r->build_ns;
 }

@@ -49,6 +49,8 @@ typedef struct bench_row {
   double build_ns_per_op;
   double capture_ns_per_op; /**< graph mode and raw-graph: the backend's
                                  capture and instantiation alone */
+  double create_vs_raw;     /**< graph mode on CUDA: cua_graph_create()
+                                 over raw-graph's capture, interleaved */
   double lat_p50_ns, lat_p99_ns;
   int metg_state;
   double metg_ns;
