@@ -1638,7 +1638,8 @@ static void log_capture_node(backend *be, cua_backend_stream *s) {
   }
   if (be->ncap_nodes == 0)
     be->cap_foff[0] = 0;
-  memcpy(be->cap_front + be->ncap_front, deps, ndeps * sizeof *deps);
+  if (ndeps > 0)
+    memcpy(be->cap_front + be->ncap_front, deps, ndeps * sizeof *deps);
   be->ncap_front += ndeps;
   be->cap_foff[++be->ncap_nodes] = be->ncap_front;
 }
