@@ -103,6 +103,64 @@ extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s) {
                                dim3(blocks ? blocks : 1), dim3(1), args, 0, s);
 }
 
+namespace {
+
+int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
+             size_t nd, const void *f, unsigned grid, unsigned block,
+             void **args) {
+  cudaKernelNodeParams p = {};
+  p.func = const_cast<void *>(f);
+  p.gridDim = dim3(grid);
+  p.blockDim = dim3(block);
+  p.sharedMemBytes = 0;
+  p.kernelParams = args;
+  p.extra = nullptr;
+  return (int)cudaGraphAddKernelNode(out, g, deps, nd, &p);
+}
+
+} // namespace
+
+extern "C" int cua__node_fill(cudaGraphNode_t *out, cudaGraph_t g,
+                              const cudaGraphNode_t *deps, size_t nd,
+                              float *dst, size_t n, float v) {
+  *out = nullptr;
+  if (n == 0)
+    return (int)cudaSuccess;
+  void *args[] = {&dst, &n, &v};
+  return add_node(out, g, deps, nd, (const void *)fill_kernel, grid_for(n),
+                  kThreads, args);
+}
+
+extern "C" int cua__node_copy(cudaGraphNode_t *out, cudaGraph_t g,
+                              const cudaGraphNode_t *deps, size_t nd,
+                              float *dst, const float *src, size_t n) {
+  *out = nullptr;
+  if (n == 0)
+    return (int)cudaSuccess;
+  void *args[] = {&dst, &src, &n};
+  return add_node(out, g, deps, nd, (const void *)copy_kernel, grid_for(n),
+                  kThreads, args);
+}
+
+extern "C" int cua__node_axpy(cudaGraphNode_t *out, cudaGraph_t g,
+                              const cudaGraphNode_t *deps, size_t nd, float *y,
+                              const float *x, size_t n, float a) {
+  *out = nullptr;
+  if (n == 0)
+    return (int)cudaSuccess;
+  void *args[] = {&y, &x, &n, &a};
+  return add_node(out, g, deps, nd, (const void *)axpy_kernel, grid_for(n),
+                  kThreads, args);
+}
+
+extern "C" int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
+                              const cudaGraphNode_t *deps, size_t nd,
+                              uint64_t ns, uint32_t blocks) {
+  void *args[] = {&ns};
+  return add_node(out, g, deps, nd, (const void *)spin_kernel,
+                  blocks ? blocks : 1, 1, args);
+}
+
 extern "C" int cua__kernels_preload(void) {
   const void *kernels[] = {(const void *)fill_kernel, (const void *)copy_kernel,
                            (const void *)axpy_kernel,

@@ -37,6 +37,22 @@ int cua__kernel_axpy(float *y, const float *x, size_t n, float a,
  * measured by the GPU's global timer. */
 int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
 
+/* The same work as a kernel node of graph @p g after @p deps (@p nd of
+ * them), on the current device: *out the node, NULL (and 0) when there is
+ * nothing to do (n == 0). Return the cudaError_t. */
+int cua__node_fill(cudaGraphNode_t *out, cudaGraph_t g,
+                   const cudaGraphNode_t *deps, size_t nd, float *dst, size_t n,
+                   float v);
+int cua__node_copy(cudaGraphNode_t *out, cudaGraph_t g,
+                   const cudaGraphNode_t *deps, size_t nd, float *dst,
+                   const float *src, size_t n);
+int cua__node_axpy(cudaGraphNode_t *out, cudaGraph_t g,
+                   const cudaGraphNode_t *deps, size_t nd, float *y,
+                   const float *x, size_t n, float a);
+int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
+                   const cudaGraphNode_t *deps, size_t nd, uint64_t ns,
+                   uint32_t blocks);
+
 /** Loads the kernels above on the current device now, so that their first
  * launch does not: with CUDA's lazy loading (the default since 12.2), a
  * kernel's module is loaded at its first use, and that load waits for the

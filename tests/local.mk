@@ -75,6 +75,7 @@ CUDA_TESTS = \
 	tests/cuda/random_dag.sh \
 	tests/cuda/graph.sh \
 	tests/cuda/graph_capture.sh \
+	tests/cuda/graph_stream.sh \
 	tests/cuda/observers.sh \
 	tests/cuda/futures.sh \
 	tests/cuda/conformance.sh \
@@ -297,6 +298,7 @@ tests_modules_broken_undefined_la_LIBTOOLFLAGS = --tag=CC
 # memory on purpose: under make -j they start only once it has finished.
 tests/cuda/ops.sh.log tests/cuda/ordering.sh.log tests/cuda/random_dag.sh.log \
 tests/cuda/graph.sh.log tests/cuda/graph_capture.sh.log \
+tests/cuda/graph_stream.sh.log \
 tests/cuda/futures.sh.log tests/cuda/conformance.sh.log \
 tests/cuda/sched.sh.log tests/cuda/stress.sh.log: tests/check_cuda.log
 

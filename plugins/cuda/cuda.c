@@ -73,6 +73,7 @@ enum {
   PARAM_POOL_RELEASE_MB,
   PARAM_GRAPH_UPDATES,
   PARAM_TIMESTAMPS,
+  PARAM_CAPTURE,
   PARAM_COUNT
 };
 
@@ -160,6 +161,15 @@ typedef struct pending_timing {
 
 typedef struct backend backend;
 
+/* What the next node of a stream depends on, or what an event recorded,
+ * in a capture by nodes; valid while gen is the backend's cap_gen.
+ * Capturing thread only. */
+typedef struct frontier {
+  cudaGraphNode_t *v;
+  size_t n, cap;
+  uint64_t gen;
+} frontier;
+
 struct cua_backend_stream {
   backend *be;
   int device; /* runtime index into be->dev */
@@ -181,6 +191,7 @@ struct cua_backend_stream {
   uint64_t last_check_ns; /* completion thread only */
   pthread_mutex_t lock;   /* guards marks and timings */
   fifo marks;             /* pending_mark, events mode */
+  frontier front;         /* a capture by nodes */
   fifo timings;           /* pending_timing */
 };
 
@@ -193,6 +204,7 @@ struct cua_backend_event {
   int device;
   cudaEvent_t *per_device; /* be->ndev entries, NULL until used */
   atomic_int last;         /* device index of the last recording */
+  frontier front;          /* a capture by nodes: what was recorded */
 };
 
 /* A host function's argument in callback mode. */
@@ -235,6 +247,7 @@ struct backend {
   atomic_int idle_sleeping; /* the waiter sleeps with nothing outstanding */
 
   int no_update_in_place; /* [backend.cuda] graph_updates = capture */
+  int capture_streams;    /* [backend.cuda] capture = stream */
   /* [backend.cuda] timestamps = cupti: opened at the first op observers
    * want times of (under cupti_lock), NULL if that failed (events then). */
   int want_cupti;
@@ -256,6 +269,12 @@ struct backend {
   cudaGraphNode_t *cap_deps; /* capture_deps()'s nodes */
   size_t cap_deps_cap;
   int cap_log_failed;
+  /* A capture by nodes ([backend.cuda] capture = nodes): the graph the ops
+   * are added to (NULL in a stream capture, and between captures), and
+   * the capture's number (streams' and events' frontiers of an older one
+   * are empty in this one). */
+  cudaGraph_t cap_graph;
+  uint64_t cap_gen;
 };
 
 /* The backend whose capture the calling thread is making, between
@@ -438,6 +457,31 @@ static int grow(void *arr, size_t *cap, size_t need, size_t size) {
     return -1;
   *(void **)arr = v;
   *cap = nc;
+  return 0;
+}
+
+/* Frontier @p f as it is in the current capture by nodes: empty if it was
+ * last used in an earlier one. */
+static frontier *front_of(const backend *be, frontier *f) {
+  if (f->gen != be->cap_gen) {
+    f->gen = be->cap_gen;
+    f->n = 0;
+  }
+  return f;
+}
+
+/* Adds the @p m nodes of @p v to @p f, each once: 0, or -1 (out of
+ * memory). */
+static int front_add(frontier *f, const cudaGraphNode_t *v, size_t m) {
+  if (grow(&f->v, &f->cap, f->n + m, sizeof *f->v) != 0)
+    return -1;
+  for (size_t i = 0; i < m; i++) {
+    size_t x = 0;
+    while (x < f->n && f->v[x] != v[i])
+      x++;
+    if (x == f->n)
+      f->v[f->n++] = v[i];
+  }
   return 0;
 }
 
@@ -631,6 +675,11 @@ static const cua_param_spec cuda_params[PARAM_COUNT] = {
      "it cannot be used, and for stream functions) or events (a timing "
      "event after each op)",
      0},
+    {"capture", CUA_PARAM_ENUM, "nodes", 0, 0, "nodes|stream",
+     "how cua_graph_create() builds a CUDA graph: nodes (each op added as a "
+     "node with its dependencies, cudaGraphAddKernelNode() and the like) "
+     "or stream (a stream capture of the ops' launches)",
+     0},
 };
 
 /* ------------------------------------------------------------------ flags */
@@ -775,6 +824,7 @@ static void stream_release(backend *be, cua_backend_stream *s) {
   }
   fifo_free(&s->marks);
   fifo_free(&s->timings);
+  free(s->front.v);
   if (s->flag != NULL)
     cudaFreeHost(s->flag);
   if (s->native != NULL)
@@ -1037,6 +1087,7 @@ static int cuda_create(const cua_backend_host *host,
   be->spin_ns = (uint64_t)param_int(params, PARAM_SPIN_US) * 1000u;
   int64_t release_mb = param_int(params, PARAM_POOL_RELEASE_MB);
   be->no_update_in_place = param_int(params, PARAM_GRAPH_UPDATES) == 1;
+  be->capture_streams = param_int(params, PARAM_CAPTURE) == 1;
   be->want_cupti = param_int(params, PARAM_TIMESTAMPS) == 0;
 
   for (int d = 0; d < n; d++) {
@@ -1272,12 +1323,24 @@ static void cuda_event_destroy(void *state, cua_backend_event *e) {
     if (e->per_device[d] != NULL)
       cudaEventDestroy(e->per_device[d]);
   free(e->per_device);
+  free(e->front.v);
   free(e);
 }
 
 static int cuda_event_record(void *state, cua_backend_event *e,
                              cua_backend_stream *s) {
   backend *be = state;
+  if (tl_cap_be == be && be->cap_graph != NULL) {
+    /* A capture by nodes: the event stands for the stream's frontier. */
+    frontier *ef = front_of(be, &e->front);
+    const frontier *sf = front_of(be, &s->front);
+    ef->n = 0;
+    if (front_add(ef, sf->v, sf->n) != 0) {
+      be->cap_log_failed = 1;
+      return CUA_ERR_NOMEM;
+    }
+    return 0;
+  }
   cudaEvent_t ev;
   if (is_lost(be, s->device))
     return CUA_ERR_DEVICE_LOST;
@@ -1343,6 +1406,16 @@ static int cuda_native_wait(void *state, int d, void *native,
 static int cuda_stream_wait_event(void *state, cua_backend_stream *s,
                                   cua_backend_event *e) {
   backend *be = state;
+  if (tl_cap_be == be && be->cap_graph != NULL) {
+    /* A capture by nodes: the stream's next node depends on what the
+     * event recorded too (nothing, if it was not recorded in it). */
+    const frontier *ef = front_of(be, &e->front);
+    if (front_add(front_of(be, &s->front), ef->v, ef->n) != 0) {
+      be->cap_log_failed = 1;
+      return CUA_ERR_NOMEM;
+    }
+    return 0;
+  }
   cudaEvent_t ev = event_last(e);
   if (is_lost(be, s->device))
     return CUA_ERR_DEVICE_LOST;
@@ -1622,9 +1695,13 @@ static void log_capture_node(backend *be, cua_backend_stream *s) {
   enum cudaStreamCaptureStatus st;
   const cudaGraphNode_t *deps = NULL;
   size_t ndeps = 0;
-  if (cudaStreamGetCaptureInfo(s->native, &st, NULL, NULL, &deps, NULL,
-                               &ndeps) != cudaSuccess ||
-      st != cudaStreamCaptureStatusActive) {
+  if (be->cap_graph != NULL) {
+    const frontier *f = front_of(be, &s->front);
+    deps = f->v;
+    ndeps = f->n;
+  } else if (cudaStreamGetCaptureInfo(s->native, &st, NULL, NULL, &deps, NULL,
+                                      &ndeps) != cudaSuccess ||
+             st != cudaStreamCaptureStatusActive) {
     (void)cudaGetLastError();
     ndeps = 0;
     be->cap_log_failed = 1;
@@ -1687,6 +1764,89 @@ static void cuda_flush_times(void *state) {
   cupti_flush(be->cupti);
 }
 
+/* A capture by nodes: @p op becomes a node of the graph after the
+ * stream's frontier, which is then that node (an op with nothing to do
+ * makes none and leaves the frontier). On the current device, the op's
+ * stream's. */
+static int launch_node(backend *be, cua_backend_stream *s,
+                       const cua_backend_op *op, cua_backend_err *err) {
+  frontier *f = front_of(be, &s->front);
+  cudaGraph_t g = be->cap_graph;
+  const cudaGraphNode_t *deps = f->n > 0 ? f->v : NULL;
+  size_t nd = f->n;
+  cudaGraphNode_t node = NULL;
+  cudaError_t e = cudaSuccess;
+  switch (op->kind) {
+  case CUA_OP_FILL:
+    e = (cudaError_t)cua__node_fill(&node, g, deps, nd, (float *)op->dst,
+                                    op->bytes / 4, op->value);
+    break;
+  case CUA_OP_COPY:
+    e = (cudaError_t)cua__node_copy(&node, g, deps, nd, (float *)op->dst,
+                                    (const float *)op->src, op->bytes / 4);
+    break;
+  case CUA_OP_AXPY:
+    e = (cudaError_t)cua__node_axpy(&node, g, deps, nd, (float *)op->dst,
+                                    (const float *)op->src, op->bytes / 4,
+                                    op->value);
+    break;
+  case CUA_OP_SPIN:
+    e = (cudaError_t)cua__node_spin(&node, g, deps, nd, op->spin.ns,
+                                    op->spin.blocks);
+    break;
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    if (op->bytes > 0)
+      e = cudaGraphAddMemcpyNode1D(
+          &node, g, deps, nd, op->dst, op->src, op->bytes,
+          op->kind == CUA_OP_MEMCPY_D2D && op->dst_device == op->src_device
+              ? cudaMemcpyDeviceToDevice
+              : cudaMemcpyDefault);
+    break;
+  case CUA_OP_MEMSET:
+    if (op->bytes > 0) {
+      struct cudaMemsetParams p;
+      memset(&p, 0, sizeof p);
+      p.dst = op->dst;
+      p.value = (unsigned char)op->byte_value;
+      p.elementSize = 1;
+      p.width = op->bytes;
+      p.height = 1;
+      e = cudaGraphAddMemsetNode(&node, g, deps, nd, &p);
+    }
+    break;
+  case CUA_OP_KERNEL: {
+    struct cudaKernelNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.func = op->kernel;
+    p.gridDim = (dim3){op->grid[0], op->grid[1], op->grid[2]};
+    p.blockDim = (dim3){op->block[0], op->block[1], op->block[2]};
+    p.sharedMemBytes = (unsigned)op->shared_bytes;
+    p.kernelParams = op->kernel_params;
+    e = cudaGraphAddKernelNode(&node, g, deps, nd, &p);
+    break;
+  }
+  default:
+    set_err(err, "%s cannot be a node of a CUDA graph", op_name(op->kind));
+    return CUA_ERR_CAPTURE;
+  }
+  if (e != cudaSuccess)
+    return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
+                     "%s: adding its node to a CUDA graph on device %d",
+                     op_name(op->kind), be->dev[s->device].ordinal);
+  if (node != NULL) {
+    f->n = 0;
+    if (front_add(f, &node, 1) != 0) {
+      be->cap_log_failed = 1;
+      set_err(err, "out of host memory");
+      return CUA_ERR_NOMEM;
+    }
+  }
+  log_capture_node(be, s);
+  return 0;
+}
+
 static int cuda_launch(void *state, cua_backend_stream *s,
                        const cua_backend_op *op, cua_backend_err *err) {
   backend *be = state;
@@ -1711,7 +1871,7 @@ static int cuda_launch(void *state, cua_backend_stream *s,
       op->dst_device != op->src_device &&
       !(cuda_can_access(be, op->dst_device, op->src_device) &&
         cuda_can_access(be, op->src_device, op->dst_device)) &&
-      stream_capturing(s->native)) {
+      (tl_cap_be == be || stream_capturing(s->native))) {
     set_err(err,
             "MEMCPY_D2D from CUDA device %d to %d cannot be captured: peer "
             "access between them is off",
@@ -1719,9 +1879,11 @@ static int cuda_launch(void *state, cua_backend_stream *s,
     return CUA_ERR_CAPTURE;
   }
 
-  uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
   /* A capture records the op, it does not run it: nothing to time. */
   int cap = tl_cap_be == be; /* the capturing thread launches into it */
+  if (cap && be->cap_graph != NULL)
+    return launch_node(be, s, op, err);
+  uint64_t *duration = OP_HAS(op, duration_ns) ? op->duration_ns : NULL;
   if (cap)
     duration = NULL;
   pending_timing t = {op->seq, NULL, NULL, duration, NULL, NULL, NULL};
@@ -2480,6 +2642,16 @@ static int cuda_capture_deps(void *state, cua_backend_stream *s,
         be->cap_deps[m++] = nd;
     }
   }
+  if (be->cap_graph != NULL) { /* by nodes: the stream's frontier */
+    frontier *f = front_of(be, &s->front);
+    f->n = 0;
+    if (front_add(f, be->cap_deps, m) != 0) {
+      be->cap_log_failed = 1;
+      set_err(err, "out of host memory");
+      return CUA_ERR_NOMEM;
+    }
+    return 0;
+  }
   cudaError_t e = use_device(be, s->device);
   if (e == cudaSuccess)
     e = cudaStreamUpdateCaptureDependencies(
@@ -2500,16 +2672,21 @@ static int cuda_capture_begin(void *state, cua_backend_stream *s,
     return lost_err(be, s->device, err);
   cudaError_t e = use_device(be, s->device);
   /* Relaxed: the core's other threads keep allocating and launching on
-   * other streams meanwhile; nothing else touches the graph's streams. */
-  if (e == cudaSuccess)
+   * other streams meanwhile; nothing else touches the graph's streams. By
+   * nodes, no stream captures: the capturing thread's launches, event
+   * records and waits build the graph (tl_cap_be). */
+  if (e == cudaSuccess && be->capture_streams)
     e = cudaStreamBeginCapture(s->native, cudaStreamCaptureModeRelaxed);
+  else if (e == cudaSuccess)
+    e = cudaGraphCreate(&be->cap_graph, 0);
   if (e != cudaSuccess)
     return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
-                     "beginning a stream capture on CUDA device %d",
+                     "beginning a capture on CUDA device %d",
                      be->dev[s->device].ordinal);
   be->ncap_nodes = 0;
   be->ncap_front = 0;
   be->cap_log_failed = 0;
+  be->cap_gen++;
   tl_cap_be = be;
   tl_cap_ordinal = be->dev[s->device].ordinal;
   return 0;
@@ -2523,8 +2700,12 @@ static int cuda_capture_end(void *state, cua_backend_stream *s,
   cudaGraph_t gr = NULL;
   tl_cap_be = NULL;
   cudaError_t e = use_device(be, s->device);
-  if (e == cudaSuccess)
+  if (be->cap_graph != NULL) {
+    gr = be->cap_graph;
+    be->cap_graph = NULL;
+  } else if (e == cudaSuccess) {
     e = cudaStreamEndCapture(s->native, &gr);
+  }
   if (e != cudaSuccess) {
     if (gr != NULL)
       cudaGraphDestroy(gr);
