@@ -16,9 +16,16 @@
  * changed in place when no launch holds them), so every launch runs the
  * parameters it was made with.
  *
- * Owns: graph launches, updates, the parameters' versions, freeing graphs.
+ * A capture is the same pass over the schedule (genq_*), begun and ended
+ * by the backend on the runtime's capture streams; a fed capture
+ * (cua__graph_capture_fed(), capture.c's large DAGs) gets the ops one by
+ * one while they are placed.
+ *
+ * Owns: graph launches, updates, captures, the parameters' versions,
+ * freeing graphs.
  * Locks: g->mu (leaf) for cur and launch_op; the backend graph only under
- * the anchor stream's turn (executor.c); rt->reg_lock for the registry.
+ * the anchor stream's turn (executor.c); rt->capture_mu for the capture
+ * streams and events and every capture; rt->reg_lock for the registry.
  * No core lock is held while the backend is called, except where a graph
  * is freed by its last launch's node, under rt->lock (backend objects are
  * then destroyed under it, as streams are created under it).
