@@ -162,32 +162,6 @@ typedef struct saved_load {
   cua_stream_load load;
 } saved_load;
 
-/* Past this many clock cells (ops x chains), waits are pruned per pair of
- * chains only. */
-#define CLOCK_CELLS ((size_t)1 << 24)
-
-/* The schedule as record_op() makes it, op by op in placement order. Each
- * chain has a vector clock: covered[ch][x] is the last position of chain
- * x known complete at the current end of chain ch (-1: none). With the
- * clock each op had (snap, while it fits), a wait for a producer that an
- * earlier wait already orders after (through a third chain too) is not
- * recorded: fewer edges, cheaper to instantiate and to replay. The same
- * clocks tell which ops a wait orders after their chain's previous op: a
- * backend that sets a capture's dependencies itself (capture_deps())
- * gives those no edge to it, and its graph has the transitive reduction
- * of the DAG's order and the streams'. A chain placed round-robin over
- * four streams is then one edge per op, as on one stream. The clocks'
- * stride (capc) grows with the chains. */
-typedef struct recorder {
-  size_t *chain_of, *pos, *gidx; /* per device node: its chain, its place
-                                    there, its index in g->ops */
-  size_t *chain_len;             /* per chain */
-  long *covered;                 /* capc x capc */
-  long *snap;                    /* per device node x capc, or NULL */
-  size_t capc;
-  size_t *cand; /* one op's producers, one per chain */
-} recorder;
-
 struct feed;
 
 typedef struct capture {
@@ -202,7 +176,7 @@ typedef struct capture {
   size_t nplaced;
   saved_load *saved;
   size_t nsaved, capsaved;
-  recorder r;
+  cua__recorder r;
   struct feed *feed; /* the capture thread fed as ops are recorded, or NULL */
 } capture;
 
@@ -237,163 +211,6 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
   cua__placed_count(c->rt, n, info, now);
   cua__dag_placed(n);
   return 0;
-}
-
-/* ------------------------------------------------------------- schedule */
-
-static void recorder_free(recorder *r) {
-  free(r->chain_of);
-  free(r->pos);
-  free(r->gidx);
-  free(r->chain_len);
-  free(r->covered);
-  free(r->snap);
-  free(r->cand);
-  memset(r, 0, sizeof *r);
-}
-
-/* Clocks of stride @p capc, the old ones copied (a new chain has no op
- * yet: -1 everywhere for it). The ops' clocks are kept while they fit in
- * CLOCK_CELLS; once dropped they stay dropped (the ops before have none). */
-static int clocks_resize(recorder *r, size_t n, size_t capc) {
-  int keep = (r->capc == 0 || r->snap != NULL) && n <= CLOCK_CELLS / capc;
-  long *cov = cua__malloc(capc * capc * sizeof *cov);
-  long *snap = keep ? cua__malloc(n * capc * sizeof *snap) : NULL;
-  if (cov == NULL || (keep && snap == NULL)) {
-    free(cov);
-    free(snap);
-    return CUA_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < capc * capc; i++)
-    cov[i] = -1;
-  for (size_t i = 0; snap != NULL && i < n * capc; i++)
-    snap[i] = -1;
-  for (size_t a = 0; a < r->capc; a++)
-    memcpy(&cov[a * capc], &r->covered[a * r->capc],
-           r->capc * sizeof *r->covered);
-  for (size_t i = 0; snap != NULL && r->snap != NULL && i < n; i++)
-    memcpy(&snap[i * capc], &r->snap[i * r->capc], r->capc * sizeof *snap);
-  free(r->covered);
-  free(r->snap);
-  r->covered = cov;
-  r->snap = snap;
-  r->capc = capc;
-  return 0;
-}
-
-static int recorder_init(capture *c) {
-  recorder *r = &c->r;
-  cua_graph *g = c->g;
-  size_t n = c->ndev, maxp = 1;
-  for (size_t i = 0; i < n; i++)
-    if (c->pred_off[i + 1] - c->pred_off[i] > maxp)
-      maxp = c->pred_off[i + 1] - c->pred_off[i];
-  r->chain_of = cua__calloc(n + 1, sizeof *r->chain_of);
-  r->pos = cua__calloc(n + 1, sizeof *r->pos);
-  r->gidx = cua__calloc(n + 1, sizeof *r->gidx);
-  r->chain_len = cua__calloc(n + 1, sizeof *r->chain_len);
-  r->cand = cua__malloc(maxp * sizeof *r->cand);
-  g->ops = cua__calloc(n + 1, sizeof *g->ops);
-  g->chains = cua__calloc(n + 1, sizeof *g->chains);
-  g->wait_store = cua__calloc(c->npreds + 1, sizeof *g->wait_store);
-  if (r->chain_of == NULL || r->pos == NULL || r->gidx == NULL ||
-      r->chain_len == NULL || r->cand == NULL || g->ops == NULL ||
-      g->chains == NULL || g->wait_store == NULL ||
-      clocks_resize(r, n, n < 8 ? n + 1 : 8) != 0)
-    return CUA_ERR_NOMEM;
-  g->nevents = 1; /* the fork */
-  return 0;
-}
-
-/* Records dev[i], just placed, as op g->nops of the schedule: its chain,
- * its waits (the producers not yet ordered before it, but those another
- * of them orders after), whether it needs an edge to its chain's previous
- * op. */
-static int record_op(capture *c, size_t i) {
-  recorder *r = &c->r;
-  cua_graph *g = c->g;
-  cua__node *nd = c->dev[i];
-  size_t ch = 0;
-  while (ch < g->nchains && (g->chains[ch].pl.device != nd->pl.device ||
-                             g->chains[ch].pl.stream != nd->pl.stream))
-    ch++;
-  if (ch == g->nchains) {
-    if (ch == r->capc && clocks_resize(r, c->ndev, 2 * r->capc) != 0)
-      return CUA_ERR_NOMEM;
-    g->chains[ch].pl = nd->pl;
-    g->chains[ch].end_event = -1;
-    g->nchains++;
-  }
-  size_t nc = r->capc, used = g->nchains, k = g->nops;
-  size_t *pos = r->pos, *cand = r->cand;
-  long *snap = r->snap, *clk = &r->covered[ch * nc];
-  r->chain_of[i] = ch;
-  r->gidx[i] = k;
-  pos[i] = r->chain_len[ch]++;
-  cua__gop *o = &g->ops[k];
-  o->key = cua_op_retain(nd->op);
-  o->chain = ch;
-  o->event = -1;
-  o->waits = g->wait_store + g->nwaits;
-  /* The producers not yet ordered before: the last one per chain. */
-  size_t ncand = 0;
-  for (size_t e = c->pred_off[i]; e < c->pred_off[i + 1]; e++) {
-    size_t p = c->preds[e], pc = r->chain_of[p], j = 0;
-    if (pc == ch || clk[pc] >= (long)pos[p])
-      continue;
-    while (j < ncand && r->chain_of[cand[j]] != pc)
-      j++;
-    if (j == ncand)
-      cand[ncand++] = p;
-    else if (pos[cand[j]] < pos[p])
-      cand[j] = p;
-  }
-  /* Those another one orders after already. */
-  for (size_t j = 0; snap != NULL && j < ncand;) {
-    size_t p = cand[j], pc = r->chain_of[p], m = 0;
-    while (m < ncand && (m == j || snap[cand[m] * nc + pc] < (long)pos[p]))
-      m++;
-    if (m < ncand)
-      cand[j] = cand[--ncand];
-    else
-      j++;
-  }
-  /* The chain's previous op: an edge of its own in a graph with explicit
-   * dependencies unless a wait orders this op after it (the chain's clock
-   * is that op's, so no wait comes before it). */
-  o->after_prev = pos[i] > 0;
-  for (size_t j = 0; snap != NULL && o->after_prev && j < ncand; j++)
-    if (snap[cand[j] * nc + ch] >= (long)pos[i] - 1)
-      o->after_prev = 0;
-  g->nedges += ncand + (size_t)o->after_prev;
-  for (size_t j = 0; j < ncand; j++) {
-    size_t p = cand[j];
-    cua__gop *po = &g->ops[r->gidx[p]];
-    if (po->event < 0)
-      po->event = (long)g->nevents++;
-    o->waits[o->nwaits++] = r->gidx[p];
-    g->nwaits++;
-    if (snap != NULL) {
-      for (size_t x = 0; x < used; x++)
-        if (snap[p * nc + x] > clk[x])
-          clk[x] = snap[p * nc + x];
-    } else {
-      clk[r->chain_of[p]] = (long)pos[p];
-    }
-  }
-  clk[ch] = (long)pos[i];
-  if (snap != NULL)
-    memcpy(&snap[i * nc], clk, used * sizeof *clk);
-  g->nops = k + 1;
-  return 0;
-}
-
-/* Once every op is recorded: the chains' end events, the anchor. */
-static void record_end(capture *c) {
-  cua_graph *g = c->g;
-  for (size_t ch = 0; ch < g->nchains; ch++)
-    g->chains[ch].end_event = (long)g->nevents++;
-  g->anchor = g->chains[0].pl;
 }
 
 /* -------------------------------------------------------- the fed capture */
@@ -475,6 +292,15 @@ static void feed_free(feed *f) {
 
 /* ------------------------------------------------------------ placement */
 
+/* The longest producer list of the device nodes. */
+static size_t max_preds(const capture *c) {
+  size_t maxp = 1;
+  for (size_t i = 0; i < c->ndev; i++)
+    if (c->pred_off[i + 1] - c->pred_off[i] > maxp)
+      maxp = c->pred_off[i + 1] - c->pred_off[i];
+  return maxp;
+}
+
 /* Places every device node, breadth-first as a submission would, and
  * records each as it is placed (fed to the capture thread, if any). */
 static int place_all(capture *c, char *msg, size_t len) {
@@ -497,7 +323,7 @@ static int place_all(capture *c, char *msg, size_t len) {
       rc = CUA_ERR_NOMEM;
   }
   if (rc == 0)
-    rc = recorder_init(c);
+    rc = cua__rec_init(&c->r, c->g, n, max_preds(c), c->npreds);
   if (rc == 0) {
     for (size_t k = 0; k < c->npreds; k++)
       succ_off[c->preds[k] + 1]++;
@@ -527,7 +353,9 @@ static int place_all(capture *c, char *msg, size_t len) {
     if (rc == 0)
       rc = shadow_placed(c, nd, &info, now);
     if (rc == 0)
-      rc = record_op(c, i);
+      rc =
+          cua__rec_op(&c->r, c->g, i, nd->pl, nd->op, &c->preds[c->pred_off[i]],
+                      c->pred_off[i + 1] - c->pred_off[i]);
     if (rc != 0)
       break;
     c->nplaced++;
@@ -812,8 +640,8 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     cua__dag_end(sub);
   }
   if (rc == 0)
-    record_end(&c);
-  recorder_free(&c.r);
+    cua__rec_end(g);
+  cua__rec_free(&c.r);
   if (c.feed != NULL) /* the capture thread may end the capture */
     feed_put(c.feed, c.nplaced, rc == 0 ? 1 : -1);
   unplace(&c);

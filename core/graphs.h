@@ -1,7 +1,9 @@
 /*
  * core/graphs.h: a captured graph (cua_graph), shared by capture.c (which
- * places a DAG once and records its schedule) and replay.c (which replays
- * it, updates it and frees it).
+ * places a DAG once), schedule.c (which records its schedule as it is
+ * placed), graphbuild.c (which captures the schedule into a backend graph,
+ * or replays it op by op) and replay.c (which launches the graph, updates
+ * it and frees it).
  *
  * The schedule is immutable once captured: the graph's chains (one per
  * stream the policy used, each a stream of the graph's own), its ops in
@@ -102,6 +104,11 @@ struct cua_graph {
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };
 
+/* The name of an op in messages: its hint, else its kind's. */
+static inline const char *cua__gop_name(const cua_op *op) {
+  return op->hints.name ? op->hints.name : cua_op_kind_name(op->kind);
+}
+
 /* A slot for pointer @p p in an open-addressed table of @p cap (a power
  * of two) entries: the graph's index of ops, the capture's buffers. */
 static inline size_t cua__ptr_hash(const void *p, size_t cap) {
@@ -112,7 +119,46 @@ static inline size_t cua__ptr_hash(const void *p, size_t cap) {
   return (size_t)x & (cap - 1);
 }
 
-/* replay.c */
+/* The schedule as cua__rec_op() makes it (schedule.c), op by op in placement
+ * order. Each chain has a vector clock: covered[ch][x] is the last position of
+ * chain x known complete at the current end of chain ch (-1: none). With the
+ * clock each op had (snap, while it fits), a wait for a producer that an
+ * earlier wait already orders after (through a third chain too) is not
+ * recorded: fewer edges, cheaper to instantiate and to replay. The same
+ * clocks tell which ops a wait orders after their chain's previous op: a
+ * backend that sets a capture's dependencies itself (capture_deps())
+ * gives those no edge to it, and its graph has the transitive reduction
+ * of the DAG's order and the streams'. A chain placed round-robin over
+ * four streams is then one edge per op, as on one stream. The clocks'
+ * stride (capc) grows with the chains. */
+typedef struct cua__recorder {
+  size_t n;                      /* device ops */
+  size_t *chain_of, *pos, *gidx; /* per device node: its chain, its place
+                                    there, its index in g->ops */
+  size_t *chain_len;             /* per chain */
+  long *covered;                 /* capc x capc */
+  long *snap;                    /* per device node x capc, or NULL */
+  size_t capc;
+  size_t *cand; /* one op's producers, one per chain */
+} cua__recorder;
+
+/* schedule.c: the schedule recorded op by op. */
+/* Room for @p n device ops, whose producer lists are at most @p maxp long
+ * and @p npreds long in all: g->ops, g->chains, g->wait_store. */
+int cua__rec_init(cua__recorder *r, cua_graph *g, size_t n, size_t maxp,
+                  size_t npreds);
+/* Records device op @p i (of the n), just placed at @p pl, as op g->nops:
+ * its chain, its waits (the producers @p preds[0..np), indices among the
+ * n, not yet ordered before it, but those another of them orders after),
+ * whether it needs an edge to its chain's previous op. 0 or
+ * CUA_ERR_NOMEM. */
+int cua__rec_op(cua__recorder *r, cua_graph *g, size_t i, cua_placement pl,
+                cua_op *op, const size_t *preds, size_t np);
+/* Once every op is recorded: the chains' end events, the anchor. */
+void cua__rec_end(cua_graph *g);
+void cua__rec_free(cua__recorder *r);
+
+/* graphbuild.c */
 /* Enqueues @p g's schedule with parameters @p gp: forks the chains from
  * @p anchor (on device anchor_dev), enqueues every op, joins the chains
  * back into @p anchor. A chain whose stream is @p anchor needs no fork.
@@ -126,6 +172,12 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
  * creator, before the graph is published). */
 int cua__graph_capture(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
                        char *msg, size_t len);
+/* Lends the graph's chains the runtime's capture streams (the k-th chain
+ * on a device gets that device's k-th), and takes them back. Under
+ * rt->capture_mu. */
+int cua__graph_lend_streams(cua_runtime *rt, cua_graph *g, char *msg,
+                            size_t len);
+void cua__graph_return_streams(cua_graph *g);
 /* What feeds cua__graph_capture_fed(): waits until at least @p want ops
  * of g->ops are recorded or the recording ended, and returns how many are
  * (*done: 0 more may come, 1 all came, -1 the recording failed). */
@@ -139,6 +191,8 @@ typedef size_t (*cua__gfeed)(void *arg, size_t want, int *done);
  * caller. */
 int cua__graph_capture_fed(cua_runtime *rt, cua_graph *g, size_t maxops,
                            cua__gfeed feed, void *arg, char *msg, size_t len);
+
+/* replay.c */
 void cua__gparams_release(cua__gparams *gp);
 /* The index in g->ops of the op the user names @p key, or -1. */
 long cua__graph_find(const cua_graph *g, const cua_op *key);

@@ -719,8 +719,9 @@ struct cua_runtime {
   size_t ngcache;
   uint64_t gcache_gen; /* one more each time the cache is cleared */
   /* Backends with graphs: the streams captures run on, per device, shared
-   * by every graph (replay.c); capture_mu guards them and is held for the
-   * whole of a capture, so captures run one at a time. A leaf lock. */
+   * by every graph (graphbuild.c); capture_mu guards them and is held for
+   * the whole of a capture, so captures run one at a time. Under it only a
+   * fed capture's feed lock (capture.c) is taken. */
   pthread_mutex_t capture_mu;
   cua_backend_stream **cap_streams; /* cap_dev[i] is the device of [i] */
   int *cap_dev;
@@ -914,7 +915,7 @@ int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
                     size_t len);
 int cua__in_user_code(void);
 
-/* capture.c, replay.c: graphs (see graphs.h). */
+/* capture.c, schedule.c, graphbuild.c, replay.c: graphs (see graphs.h). */
 void cua__graphs_detach(cua_runtime *rt);
 /* Frees the graphs released since the last call (their backend objects
  * too). Called with no core lock held. */

@@ -37,6 +37,8 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/submit.c \
 	%reldir%/graphs.h \
 	%reldir%/capture.c \
+	%reldir%/schedule.c \
+	%reldir%/graphbuild.c \
 	%reldir%/replay.c \
 	%reldir%/graphcache.c \
 	%reldir%/future.c
