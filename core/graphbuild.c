@@ -32,7 +32,6 @@ typedef struct genq {
   cua_backend_stream *anchor;
   cua_backend_event *fork; /* recorded on the anchor first */
   int deps;                /* dependencies by capture_deps(), not events */
-  long *last;              /* deps: per chain, its last op so far, or -1 */
   unsigned char *forked;   /* per chain: it waited for the fork */
   size_t *buf;             /* deps: one op's dependencies */
   size_t bufcap;
@@ -40,7 +39,6 @@ typedef struct genq {
 } genq;
 
 static void genq_free(genq *q) {
-  free(q->last);
   free(q->forked);
   free(q->buf);
 }
@@ -56,15 +54,11 @@ static int genq_init(genq *q, cua_runtime *rt, cua_graph *g,
   q->anchor = anchor;
   q->fork = fork;
   q->deps = deps;
-  q->last = cua__malloc((maxchains + 1) * sizeof *q->last);
   q->forked = cua__calloc(maxchains + 1, 1);
-  if (q->last == NULL || q->forked == NULL) {
-    genq_free(q);
+  if (q->forked == NULL) {
     snprintf(msg, len, "out of host memory");
     return CUA_ERR_NOMEM;
   }
-  for (size_t ch = 0; ch <= maxchains; ch++)
-    q->last[ch] = -1;
   int rc = rt->be->event_record(rt->bst, fork, anchor);
   if (rc != 0) {
     genq_free(q);
@@ -92,21 +86,19 @@ static int genq_stream(genq *q, size_t ch, cua_backend_stream **out, char *msg,
 
 /* Makes op @p k depend on exactly its dependencies in the graph with
  * explicit ones: its waits, and its chain's previous op where nothing else
- * orders it after that one. Nothing is called when that is where the
- * stream already is: after its last op, or (the chain's first op, with no
- * wait) after nothing, as the fork leaves it. */
+ * orders it after that one. With no wait nothing is called: the stream is
+ * where the op must start, after the chain's previous op or (the chain's
+ * first) after nothing, as the fork leaves it. */
 static int set_deps(genq *q, cua_backend_stream *s, size_t k,
                     cua_backend_err *err) {
   const cua__gop *o = &q->g->ops[k];
-  long last = q->last[o->chain];
-  q->last[o->chain] = (long)k;
-  if (o->nwaits == 0 && (last < 0 || o->after_prev))
+  if (o->nwaits == 0)
     return 0;
   if (cua__grow(&q->buf, &q->bufcap, o->nwaits + 1, sizeof *q->buf) != 0)
     return CUA_ERR_NOMEM;
   size_t n = 0;
-  if (o->after_prev && last >= 0)
-    q->buf[n++] = (size_t)last;
+  if (o->prev >= 0)
+    q->buf[n++] = (size_t)o->prev;
   for (size_t w = 0; w < o->nwaits; w++)
     q->buf[n++] = o->waits[w];
   return q->rt->be->capture_deps(q->rt->bst, s, q->buf, n, err);

@@ -31,10 +31,11 @@ typedef struct cua__gop {
   size_t *waits; /* ops of other chains it waits for (indices into ops) */
   size_t nwaits;
   long event; /* index into cua_graph::events recorded after it, or -1 */
-  /* A capture with explicit dependencies (backend capture_deps()): 1 when
-   * the op depends on its chain's previous op directly, 0 when one of its
-   * waits orders it after that op already (or it is the chain's first). */
-  int after_prev;
+  /* A capture with explicit dependencies (backend capture_deps()): the
+   * chain's previous op (index into ops) when the op depends on it
+   * directly; -1 when one of its waits orders it after that op already,
+   * or it is the chain's first. */
+  long prev;
 } cua__gop;
 
 /* One chain: the ops the policy put on one stream, in order. */
@@ -63,8 +64,8 @@ struct cua_graph {
   size_t nchains;
   size_t nwaits;
   /* The edges of the graph with explicit dependencies: per op, its waits
-   * and its after_prev; the fewest that keep the DAG's and the streams'
-   * orders (see record_schedule()). */
+   * and its prev; the fewest that keep the DAG's and the streams' orders
+   * (see schedule.c). */
   size_t nedges;
   cua_backend_event **events; /* [0]: the fork, recorded on the anchor */
   int *event_dev;
@@ -136,6 +137,7 @@ typedef struct cua__recorder {
   size_t *chain_of, *pos, *gidx; /* per device node: its chain, its place
                                     there, its index in g->ops */
   size_t *chain_len;             /* per chain */
+  size_t *chain_last;            /* per chain: its last op, index into ops */
   long *covered;                 /* capc x capc */
   long *snap;                    /* per device node x capc, or NULL */
   size_t capc;

@@ -24,6 +24,7 @@ void cua__rec_free(cua__recorder *r) {
   free(r->pos);
   free(r->gidx);
   free(r->chain_len);
+  free(r->chain_last);
   free(r->covered);
   free(r->snap);
   free(r->cand);
@@ -68,14 +69,15 @@ int cua__rec_init(cua__recorder *r, cua_graph *g, size_t n, size_t maxp,
   r->pos = cua__calloc(n + 1, sizeof *r->pos);
   r->gidx = cua__calloc(n + 1, sizeof *r->gidx);
   r->chain_len = cua__calloc(n + 1, sizeof *r->chain_len);
+  r->chain_last = cua__calloc(n + 1, sizeof *r->chain_last);
   r->cand = cua__malloc(maxp * sizeof *r->cand);
   g->ops = cua__calloc(n + 1, sizeof *g->ops);
   g->chains = cua__calloc(n + 1, sizeof *g->chains);
   g->wait_store = cua__calloc(npreds + 1, sizeof *g->wait_store);
   r->n = n;
   if (r->chain_of == NULL || r->pos == NULL || r->gidx == NULL ||
-      r->chain_len == NULL || r->cand == NULL || g->ops == NULL ||
-      g->chains == NULL || g->wait_store == NULL ||
+      r->chain_len == NULL || r->chain_last == NULL || r->cand == NULL ||
+      g->ops == NULL || g->chains == NULL || g->wait_store == NULL ||
       clocks_resize(r, n, n < 8 ? n + 1 : 8) != 0)
     return CUA_ERR_NOMEM;
   g->nevents = 1; /* the fork */
@@ -132,11 +134,12 @@ int cua__rec_op(cua__recorder *r, cua_graph *g, size_t i, cua_placement pl,
   /* The chain's previous op: an edge of its own in a graph with explicit
    * dependencies unless a wait orders this op after it (the chain's clock
    * is that op's, so no wait comes before it). */
-  o->after_prev = pos[i] > 0;
-  for (size_t j = 0; snap != NULL && o->after_prev && j < ncand; j++)
+  o->prev = pos[i] > 0 ? (long)r->chain_last[ch] : -1;
+  for (size_t j = 0; snap != NULL && o->prev >= 0 && j < ncand; j++)
     if (snap[cand[j] * nc + ch] >= (long)pos[i] - 1)
-      o->after_prev = 0;
-  g->nedges += ncand + (size_t)o->after_prev;
+      o->prev = -1;
+  r->chain_last[ch] = k;
+  g->nedges += ncand + (o->prev >= 0);
   for (size_t j = 0; j < ncand; j++) {
     size_t p = cand[j];
     cua__gop *po = &g->ops[r->gidx[p]];

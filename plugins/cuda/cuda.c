@@ -266,8 +266,7 @@ struct backend {
   size_t ncap_front, cap_front_cap;
   size_t *cap_foff;
   size_t ncap_nodes, cap_foff_cap;
-  cudaGraphNode_t *cap_deps; /* capture_deps()'s nodes */
-  size_t cap_deps_cap;
+  frontier cap_deps; /* a stream capture's capture_deps() set */
   int cap_log_failed;
   /* A capture by nodes ([backend.cuda] capture = nodes): the graph the ops
    * are added to (NULL in a stream capture, and between captures), and
@@ -879,7 +878,7 @@ static void cuda_destroy(void *state) {
   pthread_cond_destroy(&be->wait_cond);
   free(be->cap_front);
   free(be->cap_foff);
-  free(be->cap_deps);
+  free(be->cap_deps.v);
   free(be);
 }
 
@@ -2615,7 +2614,12 @@ static int cuda_capture_deps(void *state, cua_backend_stream *s,
                  "a stream left the capture)");
     return CUA_ERR_NOMEM;
   }
-  size_t m = 0;
+  /* By nodes, the stream's frontier becomes the set; in a stream capture
+   * it is gathered aside and handed to CUDA. A launch that made no node
+   * left what came before it, which may be another's node too: each node
+   * goes in once (front_add()). */
+  frontier *f = be->cap_graph != NULL ? front_of(be, &s->front) : &be->cap_deps;
+  f->n = 0;
   for (size_t i = 0; i < n; i++) {
     size_t k = launches[i];
     if (k >= be->ncap_nodes) {
@@ -2625,43 +2629,25 @@ static int cuda_capture_deps(void *state, cua_backend_stream *s,
               k, be->ncap_nodes);
       return CUA_ERR_INVAL;
     }
-    size_t cnt = be->cap_foff[k + 1] - be->cap_foff[k];
-    if (grow(&be->cap_deps, &be->cap_deps_cap, m + cnt, sizeof *be->cap_deps) !=
-        0) {
-      set_err(err, "out of host memory");
-      return CUA_ERR_NOMEM;
-    }
-    /* A launch that made no node left what came before it, which may be
-     * another's node too: each node once. */
-    for (size_t j = 0; j < cnt; j++) {
-      cudaGraphNode_t nd = be->cap_front[be->cap_foff[k] + j];
-      size_t x = 0;
-      while (x < m && be->cap_deps[x] != nd)
-        x++;
-      if (x == m)
-        be->cap_deps[m++] = nd;
-    }
-  }
-  if (be->cap_graph != NULL) { /* by nodes: the stream's frontier */
-    frontier *f = front_of(be, &s->front);
-    f->n = 0;
-    if (front_add(f, be->cap_deps, m) != 0) {
+    if (front_add(f, be->cap_front + be->cap_foff[k],
+                  be->cap_foff[k + 1] - be->cap_foff[k]) != 0) {
       be->cap_log_failed = 1;
       set_err(err, "out of host memory");
       return CUA_ERR_NOMEM;
     }
-    return 0;
   }
+  if (be->cap_graph != NULL)
+    return 0;
   cudaError_t e = use_device(be, s->device);
   if (e == cudaSuccess)
-    e = cudaStreamUpdateCaptureDependencies(
-        s->native, m > 0 ? be->cap_deps : NULL, NULL, m,
-        cudaStreamSetCaptureDependencies);
+    e = cudaStreamUpdateCaptureDependencies(s->native, f->n > 0 ? f->v : NULL,
+                                            NULL, f->n,
+                                            cudaStreamSetCaptureDependencies);
   if (e != cudaSuccess)
     return cuda_fail(be, s->device, err, CUA_ERR_BACKEND, e,
                      "setting a captured op's %zu dependencies on CUDA "
                      "device %d",
-                     m, be->dev[s->device].ordinal);
+                     f->n, be->dev[s->device].ordinal);
   return 0;
 }
 
