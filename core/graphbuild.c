@@ -67,15 +67,16 @@ static int genq_init(genq *q, cua_runtime *rt, cua_graph *g,
   return rc;
 }
 
-/* The stream of chain @p ch, made to wait for the fork the first time. */
-static int genq_stream(genq *q, size_t ch, cua_backend_stream **out, char *msg,
-                       size_t len) {
-  cua_graph *g = q->g;
-  cua_backend_stream *s =
-      ch == 0 && g->chains[0].bs == q->anchor ? q->anchor : g->chains[ch].bs;
-  *out = s;
-  if (q->forked[ch])
-    return 0;
+/* The stream of chain @p ch (the anchor for chain 0 when it is the
+ * anchor's). */
+static cua_backend_stream *genq_stream_of(const genq *q, size_t ch) {
+  const cua_graph *g = q->g;
+  return ch == 0 && g->chains[0].bs == q->anchor ? q->anchor : g->chains[ch].bs;
+}
+
+/* Makes chain @p ch's stream wait for the fork, once. */
+static int genq_fork(genq *q, size_t ch, char *msg, size_t len) {
+  cua_backend_stream *s = genq_stream_of(q, ch);
   q->forked[ch] = 1;
   int rc =
       s == q->anchor ? 0 : q->rt->be->stream_wait_event(q->rt->bst, s, q->fork);
@@ -110,11 +111,15 @@ static int genq_op(genq *q, size_t k, const cua_op *op, char *msg, size_t len) {
   void *bst = q->rt->bst;
   cua_graph *g = q->g;
   const cua__gop *o = &g->ops[k];
-  cua_backend_stream *s;
-  int rc = genq_stream(q, o->chain, &s, msg, len);
-  if (rc != 0)
+  int rc;
+  if (!q->forked[o->chain] && (rc = genq_fork(q, o->chain, msg, len)) != 0)
     return rc;
-  cua_backend_err err = {{0}};
+  cua_backend_stream *s = genq_stream_of(q, o->chain);
+  /* Only the message's start is read back: no need to clear 512 bytes per
+   * op on this path, which every replay by the core takes. */
+  cua_backend_err err;
+  err.msg[0] = '\0';
+  rc = 0;
   if (q->deps)
     rc = set_deps(q, s, k, &err);
   for (size_t w = 0; !q->deps && w < o->nwaits && rc == 0; w++)
@@ -169,9 +174,8 @@ int cua__graph_enqueue(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
       genq_init(&q, rt, g, anchor, g->events[0], deps, g->nchains, msg, len);
   if (rc != 0)
     return rc;
-  cua_backend_stream *s;
   for (size_t ch = 0; ch < g->nchains && rc == 0; ch++)
-    rc = genq_stream(&q, ch, &s, msg, len);
+    rc = genq_fork(&q, ch, msg, len);
   for (size_t k = 0; k < g->nops && rc == 0; k++)
     rc = genq_op(&q, k, gp->ops[k], msg, len);
   cua_backend_event **ends = NULL;
