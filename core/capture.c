@@ -224,12 +224,18 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
  * rt->capture_mu, never rt->lock. */
 #define FEED_MIN 64
 
+/* The capture thread, once it has caught up, sleeps until FEED_BATCH more
+ * ops are recorded (or all are): one wake-up per batch, not per op. */
+#define FEED_BATCH 32
+
 typedef struct feed {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  size_t ready; /* ops of g->ops recorded (under mu) */
-  int done;     /* 1: all recorded, -1: the placement failed (under mu) */
-  int sleeping; /* the capture thread waits on cv (under mu) */
+  atomic_size_t ready; /* ops of g->ops recorded (stored by the placement) */
+  atomic_size_t want;  /* what the sleeping capture thread waits for, or
+                          SIZE_MAX: the placement signals only then */
+  int done;            /* 1: all recorded, -1: the placement failed (mu) */
+  int sleeping;        /* the capture thread waits on cv (under mu) */
   cua_runtime *rt;
   cua_graph *g;
   size_t maxops;
@@ -238,23 +244,37 @@ typedef struct feed {
   char msg[CUA__ERRLEN];
 } feed;
 
+/* The capture thread: at least @p want ops recorded, or the end. It states
+ * what it waits for before it looks at ready, and the placement stores
+ * ready before it looks at want (both sequentially consistent): one of the
+ * two sees the other's, so no wake-up is lost. */
 static size_t feed_wait(void *arg, size_t want, int *done) {
   feed *f = arg;
+  size_t target = want + FEED_BATCH - 1;
+  if (target > f->maxops)
+    target = f->maxops;
+  if (target < want)
+    target = want;
   pthread_mutex_lock(&f->mu);
-  while (f->ready < want && f->done == 0) {
+  atomic_store(&f->want, target);
+  while (atomic_load(&f->ready) < target && f->done == 0) {
     f->sleeping = 1;
     pthread_cond_wait(&f->cv, &f->mu);
     f->sleeping = 0;
   }
-  size_t ready = f->ready;
+  atomic_store(&f->want, SIZE_MAX);
+  size_t ready = atomic_load(&f->ready);
   *done = f->done;
   pthread_mutex_unlock(&f->mu);
   return ready;
 }
 
+/* The placement: @p ready ops recorded; @p done non-zero at the end. */
 static void feed_put(feed *f, size_t ready, int done) {
+  atomic_store(&f->ready, ready);
+  if (done == 0 && ready < atomic_load(&f->want))
+    return;
   pthread_mutex_lock(&f->mu);
-  f->ready = ready;
   if (done != 0)
     f->done = done;
   if (f->sleeping)
@@ -276,6 +296,8 @@ static int feed_start(feed *f, cua_runtime *rt, cua_graph *g, size_t maxops) {
   f->rt = rt;
   f->g = g;
   f->maxops = maxops;
+  atomic_init(&f->ready, 0);
+  atomic_init(&f->want, SIZE_MAX);
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv, NULL);
   if (pthread_create(&f->thread, NULL, feed_main, f) == 0)
@@ -635,6 +657,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
       cua__backend_has_capture_deps(rt) && feed_start(&f, rt, g, c.ndev) == 0)
     c.feed = &f;
   if (rc == 0) {
+    g->build_ns = cua__now_ns() - t0;
     cua__dag_begin(rt, sub, b.order, b.n);
     rc = place_all(&c, msg, sizeof msg);
     cua__dag_end(sub);

@@ -330,7 +330,9 @@ static int capture_done(cua_runtime *rt, cua_graph *g, cua__gparams *gp,
   const cua_backend_descriptor *be = rt->be;
   cua_backend_err err = {{0}};
   cua_backend_graph *out = NULL;
+  uint64_t t0 = cua__now_ns();
   int rc = be->capture_end(rt->bst, s, g->bg, &out, &err);
+  atomic_store(&g->finish_ns, cua__now_ns() - t0);
   if (erc != 0) {
     if (rc == 0 && g->bg == NULL && out != NULL)
       be->graph_destroy(rt->bst, out);

@@ -100,7 +100,9 @@ struct cua_graph {
   uint64_t bg_version;     /* the parameters' version bg has */
   cua__gparams *bg_params; /* and those parameters (held) */
   atomic_uint_fast64_t launches, updates, captures, node_updates;
-  uint64_t place_ns, capture_ns; /* cua_graph_create(): see cua_graph_info */
+  uint64_t place_ns, capture_ns;  /* cua_graph_create(): see cua_graph_info */
+  uint64_t build_ns;              /* of place_ns, before the placement */
+  atomic_uint_fast64_t finish_ns; /* the last capture's end (instantiation) */
   int dead; /* the runtime closed: its backend objects are gone */
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };

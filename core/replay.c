@@ -472,6 +472,8 @@ int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
   v.place_ns = g->place_ns;
   v.capture_ns = g->capture_ns;
   v.edges = g->nedges;
+  v.build_ns = g->build_ns;
+  v.finish_ns = atomic_load(&((cua_graph *)g)->finish_ns);
   memcpy(info, &v, v.size);
   return 0;
 }

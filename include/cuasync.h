@@ -736,6 +736,14 @@ typedef struct cua_graph_info {
                               dependencies itself (CUDA) builds exactly
                               these edges; elsewhere the replay follows
                               the streams' order and `waits` */
+  uint64_t build_ns;     /**< of place_ns, the part before the policy's
+                              first place(): building the DAG's nodes,
+                              ordering its ops by their buffers, allocating
+                              its buffers */
+  uint64_t finish_ns;    /**< the backend's end of the last capture: on
+                              CUDA, instantiating the graph (part of
+                              capture_ns, or of the capture beside the
+                              placement); 0 where nothing was captured */
 } cua_graph_info;
 
 /**

@@ -375,10 +375,17 @@ START_TEST(replays_accumulate) {
   /* What creating it took: placement always, a backend capture only on a
    * backend with graphs. */
   ck_assert_uint_gt(info.place_ns, 0);
-  if (info.native)
+  ck_assert_uint_gt(info.build_ns, 0);
+  ck_assert_uint_le(info.build_ns, info.place_ns);
+  if (info.native) {
+    /* The capture's end (instantiation) is part of its time. */
     ck_assert_uint_gt(info.capture_ns, 0);
-  else
+    ck_assert_uint_gt(info.finish_ns, 0);
+    ck_assert_uint_le(info.finish_ns, info.capture_ns);
+  } else {
     ck_assert_uint_eq(info.capture_ns, 0);
+    ck_assert_uint_eq(info.finish_ns, 0);
+  }
   cua_graph_destroy(g);
   cua_buffer_destroy(x);
   cua_buffer_destroy(y);

@@ -391,7 +391,8 @@ uint64_t bench_cua_create_ns(const bench_cua *g) {
   return g->create_ns;
 }
 
-int bench_cua_recreate(bench_cua *g, uint64_t *ns, char *err, size_t len) {
+int bench_cua_recreate(bench_cua *g, uint64_t *ns, cua_graph_info *info,
+                       char *err, size_t len) {
   *ns = 0;
   if (g->graph == NULL) {
     snprintf(err, len, "recreate: not in graph mode");
@@ -402,7 +403,11 @@ int bench_cua_recreate(bench_cua *g, uint64_t *ns, char *err, size_t len) {
   uint64_t t0 = bench_now_ns();
   int rc = cua_graph_create(&g->graph, g->rt, g->root, NULL);
   *ns = bench_now_ns() - t0;
-  return rc != 0 ? fail(err, len, g->rt, "cua_graph_create", rc) : 0;
+  if (rc != 0)
+    return fail(err, len, g->rt, "cua_graph_create", rc);
+  if (info != NULL && (rc = cua_graph_get_info(g->graph, info)) != 0)
+    return fail(err, len, g->rt, "cua_graph_get_info", rc);
+  return 0;
 }
 
 uint64_t bench_cua_capture_ns(const bench_cua *g) {

@@ -27,8 +27,10 @@ uint64_t bench_cua_create_ns(const bench_cua *g);
  * (cua_graph_info::capture_ns), the fastest of BENCH_CAPTURES. */
 uint64_t bench_cua_capture_ns(const bench_cua *g);
 /** Graph mode: creates the graph again (the old one destroyed), *ns what
- * cua_graph_create() took. 0 or -1. */
-int bench_cua_recreate(bench_cua *g, uint64_t *ns, char *err, size_t len);
+ * cua_graph_create() took, *info (unless NULL; its size set) the new
+ * graph's. 0 or -1. */
+int bench_cua_recreate(bench_cua *g, uint64_t *ns, cua_graph_info *info,
+                       char *err, size_t len);
 /** One run: *ns from the first cua_submit() to the return of the last
  * cua_future_wait() on an idle runtime; *delta the runtime's counters over
  * the run. */

@@ -447,13 +447,32 @@ static double create_vs_raw(bench_cua *g, const series *s,
   if (s->plan == NULL || bench_cua_capture_ns(g) == 0 ||
       bench_raw_open(&raw, dag, s->plan, BENCH_RAW_GRAPH, err, sizeof err) != 0)
     return NAN;
+  cua_graph_info gi[BENCH_CAPTURES];
   int rc = 0;
-  for (int i = 0; i < BENCH_CAPTURES && rc == 0; i++)
+  for (int i = 0; i < BENCH_CAPTURES && rc == 0; i++) {
+    memset(&gi[i], 0, sizeof gi[i]);
+    gi[i].size = sizeof gi[i];
     rc = bench_raw_recapture(raw, &rt[i], err, sizeof err) ||
-         bench_cua_recreate(g, &ct[i], err, sizeof err);
+         bench_cua_recreate(g, &ct[i], &gi[i], err, sizeof err);
+  }
   bench_raw_close(raw);
   if (rc != 0)
     return NAN;
+  if (getenv("CUASYNC_BENCH_DUMP") != NULL) {
+    /* Each pair, and where cua_graph_create()'s time went, per op. */
+    double n = dag->n ? (double)dag->n : 1.0;
+    progress_end();
+    fprintf(stderr,
+            "%s / %s graph: creation against raw-graph, ns per op "
+            "(raw, cua: build place capture finish)\n",
+            dag->name, s->name);
+    for (int i = 0; i < BENCH_CAPTURES; i++)
+      fprintf(stderr, "  %d: raw %.0f, cua %.0f (%.2fx): %.0f %.0f %.0f %.0f\n",
+              i, (double)rt[i] / n, (double)ct[i] / n,
+              rt[i] ? (double)ct[i] / (double)rt[i] : 0.0,
+              (double)gi[i].build_ns / n, (double)gi[i].place_ns / n,
+              (double)gi[i].capture_ns / n, (double)gi[i].finish_ns / n);
+  }
   return (double)bench_min_u64(ct, BENCH_CAPTURES) /
          (double)bench_min_u64(rt, BENCH_CAPTURES);
 }
