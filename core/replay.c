@@ -478,6 +478,21 @@ int cua_graph_get_info(const cua_graph *g, cua_graph_info *info) {
   return 0;
 }
 
+int cua_graph_placement(const cua_graph *g, const cua_op *op,
+                        cua_placement *where) {
+  if (g == NULL || op == NULL || where == NULL)
+    return cua__fail(g != NULL ? g->rt : NULL, CUA_ERR_INVAL,
+                     "cua_graph_placement: NULL argument");
+  long k = cua__graph_find(g, op);
+  if (k < 0)
+    return cua__fail(g->rt, CUA_ERR_INVAL,
+                     "cua_graph_placement: op '%s' is not one of the graph's "
+                     "device ops",
+                     cua__gop_name(op));
+  *where = g->chains[g->ops[k].chain].pl;
+  return 0;
+}
+
 void cua_graph_destroy(cua_graph *g) {
   if (g == NULL)
     return;

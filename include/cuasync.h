@@ -787,6 +787,19 @@ CUA_EXTERN int cua_graph_update(cua_graph *g, cua_op *captured,
                                 cua_op *replacement);
 /** Fills @p info (info->size must be set). */
 CUA_EXTERN int cua_graph_get_info(const cua_graph *g, cua_graph_info *info);
+/**
+ * Where the policy placed @p op when the graph was created: its device and
+ * stream (cua_placement, as place() chose them; node and reserved 0). @p op
+ * is one of the device ops of the DAG given to cua_graph_create(), named
+ * by that handle as for cua_graph_update(). The schedule is the graph's
+ * own, so this works after its runtime closed too. For comparing a
+ * policy's schedule with another, or writing it down by hand (a raw
+ * capture of the same schedule, as cuasync-bench(1) does).
+ * #CUA_ERR_INVAL for a NULL argument or when @p op is not one of the
+ * graph's device ops.
+ */
+CUA_EXTERN int cua_graph_placement(const cua_graph *g, const cua_op *op,
+                                   cua_placement *where);
 /** Releases the graph; launches in flight run to completion. */
 CUA_EXTERN void cua_graph_destroy(cua_graph *g);
 /**@}*/

@@ -766,6 +766,70 @@ END_TEST
  * previous op too: 11 edges, not 11 + 8); independent ops have only their
  * streams' order; a diamond's join waits for both sides. The replays give
  * what running the ops in order gives. */
+/* cua_graph_placement() gives each op where the policy put it: round-robin
+ * deals a zip's ops over its streams in turn, and a then keeps its op on
+ * its predecessor's stream. */
+START_TEST(placement_is_the_policys) {
+  rt = open_policy("round-robin",
+                   "[policy.round-robin]\nstreams = 3\ndevices = preferred\n");
+  cua_buffer *b[6];
+  cua_op *ops[6];
+  for (int i = 0; i < 6; i++) {
+    b[i] = make_buf(0);
+    ck_assert_int_eq(cua_op_fill(&ops[i], b[i], (float)i), 0);
+  }
+  cua_op *tail;
+  ck_assert_int_eq(cua_op_fill(&tail, b[5], 9.0f), 0);
+  cua_op *last;
+  ck_assert_int_eq(cua_op_then(&last, ops[5], tail), 0);
+  cua_op *parts[6] = {ops[0], ops[1], ops[2], ops[3], ops[4], last};
+  cua_op *root;
+  ck_assert_int_eq(cua_op_zip(&root, parts, 6), 0);
+  cua_graph *g;
+  ck_assert_msg(cua_graph_create(&g, rt, root, NULL) == 0, "%s",
+                cua_runtime_error(rt));
+  cua_op_destroy(root);
+  cua_op_destroy(last);
+  int used[3] = {0, 0, 0};
+  cua_placement pl[6], pt;
+  for (int i = 0; i < 6; i++) {
+    ck_assert_int_eq(cua_graph_placement(g, ops[i], &pl[i]), 0);
+    ck_assert_int_eq(pl[i].device, 0);
+    ck_assert_int_eq(pl[i].node, 0);
+    ck_assert_int_eq(pl[i].reserved, 0);
+    ck_assert(pl[i].stream >= 0 && pl[i].stream < 3);
+    used[pl[i].stream]++;
+  }
+  ck_assert_int_eq(used[0], 2);
+  ck_assert_int_eq(used[1], 2);
+  ck_assert_int_eq(used[2], 2);
+  ck_assert_int_eq(cua_graph_placement(g, tail, &pt), 0);
+  ck_assert_int_eq(pt.device, pl[5].device);
+  ck_assert_int_eq(pt.stream, pl[5].stream);
+  cua_graph_info info = {.size = sizeof info};
+  ck_assert_int_eq(cua_graph_get_info(g, &info), 0);
+  ck_assert_int_eq((int)info.ops, 7);
+  ck_assert_int_eq((int)info.streams, 3);
+  /* A zip is not one of the graph's device ops. */
+  cua_op *z;
+  ck_assert_int_eq(cua_op_zip(&z, ops, 2), 0);
+  ck_assert_int_eq(cua_graph_placement(g, z, &pt), CUA_ERR_INVAL);
+  ck_assert_str_eq(cua_runtime_error(rt),
+                   "cua_graph_placement: op 'zip' is not one of the graph's "
+                   "device ops");
+  ck_assert_int_eq(cua_graph_placement(NULL, ops[0], &pt), CUA_ERR_INVAL);
+  ck_assert_int_eq(cua_graph_placement(g, NULL, &pt), CUA_ERR_INVAL);
+  cua_op_destroy(z);
+  cua_graph_destroy(g);
+  for (int i = 0; i < 6; i++) {
+    cua_op_destroy(ops[i]);
+    cua_buffer_destroy(b[i]);
+  }
+  cua_op_destroy(tail);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(edges_are_the_fewest_that_keep_order) {
   /* devices = preferred: the four streams of device 0, where the
    * buffers are, however many devices there are. */
@@ -1319,6 +1383,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, lifetimes);
   tcase_add_test(tsem, launch_gives_results);
   tcase_add_test(tsem, edges_are_the_fewest_that_keep_order);
+  tcase_add_test(tsem, placement_is_the_policys);
   tcase_add_test(tsem, auto_mode_matches_sequential);
   tcase_add_test(tsem, always_mode_matches_sequential);
   tcase_add_test(tsem, auto_mode_updates_parameters);

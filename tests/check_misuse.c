@@ -615,6 +615,18 @@ static int r_graph_info_closed(void) {
   int rc = cua_graph_get_info(c_graph, &info);
   return rc ? rc : info.ops == 1 ? 0 : 1;
 }
+static int r_graph_placement_null(void) {
+  return cua_graph_placement(c_graph, c_frozen, NULL);
+}
+static int r_graph_placement_closed(void) {
+  cua_placement pl = {-1, -1, -1, -1};
+  int rc = cua_graph_placement(c_graph, c_frozen, &pl);
+  return rc ? rc : pl.device == 0 && pl.stream >= 0 ? 0 : 1;
+}
+static int r_graph_placement_not_in(void) {
+  cua_placement pl;
+  return cua_graph_placement(c_graph, c_op, &pl);
+}
 static int r_graph_destroy_null(void) {
   cua_graph_destroy(NULL);
   return 0;
@@ -927,6 +939,13 @@ static const row rows[] = {
     R("cua_graph_get_info", "info NULL", r_graph_info_null, INVAL,
       "cua_graph_get_info: NULL argument"),
     R("cua_graph_get_info", "runtime closed", r_graph_info_closed, 0, NULL),
+    R("cua_graph_placement", "where NULL", r_graph_placement_null, INVAL,
+      "cua_graph_placement: NULL argument"),
+    R("cua_graph_placement", "runtime closed", r_graph_placement_closed, 0,
+      NULL),
+    R("cua_graph_placement", "op not in the graph", r_graph_placement_not_in,
+      INVAL,
+      "cua_graph_placement: op 'host' is not one of the graph's device ops"),
     R("cua_graph_destroy", "g NULL", r_graph_destroy_null, 0, NULL),
     R("cua_graph_destroy", "runtime closed", r_graph_destroy_closed, 0, NULL),
 };

@@ -141,6 +141,12 @@ typedef struct bench_plan {
 } bench_plan;
 int bench_plan_make(bench_plan *plan, const bench_dag *dag, int nstreams,
                     char *err, size_t len);
+/** The plan of a given schedule: task k on stream given[k] (device
+ * given[k] / nstreams, of @p ndevices), as a policy placed it; the
+ * baselines' own (bench_plan_make()) when @p given is NULL. */
+int bench_plan_placed(bench_plan *plan, const bench_dag *dag, int nstreams,
+                      int ndevices, const int32_t *given, char *err,
+                      size_t len);
 void bench_plan_free(bench_plan *plan);
 
 /** Monotonic clock in nanoseconds (CLOCK_MONOTONIC, the clock every part of
@@ -148,8 +154,9 @@ void bench_plan_free(bench_plan *plan);
 /** Graph mode and raw-graph: captures timed per measurement of what a
  * graph costs to make (the fastest is reported). On an H200 host the
  * fastest of three still moved by up to 1.8x from run to run, on both
- * sides. */
-#define BENCH_CAPTURES 9
+ * sides, and the instantiation of one graph alone by 1.6x from one
+ * capture to the next. */
+#define BENCH_CAPTURES 15
 /** The least of @p n values (0 for none). */
 uint64_t bench_min_u64(const uint64_t *v, size_t n);
 uint64_t bench_now_ns(void);
@@ -196,8 +203,10 @@ void bench_raw_close(bench_raw *raw);
  * other modes). */
 uint64_t bench_raw_build_ns(const bench_raw *raw);
 /** raw-graph: captures and instantiates the graph again (the old one
- * destroyed), *ns what that took; 0 or -1. */
-int bench_raw_recapture(bench_raw *raw, uint64_t *ns, char *err, size_t len);
+ * destroyed), *ns what that took, *inst_ns (unless NULL) the
+ * instantiation alone; 0 or -1. */
+int bench_raw_recapture(bench_raw *raw, uint64_t *ns, uint64_t *inst_ns,
+                        char *err, size_t len);
 /** Submission rate: @p nthreads threads at once launch @p n spin kernels
  * of 0 ns in all (thread t its share, round-robin over @p nstreams streams
  * from stream t), then every stream is synchronised; *ns from the start of

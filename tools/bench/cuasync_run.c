@@ -257,11 +257,18 @@ static int build(bench_cua *g, char *err, size_t len) {
     what = "cua_op_zip (root)";
     rc = cua_op_zip(&g->root, tops, n);
   }
+  /* Graph mode keeps the tasks' ops: they name them in the graph
+   * (bench_cua_placed_plan()). */
+  int keep = rc == 0 && g->mode == BENCH_SUBMIT_GRAPH;
   for (size_t k = 0; k < n; k++) {
-    cua_op_destroy(ops[k]);
+    if (!keep)
+      cua_op_destroy(ops[k]);
     cua_op_destroy(tops[k]);
   }
-  free(ops);
+  if (keep)
+    g->ops = ops;
+  else
+    free(ops);
   free(tops);
   free(nsucc);
   return rc ? fail(err, len, g->rt, what, rc) : 0;
@@ -408,6 +415,42 @@ int bench_cua_recreate(bench_cua *g, uint64_t *ns, cua_graph_info *info,
   if (info != NULL && (rc = cua_graph_get_info(g->graph, info)) != 0)
     return fail(err, len, g->rt, "cua_graph_get_info", rc);
   return 0;
+}
+
+int bench_cua_placed_plan(const bench_cua *g, bench_plan *plan, char *err,
+                          size_t len) {
+  const bench_dag *d = g->dag;
+  memset(plan, 0, sizeof *plan);
+  if (g->graph == NULL || g->ops == NULL) {
+    snprintf(err, len, "placed plan: not in graph mode");
+    return -1;
+  }
+  cua_placement *pl = calloc(d->n ? d->n : 1, sizeof *pl);
+  int32_t *given = calloc(d->n ? d->n : 1, sizeof *given);
+  if (pl == NULL || given == NULL) {
+    free(pl);
+    free(given);
+    snprintf(err, len, "out of memory");
+    return -1;
+  }
+  int per = 1, ndev = 1, rc = 0;
+  for (size_t k = 0; k < d->n && rc == 0; k++) {
+    if ((rc = cua_graph_placement(g->graph, g->ops[k], &pl[k])) != 0)
+      break;
+    if (pl[k].stream + 1 > per)
+      per = pl[k].stream + 1;
+    if (pl[k].device + 1 > ndev)
+      ndev = pl[k].device + 1;
+  }
+  for (size_t k = 0; k < d->n && rc == 0; k++)
+    given[k] = (int32_t)(pl[k].device * per + pl[k].stream);
+  if (rc != 0)
+    fail(err, len, g->rt, "cua_graph_placement", rc);
+  else
+    rc = bench_plan_placed(plan, d, per, ndev, given, err, len);
+  free(pl);
+  free(given);
+  return rc != 0 ? -1 : 0;
 }
 
 uint64_t bench_cua_capture_ns(const bench_cua *g) {

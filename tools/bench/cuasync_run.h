@@ -26,6 +26,11 @@ uint64_t bench_cua_create_ns(const bench_cua *g);
 /** Graph mode: of that, the backend's capture and instantiation
  * (cua_graph_info::capture_ns), the fastest of BENCH_CAPTURES. */
 uint64_t bench_cua_capture_ns(const bench_cua *g);
+/** Graph mode: the plan of the schedule the policy chose (each task on the
+ * stream cua_graph_placement() gives), for raw-graph to capture the same
+ * graph by hand. 0, or -1 with *err set (*plan then empty). */
+int bench_cua_placed_plan(const bench_cua *g, bench_plan *plan, char *err,
+                          size_t len);
 /** Graph mode: creates the graph again (the old one destroyed), *ns what
  * cua_graph_create() took, *info (unless NULL; its size set) the new
  * graph's. 0 or -1. */

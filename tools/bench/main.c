@@ -368,26 +368,14 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
   snprintf(row->backend, sizeof row->backend, "%s", backend);
   snprintf(row->submit, sizeof row->submit, "-");
   row->valid = 1;
-  double *nans[] = {&row->task_ns,
-                    &row->makespan_ns,
-                    &row->per_task_ns,
-                    &row->throughput,
-                    &row->overhead_ns,
-                    &row->ideal_ns,
-                    &row->efficiency,
-                    &row->concurrency,
-                    &row->events_per_kop,
-                    &row->waits_per_kop,
-                    &row->ratio,
-                    &row->build_ns_per_op,
-                    &row->capture_ns_per_op,
-                    &row->create_vs_raw,
-                    &row->lat_p50_ns,
-                    &row->lat_p99_ns,
-                    &row->metg_ns,
-                    &row->scaling,
-                    &row->lpt_ns,
-                    &row->vs_lpt};
+  double *nans[] = {
+      &row->task_ns,           &row->makespan_ns,   &row->per_task_ns,
+      &row->throughput,        &row->overhead_ns,   &row->ideal_ns,
+      &row->efficiency,        &row->concurrency,   &row->events_per_kop,
+      &row->waits_per_kop,     &row->ratio,         &row->build_ns_per_op,
+      &row->capture_ns_per_op, &row->create_vs_raw, &row->create_vs_same,
+      &row->lat_p50_ns,        &row->lat_p99_ns,    &row->metg_ns,
+      &row->scaling,           &row->lpt_ns,        &row->vs_lpt};
   for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
     *nans[i] = NAN;
   return row;
@@ -428,53 +416,80 @@ typedef struct series {
 typedef struct measure {
   double makespan_ns;
   double events_per_kop, waits_per_kop, build_ns_per_op, capture_ns_per_op;
-  double create_vs_raw;
+  double create_vs_raw, create_vs_same;
 } measure;
 
 /* Graph mode on CUDA: what cua_graph_create() costs against raw-graph's
- * capture and instantiation of its plan, the two taken in turn
- * BENCH_CAPTURES times, the fastest of each: both under the same
+ * capture and instantiation, of raw-graph's own plan (*vs_plan) and of
+ * the very schedule the policy chose (*vs_same: each task on the stream
+ * cua_graph_placement() gives, the waits the plan needs), the three taken
+ * in turn BENCH_CAPTURES times, the fastest of each: all under the same
  * conditions (one capture alone varies by up to 2x with what the driver
- * did before, and slow phases last longer than a few captures). NAN when
- * the graph is not a backend graph or raw-graph cannot run. */
-static double create_vs_raw(bench_cua *g, const series *s,
-                            const bench_dag *dag) {
+ * did before, and slow phases last longer than a few captures). The
+ * instantiation depends on the graph's shape, which the placement
+ * decides: *vs_same is cuasync's own cost, *vs_plan adds the policy's.
+ * NAN when the graph is not a backend graph or raw-graph cannot run. */
+static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
+                          double *vs_plan, double *vs_same) {
   char err[256];
-  bench_raw *raw = NULL;
-  uint64_t rt[BENCH_CAPTURES], ct[BENCH_CAPTURES];
+  bench_raw *raw = NULL, *same = NULL;
+  bench_plan placed;
+  uint64_t rt[BENCH_CAPTURES], ri[BENCH_CAPTURES], ct[BENCH_CAPTURES];
+  uint64_t st[BENCH_CAPTURES], si[BENCH_CAPTURES];
+  *vs_plan = *vs_same = NAN;
   /* A backend graph has a capture time; a graph replayed by the core, or
    * one whose capture waits for its first launch, has none. */
   if (s->plan == NULL || bench_cua_capture_ns(g) == 0 ||
       bench_raw_open(&raw, dag, s->plan, BENCH_RAW_GRAPH, err, sizeof err) != 0)
-    return NAN;
+    return;
+  if (bench_cua_placed_plan(g, &placed, err, sizeof err) != 0 ||
+      bench_raw_open(&same, dag, &placed, BENCH_RAW_GRAPH, err, sizeof err) !=
+          0) {
+    progress_end();
+    fprintf(stderr, "%s / %s graph: no raw capture of its schedule: %s\n",
+            dag->name, s->name, err);
+    same = NULL;
+  }
   cua_graph_info gi[BENCH_CAPTURES];
   int rc = 0;
   for (int i = 0; i < BENCH_CAPTURES && rc == 0; i++) {
     memset(&gi[i], 0, sizeof gi[i]);
     gi[i].size = sizeof gi[i];
-    rc = bench_raw_recapture(raw, &rt[i], err, sizeof err) ||
+    st[i] = si[i] = 0;
+    rc = bench_raw_recapture(raw, &rt[i], &ri[i], err, sizeof err) ||
+         (same != NULL &&
+          bench_raw_recapture(same, &st[i], &si[i], err, sizeof err)) ||
          bench_cua_recreate(g, &ct[i], &gi[i], err, sizeof err);
   }
   bench_raw_close(raw);
+  bench_raw_close(same);
+  bench_plan_free(&placed);
   if (rc != 0)
-    return NAN;
+    return;
   if (getenv("CUASYNC_BENCH_DUMP") != NULL) {
-    /* Each pair, and where cua_graph_create()'s time went, per op. */
+    /* Each turn, and where cua_graph_create()'s time went, per op. */
     double n = dag->n ? (double)dag->n : 1.0;
     progress_end();
     fprintf(stderr,
-            "%s / %s graph: creation against raw-graph, ns per op "
-            "(raw, cua: build place capture finish)\n",
+            "%s / %s graph: creation against raw-graph, ns per op (raw of "
+            "its plan, raw of the same schedule: each with its "
+            "instantiation; cua: build place capture finish)\n",
             dag->name, s->name);
     for (int i = 0; i < BENCH_CAPTURES; i++)
-      fprintf(stderr, "  %d: raw %.0f, cua %.0f (%.2fx): %.0f %.0f %.0f %.0f\n",
-              i, (double)rt[i] / n, (double)ct[i] / n,
+      fprintf(stderr,
+              "  %d: raw %.0f: %.0f, same %.0f: %.0f, cua %.0f (%.2fx, "
+              "%.2fx): %.0f %.0f %.0f %.0f\n",
+              i, (double)rt[i] / n, (double)ri[i] / n, (double)st[i] / n,
+              (double)si[i] / n, (double)ct[i] / n,
               rt[i] ? (double)ct[i] / (double)rt[i] : 0.0,
+              st[i] ? (double)ct[i] / (double)st[i] : 0.0,
               (double)gi[i].build_ns / n, (double)gi[i].place_ns / n,
               (double)gi[i].capture_ns / n, (double)gi[i].finish_ns / n);
   }
-  return (double)bench_min_u64(ct, BENCH_CAPTURES) /
-         (double)bench_min_u64(rt, BENCH_CAPTURES);
+  double c = (double)bench_min_u64(ct, BENCH_CAPTURES);
+  *vs_plan = c / (double)bench_min_u64(rt, BENCH_CAPTURES);
+  if (same != NULL)
+    *vs_same = c / (double)bench_min_u64(st, BENCH_CAPTURES);
 }
 
 /* Opens, warms up, runs @p repeat times, closes. */
@@ -489,6 +504,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
 
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
   m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
+  m->create_vs_same = NAN;
   if (t == NULL) {
     snprintf(err, len, "out of memory");
     return -1;
@@ -516,7 +532,7 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   case S_CUASYNC:
     rc = bench_cua_open(&g, s->rt, dag, s->submit, &build, err, len);
     if (rc == 0 && s->submit == BENCH_SUBMIT_GRAPH)
-      m->create_vs_raw = create_vs_raw(g, s, dag);
+      create_vs_raw(g, s, dag, &m->create_vs_raw, &m->create_vs_same);
     break;
   }
   for (int i = 0; rc == 0 && i <= repeat; i++) {
@@ -661,6 +677,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->build_ns_per_op = m->build_ns_per_op;
   row->capture_ns_per_op = m->capture_ns_per_op;
   row->create_vs_raw = m->create_vs_raw;
+  row->create_vs_same = m->create_vs_same;
   /* A run faster than its critical path skipped a dependency. The GPU's
    * global timer may tick as coarsely as 1 us, so each spin on the path may
    * end up to 1 us early. */

@@ -49,9 +49,12 @@ uint64_t bench_raw_build_ns(const bench_raw *raw) {
   return 0;
 }
 
-int bench_raw_recapture(bench_raw *raw, uint64_t *ns, char *err, size_t len) {
+int bench_raw_recapture(bench_raw *raw, uint64_t *ns, uint64_t *inst_ns,
+                        char *err, size_t len) {
   (void)raw;
   *ns = 0;
+  if (inst_ns != NULL)
+    *inst_ns = 0;
   snprintf(err, len, "%s", no_cuda);
   return -1;
 }

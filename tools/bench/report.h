@@ -51,6 +51,8 @@ typedef struct bench_row {
                                  capture and instantiation alone */
   double create_vs_raw;     /**< graph mode on CUDA: cua_graph_create()
                                  over raw-graph's capture, interleaved */
+  double create_vs_same;    /**< the same over a raw capture of the
+                                 policy's own schedule */
   double lat_p50_ns, lat_p99_ns;
   int metg_state;
   double metg_ns;

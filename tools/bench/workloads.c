@@ -390,11 +390,17 @@ double bench_dag_ideal(const bench_dag *d, double task_ns, int p) {
 
 int bench_plan_make(bench_plan *pl, const bench_dag *d, int nstreams, char *err,
                     size_t len) {
+  return bench_plan_placed(pl, d, nstreams, d->ndevices, NULL, err, len);
+}
+
+int bench_plan_placed(bench_plan *pl, const bench_dag *d, int nstreams,
+                      int ndevices, const int32_t *given, char *err,
+                      size_t len) {
   memset(pl, 0, sizeof *pl);
   if (nstreams < 1)
     nstreams = 1;
   pl->nstreams = nstreams;
-  pl->ndevices = d->ndevices > 0 ? d->ndevices : 1;
+  pl->ndevices = ndevices > 0 ? ndevices : 1;
   size_t ns = (size_t)pl->nstreams * (size_t)pl->ndevices, n = d->n;
   /* Vector clocks: vc[s * ns + q] is the last position on stream q that
    * stream s is ordered after; snap[k * ns + q] is that of task k's
@@ -423,8 +429,9 @@ int bench_plan_make(bench_plan *pl, const bench_dag *d, int nstreams, char *err,
   for (size_t k = 0; k < n; k++) {
     const bench_task *t = &d->task[k];
     int dev = t->device % pl->ndevices;
-    size_t s =
-        (size_t)dev * (size_t)pl->nstreams + (size_t)(t->lane % pl->nstreams);
+    size_t s = given != NULL ? (size_t)given[k]
+                             : (size_t)dev * (size_t)pl->nstreams +
+                                   (size_t)(t->lane % pl->nstreams);
     int64_t *mine = vc + s * ns;
     int32_t order[BENCH_MAX_PRED];
     pl->stream[k] = (int32_t)s;
