@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace {
@@ -109,12 +110,13 @@ extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s) {
 namespace {
 
 /* Graph nodes go through the driver's cuGraphAddKernelNode() with each
- * kernel's context-independent handle (CUkernel), looked up once: the
- * runtime's cudaGraphAddKernelNode() looks the kernel up again at every
- * call, which made adding a node cost about twice as much on an H200 host
- * (the capture of a 10,000-node chain then ran 600-900 ns per node behind
- * the placement that feeds it, against 100-300 ns). Without the driver's
- * entry point (a driver older than CUDA 12.0) the runtime's call is used. */
+ * kernel's function on the current device, looked up once per device:
+ * the runtime's cudaGraphAddKernelNode() looks the kernel up again at
+ * every call. On an H200 host that made the capture of a 10,000-node
+ * chain run 600-900 ns per node behind the placement that feeds it,
+ * against 100-400 ns this way. Without the driver's entry point (a driver
+ * older than CUDA 12.0) the runtime's call is used; without the device's
+ * function, the kernel's context-independent handle (CUkernel). */
 typedef CUresult (*add_fn)(CUgraphNode *, CUgraph, const CUgraphNode *,
                            size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *);
 
@@ -161,13 +163,52 @@ void dn_init() {
   dn.add = (add_fn)f;
 }
 
+/* Each device's functions (its primary context's), looked up at the
+ * device's first node: a node given the CUkernel alone has the driver
+ * find the function of the current context again at every node. */
+constexpr int kMaxDevices = 64;
+
+struct device_funcs {
+  std::atomic<bool> ready;
+  CUfunction f[K_COUNT];
+};
+
+device_funcs dev_funcs[kMaxDevices];
+std::mutex dev_funcs_mu;
+
+CUfunction function_for(int which) {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  device_funcs &d = dev_funcs[dev];
+  if (!d.ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> hold(dev_funcs_mu);
+    if (!d.ready.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < K_COUNT; i++) {
+        cudaFunction_t f = nullptr;
+        if (cudaGetFuncBySymbol(&f, kernel_of(i)) != cudaSuccess) {
+          (void)cudaGetLastError();
+          return nullptr;
+        }
+        d.f[i] = (CUfunction)f;
+      }
+      d.ready.store(true, std::memory_order_release);
+    }
+  }
+  return d.f[which];
+}
+
 int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
              size_t nd, int which, unsigned grid, unsigned block,
              void **args) {
   std::call_once(dn_once, dn_init);
   if (dn.add != nullptr) {
     CUDA_KERNEL_NODE_PARAMS_v2 p = {};
-    p.kern = dn.kern[which];
+    p.func = function_for(which);
+    if (p.func == nullptr)
+      p.kern = dn.kern[which];
     p.gridDimX = grid;
     p.gridDimY = p.gridDimZ = 1;
     p.blockDimX = block;
