@@ -87,7 +87,8 @@ START_TEST(unknown_backend_lists_the_backends_and_directories) {
                     CUA_ERR_MODULE_NOT_FOUND,
                     "<text>:3: backend = gpu: no backend named 'gpu' "
                     "(backends found: nodevice, ",
-                    "host, launchtime", "no gpu.so in: ", "plugins/.libs");
+                    "host, launchgraph, launchtime",
+                    "no gpu.so in: ", "plugins/.libs");
 }
 END_TEST
 
@@ -185,7 +186,8 @@ START_TEST(section_for_no_backend_lists_the_backends_found) {
                     CUA_ERR_CONFIG_UNKNOWN_SECTION,
                     "<text>:3: [backend.opencl]: no backend named 'opencl' "
                     "(backends found: nodevice, ",
-                    "host, launchtime", "no opencl.so in: ", "plugins/.libs");
+                    "host, launchgraph, launchtime",
+                    "no opencl.so in: ", "plugins/.libs");
 }
 END_TEST
 

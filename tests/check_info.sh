@@ -38,7 +38,7 @@ expect "$OUT" '^Configuration: ' "table"
 expect "$OUT" '^Runtime: backend host' "table"
 expect "$OUT" '^Backends:' "table"
 expect "$OUT" '^  host .* opens ' "table: the host backend opens"
-expect "$OUT" '^  backend = auto tries: .*host (100).*; never: launchtime (-1)' \
+expect "$OUT" '^  backend = auto tries: .*host (100).*; never: launchgraph (-1), launchtime (-1)' \
   "table: the order of backend = auto, by priority"
 expect "$OUT" '^Policies:' "table"
 expect "$OUT" '^Observers ' "table"
@@ -86,7 +86,7 @@ rr = [p for p in d["policies"] if p["name"] == "round-robin"][0]
 streams = [q for q in rr["params"] if q["name"] == "streams"][0]
 assert streams["default"] == "4" and streams["max"] == 1024, streams
 prio = {b["name"]: b["priority"] for b in d["backends"]}
-assert prio["host"] == 100 and prio["launchtime"] == -1, prio
+assert prio["host"] == 100 and prio["launchtime"] == -1 and prio["launchgraph"] == -1, prio
 ' <"$OUT" 2>"$ERR" || fail "--format json: the output does not parse or lacks a field"
 else
   expect "$OUT" '^{' "--format json"

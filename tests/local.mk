@@ -93,6 +93,7 @@ LAUNCHTIME_TESTS = \
 	tests/launchtime/ordering.sh \
 	tests/launchtime/random_dag.sh \
 	tests/launchtime/graph.sh \
+	tests/launchtime/graph_backend.sh \
 	tests/launchtime/observers.sh \
 	tests/launchtime/conformance.sh \
 	tests/launchtime/sched.sh
@@ -217,6 +218,7 @@ check_LTLIBRARIES += \
 	tests/modules/broken-backend.la \
 	tests/modules/random.la \
 	tests/modules/launchtime.la \
+	tests/modules/launchgraph.la \
 	tests/modules/nodevice.la \
 	tests/modules/obs-test.la
 tests_modules_obs_test_la_SOURCES = tests/modules/obs-test.c
@@ -231,10 +233,14 @@ tests_modules_nvtx_inject_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 endif
 EXTRA_DIST += tests/modules/nvtx-inject.c
 # Test backends: launchtime runs every op inside launch() on the launching
-# thread, as the CUDA backend runs stream functions; nodevice (the same
+# thread, as the CUDA backend runs stream functions; launchgraph (the same
+# source) adds graphs, so that the core's captures run in CI; nodevice (the same
 # source) never finds a device, for `backend = auto`.
 tests_modules_launchtime_la_SOURCES = tests/modules/launchtime.c
 tests_modules_launchtime_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_launchgraph_la_SOURCES = tests/modules/launchtime.c
+tests_modules_launchgraph_la_CPPFLAGS = $(AM_CPPFLAGS) -DLT_GRAPHS
+tests_modules_launchgraph_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_nodevice_la_SOURCES = tests/modules/launchtime.c
 tests_modules_nodevice_la_CPPFLAGS = $(AM_CPPFLAGS) -DLT_NODEVICE
 tests_modules_nodevice_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)

@@ -30,6 +30,17 @@
  * It is a test module (never installed), and declares a negative priority:
  * `backend = auto` never picks it; `backend = launchtime` does.
  *
+ * Built again with LT_GRAPHS defined, it is the backend "launchgraph": the
+ * same, with graphs (backend ABI 1.3, 1.4 and 1.9), so that CI runs the
+ * core's captures as the CUDA backend gets them, the capture of a large DAG
+ * beside its placement (on a thread of cua_graph_create()) included. A
+ * capture records each launch (a stream joins the capture when it waits
+ * for an event recorded in it, as in a CUDA stream capture); a replay runs
+ * the recorded ops in their capture's order, which keeps every dependency;
+ * capture_deps() checks that it is given earlier launches only, each once,
+ * in increasing order, and fails the capture otherwise. Stream functions
+ * and module kernels are not captured (the capture fails, naming them).
+ *
  * Built a second time with LT_NODEVICE defined, it is the backend
  * "nodevice": the highest priority of all, and a create() that always finds
  * no device, so that the tests see `backend = auto` skip it. Its schema is
@@ -57,6 +68,9 @@
 #ifdef LT_NODEVICE
 #define LT_NAME "nodevice"
 #define LT_PRIORITY 1000
+#elif defined LT_GRAPHS
+#define LT_NAME "launchgraph"
+#define LT_PRIORITY (-1)
 #else
 #define LT_NAME "launchtime"
 #define LT_PRIORITY (-1)
@@ -79,15 +93,40 @@ typedef struct lt_state {
   int woken;           /* wake() was called; under lock */
 } lt_state;
 
+struct lt_capture;
+
 struct cua_backend_stream {
   lt_state *st;
   int device;
   _Atomic uint64_t progress;
+  struct lt_capture *_Atomic cap; /* the capture it is part of
+                                     (launchgraph), or NULL */
 };
 
 /* Events complete when recorded: there is nothing to hold. */
 struct cua_backend_event {
   int device;
+  struct lt_capture *_Atomic cap; /* recorded in a capture (launchgraph) */
+};
+
+/* A capture (launchgraph): the ops launched into it, in order, and the
+ * streams and events it touched, let go at its end. The first failure of
+ * an enqueue is kept for capture_end(), which reports it. */
+typedef struct lt_capture {
+  cua_backend_op *ops;
+  size_t nops, capops;
+  cua_backend_stream **streams;
+  size_t nstreams, capstreams;
+  cua_backend_event **events;
+  size_t nevents, capevents;
+  int rc;
+  char msg[sizeof(((cua_backend_err *)0)->msg)];
+} lt_capture;
+
+/* An executable graph: the ops to run, in order. */
+struct cua_backend_graph {
+  cua_backend_op *ops;
+  size_t nops;
 };
 
 static void set_err(cua_backend_err *err, const char *fmt, ...)
@@ -268,18 +307,55 @@ static void lt_event_destroy(void *state, cua_backend_event *e) {
   free(e);
 }
 
-/* Everything launched on @p s has run: the recording is complete now. */
+/* Keeps @p *v (of @p *n, room for @p *cap) in a capture's list, once.
+ * Returns 0 or CUA_ERR_NOMEM. */
+static int cap_keep(void ***v, size_t *n, size_t *cap, void *p) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*v)[i] == p)
+      return CUA_OK;
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 8;
+    void **nv = realloc(*v, c * sizeof *nv);
+    if (nv == NULL)
+      return CUA_ERR_NOMEM;
+    *v = nv;
+    *cap = c;
+  }
+  (*v)[(*n)++] = p;
+  return CUA_OK;
+}
+
+/* Everything launched on @p s has run: the recording is complete now. In
+ * a capture, the event marks a point of it (launchgraph). */
 static int lt_event_record(void *state, cua_backend_event *e,
                            cua_backend_stream *s) {
   (void)state;
-  return e != NULL && s != NULL ? CUA_OK : CUA_ERR_INVAL;
+  if (e == NULL || s == NULL)
+    return CUA_ERR_INVAL;
+  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
+  if (c != NULL &&
+      cap_keep((void ***)&c->events, &c->nevents, &c->capevents, e) != CUA_OK)
+    return CUA_ERR_NOMEM;
+  atomic_store_explicit(&e->cap, c, memory_order_relaxed);
+  return CUA_OK;
 }
 
-/* The recording waited for is complete: nothing to wait for. */
+/* The recording waited for is complete: nothing to wait for. A stream that
+ * waits for a point of a capture joins it (launchgraph). */
 static int lt_stream_wait_event(void *state, cua_backend_stream *s,
                                 cua_backend_event *e) {
   (void)state;
-  return e != NULL && s != NULL ? CUA_OK : CUA_ERR_INVAL;
+  if (e == NULL || s == NULL)
+    return CUA_ERR_INVAL;
+  lt_capture *c = atomic_load_explicit(&e->cap, memory_order_relaxed);
+  if (c != NULL &&
+      atomic_load_explicit(&s->cap, memory_order_relaxed) == NULL) {
+    if (cap_keep((void ***)&c->streams, &c->nstreams, &c->capstreams, s) !=
+        CUA_OK)
+      return CUA_ERR_NOMEM;
+    atomic_store_explicit(&s->cap, c, memory_order_relaxed);
+  }
+  return CUA_OK;
 }
 
 static int lt_event_query(void *state, cua_backend_event *e) {
@@ -409,6 +485,37 @@ static int run_op(cua_backend_stream *s, const cua_backend_op *op,
   }
 }
 
+/* Records @p o in capture @p c instead of running it. A failure is kept
+ * for capture_end(), as a CUDA capture reports it. */
+static int cap_launch(lt_capture *c, const cua_backend_op *o) {
+  if (c->rc != 0)
+    return CUA_OK;
+  if (o->kind == CUA_OP_FUNC || o->kind == CUA_OP_KERNEL) {
+    c->rc = CUA_ERR_NOTSUP;
+    snprintf(c->msg, sizeof c->msg,
+             "launch: op %llu (%s) cannot be captured by the launchgraph "
+             "backend",
+             (unsigned long long)o->seq, kind_name(o->kind));
+    return CUA_OK;
+  }
+  if (c->nops == c->capops) {
+    size_t n = c->capops ? 2 * c->capops : 64;
+    cua_backend_op *v = realloc(c->ops, n * sizeof *v);
+    if (v == NULL) {
+      c->rc = CUA_ERR_NOMEM;
+      snprintf(c->msg, sizeof c->msg, "launch: out of host memory");
+      return CUA_OK;
+    }
+    c->ops = v;
+    c->capops = n;
+  }
+  cua_backend_op *k = &c->ops[c->nops++];
+  *k = *o;
+  k->size = sizeof *k;
+  k->duration_ns = k->start_ns = k->end_ns = NULL;
+  return CUA_OK;
+}
+
 static int lt_launch(void *state, cua_backend_stream *s,
                      const cua_backend_op *op, cua_backend_err *err) {
   lt_state *st = state;
@@ -434,6 +541,9 @@ static int lt_launch(void *state, cua_backend_stream *s,
   int rc = check_op(st, o, err);
   if (rc != CUA_OK)
     return rc;
+  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
+  if (c != NULL)
+    return cap_launch(c, o);
   uint64_t t0 = o->duration_ns != NULL ? mono_ns() : 0;
   rc = run_op(s, o, err);
   /* As the CUDA backend does when observers ask for device times. */
@@ -509,6 +619,157 @@ static void lt_wake(void *state) {
   pthread_mutex_unlock(&st->lock);
 }
 
+/* --------------------------------------------------------------- graphs */
+
+#ifdef LT_GRAPHS
+static int lt_capture_begin(void *state, cua_backend_stream *s,
+                            cua_backend_err *err) {
+  (void)state;
+  if (atomic_load_explicit(&s->cap, memory_order_relaxed) != NULL) {
+    set_err(err, "capture_begin: the stream is capturing already");
+    return CUA_ERR_INVAL;
+  }
+  lt_capture *c = calloc(1, sizeof *c);
+  if (c == NULL || cap_keep((void ***)&c->streams, &c->nstreams, &c->capstreams,
+                            s) != CUA_OK) {
+    free(c);
+    set_err(err, "capture_begin: out of host memory");
+    return CUA_ERR_NOMEM;
+  }
+  atomic_store_explicit(&s->cap, c, memory_order_relaxed);
+  return CUA_OK;
+}
+
+/* The ops of @p a and @p b have the same structure: kinds and devices
+ * (values, pointers and sizes are parameters, as in a CUDA graph's
+ * update). */
+static int same_structure(const cua_backend_op *a, size_t na,
+                          const cua_backend_op *b, size_t nb) {
+  if (na != nb)
+    return 0;
+  for (size_t i = 0; i < na; i++)
+    if (a[i].kind != b[i].kind || a[i].dst_device != b[i].dst_device ||
+        a[i].src_device != b[i].src_device)
+      return 0;
+  return 1;
+}
+
+static int lt_capture_end(void *state, cua_backend_stream *s,
+                          cua_backend_graph *into, cua_backend_graph **out,
+                          cua_backend_err *err) {
+  (void)state;
+  *out = NULL;
+  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
+  if (c == NULL) {
+    set_err(err, "capture_end: the stream is not capturing");
+    return CUA_ERR_INVAL;
+  }
+  for (size_t i = 0; i < c->nstreams; i++)
+    atomic_store_explicit(&c->streams[i]->cap, NULL, memory_order_relaxed);
+  for (size_t i = 0; i < c->nevents; i++)
+    atomic_store_explicit(&c->events[i]->cap, NULL, memory_order_relaxed);
+  int rc = c->rc;
+  if (rc != 0)
+    set_err(err, "%s", c->msg);
+  else if (into != NULL &&
+           !same_structure(into->ops, into->nops, c->ops, c->nops)) {
+    set_err(err, "capture_end: the captured graph's structure changed");
+    rc = CUA_ERR_STRUCTURE;
+  } else if (into != NULL) {
+    free(into->ops);
+    into->ops = c->ops;
+    into->nops = c->nops;
+    c->ops = NULL;
+    *out = into;
+  } else {
+    cua_backend_graph *g = calloc(1, sizeof *g);
+    if (g == NULL) {
+      set_err(err, "capture_end: out of host memory");
+      rc = CUA_ERR_NOMEM;
+    } else {
+      g->ops = c->ops;
+      g->nops = c->nops;
+      c->ops = NULL;
+      *out = g;
+    }
+  }
+  free(c->ops);
+  free(c->streams);
+  free(c->events);
+  free(c);
+  return rc;
+}
+
+/* Runs the graph's ops in their capture's order, which keeps every
+ * dependency, as launch() runs one. */
+static int lt_graph_launch(void *state, cua_backend_graph *g,
+                           cua_backend_stream *s, cua_backend_err *err) {
+  lt_state *st = state;
+  if (atomic_load_explicit(&s->cap, memory_order_relaxed) != NULL) {
+    set_err(err, "graph_launch: graphs are not captured into graphs here");
+    return CUA_ERR_NOTSUP;
+  }
+  for (size_t i = 0; i < g->nops; i++) {
+    int rc = check_op(st, &g->ops[i], err);
+    if (rc == CUA_OK)
+      rc = run_op(s, &g->ops[i], err);
+    if (rc != CUA_OK)
+      return rc;
+  }
+  return CUA_OK;
+}
+
+static void lt_graph_destroy(void *state, cua_backend_graph *g) {
+  (void)state;
+  if (g == NULL)
+    return;
+  free(g->ops);
+  free(g);
+}
+
+/* Op @p k takes @p op's parameters: same kind, size and devices. */
+static int lt_graph_update_op(void *state, cua_backend_graph *g, size_t k,
+                              cua_backend_stream *s, const cua_backend_op *op,
+                              cua_backend_err *err) {
+  (void)state;
+  (void)s;
+  (void)err;
+  if (k >= g->nops || op->size < sizeof *op ||
+      !same_structure(&g->ops[k], 1, op, 1) || op->kind == CUA_OP_FUNC ||
+      op->kind == CUA_OP_KERNEL)
+    return CUA_ERR_NOTSUP;
+  g->ops[k] = *op;
+  g->ops[k].duration_ns = g->ops[k].start_ns = g->ops[k].end_ns = NULL;
+  return CUA_OK;
+}
+
+/* Checks what the core promises: launches of this capture made already,
+ * none twice. */
+static int lt_capture_deps(void *state, cua_backend_stream *s,
+                           const size_t *launches, size_t n,
+                           cua_backend_err *err) {
+  (void)state;
+  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
+  if (c == NULL) {
+    set_err(err, "capture_deps: the stream is not capturing");
+    return CUA_ERR_INVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (launches[i] >= c->nops) {
+      set_err(err, "capture_deps: dependency %zu is launch %zu, of %zu made", i,
+              launches[i], c->nops);
+      return CUA_ERR_INVAL;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (launches[j] == launches[i]) {
+        set_err(err, "capture_deps: launch %zu is given twice", launches[i]);
+        return CUA_ERR_INVAL;
+      }
+  }
+  return CUA_OK;
+}
+#endif
+
 /* ----------------------------------------------------------- descriptor */
 
 #ifdef LT_NODEVICE
@@ -533,7 +794,11 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .description = "test backend: create() never finds a device",
 #else
     .description = "test backend: every op runs inside launch(), on the "
-                   "launching thread",
+                   "launching thread"
+#ifdef LT_GRAPHS
+                   ", with graphs"
+#endif
+    ,
 #endif
     .flags = 0,
     .params = lt_params,
@@ -567,4 +832,12 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     /* launchtime: tests name it, `backend = auto` must never pick it;
      * nodevice: auto tries it first, and must skip it. */
     .priority = LT_PRIORITY,
+#ifdef LT_GRAPHS
+    .capture_begin = lt_capture_begin,
+    .capture_end = lt_capture_end,
+    .graph_launch = lt_graph_launch,
+    .graph_destroy = lt_graph_destroy,
+    .graph_update_op = lt_graph_update_op,
+    .capture_deps = lt_capture_deps,
+#endif
 };
