@@ -202,6 +202,9 @@ void bench_raw_close(bench_raw *raw);
 /** raw-graph: the capture and instantiation of the graph, ns (0 for the
  * other modes). */
 uint64_t bench_raw_build_ns(const bench_raw *raw);
+/** Makes @p raw, opened on @p plan, own it: its arrays are freed with
+ * @p raw, and *plan is emptied. */
+void bench_raw_keep_plan(bench_raw *raw, bench_plan *plan);
 /** raw-graph: captures and instantiates the graph again (the old one
  * destroyed), *ns what that took, *inst_ns (unless NULL) the
  * instantiation alone; 0 or -1. */

@@ -368,14 +368,28 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
   snprintf(row->backend, sizeof row->backend, "%s", backend);
   snprintf(row->submit, sizeof row->submit, "-");
   row->valid = 1;
-  double *nans[] = {
-      &row->task_ns,           &row->makespan_ns,   &row->per_task_ns,
-      &row->throughput,        &row->overhead_ns,   &row->ideal_ns,
-      &row->efficiency,        &row->concurrency,   &row->events_per_kop,
-      &row->waits_per_kop,     &row->ratio,         &row->build_ns_per_op,
-      &row->capture_ns_per_op, &row->create_vs_raw, &row->create_vs_same,
-      &row->lat_p50_ns,        &row->lat_p99_ns,    &row->metg_ns,
-      &row->scaling,           &row->lpt_ns,        &row->vs_lpt};
+  double *nans[] = {&row->task_ns,
+                    &row->makespan_ns,
+                    &row->per_task_ns,
+                    &row->throughput,
+                    &row->overhead_ns,
+                    &row->ideal_ns,
+                    &row->efficiency,
+                    &row->concurrency,
+                    &row->events_per_kop,
+                    &row->waits_per_kop,
+                    &row->ratio,
+                    &row->build_ns_per_op,
+                    &row->capture_ns_per_op,
+                    &row->create_vs_raw,
+                    &row->create_vs_same,
+                    &row->vs_same_graph,
+                    &row->lat_p50_ns,
+                    &row->lat_p99_ns,
+                    &row->metg_ns,
+                    &row->scaling,
+                    &row->lpt_ns,
+                    &row->vs_lpt};
   for (size_t i = 0; i < sizeof nans / sizeof *nans; i++)
     *nans[i] = NAN;
   return row;
@@ -416,7 +430,7 @@ typedef struct series {
 typedef struct measure {
   double makespan_ns;
   double events_per_kop, waits_per_kop, build_ns_per_op, capture_ns_per_op;
-  double create_vs_raw, create_vs_same;
+  double create_vs_raw, create_vs_same, vs_same_graph;
 } measure;
 
 /* Graph mode on CUDA: what cua_graph_create() costs against raw-graph's
@@ -431,7 +445,8 @@ typedef struct measure {
  * decides: *vs_same is cuasync's own cost, *vs_plan adds the policy's.
  * NAN when the graph is not a backend graph or raw-graph cannot run. */
 static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
-                          double *vs_plan, double *vs_same) {
+                          double *vs_plan, double *vs_same,
+                          bench_raw **keep_same) {
   char err[256];
   bench_raw *raw = NULL, *same = NULL;
   bench_plan placed;
@@ -473,6 +488,13 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
       }
   }
   bench_raw_close(raw);
+  if (rc == 0 && keep_same != NULL && same != NULL) {
+    /* Its last capture replays beside the graph's runs; the plan goes
+     * with it. */
+    bench_raw_keep_plan(same, &placed);
+    *keep_same = same;
+    same = NULL;
+  }
   bench_raw_close(same);
   bench_plan_free(&placed);
   if (rc != 0)
@@ -506,16 +528,16 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
 /* Opens, warms up, runs @p repeat times, closes. */
 static int run_series(const series *s, const bench_dag *dag, int repeat,
                       measure *m, char *err, size_t len) {
-  bench_raw *raw = NULL;
+  bench_raw *raw = NULL, *same = NULL;
   bench_threads *th = NULL;
   bench_cua *g = NULL;
-  uint64_t *t = calloc((size_t)repeat + 1, sizeof *t);
+  uint64_t *t = calloc((size_t)repeat + 1, sizeof *t), *ts = NULL;
   uint64_t build = 0, events = 0, waits = 0;
   int rc = -1;
 
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
   m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
-  m->create_vs_same = NAN;
+  m->create_vs_same = m->vs_same_graph = NAN;
   if (t == NULL) {
     snprintf(err, len, "out of memory");
     return -1;
@@ -543,7 +565,11 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   case S_CUASYNC:
     rc = bench_cua_open(&g, s->rt, dag, s->submit, &build, err, len);
     if (rc == 0 && s->submit == BENCH_SUBMIT_GRAPH)
-      create_vs_raw(g, s, dag, &m->create_vs_raw, &m->create_vs_same);
+      create_vs_raw(g, s, dag, &m->create_vs_raw, &m->create_vs_same, &same);
+    if (same != NULL && (ts = calloc((size_t)repeat + 1, sizeof *ts)) == NULL) {
+      bench_raw_close(same);
+      same = NULL;
+    }
     break;
   }
   for (int i = 0; rc == 0 && i <= repeat; i++) {
@@ -558,6 +584,9 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
         events += delta.events_recorded;
         waits += delta.event_waits;
       }
+      /* The same schedule captured by hand, run in turn with it. */
+      if (rc == 0 && same != NULL)
+        rc = bench_raw_run(same, &ts[i], err, len);
       break;
     default:
       rc = bench_raw_run(raw, &t[i], err, len);
@@ -567,6 +596,8 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   if (rc == 0) {
     /* t[0] is the warm-up. */
     m->makespan_ns = median(t + 1, (size_t)repeat);
+    if (same != NULL)
+      m->vs_same_graph = m->makespan_ns / median(ts + 1, (size_t)repeat);
     double ops = (double)dag->n * repeat;
     if (s->kind == S_CUASYNC) {
       m->events_per_kop = 1000.0 * (double)events / ops;
@@ -590,9 +621,11 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
     }
   }
   bench_raw_close(raw);
+  bench_raw_close(same);
   bench_threads_close(th);
   bench_cua_close(g);
   free(t);
+  free(ts);
   return rc;
 }
 
@@ -689,6 +722,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->capture_ns_per_op = m->capture_ns_per_op;
   row->create_vs_raw = m->create_vs_raw;
   row->create_vs_same = m->create_vs_same;
+  row->vs_same_graph = m->vs_same_graph;
   /* A run faster than its critical path skipped a dependency. The GPU's
    * global timer may tick as coarsely as 1 us, so each spin on the path may
    * end up to 1 us early. */

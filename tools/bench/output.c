@@ -22,7 +22,8 @@ static const char *const csv_columns =
     "duration_ns,blocks,task_ns,makespan_ns,per_task_ns,throughput_per_s,"
     "overhead_ns_per_op,ideal_ns,efficiency,concurrency,events_per_kop,"
     "waits_per_kop,ratio_vs_best_raw,best_raw,build_ns_per_op,"
-    "capture_ns_per_op,create_vs_raw_graph,create_vs_raw_same,lat_p50_ns,"
+    "capture_ns_per_op,create_vs_raw_graph,create_vs_raw_same,"
+    "vs_raw_same_graph,lat_p50_ns,"
     "lat_p99_ns,metg_ns,metg_state,thread_scaling,lpt_ns,vs_lpt,valid,error";
 
 static const char *metg_state_name(int s) {
@@ -224,6 +225,8 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     fputc(',', out);
     csv_num(out, r->create_vs_same);
     fputc(',', out);
+    csv_num(out, r->vs_same_graph);
+    fputc(',', out);
     csv_num(out, r->lat_p50_ns);
     fputc(',', out);
     csv_num(out, r->lat_p99_ns);
@@ -345,6 +348,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "capture_ns_per_op", r->capture_ns_per_op, 1);
     json_num(out, "create_vs_raw_graph", r->create_vs_raw, 1);
     json_num(out, "create_vs_raw_same", r->create_vs_same, 1);
+    json_num(out, "vs_raw_same_graph", r->vs_same_graph, 1);
     json_num(out, "lat_p50_ns", r->lat_p50_ns, 1);
     json_num(out, "lat_p99_ns", r->lat_p99_ns, 1);
     json_num(out, "metg_ns", r->metg_ns, 1);

@@ -44,6 +44,11 @@ void bench_raw_close(bench_raw *raw) {
   (void)raw;
 }
 
+void bench_raw_keep_plan(bench_raw *raw, bench_plan *plan) {
+  (void)raw;
+  (void)plan;
+}
+
 uint64_t bench_raw_build_ns(const bench_raw *raw) {
   (void)raw;
   return 0;

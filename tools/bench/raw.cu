@@ -41,6 +41,7 @@ struct bench_raw {
                             each task (stamps.cu), or NULL */
   uint64_t build_ns; /* graph: capture and instantiation */
   uint64_t inst_ns;  /* graph: the last instantiation alone */
+  bench_plan own_plan; /* bench_raw_keep_plan(): the plan it holds */
   const bench_dag *dag;
   const bench_plan *plan;
   int ndev;              /* devices used */
@@ -396,6 +397,12 @@ extern "C" int bench_raw_sysinfo(bench_sysinfo *info) {
   return 0;
 }
 
+extern "C" void bench_raw_keep_plan(bench_raw *r, bench_plan *plan) {
+  r->own_plan = *plan;
+  memset(plan, 0, sizeof *plan);
+  r->plan = &r->own_plan;
+}
+
 extern "C" void bench_raw_close(bench_raw *r) {
   if (r == NULL)
     return;
@@ -437,6 +444,7 @@ extern "C" void bench_raw_close(bench_raw *r) {
   free(r->x);
   free(r->streams);
   free(r->stream_dev);
+  bench_plan_free(&r->own_plan);
   free(r);
 }
 

@@ -53,6 +53,8 @@ typedef struct bench_row {
                                  over raw-graph's capture, interleaved */
   double create_vs_same;    /**< the same over a raw capture of the
                                  policy's own schedule */
+  double vs_same_graph;     /**< graph mode on CUDA: the makespan over
+                                 that raw capture's, run in turn */
   double lat_p50_ns, lat_p99_ns;
   int metg_state;
   double metg_ns;
