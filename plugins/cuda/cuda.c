@@ -193,9 +193,9 @@ struct cua_backend_stream {
    * wakes the completion thread (cuda_mark()). */
   atomic_int wake_next;
   pthread_mutex_t lock; /* guards marks and timings */
-  fifo marks;             /* pending_mark, events mode */
-  frontier front;         /* a capture by nodes */
-  fifo timings;           /* pending_timing */
+  fifo marks;           /* pending_mark, events mode */
+  frontier front;       /* a capture by nodes */
+  fifo timings;         /* pending_timing */
 };
 
 /* An event of the ABI. It is created on one device, but the core may record
