@@ -320,6 +320,16 @@ long cua__graph_find(const cua_graph *g, const cua_op *key) {
   return -1;
 }
 
+/* The index of @p op among @p g's ops, or -1 with @p what's error set. */
+static long op_index(const cua_graph *g, const cua_op *op, const char *what) {
+  long k = cua__graph_find(g, op);
+  if (k < 0)
+    cua__fail(g->rt, CUA_ERR_INVAL,
+              "%s: op '%s' is not one of the graph's device ops", what,
+              cua__gop_name(op));
+  return k;
+}
+
 /* Whether @p r may stand for @p o in the same place of the schedule. */
 static int same_structure(const cua_op *o, const cua_op *r, char *msg,
                           size_t len) {
@@ -375,12 +385,9 @@ int cua_graph_update(cua_graph *g, cua_op *captured, cua_op *replacement) {
     return cua__fail(g->rt, CUA_ERR_INVAL,
                      "cua_graph_update: the replacement belongs to another "
                      "runtime");
-  long k = cua__graph_find(g, captured);
+  long k = op_index(g, captured, "cua_graph_update");
   if (k < 0)
-    return cua__fail(g->rt, CUA_ERR_INVAL,
-                     "cua_graph_update: op '%s' is not one of the graph's "
-                     "device ops",
-                     cua__gop_name(captured));
+    return CUA_ERR_INVAL;
   char msg[CUA__ERRLEN];
   pthread_mutex_lock(&g->mu);
   cua__gparams *cur = g->cur;
@@ -483,12 +490,9 @@ int cua_graph_placement(const cua_graph *g, const cua_op *op,
   if (g == NULL || op == NULL || where == NULL)
     return cua__fail(g != NULL ? g->rt : NULL, CUA_ERR_INVAL,
                      "cua_graph_placement: NULL argument");
-  long k = cua__graph_find(g, op);
+  long k = op_index(g, op, "cua_graph_placement");
   if (k < 0)
-    return cua__fail(g->rt, CUA_ERR_INVAL,
-                     "cua_graph_placement: op '%s' is not one of the graph's "
-                     "device ops",
-                     cua__gop_name(op));
+    return CUA_ERR_INVAL;
   *where = g->chains[g->ops[k].chain].pl;
   return 0;
 }
