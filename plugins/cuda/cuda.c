@@ -189,13 +189,10 @@ struct cua_backend_stream {
    * wait() stops counting the stream as one that may still change. */
   atomic_int lost_reported;
   uint64_t last_check_ns; /* completion thread only */
-  /* A graph was launched here since the last mark: the next mark also
-   * wakes the completion thread (cuda_mark()). */
-  atomic_int wake_next;
-  pthread_mutex_t lock; /* guards marks and timings */
-  fifo marks;           /* pending_mark, events mode */
-  frontier front;       /* a capture by nodes */
-  fifo timings;         /* pending_timing */
+  pthread_mutex_t lock;   /* guards marks and timings */
+  fifo marks;             /* pending_mark, events mode */
+  frontier front;         /* a capture by nodes */
+  fifo timings;           /* pending_timing */
 };
 
 /* An event of the ABI. It is created on one device, but the core may record
@@ -1175,7 +1172,6 @@ static int cuda_stream_create(void *state, int device, cua_backend_stream **out,
   atomic_init(&s->seen, 0);
   atomic_init(&s->reached, 0);
   atomic_init(&s->lost_reported, 0);
-  atomic_init(&s->wake_next, 0);
 
   cudaError_t e = use_device(be, device);
   if (e == cudaSuccess)
@@ -2013,14 +2009,6 @@ static void CUDART_CB host_mark(void *arg) {
   pthread_mutex_unlock(&be->wait_lock);
 }
 
-static void cuda_wake(void *state);
-
-/* A host function after a mark: wakes the completion thread once the
- * stream has reached it. */
-static void CUDART_CB wake_host(void *arg) {
-  cuda_wake(arg);
-}
-
 static int cuda_mark(void *state, cua_backend_stream *s, uint64_t value) {
   backend *be = state;
   gpu *dv = &be->dev[s->device];
@@ -2090,15 +2078,6 @@ static int cuda_mark(void *state, cua_backend_stream *s, uint64_t value) {
     be_log(be, CUA_LOG_ERROR, "%s", err.msg);
     return rc;
   }
-  /* A graph runs for as long as its work: the completion thread, polling
-   * with a backoff of up to 200 us by then, would see its end that late
-   * (a 10 ms graph 1-2% later than cudaStreamSynchronize() returns). A
-   * host function after its mark wakes it when the stream gets there; the
-   * polling stays for everything else, whose host functions would cost a
-   * launch each. Callback mode wakes it by every mark already. */
-  if (atomic_exchange(&s->wake_next, 0) && be->mode != COMPLETION_CALLBACK &&
-      cudaLaunchHostFunc(s->native, wake_host, be) != cudaSuccess)
-    (void)cudaGetLastError(); /* the polling still sees the mark */
   atomic_store(&s->marked, value);
   signal_idle_waiter(be);
   return 0;
@@ -2781,7 +2760,6 @@ static int cuda_graph_launch(void *state, cua_backend_graph *g,
     return cuda_fail(be, s->device, err, CUA_ERR_LAUNCH, e,
                      "launching a graph on CUDA device %d",
                      be->dev[s->device].ordinal);
-  atomic_store(&s->wake_next, 1);
   return 0;
 }
 
