@@ -219,8 +219,9 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
  * sets a capture's dependencies itself, for DAGs of FEED_MIN device ops or
  * more, a thread of the creation's captures each op as soon as it is
  * recorded (cua__graph_capture_fed()), so the placement's time is spent
- * beside the capture's instead of before it. The placement hands ops over
- * under mu (a leaf, taken under rt->lock); the capture thread holds
+ * beside the capture's instead of before it. The placement publishes the
+ * count of recorded ops in an atomic and takes mu (a leaf, under rt->lock)
+ * only to wake the capture thread; the capture thread holds
  * rt->capture_mu, never rt->lock. */
 #define FEED_MIN 64
 

@@ -739,7 +739,8 @@ typedef struct cua_graph_info {
   uint64_t build_ns;     /**< of place_ns, the part before the policy's
                               first place(): building the DAG's nodes,
                               ordering its ops by their buffers, allocating
-                              its buffers */
+                              its buffers, starting the capture thread of
+                              a large DAG */
   uint64_t finish_ns;    /**< the backend's end of the last capture: on
                               CUDA, instantiating the graph (part of
                               capture_ns, or of the capture beside the

@@ -113,59 +113,42 @@ namespace {
  * kernel's function on the current device, looked up once per device:
  * the runtime's cudaGraphAddKernelNode() looks the kernel up again at
  * every call. On an H200 host that made the capture of a 10,000-node
- * chain run 600-900 ns per node behind the placement that feeds it,
- * against 100-400 ns this way. Without the driver's entry point (a driver
- * older than CUDA 12.0) the runtime's call is used; without the device's
- * function, the kernel's context-independent handle (CUkernel). */
+ * chain run 600-950 ns per node behind the placement that feeds it,
+ * against 200-600 ns this way. The function is the one of the device's
+ * primary context, which is the runtime's and the backend's (a program
+ * that resets the device, or makes another context current, is not
+ * supported while a runtime is open). Built with CUDA before 12.0, or
+ * without the driver's entry point or the device's function, the
+ * runtime's call is used. */
+const void *kernel_of(int which);
+
+#if CUDART_VERSION >= 12000
 typedef CUresult (*add_fn)(CUgraphNode *, CUgraph, const CUgraphNode *,
                            size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *);
 
 enum { K_FILL, K_COPY, K_AXPY, K_SPIN, K_COUNT };
 
-struct driver_nodes {
-  add_fn add;
-  CUkernel kern[K_COUNT];
-};
+add_fn driver_add;
+std::once_flag driver_once;
 
-driver_nodes dn;
-std::once_flag dn_once;
-
-const void *kernel_of(int which) {
-  switch (which) {
-  case K_FILL:
-    return (const void *)fill_kernel;
-  case K_COPY:
-    return (const void *)copy_kernel;
-  case K_AXPY:
-    return (const void *)axpy_kernel;
-  default:
-    return (const void *)spin_kernel;
-  }
-}
-
-void dn_init() {
+void driver_init() {
   void *f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuGraphAddKernelNode", &f, 12000,
-                                       cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess || f == nullptr) {
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion(
+      "cuGraphAddKernelNode", &f, 12000, cudaEnableDefault, &q);
+#else
+  cudaError_t e =
+      cudaGetDriverEntryPoint("cuGraphAddKernelNode", &f, cudaEnableDefault, &q);
+#endif
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || f == nullptr) {
     (void)cudaGetLastError();
     return;
   }
-  for (int i = 0; i < K_COUNT; i++) {
-    cudaKernel_t k = nullptr;
-    if (cudaGetKernel(&k, kernel_of(i)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return;
-    }
-    dn.kern[i] = (CUkernel)k;
-  }
-  dn.add = (add_fn)f;
+  driver_add = (add_fn)f;
 }
 
-/* Each device's functions (its primary context's), looked up at the
- * device's first node: a node given the CUkernel alone has the driver
- * find the function of the current context again at every node. */
+/* Each device's functions, looked up at the device's first node. */
 constexpr int kMaxDevices = 64;
 
 struct device_funcs {
@@ -199,16 +182,32 @@ CUfunction function_for(int which) {
   }
   return d.f[which];
 }
+#else
+enum { K_FILL, K_COPY, K_AXPY, K_SPIN, K_COUNT };
+#endif
+
+const void *kernel_of(int which) {
+  switch (which) {
+  case K_FILL:
+    return (const void *)fill_kernel;
+  case K_COPY:
+    return (const void *)copy_kernel;
+  case K_AXPY:
+    return (const void *)axpy_kernel;
+  default:
+    return (const void *)spin_kernel;
+  }
+}
 
 int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
              size_t nd, int which, unsigned grid, unsigned block,
              void **args) {
-  std::call_once(dn_once, dn_init);
-  if (dn.add != nullptr) {
+#if CUDART_VERSION >= 12000
+  std::call_once(driver_once, driver_init);
+  CUfunction fn = driver_add != nullptr ? function_for(which) : nullptr;
+  if (fn != nullptr) {
     CUDA_KERNEL_NODE_PARAMS_v2 p = {};
-    p.func = function_for(which);
-    if (p.func == nullptr)
-      p.kern = dn.kern[which];
+    p.func = fn;
     p.gridDimX = grid;
     p.gridDimY = p.gridDimZ = 1;
     p.blockDimX = block;
@@ -216,9 +215,10 @@ int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
     p.kernelParams = args;
     /* The driver's codes are the runtime's for what can happen here
      * (invalid value, out of memory, invalid context). */
-    return (int)dn.add((CUgraphNode *)out, (CUgraph)g,
-                       (const CUgraphNode *)deps, nd, &p);
+    return (int)driver_add((CUgraphNode *)out, (CUgraph)g,
+                           (const CUgraphNode *)deps, nd, &p);
   }
+#endif
   const void *f = kernel_of(which);
   cudaKernelNodeParams p = {};
   p.func = const_cast<void *>(f);

@@ -38,7 +38,7 @@
  * for an event recorded in it, as in a CUDA stream capture); a replay runs
  * the recorded ops in their capture's order, which keeps every dependency;
  * capture_deps() checks that it is given earlier launches only, each once,
- * in increasing order, and fails the capture otherwise. Stream functions
+ * and fails the capture otherwise. Stream functions
  * and module kernels are not captured (the capture fails, naming them).
  *
  * Built a second time with LT_NODEVICE defined, it is the backend
@@ -753,6 +753,10 @@ static int lt_capture_deps(void *state, cua_backend_stream *s,
   if (c == NULL) {
     set_err(err, "capture_deps: the stream is not capturing");
     return CUA_ERR_INVAL;
+  }
+  if (c->rc != 0) { /* a launch was refused: that is the failure */
+    set_err(err, "%s", c->msg);
+    return c->rc;
   }
   for (size_t i = 0; i < n; i++) {
     if (launches[i] >= c->nops) {

@@ -488,6 +488,7 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
       }
   }
   bench_raw_close(raw);
+  int have_same = same != NULL;
   if (rc == 0 && keep_same != NULL && same != NULL) {
     /* Its last capture replays beside the graph's runs; the plan goes
      * with it. */
@@ -521,7 +522,7 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
   }
   double c = (double)bench_min_u64(ct, BENCH_CAPTURES);
   *vs_plan = c / (double)bench_min_u64(rt, BENCH_CAPTURES);
-  if (same != NULL)
+  if (have_same)
     *vs_same = c / (double)bench_min_u64(st, BENCH_CAPTURES);
 }
 
