@@ -109,44 +109,28 @@ extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s) {
 
 namespace {
 
-/* Graph nodes go through the driver's cuGraphAddKernelNode() with each
- * kernel's function on the current device, looked up once per device:
- * the runtime's cudaGraphAddKernelNode() looks the kernel up again at
- * every call. On an H200 host that made the capture of a 10,000-node
- * chain run 600-950 ns per node behind the placement that feeds it,
- * against 200-600 ns this way. The function is the one of the device's
- * primary context, which is the runtime's and the backend's (a program
- * that resets the device, or makes another context current, is not
- * supported while a runtime is open). Built with CUDA before 12.0, or
- * without the driver's entry point or the device's function, the
- * runtime's call is used. */
-const void *kernel_of(int which);
+/* The built-in kernels, in the order the node functions name them. */
+enum { K_FILL, K_COPY, K_AXPY, K_SPIN, K_COUNT };
+const void *const kernels[K_COUNT] = {
+    (const void *)fill_kernel, (const void *)copy_kernel,
+    (const void *)axpy_kernel, (const void *)spin_kernel};
+
+/* Graph nodes go through the driver's cuGraphAddKernelNode(), given by
+ * the backend (cua__nodes_use_driver()), with each kernel's function on
+ * the current device, looked up once per device: the runtime's
+ * cudaGraphAddKernelNode() looks the kernel up again at every call. On an
+ * H200 host that made the capture of a 10,000-node chain run 600-950 ns
+ * per node behind the placement that feeds it, against 200-600 ns this
+ * way. The function is the one of the device's primary context, which is
+ * the runtime's and the backend's (a program that resets the device, or
+ * makes another context current, is not supported while a runtime is
+ * open). Built with CUDA before 12.0, or without the driver's entry point
+ * or the device's function, the runtime's call is used. */
+std::atomic<void *> driver_add{nullptr};
 
 #if CUDART_VERSION >= 12000
 typedef CUresult (*add_fn)(CUgraphNode *, CUgraph, const CUgraphNode *,
                            size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *);
-
-enum { K_FILL, K_COPY, K_AXPY, K_SPIN, K_COUNT };
-
-add_fn driver_add;
-std::once_flag driver_once;
-
-void driver_init() {
-  void *f = nullptr;
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(
-      "cuGraphAddKernelNode", &f, 12000, cudaEnableDefault, &q);
-#else
-  cudaError_t e =
-      cudaGetDriverEntryPoint("cuGraphAddKernelNode", &f, cudaEnableDefault, &q);
-#endif
-  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || f == nullptr) {
-    (void)cudaGetLastError();
-    return;
-  }
-  driver_add = (add_fn)f;
-}
 
 /* Each device's functions, looked up at the device's first node. */
 constexpr int kMaxDevices = 64;
@@ -171,7 +155,7 @@ CUfunction function_for(int which) {
     if (!d.ready.load(std::memory_order_relaxed)) {
       for (int i = 0; i < K_COUNT; i++) {
         cudaFunction_t f = nullptr;
-        if (cudaGetFuncBySymbol(&f, kernel_of(i)) != cudaSuccess) {
+        if (cudaGetFuncBySymbol(&f, kernels[i]) != cudaSuccess) {
           (void)cudaGetLastError();
           return nullptr;
         }
@@ -182,29 +166,14 @@ CUfunction function_for(int which) {
   }
   return d.f[which];
 }
-#else
-enum { K_FILL, K_COPY, K_AXPY, K_SPIN, K_COUNT };
 #endif
-
-const void *kernel_of(int which) {
-  switch (which) {
-  case K_FILL:
-    return (const void *)fill_kernel;
-  case K_COPY:
-    return (const void *)copy_kernel;
-  case K_AXPY:
-    return (const void *)axpy_kernel;
-  default:
-    return (const void *)spin_kernel;
-  }
-}
 
 int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
              size_t nd, int which, unsigned grid, unsigned block,
              void **args) {
 #if CUDART_VERSION >= 12000
-  std::call_once(driver_once, driver_init);
-  CUfunction fn = driver_add != nullptr ? function_for(which) : nullptr;
+  add_fn add = (add_fn)driver_add.load(std::memory_order_relaxed);
+  CUfunction fn = add != nullptr ? function_for(which) : nullptr;
   if (fn != nullptr) {
     CUDA_KERNEL_NODE_PARAMS_v2 p = {};
     p.func = fn;
@@ -215,13 +184,12 @@ int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
     p.kernelParams = args;
     /* The driver's codes are the runtime's for what can happen here
      * (invalid value, out of memory, invalid context). */
-    return (int)driver_add((CUgraphNode *)out, (CUgraph)g,
-                           (const CUgraphNode *)deps, nd, &p);
+    return (int)add((CUgraphNode *)out, (CUgraph)g, (const CUgraphNode *)deps,
+                    nd, &p);
   }
 #endif
-  const void *f = kernel_of(which);
   cudaKernelNodeParams p = {};
-  p.func = const_cast<void *>(f);
+  p.func = const_cast<void *>(kernels[which]);
   p.gridDim = dim3(grid);
   p.blockDim = dim3(block);
   p.sharedMemBytes = 0;
@@ -274,9 +242,6 @@ extern "C" int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
 }
 
 extern "C" int cua__kernels_preload(void) {
-  const void *kernels[] = {(const void *)fill_kernel, (const void *)copy_kernel,
-                           (const void *)axpy_kernel,
-                           (const void *)spin_kernel};
   for (const void *k : kernels) {
     cudaFuncAttributes attr;
     cudaError_t e = cudaFuncGetAttributes(&attr, k);
@@ -284,4 +249,8 @@ extern "C" int cua__kernels_preload(void) {
       return (int)e;
   }
   return (int)cudaSuccess;
+}
+
+extern "C" void cua__nodes_use_driver(void *add) {
+  driver_add.store(add, std::memory_order_relaxed);
 }

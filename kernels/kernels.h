@@ -60,6 +60,13 @@ int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
  * failure, or 0. */
 int cua__kernels_preload(void);
 
+/** The driver's cuGraphAddKernelNode() (as the CUDA 12.0 driver API gives
+ * it, or NULL): the cua__node_* functions then add their nodes through it,
+ * with each device's function looked up once, instead of through the
+ * runtime's cudaGraphAddKernelNode(), which looks the kernel up at every
+ * call. The CUDA backend sets it when it opens. */
+void cua__nodes_use_driver(void *add);
+
 #ifdef __cplusplus
 }
 #endif

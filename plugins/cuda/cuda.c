@@ -1102,6 +1102,10 @@ static int cuda_create(const cua_backend_host *host,
       (error_text_fn)driver_entry("cuGetErrorName", (char[160]){0}, 160);
   be->cu_error_string =
       (error_text_fn)driver_entry("cuGetErrorString", (char[160]){0}, 160);
+  /* Graph nodes of the built-in kernels through the driver (kernels.h);
+   * without it, through the runtime. */
+  cua__nodes_use_driver(
+      driver_entry("cuGraphAddKernelNode", (char[160]){0}, 160));
   if (be->mode == COMPLETION_FLAGS) {
     char why[400];
     if (flags_setup(be, why, sizeof why) != 0) {
