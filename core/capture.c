@@ -236,7 +236,6 @@ typedef struct feed {
   atomic_size_t want;  /* what the sleeping capture thread waits for, or
                           SIZE_MAX: the placement signals only then */
   int done;            /* 1: all recorded, -1: the placement failed (mu) */
-  int sleeping;        /* the capture thread waits on cv (under mu) */
   cua_runtime *rt;
   cua_graph *g;
   size_t maxops;
@@ -258,11 +257,8 @@ static size_t feed_wait(void *arg, size_t want, int *done) {
     target = want;
   pthread_mutex_lock(&f->mu);
   atomic_store(&f->want, target);
-  while (atomic_load(&f->ready) < target && f->done == 0) {
-    f->sleeping = 1;
+  while (atomic_load(&f->ready) < target && f->done == 0)
     pthread_cond_wait(&f->cv, &f->mu);
-    f->sleeping = 0;
-  }
   atomic_store(&f->want, SIZE_MAX);
   size_t ready = atomic_load(&f->ready);
   *done = f->done;
@@ -278,8 +274,7 @@ static void feed_put(feed *f, size_t ready, int done) {
   pthread_mutex_lock(&f->mu);
   if (done != 0)
     f->done = done;
-  if (f->sleeping)
-    pthread_cond_signal(&f->cv);
+  pthread_cond_signal(&f->cv);
   pthread_mutex_unlock(&f->mu);
 }
 
