@@ -115,9 +115,9 @@ struct cua_backend_event {
 typedef struct lt_capture {
   cua_backend_op *ops;
   size_t nops, capops;
-  cua_backend_stream **streams;
+  void **streams; /* cua_backend_stream *, each once */
   size_t nstreams, capstreams;
-  cua_backend_event **events;
+  void **events; /* cua_backend_event *, each once */
   size_t nevents, capevents;
   int rc;
   char msg[sizeof(((cua_backend_err *)0)->msg)];
@@ -307,7 +307,7 @@ static void lt_event_destroy(void *state, cua_backend_event *e) {
   free(e);
 }
 
-/* Keeps @p *v (of @p *n, room for @p *cap) in a capture's list, once.
+/* Keeps @p p in a capture's list *v (of *n, room for *cap), once.
  * Returns 0 or CUA_ERR_NOMEM. */
 static int cap_keep(void ***v, size_t *n, size_t *cap, void *p) {
   for (size_t i = 0; i < *n; i++)
@@ -334,7 +334,7 @@ static int lt_event_record(void *state, cua_backend_event *e,
     return CUA_ERR_INVAL;
   lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
   if (c != NULL &&
-      cap_keep((void ***)&c->events, &c->nevents, &c->capevents, e) != CUA_OK)
+      cap_keep(&c->events, &c->nevents, &c->capevents, e) != CUA_OK)
     return CUA_ERR_NOMEM;
   atomic_store_explicit(&e->cap, c, memory_order_relaxed);
   return CUA_OK;
@@ -350,8 +350,7 @@ static int lt_stream_wait_event(void *state, cua_backend_stream *s,
   lt_capture *c = atomic_load_explicit(&e->cap, memory_order_relaxed);
   if (c != NULL &&
       atomic_load_explicit(&s->cap, memory_order_relaxed) == NULL) {
-    if (cap_keep((void ***)&c->streams, &c->nstreams, &c->capstreams, s) !=
-        CUA_OK)
+    if (cap_keep(&c->streams, &c->nstreams, &c->capstreams, s) != CUA_OK)
       return CUA_ERR_NOMEM;
     atomic_store_explicit(&s->cap, c, memory_order_relaxed);
   }
@@ -630,8 +629,8 @@ static int lt_capture_begin(void *state, cua_backend_stream *s,
     return CUA_ERR_INVAL;
   }
   lt_capture *c = calloc(1, sizeof *c);
-  if (c == NULL || cap_keep((void ***)&c->streams, &c->nstreams, &c->capstreams,
-                            s) != CUA_OK) {
+  if (c == NULL ||
+      cap_keep(&c->streams, &c->nstreams, &c->capstreams, s) != CUA_OK) {
     free(c);
     set_err(err, "capture_begin: out of host memory");
     return CUA_ERR_NOMEM;
@@ -654,20 +653,29 @@ static int same_structure(const cua_backend_op *a, size_t na,
   return 1;
 }
 
+/* The capture @p s is part of, or NULL with @p what's error set. */
+static lt_capture *capturing(cua_backend_stream *s, const char *what,
+                             cua_backend_err *err) {
+  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
+  if (c == NULL)
+    set_err(err, "%s: the stream is not capturing", what);
+  return c;
+}
+
 static int lt_capture_end(void *state, cua_backend_stream *s,
                           cua_backend_graph *into, cua_backend_graph **out,
                           cua_backend_err *err) {
   (void)state;
   *out = NULL;
-  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
-  if (c == NULL) {
-    set_err(err, "capture_end: the stream is not capturing");
+  lt_capture *c = capturing(s, "capture_end", err);
+  if (c == NULL)
     return CUA_ERR_INVAL;
-  }
   for (size_t i = 0; i < c->nstreams; i++)
-    atomic_store_explicit(&c->streams[i]->cap, NULL, memory_order_relaxed);
+    atomic_store_explicit(&((cua_backend_stream *)c->streams[i])->cap, NULL,
+                          memory_order_relaxed);
   for (size_t i = 0; i < c->nevents; i++)
-    atomic_store_explicit(&c->events[i]->cap, NULL, memory_order_relaxed);
+    atomic_store_explicit(&((cua_backend_event *)c->events[i])->cap, NULL,
+                          memory_order_relaxed);
   int rc = c->rc;
   if (rc != 0)
     set_err(err, "%s", c->msg);
@@ -749,11 +757,9 @@ static int lt_capture_deps(void *state, cua_backend_stream *s,
                            const size_t *launches, size_t n,
                            cua_backend_err *err) {
   (void)state;
-  lt_capture *c = atomic_load_explicit(&s->cap, memory_order_relaxed);
-  if (c == NULL) {
-    set_err(err, "capture_deps: the stream is not capturing");
+  lt_capture *c = capturing(s, "capture_deps", err);
+  if (c == NULL)
     return CUA_ERR_INVAL;
-  }
   if (c->rc != 0) { /* a launch was refused: that is the failure */
     set_err(err, "%s", c->msg);
     return c->rc;
