@@ -143,12 +143,10 @@ struct device_funcs {
 device_funcs dev_funcs[kMaxDevices];
 std::mutex dev_funcs_mu;
 
-CUfunction function_for(int which) {
-  int dev = -1;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
-    (void)cudaGetLastError();
+/* Kernel @p which's function on device @p dev, the current one. */
+CUfunction function_for(int dev, int which) {
+  if (dev < 0 || dev >= kMaxDevices)
     return nullptr;
-  }
   device_funcs &d = dev_funcs[dev];
   if (!d.ready.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> hold(dev_funcs_mu);
@@ -168,12 +166,12 @@ CUfunction function_for(int which) {
 }
 #endif
 
-int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
-             size_t nd, int which, unsigned grid, unsigned block,
-             void **args) {
+int add_node(cudaGraphNode_t *out, int device, cudaGraph_t g,
+             const cudaGraphNode_t *deps, size_t nd, int which, unsigned grid,
+             unsigned block, void **args) {
 #if CUDART_VERSION >= 12000
   add_fn add = (add_fn)driver_add.load(std::memory_order_relaxed);
-  CUfunction fn = add != nullptr ? function_for(which) : nullptr;
+  CUfunction fn = add != nullptr ? function_for(device, which) : nullptr;
   if (fn != nullptr) {
     CUDA_KERNEL_NODE_PARAMS_v2 p = {};
     p.func = fn;
@@ -187,6 +185,8 @@ int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
     return (int)add((CUgraphNode *)out, (CUgraph)g, (const CUgraphNode *)deps,
                     nd, &p);
   }
+#else
+  (void)device;
 #endif
   cudaKernelNodeParams p = {};
   p.func = const_cast<void *>(kernels[which]);
@@ -200,44 +200,48 @@ int add_node(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
 
 } // namespace
 
-extern "C" int cua__node_fill(cudaGraphNode_t *out, cudaGraph_t g,
+extern "C" int cua__node_fill(cudaGraphNode_t *out, int device,
+                              cudaGraph_t g,
                               const cudaGraphNode_t *deps, size_t nd,
                               float *dst, size_t n, float v) {
   *out = nullptr;
   if (n == 0)
     return (int)cudaSuccess;
   void *args[] = {&dst, &n, &v};
-  return add_node(out, g, deps, nd, K_FILL, grid_for(n),
+  return add_node(out, device, g, deps, nd, K_FILL, grid_for(n),
                   kThreads, args);
 }
 
-extern "C" int cua__node_copy(cudaGraphNode_t *out, cudaGraph_t g,
+extern "C" int cua__node_copy(cudaGraphNode_t *out, int device,
+                              cudaGraph_t g,
                               const cudaGraphNode_t *deps, size_t nd,
                               float *dst, const float *src, size_t n) {
   *out = nullptr;
   if (n == 0)
     return (int)cudaSuccess;
   void *args[] = {&dst, &src, &n};
-  return add_node(out, g, deps, nd, K_COPY, grid_for(n),
+  return add_node(out, device, g, deps, nd, K_COPY, grid_for(n),
                   kThreads, args);
 }
 
-extern "C" int cua__node_axpy(cudaGraphNode_t *out, cudaGraph_t g,
+extern "C" int cua__node_axpy(cudaGraphNode_t *out, int device,
+                              cudaGraph_t g,
                               const cudaGraphNode_t *deps, size_t nd, float *y,
                               const float *x, size_t n, float a) {
   *out = nullptr;
   if (n == 0)
     return (int)cudaSuccess;
   void *args[] = {&y, &x, &n, &a};
-  return add_node(out, g, deps, nd, K_AXPY, grid_for(n),
+  return add_node(out, device, g, deps, nd, K_AXPY, grid_for(n),
                   kThreads, args);
 }
 
-extern "C" int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
+extern "C" int cua__node_spin(cudaGraphNode_t *out, int device,
+                              cudaGraph_t g,
                               const cudaGraphNode_t *deps, size_t nd,
                               uint64_t ns, uint32_t blocks) {
   void *args[] = {&ns};
-  return add_node(out, g, deps, nd, K_SPIN,
+  return add_node(out, device, g, deps, nd, K_SPIN,
                   blocks ? blocks : 1, 1, args);
 }
 

@@ -38,18 +38,19 @@ int cua__kernel_axpy(float *y, const float *x, size_t n, float a,
 int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
 
 /* The same work as a kernel node of graph @p g after @p deps (@p nd of
- * them), on the current device: *out the node, NULL (and 0) when there is
- * nothing to do (n == 0). Return the cudaError_t. */
-int cua__node_fill(cudaGraphNode_t *out, cudaGraph_t g,
+ * them), on the current device, whose ordinal the caller gives as
+ * @p device: *out the node, NULL (and 0) when there is nothing to do
+ * (n == 0). Return the cudaError_t. */
+int cua__node_fill(cudaGraphNode_t *out, int device, cudaGraph_t g,
                    const cudaGraphNode_t *deps, size_t nd, float *dst, size_t n,
                    float v);
-int cua__node_copy(cudaGraphNode_t *out, cudaGraph_t g,
+int cua__node_copy(cudaGraphNode_t *out, int device, cudaGraph_t g,
                    const cudaGraphNode_t *deps, size_t nd, float *dst,
                    const float *src, size_t n);
-int cua__node_axpy(cudaGraphNode_t *out, cudaGraph_t g,
+int cua__node_axpy(cudaGraphNode_t *out, int device, cudaGraph_t g,
                    const cudaGraphNode_t *deps, size_t nd, float *y,
                    const float *x, size_t n, float a);
-int cua__node_spin(cudaGraphNode_t *out, cudaGraph_t g,
+int cua__node_spin(cudaGraphNode_t *out, int device, cudaGraph_t g,
                    const cudaGraphNode_t *deps, size_t nd, uint64_t ns,
                    uint32_t blocks);
 

@@ -1779,22 +1779,23 @@ static int launch_node(backend *be, cua_backend_stream *s,
   size_t nd = f->n;
   cudaGraphNode_t node = NULL;
   cudaError_t e = cudaSuccess;
+  int ord = be->dev[s->device].ordinal; /* current: cuda_launch() made it */
   switch (op->kind) {
   case CUA_OP_FILL:
-    e = (cudaError_t)cua__node_fill(&node, g, deps, nd, (float *)op->dst,
+    e = (cudaError_t)cua__node_fill(&node, ord, g, deps, nd, (float *)op->dst,
                                     op->bytes / 4, op->value);
     break;
   case CUA_OP_COPY:
-    e = (cudaError_t)cua__node_copy(&node, g, deps, nd, (float *)op->dst,
+    e = (cudaError_t)cua__node_copy(&node, ord, g, deps, nd, (float *)op->dst,
                                     (const float *)op->src, op->bytes / 4);
     break;
   case CUA_OP_AXPY:
-    e = (cudaError_t)cua__node_axpy(&node, g, deps, nd, (float *)op->dst,
+    e = (cudaError_t)cua__node_axpy(&node, ord, g, deps, nd, (float *)op->dst,
                                     (const float *)op->src, op->bytes / 4,
                                     op->value);
     break;
   case CUA_OP_SPIN:
-    e = (cudaError_t)cua__node_spin(&node, g, deps, nd, op->spin.ns,
+    e = (cudaError_t)cua__node_spin(&node, ord, g, deps, nd, op->spin.ns,
                                     op->spin.blocks);
     break;
   case CUA_OP_MEMCPY_H2D:
