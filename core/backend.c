@@ -14,6 +14,9 @@
  * the runtime has other threads: no lock is needed or taken. The only state
  * written is the runtime's backend fields (rt->bmod, be, bst, bparams,
  * nbparams, bhost, host_exec), read-only afterwards.
+ *
+ * Also here: cua__waiting(), which counts the program threads blocked in a
+ * wait and tells the backend (waited(), ABI 1.10) under rt->waiters_mu.
  */
 #include "config.h"
 #include "internal.h"
@@ -258,10 +261,23 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
     rt->vclock = d->clock_ns;
   if (d->size >= offsetof(cua_backend_descriptor, changed) + sizeof d->changed)
     rt->be_changed = d->changed;
+  if (d->size >= offsetof(cua_backend_descriptor, waited) + sizeof d->waited)
+    rt->be_waited = d->waited;
   rt->bparams = params;
   rt->nbparams = d->nparams;
   rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;
   return 0;
+}
+
+void cua__waiting(cua_runtime *rt, int delta) {
+  if (rt->be_waited == NULL)
+    return;
+  pthread_mutex_lock(&rt->waiters_mu);
+  int was = rt->nwaiters;
+  rt->nwaiters += delta;
+  if ((was == 0) != (rt->nwaiters == 0))
+    rt->be_waited(rt->bst, rt->nwaiters != 0);
+  pthread_mutex_unlock(&rt->waiters_mu);
 }
 
 static int is_config_error(int rc) {

@@ -94,6 +94,12 @@ void cua__sub_fire(cua__sub *s) {
     atomic_fetch_sub(&s->rt->vblocked, s->vwaiters);
     s->vwaiters = 0;
   }
+  if (s->waiters > 0) {
+    /* Here, not on the waiters' threads: the runtime may be gone by the
+     * time they run. */
+    cua__waiting(s->rt, -s->waiters);
+    s->waiters = 0;
+  }
   if (s->efd >= 0)
     signal_fd(s->efd);
   cua_future_cb cb = s->cb;
@@ -152,6 +158,12 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
     s->vwaiters++;
     atomic_fetch_add(&s->rt->vblocked, 1);
   }
+  if (!s->done && s->rt->be_waited != NULL) {
+    /* The backend may poll the device more eagerly while someone waits;
+     * cua__sub_fire() counts this thread out. */
+    s->waiters++;
+    cua__waiting(s->rt, 1);
+  }
   while (!s->done) {
     if (timeout_ns == UINT64_MAX) {
       pthread_cond_wait(&s->cv, &s->mu);
@@ -160,6 +172,10 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
       if (s->vwaiters > 0) {
         s->vwaiters--;
         atomic_fetch_sub(&s->rt->vblocked, 1);
+      }
+      if (s->waiters > 0) {
+        s->waiters--;
+        cua__waiting(s->rt, -1);
       }
       pthread_mutex_unlock(&s->mu);
       return cua__fail(s->rt, CUA_ERR_TIMEDOUT,

@@ -501,6 +501,7 @@ struct cua__sub {
   void *cb_future;
   int efd;
   int vwaiters; /* threads counted in rt->vblocked while waiting on it */
+  int waiters;  /* threads counted in rt->nwaiters while waiting on it */
   cua__sub *next_done;
   cua__sub *prev, *next; /* runtime's in-flight list */
   /* The completion callback's progress (under mu): cua_future_destroy()
@@ -674,6 +675,13 @@ struct cua_runtime {
    * poll lets it move one step. */
   atomic_int vpolls;
   _Atomic uint64_t vpoll_clock;
+  /* Program threads blocked in a wait (future.c, runtime.c), for the
+   * backend's waited() (ABI 1.10), which hears each change between none and
+   * some; waiters_mu guards nwaiters and orders the calls. A leaf lock:
+   * taken under a submission's mu or alone, never around rt->lock. */
+  void (*be_waited)(void *bst, int waited);
+  pthread_mutex_t waiters_mu;
+  int nwaiters;
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
@@ -739,6 +747,10 @@ struct cua_runtime {
  * every [backend.NAME] section; on failure the message is
  * cua_runtime_error(NULL). */
 int cua__backend_open(cua_runtime *rt);
+/* A program thread starts (+1) or stops (-1) waiting, or several stop at
+ * once (-n): tells the backend's waited() when the count leaves or reaches
+ * zero. Takes rt->waiters_mu; any thread, never under rt->lock. */
+void cua__waiting(cua_runtime *rt, int delta);
 
 /* runtime.c */
 int cua__ensure_streams(cua_runtime *rt, int device, int n);

@@ -266,6 +266,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_mutex_init(&rt->capture_mu, NULL);
   pthread_mutex_init(&rt->gcache_mu, NULL);
   pthread_mutex_init(&rt->exec_mu, NULL);
+  pthread_mutex_init(&rt->waiters_mu, NULL);
   pthread_cond_init(&rt->exec_cv, NULL);
   atomic_init(&rt->closed, 0);
   atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
@@ -403,6 +404,7 @@ static void runtime_free(cua_runtime *rt) {
   pthread_mutex_destroy(&rt->capture_mu);
   pthread_mutex_destroy(&rt->gcache_mu);
   pthread_mutex_destroy(&rt->exec_mu);
+  pthread_mutex_destroy(&rt->waiters_mu);
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
   pthread_cond_destroy(&rt->idle);
@@ -450,6 +452,7 @@ int cua__runtime_closed(const cua_runtime *rt, const char *what) {
 void cua_runtime_destroy(cua_runtime *rt) {
   if (rt == NULL)
     return;
+  cua__waiting(rt, 1);
   pthread_mutex_lock(&rt->lock);
   if (rt->vclock != NULL)
     atomic_fetch_add(&rt->vblocked, 1);
@@ -457,6 +460,9 @@ void cua_runtime_destroy(cua_runtime *rt) {
     pthread_cond_wait(&rt->idle, &rt->lock);
   if (rt->vclock != NULL)
     atomic_fetch_sub(&rt->vblocked, 1);
+  pthread_mutex_unlock(&rt->lock);
+  cua__waiting(rt, -1);
+  pthread_mutex_lock(&rt->lock);
   rt->stopping = 1;
   atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
@@ -477,6 +483,7 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt == NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_runtime_synchronize: NULL runtime");
+  cua__waiting(rt, 1);
   pthread_mutex_lock(&rt->lock);
   if (rt->vclock != NULL)
     atomic_fetch_add(&rt->vblocked, 1);
@@ -485,6 +492,7 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt->vclock != NULL)
     atomic_fetch_sub(&rt->vblocked, 1);
   pthread_mutex_unlock(&rt->lock);
+  cua__waiting(rt, -1);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 /* "../core/loader.h": see check_config.c about the include path. */
 #include "../core/loader.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -255,7 +256,7 @@ START_TEST(descriptors_declare_priorities_and_old_ones_default) {
   ck_assert_int_eq(cua__backend_priority(&d), CUA_BACKEND_PRIORITY_DEFAULT);
   d.size = sizeof d;
   ck_assert_int_eq(cua__backend_priority(&d), 77);
-  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 9);
+  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 10);
 }
 END_TEST
 
@@ -373,6 +374,81 @@ START_TEST(stream_function_may_call_the_runtime) {
 }
 END_TEST
 
+/* ---------------------------------------------------- waiting (ABI 1.10) */
+
+static int sleep_step(void *arg, void **result) {
+  (void)result;
+  struct timespec ts = {0, (long)(uintptr_t)arg};
+  nanosleep(&ts, NULL);
+  return 0;
+}
+
+static cua_future *submit_sleep(cua_runtime *rt, long ns) {
+  cua_op *op;
+  ck_assert_int_eq(cua_op_host(&op, rt, sleep_step, (void *)(uintptr_t)ns), 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  cua_op_destroy(op);
+  return f;
+}
+
+static void *wait_future(void *f) {
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  return NULL;
+}
+
+/* The backend hears when program threads start and stop waiting (once
+ * for all of them, then once when the last is done), so that the CUDA one
+ * polls without sleeping meanwhile; counted by the launchtime backend. */
+START_TEST(backend_hears_when_threads_wait_and_when_they_are_done) {
+  cua_runtime *rt = open_ok("[runtime]\nbackend = launchtime\n"
+                            "policy = round-robin\n");
+  void *h = dlopen(built("tests/modules/.libs/launchtime.so"),
+                   RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_msg(h != NULL, "launchtime.so is not loaded: %s", dlerror());
+  _Atomic long *calls = dlsym(h, "lt_waited_calls");
+  ck_assert_ptr_nonnull(calls);
+  long off0 = calls[0], on0 = calls[1];
+  ck_assert_int_eq(calls[2], 0);
+
+  /* One thread waits: 1 while it waits, 0 once it returns. */
+  cua_future *f = submit_sleep(rt, 100000000);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_int_eq(calls[1], on0 + 1);
+  ck_assert_int_eq(calls[0], off0 + 1);
+  cua_future_destroy(f);
+
+  /* A wait that times out is counted out too. */
+  f = submit_sleep(rt, 300000000);
+  ck_assert_int_eq(cua_future_wait_timeout(f, 20000000), CUA_ERR_TIMEDOUT);
+  ck_assert_int_eq(calls[1], on0 + 2);
+  ck_assert_int_eq(calls[0], off0 + 2);
+
+  /* Three threads on one future and this one in synchronize(): a 1 when
+   * the first starts, a 0 when the last is done, and always in turn. */
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(pthread_create(&t[i], NULL, wait_future, f), 0);
+  ck_assert_int_eq(cua_runtime_synchronize(rt), 0);
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  ck_assert_int_ge(calls[1], on0 + 3);
+  ck_assert_int_eq(calls[1] - on0, calls[0] - off0);
+  ck_assert_int_eq(calls[2], 0);
+  cua_future_destroy(f);
+
+  /* cua_runtime_destroy() waits too, and leaves nobody counted in. */
+  f = submit_sleep(rt, 50000000);
+  cua_future_destroy(f);
+  long on = calls[1];
+  cua_runtime_destroy(rt);
+  ck_assert_int_eq(calls[1], on + 1);
+  ck_assert_int_eq(calls[1] - on0, calls[0] - off0);
+  ck_assert_int_eq(calls[2], 0);
+  dlclose(h);
+}
+END_TEST
+
 /* -------------------------------------------------------------- op kinds */
 
 START_TEST(op_kinds_are_one_list_with_names) {
@@ -416,6 +492,10 @@ static Suite *suite(void) {
   tcase_add_test(tu, slow_stream_function_does_not_delay_another_thread);
   tcase_add_test(tu, stream_function_may_call_the_runtime);
   suite_add_tcase(s, tu);
+  TCase *tw = tcase_create("waiting");
+  tcase_set_timeout(tw, 60);
+  tcase_add_test(tw, backend_hears_when_threads_wait_and_when_they_are_done);
+  suite_add_tcase(s, tw);
   TCase *tk = tcase_create("op kinds");
   tcase_add_test(tk, op_kinds_are_one_list_with_names);
   suite_add_tcase(s, tk);

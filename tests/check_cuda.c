@@ -360,7 +360,7 @@ START_TEST(test_descriptor_schema) {
   ck_assert_str_eq(D->name, "cuda");
   ck_assert_uint_eq(D->abi_major, CUA_BACKEND_ABI_MAJOR);
   ck_assert_uint_eq(D->size, sizeof(cua_backend_descriptor));
-  ck_assert_uint_eq(D->nparams, 6);
+  ck_assert_uint_eq(D->nparams, 7);
   ck_assert_str_eq(D->params[0].name, "completion");
   ck_assert_int_eq(D->params[0].type, CUA_PARAM_ENUM);
   ck_assert_str_eq(D->params[0].default_value, "flags");
@@ -381,6 +381,10 @@ START_TEST(test_descriptor_schema) {
   ck_assert_str_eq(D->params[5].name, "capture");
   ck_assert_str_eq(D->params[5].default_value, "nodes");
   ck_assert_str_eq(D->params[5].choices, "nodes|stream");
+  ck_assert_str_eq(D->params[6].name, "waited_spin");
+  ck_assert_int_eq(D->params[6].type, CUA_PARAM_BOOL);
+  ck_assert_str_eq(D->params[6].default_value, "true");
+  ck_assert_ptr_nonnull(D->waited);
   ck_assert_ptr_nonnull(D->module_load);
   ck_assert_ptr_nonnull(D->host_alloc);
   ck_assert(!(D->flags & CUA_BACKEND_HOST_EXEC));

@@ -39,8 +39,9 @@
  * 1.7: cua_backend_op::op, cua_backend_host::op_times, flush_times.
  * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns,
  *      changed.
- * 1.9: capture_deps. */
-#define CUA_BACKEND_ABI_MINOR 9
+ * 1.9: capture_deps.
+ * 1.10: waited. */
+#define CUA_BACKEND_ABI_MINOR 10
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -415,6 +416,21 @@ typedef struct cua_backend_descriptor {
    */
   int (*capture_deps)(void *state, cua_backend_stream *s,
                       const size_t *launches, size_t n, cua_backend_err *err);
+
+  /* ABI 1.10 (optional) */
+
+  /**
+   * Whether a program thread is blocked waiting for work of this runtime
+   * (cua_future_wait() past its own short spin, cua_runtime_synchronize()):
+   * @p waited is 1 when the first such thread starts waiting, 0 when the
+   * last one is done. A backend whose wait() sleeps between polls may poll
+   * without sleeping while @p waited is 1, as the toolkit's own synchronize
+   * spins, so that the end of a long run is seen at once instead of up to
+   * a sleep late; when it goes to 1, a wait() asleep should wake up. Called
+   * from any thread, the calls in the order of the changes, never two at
+   * once; it must not call back into the runtime.
+   */
+  void (*waited)(void *state, int waited);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

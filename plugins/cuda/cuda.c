@@ -74,6 +74,7 @@ enum {
   PARAM_GRAPH_UPDATES,
   PARAM_TIMESTAMPS,
   PARAM_CAPTURE,
+  PARAM_WAITED_SPIN,
   PARAM_COUNT
 };
 
@@ -244,6 +245,8 @@ struct backend {
   pthread_mutex_t wait_lock;
   pthread_cond_t wait_cond;
   int wake_pending;         /* guarded by wait_lock */
+  int waited_spin;          /* [backend.cuda] waited_spin */
+  atomic_int waited;        /* a program thread waits (ABI 1.10 waited()) */
   atomic_int idle_sleeping; /* the waiter sleeps with nothing outstanding */
 
   int no_update_in_place; /* [backend.cuda] graph_updates = capture */
@@ -679,6 +682,13 @@ static const cua_param_spec cuda_params[PARAM_COUNT] = {
      "node with its dependencies, cudaGraphAddKernelNode() and the like) "
      "or stream (a stream capture of the ops' launches)",
      0},
+    {"waited_spin", CUA_PARAM_BOOL, "true", 0, 0, NULL,
+     "while a program thread waits (cua_future_wait(), "
+     "cua_runtime_synchronize()), the completion thread polls without "
+     "sleeping, as cudaStreamSynchronize() spins, so the end of a long run "
+     "is seen at once; false: it sleeps between polls after spin_us, up to "
+     "200 us",
+     0},
 };
 
 /* ------------------------------------------------------------------ flags */
@@ -1065,6 +1075,7 @@ static int cuda_create(const cua_backend_host *host,
   pthread_cond_init(&be->wait_cond, &ca);
   pthread_condattr_destroy(&ca);
   atomic_init(&be->idle_sleeping, 0);
+  atomic_init(&be->waited, 0);
   for (int d = 0; be->dev != NULL && d < n; d++) {
     be->dev[d].ordinal = ordinals != NULL ? ordinals[d] : d;
     pool_init(&be->dev[d].mark_events, cudaEventDisableTiming);
@@ -1088,6 +1099,7 @@ static int cuda_create(const cua_backend_host *host,
   be->no_update_in_place = param_int(params, PARAM_GRAPH_UPDATES) == 1;
   be->capture_streams = param_int(params, PARAM_CAPTURE) == 1;
   be->want_cupti = param_int(params, PARAM_TIMESTAMPS) == 0;
+  be->waited_spin = params == NULL || params[PARAM_WAITED_SPIN].i != 0;
 
   for (int d = 0; d < n; d++) {
     int rc = device_open(be, d, release_mb, err);
@@ -2462,6 +2474,16 @@ static int cuda_wait(void *state, uint64_t timeout_ns) {
     }
     if (now >= deadline)
       return 0;
+    if (atomic_load_explicit(&be->waited, memory_order_relaxed)) {
+      /* A program thread waits: poll on, as a synchronize would. */
+      if (take_wake(be))
+        return 0;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      backoff = BACKOFF_MIN_NS;
+      continue;
+    }
     uint64_t until = now + backoff;
     if (until > deadline)
       until = deadline;
@@ -2480,6 +2502,18 @@ static void cuda_wake(void *state) {
   be->wake_pending = 1;
   pthread_cond_broadcast(&be->wait_cond);
   pthread_mutex_unlock(&be->wait_lock);
+}
+
+/* ABI 1.10. A thread starts waiting: a wait() asleep in its sleep-poll
+ * phase wakes and polls on without sleeping until the last waiter is done.
+ * (The callback mode is woken by its host functions anyway.) */
+static void cuda_waited(void *state, int waited) {
+  backend *be = state;
+  if (!be->waited_spin || be->mode == COMPLETION_CALLBACK)
+    return;
+  atomic_store_explicit(&be->waited, waited, memory_order_relaxed);
+  if (waited)
+    cuda_wake(be);
 }
 
 /* ---------------------------------------------------------------- modules */
@@ -2906,4 +2940,5 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     .graph_update_op = cuda_graph_update_op,
     .flush_times = cuda_flush_times,
     .capture_deps = cuda_capture_deps,
+    .waited = cuda_waited,
 };

@@ -1169,6 +1169,7 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     sim_clock_ns,
     sim_changed,
     nullptr, /* capture_deps */
+    nullptr, /* waited */
 };
 
 } /* extern "C" */

@@ -91,7 +91,14 @@ typedef struct lt_state {
   uint64_t signals;    /* marks executed; under lock */
   uint64_t seen;       /* signals wait() has returned for; under lock */
   int woken;           /* wake() was called; under lock */
+  int waited;          /* the last waited() call's value; under lock */
 } lt_state;
+
+/* The core's waited() calls (backend ABI 1.10), for tests/check_futures.c,
+ * which finds this array with dlsym(): [0] and [1] count the calls with 0
+ * and with 1, [2] the calls out of turn (a value equal to the last one, a
+ * 0 first, or a 1 left at destroy()), over every instance. */
+__attribute__((visibility("default"))) _Atomic long lt_waited_calls[3];
 
 struct lt_capture;
 
@@ -218,6 +225,8 @@ static void lt_destroy(void *state) {
   lt_state *st = state;
   if (st == NULL)
     return;
+  if (st->waited)
+    lt_waited_calls[2]++; /* a waiter never counted out */
   pthread_cond_destroy(&st->cond);
   pthread_mutex_destroy(&st->lock);
   free(st->ordinals);
@@ -618,6 +627,19 @@ static void lt_wake(void *state) {
   pthread_mutex_unlock(&st->lock);
 }
 
+/* A program thread waits (1) or the last one is done (0): nothing to do
+ * here, where nothing is ever pending, but the calls are counted and must
+ * alternate, starting with 1. */
+static void lt_waited(void *state, int waited) {
+  lt_state *st = state;
+  pthread_mutex_lock(&st->lock);
+  lt_waited_calls[waited != 0]++;
+  if ((waited != 0) == st->waited)
+    lt_waited_calls[2]++;
+  st->waited = waited != 0;
+  pthread_mutex_unlock(&st->lock);
+}
+
 /* --------------------------------------------------------------- graphs */
 
 #ifdef LT_GRAPHS
@@ -842,6 +864,7 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     /* launchtime: tests name it, `backend = auto` must never pick it;
      * nodevice: auto tries it first, and must skip it. */
     .priority = LT_PRIORITY,
+    .waited = lt_waited,
 #ifdef LT_GRAPHS
     .capture_begin = lt_capture_begin,
     .capture_end = lt_capture_end,
