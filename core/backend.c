@@ -269,15 +269,19 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   return 0;
 }
 
-void cua__waiting(cua_runtime *rt, int delta) {
+int cua__waiting(cua_runtime *rt, int delta) {
   if (rt->be_waited == NULL)
-    return;
+    return 0;
   pthread_mutex_lock(&rt->waiters_mu);
   int was = rt->nwaiters;
   rt->nwaiters += delta;
-  if ((was == 0) != (rt->nwaiters == 0))
-    rt->be_waited(rt->bst, rt->nwaiters != 0);
+  if (was == 0 && rt->nwaiters != 0)
+    rt->waiters_spin = rt->be_waited(rt->bst, 1) != 0;
+  else if (was != 0 && rt->nwaiters == 0)
+    (void)rt->be_waited(rt->bst, 0);
+  int spin = delta > 0 && rt->waiters_spin;
   pthread_mutex_unlock(&rt->waiters_mu);
+  return spin;
 }
 
 static int is_config_error(int rc) {

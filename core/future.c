@@ -147,8 +147,8 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   /* Completion is often microseconds away: watching the flag for a short
    * while saves the wake-up of a sleeping thread (several microseconds)
    * on the latency a caller sees. */
-  uint64_t spin_until =
-      cua__now_ns() + (timeout_ns < 20000 ? timeout_ns : 20000);
+  uint64_t start = cua__now_ns();
+  uint64_t spin_until = start + (timeout_ns < 20000 ? timeout_ns : 20000);
   while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
          cua__now_ns() < spin_until)
     cua__cpu_relax(); /* spare a sibling hyperthread (the launch thread's) */
@@ -160,9 +160,20 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   }
   if (!s->done && s->rt->be_waited != NULL) {
     /* The backend may poll the device more eagerly while someone waits;
-     * cua__sub_fire() counts this thread out. */
+     * cua__sub_fire() counts this thread out. If it does, this thread
+     * watches the flag without sleeping too, as a synchronize spins: the
+     * completion is seen at once, and waking a sleeping thread can cost
+     * tens of microseconds. */
     s->waiters++;
-    cua__waiting(s->rt, 1);
+    if (cua__waiting(s->rt, 1)) {
+      pthread_mutex_unlock(&s->mu);
+      uint64_t until = timeout_ns > UINT64_MAX - start ? UINT64_MAX
+                                                       : start + timeout_ns;
+      while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
+             cua__now_ns() < until)
+        cua__cpu_relax();
+      pthread_mutex_lock(&s->mu);
+    }
   }
   while (!s->done) {
     if (timeout_ns == UINT64_MAX) {

@@ -679,9 +679,10 @@ struct cua_runtime {
    * backend's waited() (ABI 1.10), which hears each change between none and
    * some; waiters_mu guards nwaiters and orders the calls. A leaf lock:
    * taken under a submission's mu or alone, never around rt->lock. */
-  void (*be_waited)(void *bst, int waited);
+  int (*be_waited)(void *bst, int waited);
   pthread_mutex_t waiters_mu;
   int nwaiters;
+  int waiters_spin; /* the last waited(1) returned non-zero */
   /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
    * their lists here, under rt->lock so the queue keeps decision order,
    * and it applies them while the deciding thread goes on. */
@@ -749,8 +750,10 @@ struct cua_runtime {
 int cua__backend_open(cua_runtime *rt);
 /* A program thread starts (+1) or stops (-1) waiting, or several stop at
  * once (-n): tells the backend's waited() when the count leaves or reaches
- * zero. Takes rt->waiters_mu; any thread, never under rt->lock. */
-void cua__waiting(cua_runtime *rt, int delta);
+ * zero. Returns, for a start, whether the backend polls without sleeping
+ * meanwhile (the waiter may then watch without sleeping too). Takes
+ * rt->waiters_mu; any thread, never under rt->lock. */
+int cua__waiting(cua_runtime *rt, int delta);
 
 /* runtime.c */
 int cua__ensure_streams(cua_runtime *rt, int device, int n);

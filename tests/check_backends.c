@@ -449,6 +449,53 @@ START_TEST(backend_hears_when_threads_wait_and_when_they_are_done) {
 }
 END_TEST
 
+/* A backend that polls without sleeping while someone waits has the
+ * waiters watch their futures without sleeping too: the same results, the
+ * same timeouts, every waiter counted out. */
+START_TEST(waiters_asked_to_spin_wait_and_time_out_as_sleepers_do) {
+  cua_runtime *rt = open_ok("[runtime]\nbackend = launchtime\n"
+                            "policy = round-robin\n"
+                            "[backend.launchtime]\nwaiters_spin = true\n");
+  void *h = dlopen(built("tests/modules/.libs/launchtime.so"),
+                   RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_msg(h != NULL, "launchtime.so is not loaded: %s", dlerror());
+  _Atomic long *calls = dlsym(h, "lt_waited_calls");
+  ck_assert_ptr_nonnull(calls);
+  long off0 = calls[0], on0 = calls[1];
+
+  cua_future *f = submit_sleep(rt, 50000000);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_int_eq(calls[1], on0 + 1);
+  ck_assert_int_eq(calls[0], off0 + 1);
+  cua_future_destroy(f);
+
+  /* Past its deadline a spinning waiter gives up as a sleeping one does,
+   * and three threads spin on one future until it is done. */
+  f = submit_sleep(rt, 300000000);
+  uint64_t t0 = now_ns();
+  ck_assert_int_eq(cua_future_wait_timeout(f, 30000000), CUA_ERR_TIMEDOUT);
+  ck_assert_uint_ge(now_ns() - t0, 30000000);
+  ck_assert_str_eq(cua_runtime_error(rt),
+                   "cua_future_wait_timeout: still pending after 30000000 "
+                   "ns");
+  ck_assert_int_eq(calls[1], on0 + 2);
+  ck_assert_int_eq(calls[0], off0 + 2);
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(pthread_create(&t[i], NULL, wait_future, f), 0);
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  ck_assert_int_eq(cua_future_poll(f), 0);
+  ck_assert_int_eq(calls[1] - on0, calls[0] - off0);
+  ck_assert_int_eq(calls[2], 0);
+  cua_future_destroy(f);
+  cua_runtime_destroy(rt);
+  ck_assert_int_eq(calls[1] - on0, calls[0] - off0);
+  ck_assert_int_eq(calls[2], 0);
+  dlclose(h);
+}
+END_TEST
+
 /* -------------------------------------------------------------- op kinds */
 
 START_TEST(op_kinds_are_one_list_with_names) {
@@ -495,6 +542,7 @@ static Suite *suite(void) {
   TCase *tw = tcase_create("waiting");
   tcase_set_timeout(tw, 60);
   tcase_add_test(tw, backend_hears_when_threads_wait_and_when_they_are_done);
+  tcase_add_test(tw, waiters_asked_to_spin_wait_and_time_out_as_sleepers_do);
   suite_add_tcase(s, tw);
   TCase *tk = tcase_create("op kinds");
   tcase_add_test(tk, op_kinds_are_one_list_with_names);

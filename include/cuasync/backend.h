@@ -421,16 +421,20 @@ typedef struct cua_backend_descriptor {
 
   /**
    * Whether a program thread is blocked waiting for work of this runtime
-   * (cua_future_wait() past its own short spin, cua_runtime_synchronize()):
-   * @p waited is 1 when the first such thread starts waiting, 0 when the
-   * last one is done. A backend whose wait() sleeps between polls may poll
-   * without sleeping while @p waited is 1, as the toolkit's own synchronize
-   * spins, so that the end of a long run is seen at once instead of up to
-   * a sleep late; when it goes to 1, a wait() asleep should wake up. Called
-   * from any thread, the calls in the order of the changes, never two at
-   * once; it must not call back into the runtime.
+   * (cua_future_wait() past its own short spin, cua_runtime_synchronize(),
+   * cua_runtime_destroy()): @p waited is 1 when the first such thread
+   * starts waiting, 0 when the last one is done. A backend whose wait()
+   * sleeps between polls may poll without sleeping while @p waited is 1,
+   * as the toolkit's own synchronize spins, so that the end of a long run
+   * is seen at once instead of up to a sleep late; when it goes to 1, a
+   * wait() asleep should wake up. Returns, for a 1, whether it polls so:
+   * then the threads waiting in cua_future_wait() watch their future
+   * without sleeping too (a sleeping thread's wake-up costs tens of
+   * microseconds on some machines); the return value of a 0 is ignored.
+   * Called from any thread, the calls in the order of the changes, never
+   * two at once; it must not call back into the runtime.
    */
-  void (*waited)(void *state, int waited);
+  int (*waited)(void *state, int waited);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

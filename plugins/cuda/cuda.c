@@ -2505,15 +2505,17 @@ static void cuda_wake(void *state) {
 }
 
 /* ABI 1.10. A thread starts waiting: a wait() asleep in its sleep-poll
- * phase wakes and polls on without sleeping until the last waiter is done.
- * (The callback mode is woken by its host functions anyway.) */
-static void cuda_waited(void *state, int waited) {
+ * phase wakes and polls on without sleeping until the last waiter is done,
+ * and says so, so that the waiters watch their futures without sleeping
+ * too. (The callback mode is woken by its host functions anyway.) */
+static int cuda_waited(void *state, int waited) {
   backend *be = state;
   if (!be->waited_spin || be->mode == COMPLETION_CALLBACK)
-    return;
+    return 0;
   atomic_store_explicit(&be->waited, waited, memory_order_relaxed);
   if (waited)
     cuda_wake(be);
+  return waited;
 }
 
 /* ---------------------------------------------------------------- modules */

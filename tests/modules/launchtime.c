@@ -77,7 +77,11 @@
 #endif
 
 /* Indices into the parameter schema. */
-enum { PARAM_DEVICES, PARAM_COUNT };
+#ifdef LT_NODEVICE
+enum { PARAM_REASON, PARAM_COUNT };
+#else
+enum { PARAM_DEVICES, PARAM_WAITERS_SPIN, PARAM_COUNT };
+#endif
 
 /* Fresh device memory is garbage, as on a GPU and on the host backend, so
  * that a read of memory no op wrote shows. */
@@ -92,6 +96,7 @@ typedef struct lt_state {
   uint64_t seen;       /* signals wait() has returned for; under lock */
   int woken;           /* wake() was called; under lock */
   int waited;          /* the last waited() call's value; under lock */
+  int waiters_spin;    /* [backend.launchtime] waiters_spin */
 } lt_state;
 
 /* The core's waited() calls (backend ABI 1.10), for tests/check_futures.c,
@@ -186,7 +191,7 @@ static int lt_create(const cua_backend_host *host,
   (void)state;
   set_err(err, "%s", params != NULL && params[0].s != NULL ? params[0].s : "");
   return CUA_ERR_NO_DEVICE;
-#endif
+#else
   int64_t ndev = params != NULL ? params[PARAM_DEVICES].i : 1;
   int n = ordinals != NULL ? nordinals : (int)ndev;
   if (n <= 0) {
@@ -209,6 +214,7 @@ static int lt_create(const cua_backend_host *host,
     return CUA_ERR_NOMEM;
   }
   st->ndevices = n;
+  st->waiters_spin = params != NULL && params[PARAM_WAITERS_SPIN].i != 0;
   for (int i = 0; i < n; i++)
     st->ordinals[i] = ordinals != NULL ? ordinals[i] : i;
   pthread_mutex_init(&st->lock, NULL);
@@ -219,6 +225,7 @@ static int lt_create(const cua_backend_host *host,
   pthread_condattr_destroy(&ca);
   *state = st;
   return CUA_OK;
+#endif
 }
 
 static void lt_destroy(void *state) {
@@ -629,8 +636,10 @@ static void lt_wake(void *state) {
 
 /* A program thread waits (1) or the last one is done (0): nothing to do
  * here, where nothing is ever pending, but the calls are counted and must
- * alternate, starting with 1. */
-static void lt_waited(void *state, int waited) {
+ * alternate, starting with 1. With waiters_spin, the waiting threads are
+ * asked to watch their futures without sleeping, as the CUDA backend
+ * asks. */
+static int lt_waited(void *state, int waited) {
   lt_state *st = state;
   pthread_mutex_lock(&st->lock);
   lt_waited_calls[waited != 0]++;
@@ -638,6 +647,7 @@ static void lt_waited(void *state, int waited) {
     lt_waited_calls[2]++;
   st->waited = waited != 0;
   pthread_mutex_unlock(&st->lock);
+  return waited && st->waiters_spin;
 }
 
 /* --------------------------------------------------------------- graphs */
@@ -813,6 +823,11 @@ static const cua_param_spec lt_params[PARAM_COUNT] = {
 static const cua_param_spec lt_params[PARAM_COUNT] = {
     [PARAM_DEVICES] = {"devices", CUA_PARAM_INT, "1", 1, 64, NULL,
                        "virtual devices, to run multi-device policies", 0},
+    [PARAM_WAITERS_SPIN] = {"waiters_spin", CUA_PARAM_BOOL, "false", 0, 0,
+                            NULL,
+                            "waited(1) asks the threads waiting on futures "
+                            "to watch them without sleeping",
+                            0},
 };
 #endif
 
