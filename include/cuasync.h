@@ -578,7 +578,11 @@ CUA_EXTERN int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op,
 CUA_EXTERN int cua_submit_wait(cua_runtime *rt, cua_op *op,
                                const cua_submit_options *opts, void **result);
 
-/** Waits for completion; returns the status (0 or the failure's code). */
+/** Waits for completion; returns the status (0 or the failure's code).
+ * It watches the future for 20 us, then sleeps until woken, unless the
+ * backend polls the device without sleeping while a thread waits (CUDA's
+ * `waited_spin`, on by default: cuasync.ini(5)): then it watches without
+ * sleeping until done, as cudaStreamSynchronize() spins. */
 CUA_EXTERN int cua_future_wait(cua_future *fut);
 /** Waits at most @p timeout_ns; CUA_ERR_TIMEDOUT if still pending. */
 CUA_EXTERN int cua_future_wait_timeout(cua_future *fut, uint64_t timeout_ns);
