@@ -167,8 +167,8 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
     s->waiters++;
     if (cua__waiting(s->rt, 1)) {
       pthread_mutex_unlock(&s->mu);
-      uint64_t until = timeout_ns > UINT64_MAX - start ? UINT64_MAX
-                                                       : start + timeout_ns;
+      uint64_t until =
+          timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
       while (!atomic_load_explicit(&s->done, memory_order_acquire) &&
              cua__now_ns() < until)
         cua__cpu_relax();

@@ -823,8 +823,7 @@ static const cua_param_spec lt_params[PARAM_COUNT] = {
 static const cua_param_spec lt_params[PARAM_COUNT] = {
     [PARAM_DEVICES] = {"devices", CUA_PARAM_INT, "1", 1, 64, NULL,
                        "virtual devices, to run multi-device policies", 0},
-    [PARAM_WAITERS_SPIN] = {"waiters_spin", CUA_PARAM_BOOL, "false", 0, 0,
-                            NULL,
+    [PARAM_WAITERS_SPIN] = {"waiters_spin", CUA_PARAM_BOOL, "false", 0, 0, NULL,
                             "waited(1) asks the threads waiting on futures "
                             "to watch them without sleeping",
                             0},
