@@ -725,6 +725,59 @@ START_TEST(test_wait_times_out_and_wakes) {
 }
 END_TEST
 
+static void *cu_waited_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  (void)D->waited(st, 1);
+  return NULL;
+}
+
+/* waited(1) (backend ABI 1.10) wakes a wait() asleep between polls, which
+ * then polls on without sleeping until waited(0); it says so, except in
+ * callback mode, where host functions wake the waiter anyway. */
+START_TEST(test_waited_wakes_a_sleeping_wait) {
+  const char *mode = cu_modes[_i];
+  int callback = strcmp(mode, "callback") == 0;
+  cu_open_backend(mode);
+  tstream t = cu_new_stream(0);
+  cu_op_spin(&t, 2000000000ull, 1, NULL); /* 2 s */
+  ck_assert_int_eq(D->mark(st, t.s, t.seq), 0);
+  /* Past spin_us the wait sleeps; waited(1) 50 ms later ends it. */
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, cu_waited_later, NULL), 0);
+  uint64_t t0 = cu_now_ns(), took = 0;
+  do {
+    ck_assert_int_eq(D->wait(st, 5000000000ull), 0);
+    took = cu_now_ns() - t0;
+  } while (took < 45000000);
+  pthread_join(th, NULL);
+  printf("check_cuda: [%s] waited(1) ended a 5 s wait after %.1f ms\n", mode,
+         took / 1e6);
+  if (!callback)
+    ck_assert_msg(took < 1000000000ull,
+                  "[%s] wait(5 s) ignored waited(1): %.3f ms", mode,
+                  took / 1e6);
+  /* While waited, a wait() with the kernel running returns at its
+   * deadline, polling (no mark is reached before). */
+  t0 = cu_now_ns();
+  ck_assert_int_eq(D->wait(st, 20000000), 0);
+  ck_assert_uint_lt(cu_now_ns() - t0, 1000000000ull);
+  ck_assert_int_eq(D->waited(st, 1), callback ? 0 : 1);
+  ck_assert_int_eq(D->waited(st, 0), 0);
+  uint64_t v = 0;
+  cua_backend_err err = {""};
+  for (int i = 0; i < 1000; i++) {
+    ck_assert_int_eq(D->progress(st, t.s, &v, &err), 0);
+    if (v >= t.seq)
+      break;
+    ck_assert_int_eq(D->wait(st, 100000000), 0);
+  }
+  ck_assert_uint_eq(v, t.seq);
+  cu_close_backend();
+}
+END_TEST
+
 START_TEST(test_durations_are_reported) {
   const char *mode = cu_modes[_i];
   cu_open_backend(mode);
@@ -1281,6 +1334,7 @@ static Suite *cuda_suite(void) {
   tcase_add_loop_test(tc, test_marks_and_progress_in_each_mode, 0, 3);
   tcase_add_loop_test(tc, test_wait_returns_promptly_after_a_mark, 0, 3);
   tcase_add_loop_test(tc, test_wait_times_out_and_wakes, 0, 3);
+  tcase_add_loop_test(tc, test_waited_wakes_a_sleeping_wait, 0, 3);
   tcase_add_loop_test(tc, test_durations_are_reported, 0, 3);
   tcase_add_loop_test(tc, test_destroy_with_work_in_flight, 0, 3);
   suite_add_tcase(s, tc);
