@@ -133,7 +133,11 @@ static int cu_make_params(cua_param_value *v, const char *completion,
       if (c == NULL)
         return -1;
       v[i].i = idx;
-    } else if (p->type == CUA_PARAM_INT || p->type == CUA_PARAM_BOOL) {
+    } else if (p->type == CUA_PARAM_BOOL) {
+      v[i].i = strcmp(text, "true") == 0 || strcmp(text, "yes") == 0 ||
+               strcmp(text, "on") == 0 || strcmp(text, "1") == 0;
+      v[i].d = (double)v[i].i;
+    } else if (p->type == CUA_PARAM_INT) {
       v[i].i = strtoll(text, NULL, 10);
       v[i].d = (double)v[i].i;
     } else if (p->type == CUA_PARAM_DOUBLE) {
