@@ -397,29 +397,44 @@ static void *wait_future(void *f) {
   return NULL;
 }
 
+/* The launchtime backend's count of waited() calls (lt_waited_calls),
+ * from the module the runtime loaded; *h to dlclose(). */
+static _Atomic long *waited_calls(void **h) {
+  *h = dlopen(built("tests/modules/.libs/launchtime.so"),
+              RTLD_NOW | RTLD_NOLOAD);
+  ck_assert_msg(*h != NULL, "launchtime.so is not loaded: %s", dlerror());
+  _Atomic long *calls = dlsym(*h, "lt_waited_calls");
+  ck_assert_ptr_nonnull(calls);
+  return calls;
+}
+
+/* One thread waits on a @p ns host step: waited(1) then waited(0), once
+ * each, by the time the wait returns. */
+static void wait_one(cua_runtime *rt, _Atomic long *calls, long ns) {
+  long off = calls[0], on = calls[1];
+  cua_future *f = submit_sleep(rt, ns);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_int_eq(calls[1], on + 1);
+  ck_assert_int_eq(calls[0], off + 1);
+  cua_future_destroy(f);
+}
+
 /* The backend hears when program threads start and stop waiting (once
  * for all of them, then once when the last is done), so that the CUDA one
  * polls without sleeping meanwhile; counted by the launchtime backend. */
 START_TEST(backend_hears_when_threads_wait_and_when_they_are_done) {
   cua_runtime *rt = open_ok("[runtime]\nbackend = launchtime\n"
                             "policy = round-robin\n");
-  void *h = dlopen(built("tests/modules/.libs/launchtime.so"),
-                   RTLD_NOW | RTLD_NOLOAD);
-  ck_assert_msg(h != NULL, "launchtime.so is not loaded: %s", dlerror());
-  _Atomic long *calls = dlsym(h, "lt_waited_calls");
-  ck_assert_ptr_nonnull(calls);
+  void *h;
+  _Atomic long *calls = waited_calls(&h);
   long off0 = calls[0], on0 = calls[1];
   ck_assert_int_eq(calls[2], 0);
 
   /* One thread waits: 1 while it waits, 0 once it returns. */
-  cua_future *f = submit_sleep(rt, 100000000);
-  ck_assert_int_eq(cua_future_wait(f), 0);
-  ck_assert_int_eq(calls[1], on0 + 1);
-  ck_assert_int_eq(calls[0], off0 + 1);
-  cua_future_destroy(f);
+  wait_one(rt, calls, 100000000);
 
   /* A wait that times out is counted out too. */
-  f = submit_sleep(rt, 300000000);
+  cua_future *f = submit_sleep(rt, 300000000);
   ck_assert_int_eq(cua_future_wait_timeout(f, 20000000), CUA_ERR_TIMEDOUT);
   ck_assert_int_eq(calls[1], on0 + 2);
   ck_assert_int_eq(calls[0], off0 + 2);
@@ -456,22 +471,14 @@ START_TEST(waiters_asked_to_spin_wait_and_time_out_as_sleepers_do) {
   cua_runtime *rt = open_ok("[runtime]\nbackend = launchtime\n"
                             "policy = round-robin\n"
                             "[backend.launchtime]\nwaiters_spin = true\n");
-  void *h = dlopen(built("tests/modules/.libs/launchtime.so"),
-                   RTLD_NOW | RTLD_NOLOAD);
-  ck_assert_msg(h != NULL, "launchtime.so is not loaded: %s", dlerror());
-  _Atomic long *calls = dlsym(h, "lt_waited_calls");
-  ck_assert_ptr_nonnull(calls);
+  void *h;
+  _Atomic long *calls = waited_calls(&h);
   long off0 = calls[0], on0 = calls[1];
-
-  cua_future *f = submit_sleep(rt, 50000000);
-  ck_assert_int_eq(cua_future_wait(f), 0);
-  ck_assert_int_eq(calls[1], on0 + 1);
-  ck_assert_int_eq(calls[0], off0 + 1);
-  cua_future_destroy(f);
+  wait_one(rt, calls, 50000000);
 
   /* Past its deadline a spinning waiter gives up as a sleeping one does,
    * and three threads spin on one future until it is done. */
-  f = submit_sleep(rt, 300000000);
+  cua_future *f = submit_sleep(rt, 300000000);
   uint64_t t0 = now_ns();
   ck_assert_int_eq(cua_future_wait_timeout(f, 30000000), CUA_ERR_TIMEDOUT);
   ck_assert_uint_ge(now_ns() - t0, 30000000);
