@@ -449,9 +449,17 @@ int cua__runtime_closed(const cua_runtime *rt, const char *what) {
                    what);
 }
 
-void cua_runtime_destroy(cua_runtime *rt) {
-  if (rt == NULL)
+/* Blocks until no submission is in flight, as a waiting program thread:
+ * for a simulated clock (rt->vblocked) and for the backend's waited()
+ * (cua__waiting(), taken outside rt->lock). Returns at once, telling no
+ * one, when nothing is in flight. */
+static void wait_idle(cua_runtime *rt) {
+  pthread_mutex_lock(&rt->lock);
+  if (rt->nsubs == 0) {
+    pthread_mutex_unlock(&rt->lock);
     return;
+  }
+  pthread_mutex_unlock(&rt->lock);
   cua__waiting(rt, 1);
   pthread_mutex_lock(&rt->lock);
   if (rt->vclock != NULL)
@@ -462,6 +470,12 @@ void cua_runtime_destroy(cua_runtime *rt) {
     atomic_fetch_sub(&rt->vblocked, 1);
   pthread_mutex_unlock(&rt->lock);
   cua__waiting(rt, -1);
+}
+
+void cua_runtime_destroy(cua_runtime *rt) {
+  if (rt == NULL)
+    return;
+  wait_idle(rt);
   pthread_mutex_lock(&rt->lock);
   rt->stopping = 1;
   atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
@@ -483,16 +497,7 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt == NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_runtime_synchronize: NULL runtime");
-  cua__waiting(rt, 1);
-  pthread_mutex_lock(&rt->lock);
-  if (rt->vclock != NULL)
-    atomic_fetch_add(&rt->vblocked, 1);
-  while (rt->nsubs > 0)
-    pthread_cond_wait(&rt->idle, &rt->lock);
-  if (rt->vclock != NULL)
-    atomic_fetch_sub(&rt->vblocked, 1);
-  pthread_mutex_unlock(&rt->lock);
-  cua__waiting(rt, -1);
+  wait_idle(rt);
   return 0;
 }
 

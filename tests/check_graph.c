@@ -760,12 +760,6 @@ START_TEST(launch_gives_results) {
 }
 END_TEST
 
-/* A graph's edges are the fewest that keep the DAG's order and each
- * stream's: a chain spread round-robin over four streams has one edge per
- * op but the first (a wait each, which orders it after its stream's
- * previous op too: 11 edges, not 11 + 8); independent ops have only their
- * streams' order; a diamond's join waits for both sides. The replays give
- * what running the ops in order gives. */
 /* cua_graph_placement() gives each op where the policy put it: round-robin
  * deals a zip's ops over its streams in turn, and a then keeps its op on
  * its predecessor's stream. */
@@ -830,6 +824,12 @@ START_TEST(placement_is_the_policys) {
 }
 END_TEST
 
+/* A graph's edges are the fewest that keep the DAG's order and each
+ * stream's: a chain spread round-robin over four streams has one edge per
+ * op but the first (a wait each, which orders it after its stream's
+ * previous op too: 11 edges, not 11 + 8); independent ops have only their
+ * streams' order; a diamond's join waits for both sides. The replays give
+ * what running the ops in order gives. */
 START_TEST(edges_are_the_fewest_that_keep_order) {
   /* devices = preferred: the four streams of device 0, where the
    * buffers are, however many devices there are. */

@@ -685,9 +685,10 @@ static const cua_param_spec cuda_params[PARAM_COUNT] = {
     {"waited_spin", CUA_PARAM_BOOL, "true", 0, 0, NULL,
      "while a program thread waits (cua_future_wait(), "
      "cua_runtime_synchronize()), the completion thread polls without "
-     "sleeping, as cudaStreamSynchronize() spins, so the end of a long run "
-     "is seen at once; false: it sleeps between polls after spin_us, up to "
-     "200 us",
+     "sleeping and cua_future_wait() watches its future without sleeping, "
+     "as cudaStreamSynchronize() spins, so the end of a long run is seen at "
+     "once; false: both sleep (the completion thread between polls after "
+     "spin_us, up to 200 us)",
      0},
 };
 

@@ -99,7 +99,7 @@ typedef struct lt_state {
   int waiters_spin;    /* [backend.launchtime] waiters_spin */
 } lt_state;
 
-/* The core's waited() calls (backend ABI 1.10), for tests/check_futures.c,
+/* The core's waited() calls (backend ABI 1.10), for tests/check_backends.c,
  * which finds this array with dlsym(): [0] and [1] count the calls with 0
  * and with 1, [2] the calls out of turn (a value equal to the last one, a
  * 0 first, or a 1 left at destroy()), over every instance. */
