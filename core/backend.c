@@ -263,6 +263,9 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
     rt->be_changed = d->changed;
   if (d->size >= offsetof(cua_backend_descriptor, waited) + sizeof d->waited)
     rt->be_waited = d->waited;
+  if (rt->vclock != NULL &&
+      d->size >= offsetof(cua_backend_descriptor, round) + sizeof d->round)
+    rt->be_round = d->round;
   rt->bparams = params;
   rt->nbparams = d->nparams;
   rt->host_exec = (d->flags & CUA_BACKEND_HOST_EXEC) != 0;

@@ -675,6 +675,9 @@ struct cua_runtime {
    * poll lets it move one step. */
   atomic_int vpolls;
   _Atomic uint64_t vpoll_clock;
+  /* Its round() (ABI 1.11), told of each submission's round: NULL
+   * without vclock. */
+  void (*be_round)(void *bst, size_t nodes, const char *policy);
   /* Program threads blocked in a wait (future.c, runtime.c), for the
    * backend's waited() (ABI 1.10), which hears each change between none and
    * some; waiters_mu guards nwaiters and orders the calls. A leaf lock:

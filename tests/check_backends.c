@@ -256,7 +256,7 @@ START_TEST(descriptors_declare_priorities_and_old_ones_default) {
   ck_assert_int_eq(cua__backend_priority(&d), CUA_BACKEND_PRIORITY_DEFAULT);
   d.size = sizeof d;
   ck_assert_int_eq(cua__backend_priority(&d), 77);
-  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 10);
+  ck_assert_int_eq(CUA_BACKEND_ABI_MINOR, 11);
 }
 END_TEST
 

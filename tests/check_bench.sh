@@ -237,8 +237,19 @@ n = sum(1 for e in d["traceEvents"] if e["ph"] == "X")
 sys.exit(0 if n == 128 else "%d slices, expected 128" % n)' "$tdir/$f.json" \
     >"$ERR" 2>&1 || fail "--trace: $f.json: $(cat "$ERR")"
 done
+# tools/bench/trace-host-costs.py reads the host's costs from them: the
+# timed submission of 64 ops, a prefix and a decision time per op.
+python3 "${srcdir:-.}/tools/bench/trace-host-costs.py" \
+  "$tdir/random-round-robin.json" >"$ERR" 2>&1 ||
+  fail "trace-host-costs.py: $(cat "$ERR")"
+grep -Eq '^.*random-round-robin.json: 1 submission\(s\), 64 ops: prefix [0-9]+ ns/op, decide [0-9]+ ns/op, first op at [0-9.]+ us \(medians\)$' "$ERR" ||
+  fail "trace-host-costs.py: unexpected output: $(cat "$ERR")"
+python3 "${srcdir:-.}/tools/bench/trace-host-costs.py" >"$ERR" 2>&1 &&
+  fail "trace-host-costs.py without a trace: exit 0"
+grep -q '^Usage: trace-host-costs.py' "$ERR" ||
+  fail "trace-host-costs.py without a trace: no usage: $(cat "$ERR")"
 rm -rf "$tdir"
-pass "--trace: a valid trace per contender and workload"
+pass "--trace: a valid trace per contender and workload, and its host costs"
 
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \

@@ -174,6 +174,56 @@ START_TEST(host_time) {
 }
 END_TEST
 
+/* The modelled host's round (ABI 1.11): each submission first builds its
+ * nodes and makes its policy's plan, then each launch costs the policy's
+ * decision and the launch itself. */
+#define ROUND_COSTS                                                            \
+  EXACT "host_launch_ns = 10000\nhost_build_ns = 1000\n"                       \
+        "host_plan_ns = 0, round-robin=3000\n"                                 \
+        "host_decide_ns = 2000, least-loaded=500\n"
+
+static uint64_t ten_submissions(const char *policy) {
+  cua_runtime *rt = open_sim(policy, ROUND_COSTS);
+  cua_op *ops[10];
+  int st[10];
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+    st[i] = i % 4;
+  }
+  uint64_t t = run_on(rt, ops, 10, NULL, st);
+  cua_runtime_destroy(rt);
+  return t;
+}
+
+START_TEST(host_rounds) {
+  /* Ten one-op submissions of 1 us spins over four streams. round-robin:
+   * each costs 1 node x (1 us build + 3 us plan), a 2 us decision and a
+   * 10 us launch, 16 us; the last spin ends 1 us after 160 us. */
+  ck_assert_ns(ten_submissions("round-robin"), 161000);
+  /* least-loaded: no plan, a 0.5 us decision: 11.5 us each. */
+  ck_assert_ns(ten_submissions("least-loaded"), 116000);
+  /* One submission of a zip of four 1 us spins (five nodes: the spins and
+   * the zip, which launches nothing): 5 x 4 us of build and plan before
+   * the first decision, then four decisions and launches of 12 us each;
+   * the fourth spin, on a stream of its own, ends 1 us after the last. */
+  cua_runtime *rt = open_sim("round-robin", ROUND_COSTS);
+  cua_op *ops[4], *z;
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, ops, 4), 0);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_ns(cua_runtime_now_ns(rt) - t0, 5 * 4000 + 4 * 12000 + 1000);
+  cua_future_destroy(f);
+  cua_op_destroy(z);
+  for (int i = 0; i < 4; i++)
+    cua_op_destroy(ops[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(time_stands_still_while_submitting) {
   /* Virtual time moves only while the program waits: submitting, and real
    * time passing, do not move it. */
@@ -414,6 +464,17 @@ START_TEST(bad_sections) {
   refused("gpus = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "gpus");
   refused("gpu = 4\n", CUA_ERR_CONFIG_UNKNOWN_KEY, "gpu");
   refused("data = maybe\n", CUA_ERR_CONFIG_BAD_VALUE, "data");
+  /* Host cost lists: 'NS', then 'POLICY=NS'. */
+  refused("host_plan_ns = x\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_plan_ns: 'x' is not an integer; write 'NS' "
+          "then 'POLICY=NS', comma-separated");
+  refused("host_decide_ns = 900, heft=1, heft=2\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_decide_ns: policy 'heft' given twice");
+  refused("host_decide_ns = heft=1, 900\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "host_decide_ns: '900': only the first item may be a bare NS");
+  refused("host_decide_ns = -5\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_decide_ns: -5 is out of range [0, 1e+09]");
+  refused("host_build_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "host_build_ns");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
           "/nonexistent/m.ini");
   char path[256], line[512];
@@ -429,6 +490,12 @@ START_TEST(bad_sections) {
   write_file(path, "gpus = 4\nnet_gbps = -3\n");
   snprintf(want, sizeof want, "%s:2: net_gbps: -3 is out of range", path);
   refused(line, CUA_ERR_CONFIG_OUT_OF_RANGE, want);
+  write_file(path, "gpus = 4\nhost_decide_ns = 1000, =3\n");
+  snprintf(want, sizeof want,
+           "%s:2: host_decide_ns: '=3' names no policy; write 'NS' then "
+           "'POLICY=NS', comma-separated",
+           path);
+  refused(line, CUA_ERR_CONFIG_BAD_VALUE, want);
   write_file(path, "gpus 4\n");
   snprintf(want, sizeof want, "%s:1: expected 'key = value'", path);
   refused(line, CUA_ERR_CONFIG_SYNTAX, want);
@@ -496,6 +563,7 @@ int main(void) {
   tcase_add_test(tc, shared_link);
   tcase_add_test(tc, peer_and_network);
   tcase_add_test(tc, host_time);
+  tcase_add_test(tc, host_rounds);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);
   tcase_add_test(tc, deterministic);

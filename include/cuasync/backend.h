@@ -40,8 +40,9 @@
  * 1.8: cua_backend_op::est_ns, cua_backend_host::quiescent, clock_ns,
  *      changed.
  * 1.9: capture_deps.
- * 1.10: waited. */
-#define CUA_BACKEND_ABI_MINOR 10
+ * 1.10: waited.
+ * 1.11: round. */
+#define CUA_BACKEND_ABI_MINOR 11
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
 /** Stream functions run on a host worker when the stream reaches them,
@@ -435,6 +436,24 @@ typedef struct cua_backend_descriptor {
    * two at once; it must not call back into the runtime.
    */
   int (*waited)(void *state, int waited);
+
+  /* ABI 1.11 (optional; read only from a backend with clock_ns) */
+
+  /**
+   * For a backend with a clock of its own (clock_ns, a simulator), which
+   * models the host's time: a submission's scheduling round begins. Before
+   * its first command the core has built @p nodes nodes (the submission's
+   * ops not yet run, after validation and buffer hazards) and, for a policy
+   * that plans a whole DAG at once (heft, dmda), made that plan; every
+   * launch(), event_record() and stream_wait_event() until the next call
+   * belongs to this round, and each launch() follows the decision of its op
+   * by @p policy (the name of the policy module deciding the round). A
+   * simulator charges the modelled host thread for these steps before the
+   * round's first op can start. Called with the runtime lock held, from the
+   * submitting thread; it must not call back into the runtime and must not
+   * fail.
+   */
+  void (*round)(void *state, size_t nodes, const char *policy);
 } cua_backend_descriptor;
 
 #ifdef __cplusplus

@@ -71,6 +71,16 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "than its launch ends (0: the host takes no time)", 0},
     {"host_event_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
      "host time of each event record and cross-stream wait, ns", 0},
+    {"host_build_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
+     "host time to build each node of a submission, ns: the whole "
+     "submission is built before its first decision", 0},
+    {"host_plan_ns", CUA_PARAM_STRING, "0", 0, 0, nullptr,
+     "host time per node of a policy's plan of a whole submission, made "
+     "after the build and before the first decision: 'NS' for every policy, "
+     "then 'POLICY=NS' for those that differ ('0, heft=300')", 0},
+    {"host_decide_ns", CUA_PARAM_STRING, "0", 0, 0, nullptr,
+     "host time of a policy's decision on each op, before its launch: 'NS', "
+     "then 'POLICY=NS' for those that differ ('900, dmda=2000')", 0},
 };
 /* clang-format on */
 
@@ -89,6 +99,7 @@ struct Val {
   bool set = false;
   double d = 0;
   long long i = 0;
+  sim_costs c; /* STRING: the host cost lists */
 };
 
 std::string trim(const std::string &s) {
@@ -124,6 +135,11 @@ int parse_value(int k, const std::string &text, Val *v, std::string &why) {
     }
     why = "'" + text + "' is not one of " + ch;
     return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  if (p.type == CUA_PARAM_STRING) {
+    int rc = sim_costs_parse(text, &v->c, why);
+    v->set = rc == 0;
+    return rc;
   }
   double d;
   if (p.type == CUA_PARAM_INT) {
@@ -231,6 +247,16 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
       if (k != SIM_PARAM_MACHINE && params[k].present) {
         vals[k].i = params[k].i;
         vals[k].d = params[k].d;
+        if (sim_params[k].type == CUA_PARAM_STRING) {
+          std::string why;
+          int rc =
+              sim_costs_parse(params[k].s ? params[k].s : "", &vals[k].c, why);
+          if (rc != 0) {
+            set_err(err, "[backend.sim] %s: %s", sim_params[k].name,
+                    why.c_str());
+            return rc;
+          }
+        }
       }
   m->gpus = (int)vals[SIM_PARAM_GPUS].i;
   m->gpus_per_node = (int)vals[SIM_PARAM_GPUS_PER_NODE].i;
@@ -254,6 +280,72 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->seed = (unsigned long long)vals[SIM_PARAM_SEED].i;
   m->host_launch_ns = vals[SIM_PARAM_HOST_LAUNCH_NS].i;
   m->host_event_ns = vals[SIM_PARAM_HOST_EVENT_NS].i;
+  m->host_build_ns = vals[SIM_PARAM_HOST_BUILD_NS].i;
+  m->host_plan = vals[SIM_PARAM_HOST_PLAN_NS].c;
+  m->host_decide = vals[SIM_PARAM_HOST_DECIDE_NS].c;
+  return 0;
+}
+
+/* ------------------------------------------------------------ host costs */
+
+long long sim_costs::get(const char *name) const {
+  if (name != nullptr)
+    for (const auto &b : by)
+      if (b.first == name)
+        return b.second;
+  return dflt;
+}
+
+int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
+  sim_costs out;
+  bool have_dflt = false;
+  size_t pos = 0;
+  const char *form = "; write 'NS' then 'POLICY=NS', comma-separated";
+  for (;;) {
+    size_t comma = text.find(',', pos);
+    std::string item = trim(
+        text.substr(pos, comma == std::string::npos ? comma : comma - pos));
+    std::string name;
+    size_t eq = item.find('=');
+    std::string num = item;
+    if (eq != std::string::npos) {
+      name = trim(item.substr(0, eq));
+      num = trim(item.substr(eq + 1));
+      if (name.empty()) {
+        why = "'" + item + "' names no policy" + form;
+        return CUA_ERR_CONFIG_BAD_VALUE;
+      }
+      for (const auto &b : out.by)
+        if (b.first == name) {
+          why = "policy '" + name + "' given twice";
+          return CUA_ERR_CONFIG_BAD_VALUE;
+        }
+    } else if (have_dflt || !out.by.empty()) {
+      why = "'" + item + "': only the first item may be a bare NS" + form;
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    errno = 0;
+    char *end = nullptr;
+    long long v = strtoll(num.c_str(), &end, 10);
+    if (num.empty() || end == num.c_str() || *end != '\0' || errno != 0) {
+      why = "'" + num + "' is not an integer" + form;
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    if (v < 0 || v > 1000000000LL) {
+      why = num + " is out of range [0, 1e+09]";
+      return CUA_ERR_CONFIG_OUT_OF_RANGE;
+    }
+    if (name.empty()) {
+      out.dflt = v;
+      have_dflt = true;
+    } else {
+      out.by.emplace_back(name, v);
+    }
+    if (comma == std::string::npos)
+      break;
+    pos = comma + 1;
+  }
+  *c = out;
   return 0;
 }
 

@@ -19,9 +19,11 @@
  * activity (an execution on its GPU, or a transfer over the links) that
  * the actor waits for, in virtual time; a mark sets the stream's progress
  * and lists it for changed(); a record and a wait are a generation counter
- * and the event's list of waiting streams. With host_launch_ns or
- * host_event_ns, an item also waits until its host call ends on the
- * session's modelled host thread.
+ * and the event's list of waiting streams. With the host_* costs, an item
+ * also waits until its host call ends on the session's modelled host
+ * thread: a submission's round (round(), ABI 1.11) first charges it the
+ * build of every node and the policy's plan, then each launch its
+ * decision and the launch, each record and wait host_event_ns.
  *
  * Time. Virtual time moves on only when the gateway blocks on "the next
  * end", which it does only when every session has nothing running or (1)
@@ -135,6 +137,7 @@ struct SimState {
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
+  long long decide_ns = 0;       /* host_decide_ns of the last round's policy */
   std::vector<uint64_t> used;    /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
@@ -576,7 +579,9 @@ bool same_machine(const sim_machine &a, const sim_machine &b) {
          a.kernel_ns == b.kernel_ns && a.pcie_lat_ns == b.pcie_lat_ns &&
          a.nvlink_lat_ns == b.nvlink_lat_ns && a.net_lat_ns == b.net_lat_ns &&
          a.seed == b.seed && a.host_launch_ns == b.host_launch_ns &&
-         a.host_event_ns == b.host_event_ns;
+         a.host_event_ns == b.host_event_ns &&
+         a.host_build_ns == b.host_build_ns && a.host_plan == b.host_plan &&
+         a.host_decide == b.host_decide;
 }
 
 /* Under g.life: starts the simulation of @p m. */
@@ -661,9 +666,9 @@ uint64_t host_call(SimState *st, long long ns) {
   return st->host_cursor;
 }
 
-void push(SimStream *s, Item it, long long host_ns = 0) {
+void push(SimStream *s, Item it, long long host_ns = 0, bool decided = false) {
   pthread_mutex_lock(&g.mu);
-  it.ready = host_call(s->st, host_ns);
+  it.ready = host_call(s->st, host_ns + (decided ? s->st->decide_ns : 0));
   s->q.push_back(it);
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
@@ -995,7 +1000,7 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
   size_t n = op->size < sizeof it.op ? op->size : sizeof it.op;
   memcpy(&it.op, op, n);
   it.op.kernel_params = nullptr; /* valid only during this call */
-  push(SS(s), it, st->m.host_launch_ns);
+  push(SS(s), it, st->m.host_launch_ns, true);
   return 0;
 }
 
@@ -1117,6 +1122,18 @@ uint64_t sim_clock_ns(void *state) {
   return g.vnow.load(std::memory_order_acquire);
 }
 
+/* A submission's round (ABI 1.11): the modelled host builds its nodes and
+ * makes the policy's plan before the round's first launch, and each launch
+ * costs the policy's decision from now on. */
+void sim_round(void *state, size_t nodes, const char *policy) {
+  SimState *st = S(state);
+  long long per = st->m.host_build_ns + st->m.host_plan.get(policy);
+  pthread_mutex_lock(&g.mu);
+  (void)host_call(st, per * (long long)nodes);
+  st->decide_ns = st->m.host_decide.get(policy);
+  pthread_mutex_unlock(&g.mu);
+}
+
 } /* namespace */
 
 extern "C" {
@@ -1170,6 +1187,7 @@ CUA__BACKEND_EXPORT const cua_backend_descriptor cua_backend_entry = {
     sim_changed,
     nullptr, /* capture_deps */
     nullptr, /* waited */
+    sim_round,
 };
 
 } /* extern "C" */

@@ -48,10 +48,29 @@ enum {
   SIM_PARAM_SEED,
   SIM_PARAM_HOST_LAUNCH_NS,
   SIM_PARAM_HOST_EVENT_NS,
+  SIM_PARAM_HOST_BUILD_NS,
+  SIM_PARAM_HOST_PLAN_NS,
+  SIM_PARAM_HOST_DECIDE_NS,
   SIM_PARAM_COUNT
 };
 
 extern const cua_param_spec sim_params[SIM_PARAM_COUNT];
+
+/** A host cost per policy: "NS" for every policy, then "POLICY=NS" for
+ * the ones that differ ("900, heft=2500"). */
+struct sim_costs {
+  long long dflt = 0;
+  std::vector<std::pair<std::string, long long>> by;
+  /** The cost for policy @p name. */
+  long long get(const char *name) const;
+  bool operator==(const sim_costs &o) const {
+    return dflt == o.dflt && by == o.by;
+  }
+};
+
+/** Parses @p text into @p c; 0, or CUA_ERR_CONFIG_BAD_VALUE /
+ * CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
+int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why);
 
 /** The simulated machine. */
 struct sim_machine {
@@ -59,7 +78,8 @@ struct sim_machine {
   double speed, hbm_gbps, pcie_gbps, nvlink_gbps, net_gbps, jitter;
   long long launch_ns, kernel_ns, pcie_lat_ns, nvlink_lat_ns, net_lat_ns;
   unsigned long long seed;
-  long long host_launch_ns, host_event_ns;
+  long long host_launch_ns, host_event_ns, host_build_ns;
+  sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
 
