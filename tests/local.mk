@@ -57,7 +57,8 @@ SIM_TESTS = \
 	tests/sim/ops.sh \
 	tests/sim/ordering.sh \
 	tests/sim/random_dag.sh \
-	tests/sim/conformance.sh
+	tests/sim/conformance.sh \
+	tests/sim/calibrate.sh
 EXTRA_DIST += $(SIM_TESTS) tests/check_sim.c
 if HAVE_SIMGRID
 check_PROGRAMS += tests/check_sim
