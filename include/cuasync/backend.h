@@ -444,14 +444,16 @@ typedef struct cua_backend_descriptor {
    * models the host's time: a submission's scheduling round begins. Before
    * its first command the core has built @p nodes nodes (the submission's
    * ops not yet run, after validation and buffer hazards) and, for a policy
-   * that plans a whole DAG at once (heft, dmda), made that plan; every
-   * launch(), event_record() and stream_wait_event() until the next call
-   * belongs to this round, and each launch() follows the decision of its op
-   * by @p policy (the name of the policy module deciding the round). A
-   * simulator charges the modelled host thread for these steps before the
-   * round's first op can start. Called with the runtime lock held, from the
-   * submitting thread; it must not call back into the runtime and must not
-   * fail.
+   * that plans a whole DAG at once (one with submission_begin(), as heft),
+   * made that plan; then each launch() of the round follows the decision of
+   * its op by @p policy (the name of the policy module deciding the round).
+   * With one submitting thread, every launch(), event_record() and
+   * stream_wait_event() until the next call belongs to this round (with
+   * several, rounds' commands may interleave); launches of ops decided
+   * later, by the completion thread, follow no call. A simulator charges
+   * its modelled host thread for these steps before the round's first op
+   * can start. Called with the runtime lock held, from the submitting
+   * thread; it must not call back into the runtime and must not fail.
    */
   void (*round)(void *state, size_t nodes, const char *policy);
 } cua_backend_descriptor;
