@@ -283,6 +283,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
       bo.op = n->op_id;
   }
   bo.est_ns = n->est_cost; /* what a simulator runs it for (ABI 1.8) */
+  bo.policy = n->placed_by != NULL ? n->placed_by->name : NULL; /* 1.11 */
   cua_backend_err err;
   err.msg[0] = '\0';
   void *native = NULL;

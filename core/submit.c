@@ -142,8 +142,10 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__dag_begin(rt, sub, b.order, b.n);
   if (rt->be_round != NULL) {
     /* A simulator charges its modelled host for the build and the plan. */
-    const cua__polinst *rp = pol != NULL ? pol : rt->policy;
-    rt->be_round(rt->bst, b.n, rp != NULL ? rp->name : "");
+    const cua__polinst *rp = sub->on_stream ? NULL
+                             : pol != NULL  ? pol
+                                            : rt->policy;
+    rt->be_round(rt->bst, b.n, rp != NULL ? rp->name : NULL);
   }
   cua__round r;
   cua__round_init(rt, &r);

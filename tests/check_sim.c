@@ -175,39 +175,56 @@ START_TEST(host_time) {
 END_TEST
 
 /* The modelled host's round (ABI 1.11): each submission first builds its
- * nodes and makes its policy's plan, then each launch costs the policy's
- * decision and the launch itself. */
+ * nodes and makes its policy's plan, then each launch costs the decision
+ * of the policy that placed the op and the launch itself. */
 #define ROUND_COSTS                                                            \
   EXACT "host_launch_ns = 10000\nhost_build_ns = 1000\n"                       \
         "host_plan_ns = 0, round-robin=3000\n"                                 \
         "host_decide_ns = 2000, least-loaded=500\n"
 
-static uint64_t ten_submissions(const char *policy) {
-  cua_runtime *rt = open_sim(policy, ROUND_COSTS);
+/* Ten one-op submissions of 1 us spins, each placed by @p policy (or, with
+ * @p pinned, by the program on stream i % 4); the virtual time they take. */
+static uint64_t ten_submissions(const char *policy, const char *sim,
+                                int pinned) {
+  cua_runtime *rt = open_sim(policy, sim);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  cua_future *f[10];
   cua_op *ops[10];
-  int st[10];
   for (int i = 0; i < 10; i++) {
     ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
-    st[i] = i % 4;
+    int rc = pinned ? cua_submit_on(&f[i], rt, ops[i], 0, i % 4)
+                    : cua_submit(&f[i], rt, ops[i], NULL);
+    ck_assert_msg(rc == 0, "submit: %s", cua_runtime_error(rt));
   }
-  uint64_t t = run_on(rt, ops, 10, NULL, st);
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(cua_future_wait(f[i]), 0);
+    cua_future_destroy(f[i]);
+    cua_op_destroy(ops[i]);
+  }
+  uint64_t t = cua_runtime_now_ns(rt) - t0;
   cua_runtime_destroy(rt);
   return t;
 }
 
 START_TEST(host_rounds) {
-  /* Ten one-op submissions of 1 us spins over four streams. round-robin:
-   * each costs 1 node x (1 us build + 3 us plan), a 2 us decision and a
-   * 10 us launch, 16 us; the last spin ends 1 us after 160 us. */
-  ck_assert_ns(ten_submissions("round-robin"), 161000);
+  /* round-robin: each submission costs 1 node x (1 us build + 3 us plan),
+   * a 2 us decision and a 10 us launch, 16 us; the last spin ends 1 us
+   * after 160 us. */
+  ck_assert_ns(ten_submissions("round-robin", ROUND_COSTS, 0), 161000);
   /* least-loaded: no plan, a 0.5 us decision: 11.5 us each. */
-  ck_assert_ns(ten_submissions("least-loaded"), 116000);
+  ck_assert_ns(ten_submissions("least-loaded", ROUND_COSTS, 0), 116000);
+  /* Placed by the program: no plan and no decision, 11 us each. */
+  ck_assert_ns(ten_submissions("round-robin", ROUND_COSTS, 1), 111000);
+  /* The build alone still delays the launch that follows it. */
+  ck_assert_ns(
+      ten_submissions("round-robin", EXACT "host_build_ns = 100000\n", 0),
+      1001000);
   /* One submission of a zip of four 1 us spins (five nodes: the spins and
    * the zip, which launches nothing): 5 x 4 us of build and plan before
    * the first decision, then four decisions and launches of 12 us each;
    * the fourth spin, on a stream of its own, ends 1 us after the last. */
   cua_runtime *rt = open_sim("round-robin", ROUND_COSTS);
-  cua_op *ops[4], *z;
+  cua_op *ops[8], *z;
   for (int i = 0; i < 4; i++)
     ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
   ck_assert_int_eq(cua_op_zip(&z, ops, 4), 0);
@@ -219,6 +236,25 @@ START_TEST(host_rounds) {
   cua_future_destroy(f);
   cua_op_destroy(z);
   for (int i = 0; i < 4; i++)
+    cua_op_destroy(ops[i]);
+  cua_runtime_destroy(rt);
+  /* A graph's replay decides nothing: eight 1 us spins over four streams
+   * take 2 us with a decision cost as without one. */
+  rt = open_sim("round-robin", EXACT "host_decide_ns = 10000\n");
+  for (int i = 0; i < 8; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, ops, 8), 0);
+  cua_graph *g = NULL;
+  int rc = cua_graph_create(&g, rt, z, NULL);
+  ck_assert_msg(rc == 0, "graph: %s", cua_runtime_error(rt));
+  t0 = cua_runtime_now_ns(rt);
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  ck_assert_ns(cua_runtime_now_ns(rt) - t0, 2000);
+  cua_future_destroy(f);
+  cua_graph_destroy(g);
+  cua_op_destroy(z);
+  for (int i = 0; i < 8; i++)
     cua_op_destroy(ops[i]);
   cua_runtime_destroy(rt);
 }
@@ -474,6 +510,13 @@ START_TEST(bad_sections) {
           "host_decide_ns: '900': only the first item may be a bare NS");
   refused("host_decide_ns = -5\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] host_decide_ns: -5 is out of range [0, 1e+09]");
+  refused("host_decide_ns = 99999999999999999999\n",
+          CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "host_decide_ns: 99999999999999999999 is out of range");
+  refused("host_decide_ns = 900, heft=1,\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_decide_ns: an empty item; write 'NS' then");
+  refused("host_plan_ns = a b=3\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "host_plan_ns: 'a b' is not a policy name");
   refused("host_build_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "host_build_ns");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
           "/nonexistent/m.ini");

@@ -41,7 +41,7 @@
  *      changed.
  * 1.9: capture_deps.
  * 1.10: waited.
- * 1.11: round. */
+ * 1.11: round, cua_backend_op::policy. */
 #define CUA_BACKEND_ABI_MINOR 11
 #define CUA_BACKEND_ENTRY_SYMBOL "cua_backend_entry"
 
@@ -187,6 +187,11 @@ typedef struct cua_backend_op {
    * the mean of its performance model, else its cost hint; 0 when it has
    * neither. A simulator runs the op for this long. */
   uint64_t est_ns;
+  /** ABI 1.11. The name of the policy module that decided where this op
+   * runs, or NULL when no policy did (a placement the program gave with
+   * cua_submit_on(), an op of a graph's replay). A simulator that models
+   * the host charges the policy's decision before the launch. */
+  const char *policy;
 } cua_backend_op;
 
 /**
@@ -443,17 +448,18 @@ typedef struct cua_backend_descriptor {
    * For a backend with a clock of its own (clock_ns, a simulator), which
    * models the host's time: a submission's scheduling round begins. Before
    * its first command the core has built @p nodes nodes (the submission's
-   * ops not yet run, after validation and buffer hazards) and, for a policy
-   * that plans a whole DAG at once (one with submission_begin(), as heft),
-   * made that plan; then each launch() of the round follows the decision of
-   * its op by @p policy (the name of the policy module deciding the round).
-   * With one submitting thread, every launch(), event_record() and
-   * stream_wait_event() until the next call belongs to this round (with
-   * several, rounds' commands may interleave); launches of ops decided
-   * later, by the completion thread, follow no call. A simulator charges
-   * its modelled host thread for these steps before the round's first op
-   * can start. Called with the runtime lock held, from the submitting
-   * thread; it must not call back into the runtime and must not fail.
+   * ops not yet run, after validation and buffer hazards, its virtual nodes
+   * included) and, where @p policy plans a whole DAG at once (a policy with
+   * submission_begin(), as heft), made that plan. @p policy is the name of
+   * the policy module deciding the round, or NULL when the program placed
+   * the submission itself (cua_submit_on()). Each op a policy then places
+   * carries its name in cua_backend_op::policy. With one submitting
+   * thread, every launch(), event_record() and stream_wait_event() until
+   * the next call belongs to this round (with several, rounds' commands
+   * may interleave). A simulator charges its modelled host thread for the
+   * build and the plan before the round's first op can start. Called with
+   * the runtime lock held, from the submitting thread; it must not call
+   * back into the runtime and must not fail.
    */
   void (*round)(void *state, size_t nodes, const char *policy);
 } cua_backend_descriptor;

@@ -76,11 +76,13 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "submission is built before its first decision", 0},
     {"host_plan_ns", CUA_PARAM_STRING, "0", 0, 0, nullptr,
      "host time per node of a policy's plan of a whole submission, made "
-     "after the build and before the first decision: 'NS' for every policy, "
-     "then 'POLICY=NS' for those that differ ('0, heft=300')", 0},
+     "after the build and before the first decision: 'NS' for every policy "
+     "(0 if left out), then 'POLICY=NS' for those that differ ('0, "
+     "heft=300')", 0},
     {"host_decide_ns", CUA_PARAM_STRING, "0", 0, 0, nullptr,
-     "host time of a policy's decision on each op, before its launch: 'NS', "
-     "then 'POLICY=NS' for those that differ ('900, dmda=2000')", 0},
+     "host time of a policy's decision on each op it places, before the "
+     "launch: 'NS' (0 if left out), then 'POLICY=NS' for those that differ "
+     "('900, dmda=2000')", 0},
 };
 /* clang-format on */
 
@@ -308,11 +310,23 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
     std::string name;
     size_t eq = item.find('=');
     std::string num = item;
+    if (item.empty()) {
+      why = "an empty item" + std::string(form);
+      return CUA_ERR_CONFIG_BAD_VALUE;
+    }
     if (eq != std::string::npos) {
       name = trim(item.substr(0, eq));
       num = trim(item.substr(eq + 1));
       if (name.empty()) {
         why = "'" + item + "' names no policy" + form;
+        return CUA_ERR_CONFIG_BAD_VALUE;
+      }
+      if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                 "qrstuvwxyz0123456789_.-") !=
+          std::string::npos) {
+        why = "'" + name +
+              "' is not a policy name (letters, digits, '_', "
+              "'.', '-')";
         return CUA_ERR_CONFIG_BAD_VALUE;
       }
       for (const auto &b : out.by)
@@ -327,11 +341,12 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
     errno = 0;
     char *end = nullptr;
     long long v = strtoll(num.c_str(), &end, 10);
-    if (num.empty() || end == num.c_str() || *end != '\0' || errno != 0) {
+    if (num.empty() || end == num.c_str() || *end != '\0' ||
+        (errno != 0 && errno != ERANGE)) {
       why = "'" + num + "' is not an integer" + form;
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
-    if (v < 0 || v > 1000000000LL) {
+    if (errno == ERANGE || v < 0 || v > 1000000000LL) {
       why = num + " is out of range [0, 1e+09]";
       return CUA_ERR_CONFIG_OUT_OF_RANGE;
     }

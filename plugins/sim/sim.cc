@@ -22,8 +22,9 @@
  * and the event's list of waiting streams. With the host_* costs, an item
  * also waits until its host call ends on the session's modelled host
  * thread: a submission's round (round(), ABI 1.11) first charges it the
- * build of every node and the policy's plan, then each launch its
- * decision and the launch, each record and wait host_event_ns.
+ * build of every node and the policy's plan, then each launch the
+ * decision of the policy that placed the op (cua_backend_op::policy) and
+ * the launch, each record and wait host_event_ns.
  *
  * Time. Virtual time moves on only when the gateway blocks on "the next
  * end", which it does only when every session has nothing running or (1)
@@ -137,7 +138,6 @@ struct SimState {
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
-  long long decide_ns = 0;       /* host_decide_ns of the last round's policy */
   std::vector<uint64_t> used;    /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
@@ -568,8 +568,9 @@ void *sim_thread(void *arg) {
   return nullptr;
 }
 
-/* Whether two machines are the same simulation (data and the devices
- * chosen may differ). */
+/* Whether two machines are the same simulation (data, the devices chosen
+ * and the modelled host's costs, which are each runtime's own, may
+ * differ). */
 bool same_machine(const sim_machine &a, const sim_machine &b) {
   return a.gpus == b.gpus && a.gpus_per_node == b.gpus_per_node &&
          a.sms == b.sms && a.memory_gb == b.memory_gb && a.speed == b.speed &&
@@ -578,10 +579,7 @@ bool same_machine(const sim_machine &a, const sim_machine &b) {
          a.jitter == b.jitter && a.launch_ns == b.launch_ns &&
          a.kernel_ns == b.kernel_ns && a.pcie_lat_ns == b.pcie_lat_ns &&
          a.nvlink_lat_ns == b.nvlink_lat_ns && a.net_lat_ns == b.net_lat_ns &&
-         a.seed == b.seed && a.host_launch_ns == b.host_launch_ns &&
-         a.host_event_ns == b.host_event_ns &&
-         a.host_build_ns == b.host_build_ns && a.host_plan == b.host_plan &&
-         a.host_decide == b.host_decide;
+         a.seed == b.seed;
 }
 
 /* Under g.life: starts the simulation of @p m. */
@@ -655,20 +653,21 @@ void wake_locked(SimStream *s) {
 }
 
 /* Under g.mu: the virtual time at which a host call of @p ns made now ends
- * on session @p st's modelled host thread (0 when it costs nothing). */
+ * on session @p st's modelled host thread (0 when that is now: a call that
+ * costs nothing still comes after the host's earlier work). */
 uint64_t host_call(SimState *st, long long ns) {
-  if (ns <= 0)
-    return 0;
   uint64_t now = g.vnow.load();
+  if (ns <= 0)
+    return st->host_cursor > now ? st->host_cursor : 0;
   if (st->host_cursor < now)
     st->host_cursor = now;
   st->host_cursor += (uint64_t)ns;
   return st->host_cursor;
 }
 
-void push(SimStream *s, Item it, long long host_ns = 0, bool decided = false) {
+void push(SimStream *s, Item it, long long host_ns = 0) {
   pthread_mutex_lock(&g.mu);
-  it.ready = host_call(s->st, host_ns + (decided ? s->st->decide_ns : 0));
+  it.ready = host_call(s->st, host_ns);
   s->q.push_back(it);
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
@@ -1000,7 +999,14 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
   size_t n = op->size < sizeof it.op ? op->size : sizeof it.op;
   memcpy(&it.op, op, n);
   it.op.kernel_params = nullptr; /* valid only during this call */
-  push(SS(s), it, st->m.host_launch_ns, true);
+  /* The policy's decision, then the launch (ABI 1.11: no policy, no
+   * decision; an older core tells none). */
+  const char *pol =
+      op->size >= offsetof(cua_backend_op, policy) + sizeof op->policy
+          ? op->policy
+          : nullptr;
+  long long decide = pol != nullptr ? st->m.host_decide.get(pol) : 0;
+  push(SS(s), it, st->m.host_launch_ns + decide);
   return 0;
 }
 
@@ -1123,14 +1129,13 @@ uint64_t sim_clock_ns(void *state) {
 }
 
 /* A submission's round (ABI 1.11): the modelled host builds its nodes and
- * makes the policy's plan before the round's first launch, and each launch
- * costs the policy's decision from now on. */
+ * makes the policy's plan before the round's first launch. */
 void sim_round(void *state, size_t nodes, const char *policy) {
   SimState *st = S(state);
-  long long per = st->m.host_build_ns + st->m.host_plan.get(policy);
+  long long per = st->m.host_build_ns +
+                  (policy != nullptr ? st->m.host_plan.get(policy) : 0);
   pthread_mutex_lock(&g.mu);
   (void)host_call(st, per * (long long)nodes);
-  st->decide_ns = st->m.host_decide.get(policy);
   pthread_mutex_unlock(&g.mu);
 }
 

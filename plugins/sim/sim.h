@@ -56,16 +56,13 @@ enum {
 
 extern const cua_param_spec sim_params[SIM_PARAM_COUNT];
 
-/** A host cost per policy: "NS" for every policy, then "POLICY=NS" for
- * the ones that differ ("900, heft=2500"). */
+/** A host cost per policy: "NS" for every policy (0 if left out), then
+ * "POLICY=NS" for the ones that differ ("900, heft=2500"). */
 struct sim_costs {
   long long dflt = 0;
   std::vector<std::pair<std::string, long long>> by;
   /** The cost for policy @p name. */
   long long get(const char *name) const;
-  bool operator==(const sim_costs &o) const {
-    return dflt == o.dflt && by == o.by;
-  }
 };
 
 /** Parses @p text into @p c; 0, or CUA_ERR_CONFIG_BAD_VALUE /

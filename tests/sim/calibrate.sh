@@ -6,6 +6,10 @@
 # (the build and the decisions take virtual time) against the same machine
 # without them. Deterministic: virtual time only.
 set -u
+command -v python3 >/dev/null 2>&1 || {
+  echo "SKIP: no python3"
+  exit 77
+}
 top=${srcdir:-.}
 dir=sim-calibrate.$$
 trap 'rm -rf "$dir"' EXIT
@@ -45,4 +49,8 @@ python3 "$top/tools/bench/trace-host-costs.py" --sim \
   fail "two traces of one policy: exit 0"
 grep -q "a second trace of policy round-robin" "$dir/out" ||
   fail "two traces of one policy: $(cat "$dir/out")"
+python3 "$top/tools/bench/trace-host-costs.py" --help >"$dir/out" 2>&1
+[ $? -eq 2 ] || fail "--help: not exit 2: $(cat "$dir/out")"
+grep -q "unknown option --help" "$dir/out" ||
+  fail "--help: $(cat "$dir/out")"
 echo "PASS: calibrated host keys, makespan $h ns against $d ns"

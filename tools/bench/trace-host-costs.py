@@ -10,7 +10,9 @@ reads the 'submit' instant and the 'place' instants of its ops:
 
   prefix   (first place - submit) / ops: the build of every node, and a
            planning policy's plan, before the first decision
-           (host_build_ns + host_plan_ns);
+           (host_build_ns + host_plan_ns; ops are the placed ones, where
+           the sim charges every node, a zip's too: for DAGs of device
+           ops only, as cuasync-bench's, the two counts are equal);
   decide   (last place - first place) / (ops - 1): each decision with the
            launches and waits applied between them (host_decide_ns, with
            host_launch_ns and host_event_ns left at 0);
@@ -22,7 +24,9 @@ With --sim it prints, from traces of one runtime per policy (the policy is
 read from the 'place' instants), the [backend.sim] host keys that give
 each policy its measured prefix and decision time: host_build_ns the
 smallest prefix, host_plan_ns the rest of each policy's, host_decide_ns
-each policy's decision time (their median as the default).
+each policy's decision time (their median as the default); a trace with
+one submission is used whole. Exit 0, 1 when a trace cannot be used, 2 on
+bad usage.
 """
 import gzip
 import json
@@ -66,7 +70,8 @@ def submissions(path):
 def sim_keys(paths):
     prefix, decide = {}, {}
     for path in paths:
-        timed = submissions(path)[1:]
+        subs = submissions(path)
+        timed = subs[1:] or subs
         if not timed or not timed[0]["policy"]:
             sys.stderr.write(f"{path}: no timed submission with a policy\n")
             return 1
@@ -95,7 +100,10 @@ def main(argv):
     show_all = "--all" in argv
     sim = "--sim" in argv
     paths = [a for a in argv if a not in ("--all", "--sim")]
-    if not paths or (show_all and sim):
+    bad = [a for a in paths if a.startswith("-")]
+    if not paths or (show_all and sim) or bad:
+        if bad:
+            sys.stderr.write(f"trace-host-costs.py: unknown option {bad[0]}\n")
         sys.stderr.write(__doc__)
         return 2
     if sim:
