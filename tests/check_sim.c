@@ -26,15 +26,18 @@ static cua_runtime *open_sim(const char *policy, const char *sim) {
   return rt;
 }
 
-/* Submits every op of @p ops on (device, stream) of @p where, waits for
- * them all and returns the virtual time it took. */
+/* Submits every op of @p ops on (device, stream) of @p where (a stream
+ * below 0: where the policy places it), waits for them all and returns
+ * the virtual time it took. */
 static uint64_t run_on(cua_runtime *rt, cua_op **ops, int n, const int *dev,
                        const int *stream) {
   cua_future *f[64];
   ck_assert_int_le(n, 64);
   uint64_t t0 = cua_runtime_now_ns(rt);
   for (int i = 0; i < n; i++) {
-    int rc = cua_submit_on(&f[i], rt, ops[i], dev ? dev[i] : 0, stream[i]);
+    int rc = stream[i] < 0 ? cua_submit(&f[i], rt, ops[i], NULL)
+                           : cua_submit_on(&f[i], rt, ops[i], dev ? dev[i] : 0,
+                                           stream[i]);
     ck_assert_msg(rc == 0, "submit: %s", cua_runtime_error(rt));
   }
   for (int i = 0; i < n; i++) {
@@ -187,21 +190,13 @@ END_TEST
 static uint64_t ten_submissions(const char *policy, const char *sim,
                                 int pinned) {
   cua_runtime *rt = open_sim(policy, sim);
-  uint64_t t0 = cua_runtime_now_ns(rt);
-  cua_future *f[10];
   cua_op *ops[10];
+  int st[10];
   for (int i = 0; i < 10; i++) {
     ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
-    int rc = pinned ? cua_submit_on(&f[i], rt, ops[i], 0, i % 4)
-                    : cua_submit(&f[i], rt, ops[i], NULL);
-    ck_assert_msg(rc == 0, "submit: %s", cua_runtime_error(rt));
+    st[i] = pinned ? i % 4 : -1;
   }
-  for (int i = 0; i < 10; i++) {
-    ck_assert_int_eq(cua_future_wait(f[i]), 0);
-    cua_future_destroy(f[i]);
-    cua_op_destroy(ops[i]);
-  }
-  uint64_t t = cua_runtime_now_ns(rt) - t0;
+  uint64_t t = run_on(rt, ops, 10, NULL, st);
   cua_runtime_destroy(rt);
   return t;
 }

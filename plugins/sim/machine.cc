@@ -112,6 +112,32 @@ std::string trim(const std::string &s) {
   return s.substr(a, b - a + 1);
 }
 
+int out_of_range(const std::string &text, double min, double max,
+                 std::string &why) {
+  char b[128];
+  snprintf(b, sizeof b, "%s is out of range [%g, %g]", text.c_str(), min, max);
+  why = b;
+  return CUA_ERR_CONFIG_OUT_OF_RANGE;
+}
+
+/* Parses @p text as an integer in [@p min, @p max] into @p *out; 0, or
+ * CUA_ERR_CONFIG_BAD_VALUE / CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
+int parse_int(const std::string &text, double min, double max, long long *out,
+              std::string &why) {
+  const char *s = text.c_str();
+  char *end = nullptr;
+  errno = 0;
+  long long i = strtoll(s, &end, 10);
+  if (end == s || *end != '\0' || (errno != 0 && errno != ERANGE)) {
+    why = "'" + text + "' is not an integer";
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  if (errno == ERANGE || (double)i < min || (double)i > max)
+    return out_of_range(text, min, max, why);
+  *out = i;
+  return 0;
+}
+
 /* Parses @p text for spec @p k into @p v; 0, or a code with @p why. */
 int parse_value(int k, const std::string &text, Val *v, std::string &why) {
   const cua_param_spec &p = sim_params[k];
@@ -143,30 +169,20 @@ int parse_value(int k, const std::string &text, Val *v, std::string &why) {
     v->set = rc == 0;
     return rc;
   }
-  double d;
   if (p.type == CUA_PARAM_INT) {
-    long long i = strtoll(s, &end, 10);
-    if (end == s || *end != '\0' || errno != 0) {
-      why = "'" + text + "' is not an integer";
-      return CUA_ERR_CONFIG_BAD_VALUE;
-    }
-    v->i = i;
-    d = (double)i;
-  } else {
-    d = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !std::isfinite(d)) {
-      why = "'" + text + "' is not a number";
-      return CUA_ERR_CONFIG_BAD_VALUE;
-    }
-    v->i = (long long)d;
+    int rc = parse_int(text, p.min, p.max, &v->i, why);
+    v->d = (double)v->i;
+    v->set = rc == 0;
+    return rc;
   }
-  if (d < p.min || d > p.max) {
-    char b[128];
-    snprintf(b, sizeof b, "%s is out of range [%g, %g]", text.c_str(), p.min,
-             p.max);
-    why = b;
-    return CUA_ERR_CONFIG_OUT_OF_RANGE;
+  double d = strtod(s, &end);
+  if (end == s || *end != '\0' || errno != 0 || !std::isfinite(d)) {
+    why = "'" + text + "' is not a number";
+    return CUA_ERR_CONFIG_BAD_VALUE;
   }
+  if (d < p.min || d > p.max)
+    return out_of_range(text, p.min, p.max, why);
+  v->i = (long long)d;
   v->d = d;
   v->set = true;
   return 0;
@@ -291,10 +307,11 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
 /* ------------------------------------------------------------ host costs */
 
 long long sim_costs::get(const char *name) const {
-  if (name != nullptr)
-    for (const auto &b : by)
-      if (b.first == name)
-        return b.second;
+  if (name == nullptr)
+    return 0;
+  for (const auto &b : by)
+    if (b.first == name)
+      return b.second;
   return dflt;
 }
 
@@ -338,17 +355,12 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
       why = "'" + item + "': only the first item may be a bare NS" + form;
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
-    errno = 0;
-    char *end = nullptr;
-    long long v = strtoll(num.c_str(), &end, 10);
-    if (num.empty() || end == num.c_str() || *end != '\0' ||
-        (errno != 0 && errno != ERANGE)) {
-      why = "'" + num + "' is not an integer" + form;
-      return CUA_ERR_CONFIG_BAD_VALUE;
-    }
-    if (errno == ERANGE || v < 0 || v > 1000000000LL) {
-      why = num + " is out of range [0, 1e+09]";
-      return CUA_ERR_CONFIG_OUT_OF_RANGE;
+    long long v = 0;
+    int rc = parse_int(num, 0, 1e9, &v, why);
+    if (rc != 0) {
+      if (rc == CUA_ERR_CONFIG_BAD_VALUE)
+        why += form;
+      return rc;
     }
     if (name.empty()) {
       out.dflt = v;

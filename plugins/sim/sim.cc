@@ -1005,8 +1005,7 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
       op->size >= offsetof(cua_backend_op, policy) + sizeof op->policy
           ? op->policy
           : nullptr;
-  long long decide = pol != nullptr ? st->m.host_decide.get(pol) : 0;
-  push(SS(s), it, st->m.host_launch_ns + decide);
+  push(SS(s), it, st->m.host_launch_ns + st->m.host_decide.get(pol));
   return 0;
 }
 
@@ -1132,8 +1131,7 @@ uint64_t sim_clock_ns(void *state) {
  * makes the policy's plan before the round's first launch. */
 void sim_round(void *state, size_t nodes, const char *policy) {
   SimState *st = S(state);
-  long long per = st->m.host_build_ns +
-                  (policy != nullptr ? st->m.host_plan.get(policy) : 0);
+  long long per = st->m.host_build_ns + st->m.host_plan.get(policy);
   pthread_mutex_lock(&g.mu);
   (void)host_call(st, per * (long long)nodes);
   pthread_mutex_unlock(&g.mu);

@@ -61,7 +61,7 @@ extern const cua_param_spec sim_params[SIM_PARAM_COUNT];
 struct sim_costs {
   long long dflt = 0;
   std::vector<std::pair<std::string, long long>> by;
-  /** The cost for policy @p name. */
+  /** The cost for policy @p name; 0 for none (NULL: no policy decided). */
   long long get(const char *name) const;
 };
 
