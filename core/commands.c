@@ -302,10 +302,13 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   for (;;) {
     cua__node *n;
-    int chunks = rt->launcher_started && !r->no_chunks;
+    /* (launch = auto hands over no chunks: a large round is applied in
+     * its own chunks, as without a launch thread) */
+    int handing = rt->launcher_started && rt->cfg->launch == CUA__LAUNCH_THREAD;
+    int chunks = handing && !r->no_chunks;
     /* (and when the launch thread refused a chunk: the rest of the
      * round's chunks are applied by this thread, as without one) */
-    int own = r->chunked && (!rt->launcher_started || r->no_chunks);
+    int own = r->chunked && (!handing || r->no_chunks);
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
     if ((!(chunks || own) || r->launch.head == NULL) &&
@@ -429,6 +432,38 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
   atomic_fetch_sub(&rt->executing, 1);
 }
 
+/* launch = auto: a submission's list goes to the launch thread only while
+ * submissions come faster than they complete (at least AUTO_PENDING of
+ * them, this one included, are not done) from one thread (no other
+ * thread is in cua_submit()); otherwise the submitting thread applies it,
+ * as with launch = caller. So a program that submits and waits (latency)
+ * pays no hand-over and no wake-up; one thread that submits many ops
+ * without waiting decides while the launch thread launches, which batches
+ * the marks of what queued meanwhile; and several submitting threads,
+ * which already decide and launch in parallel, do not all queue behind
+ * one thread (on an H200 that cost them 7% against applying their own
+ * lists, doc/results, twenty-first session). A round of the completion
+ * thread, and a large submission's own chunks, are applied by the thread
+ * that decided them. 3: a thread that waits for each future may still
+ * see its previous submission not yet removed (the completion thread
+ * fires a future before it takes rt->lock back to remove it), so 2
+ * pending is not yet a stream of submissions. */
+#define AUTO_PENDING 3
+
+/* Whether a list may be offered to the launch thread (cua__launcher_push()
+ * refuses it anyway without one). Under rt->lock. */
+static int may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
+  if (rt->cfg->launch != CUA__LAUNCH_AUTO)
+    return 1;
+  if (!relock && rt->vclock == NULL && rt->nsubs >= AUTO_PENDING &&
+      atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1)
+    return 1;
+  /* Applied here: a stream function among its launches still stops the
+   * launch thread from batching marks, as if it had been offered. */
+  (void)cua__user_code_at_launch(rt, cl);
+  return 0;
+}
+
 /* Applies the round's commands. Called with rt->lock held; releases it
  * while the executor runs, and takes it again if @p relock. */
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
@@ -439,7 +474,8 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
-  if (cua__launcher_push(rt, &r->cmds) == 0) {
+  if (may_hand_over(rt, &r->cmds, relock) &&
+      cua__launcher_push(rt, &r->cmds) == 0) {
     if (!relock)
       unlock_and_kick(rt, r);
     r->first_launch = 0;

@@ -500,7 +500,8 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     int l = cua__conf_launch_value(env);
     if (l < 0) {
       cua__put_err(err, errlen,
-                   "$CUASYNC_LAUNCH: '%.64s' is not one of caller, thread",
+                   "$CUASYNC_LAUNCH: '%.64s' is not one of caller, thread, "
+                   "auto",
                    env);
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
@@ -571,6 +572,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
     cua__put_err(err, errlen, "out of memory while reading the configuration");
     return CUA_ERR_NOMEM;
   }
+  cfg->launch = CUA__LAUNCH_AUTO;
 
   /* Lookup order: the text, the explicit path, $CUASYNC_CONFIG, the
    * installed file, the built-in default. An empty $CUASYNC_CONFIG counts

@@ -37,8 +37,8 @@ typedef struct cua__section {
 /** on_policy_error = error | fallback */
 enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 
-/** launch = caller | thread */
-enum { CUA__LAUNCH_CALLER = 0, CUA__LAUNCH_THREAD = 1 };
+/** launch = caller | thread | auto */
+enum { CUA__LAUNCH_CALLER = 0, CUA__LAUNCH_THREAD = 1, CUA__LAUNCH_AUTO = 2 };
 enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 
 /** A parsed and checked configuration. */
@@ -238,6 +238,8 @@ int cua__conf_name_ok(const char *name);
  * the error recorded. */
 /* CUA__LAUNCH_* for a `launch` value, or -1. */
 int cua__conf_launch_value(const char *value);
+/* The `launch` value of a CUA__LAUNCH_*. */
+const char *cua__conf_launch_name(int launch);
 /* CUA__GRAPHS_* for "off", "auto" or "always"; -1 for anything else. */
 int cua__conf_graphs_value(const char *value);
 /* Adds observer NAME (n bytes) unless there (confruntime.c): 0 or

@@ -193,8 +193,7 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
          cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK ? "fallback"
                                                                : "error",
          NULL);
-  put_kv(pr, "runtime", "launch",
-         cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller",
+  put_kv(pr, "runtime", "launch", cua__conf_launch_name(cfg->launch),
          cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
   {
     char depth[16];

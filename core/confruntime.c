@@ -201,22 +201,32 @@ static int set_on_policy_error(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* launch = caller | thread: who applies a round's commands (see
+/* launch = caller | thread | auto: who applies a round's commands (see
  * core/executor.c). */
 int cua__conf_launch_value(const char *value) {
   if (strcmp(value, "caller") == 0)
     return CUA__LAUNCH_CALLER;
   if (strcmp(value, "thread") == 0)
     return CUA__LAUNCH_THREAD;
+  if (strcmp(value, "auto") == 0)
+    return CUA__LAUNCH_AUTO;
   return -1;
+}
+
+const char *cua__conf_launch_name(int launch) {
+  return launch == CUA__LAUNCH_THREAD ? "thread"
+         : launch == CUA__LAUNCH_AUTO ? "auto"
+                                      : "caller";
 }
 
 static int set_launch(cua__conf_parser *p, const char *value) {
   int v = cua__conf_launch_value(value);
   if (v < 0)
-    return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
-                          "[runtime] launch: '%s' is not one of caller, thread",
-                          value);
+    return cua__conf_fail(
+        p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+        "[runtime] launch: '%s' is not one of caller, thread, "
+        "auto",
+        value);
   p->cfg->launch = v;
   return 0;
 }

@@ -459,6 +459,21 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
  * microseconds apart), short enough that an idle runtime costs no CPU. */
 #define LAUNCHER_SPIN_NS 50000u
 
+int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl) {
+  if (rt->host_exec)
+    return 0;
+  for (size_t i = 0; i < cl->n; i++)
+    if (cl->v[i].kind == CUA__CMD_LAUNCH &&
+        cl->v[i].node->kind == CUA_OP_FUNC) {
+      /* From now on user code runs in other threads' executors, and may
+       * wait for a future: the launch thread applies every mark (see
+       * cua__coalesce_marks()). */
+      atomic_store(&rt->user_code_at_launch, 1);
+      return 1;
+    }
+  return 0;
+}
+
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   if (!rt->launcher_started || tls_depth > 0)
     return -1;
@@ -466,16 +481,8 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
    * launch thread, and every list queued behind it, for as long as it
    * runs: lists that launch one are applied by the thread that decided
    * them, as without a launch thread. */
-  if (!rt->host_exec)
-    for (size_t i = 0; i < cl->n; i++)
-      if (cl->v[i].kind == CUA__CMD_LAUNCH &&
-          cl->v[i].node->kind == CUA_OP_FUNC) {
-        /* From now on user code runs in other threads' executors, and
-         * may wait for a future: the launch thread applies every mark
-         * (see cua__coalesce_marks()). */
-        atomic_store(&rt->user_code_at_launch, 1);
-        return -1;
-      }
+  if (cua__user_code_at_launch(rt, cl))
+    return -1;
   /* The list travels in its holder (a list without one, whose holder
    * could not be had, is applied by the caller). */
   cua__cmdlist *h = cl->box;
@@ -569,6 +576,7 @@ static void *launcher_main(void *arg) {
     while (h != NULL) {
       cua__cmdlist *next = h->next;
       atomic_fetch_sub_explicit(&rt->lq_queued, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&rt->lists_handed, 1, memory_order_relaxed);
       /* Applied from a copy: releasing clears the list it is given,
        * and the holder itself goes back to the pool. */
       cua__cmdlist cl = *h;
@@ -584,7 +592,7 @@ static void *launcher_main(void *arg) {
 }
 
 int cua__launcher_start(cua_runtime *rt) {
-  if (rt->cfg->launch != CUA__LAUNCH_THREAD)
+  if (rt->cfg->launch == CUA__LAUNCH_CALLER)
     return 0;
   if (cua__pthread_create(&rt->launcher, NULL, launcher_main, rt) != 0)
     return CUA_ERR_INTERNAL;

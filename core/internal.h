@@ -699,6 +699,9 @@ struct cua_runtime {
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
   atomic_int user_code_at_launch; /* a stream function ran in a caller's
                                      executor: marks are not batched */
+  _Atomic uint64_t lists_handed;  /* lists the launch thread applied
+                                     (cua_stats.lists_handed_over) */
+  atomic_int submitting;          /* threads in cua_submit() (launch = auto) */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see
@@ -912,6 +915,10 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * no launch thread or this thread is applying a list (then the caller
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* Whether @p cl launches a stream function that the backend runs at launch
+ * (user code in the applying thread); if so, notes it for good in
+ * rt->user_code_at_launch. */
+int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl);
 /* In the lists chained from @p h (a batch the launch thread took), marks
  * every MARK that a later MARK of its stream covers as superseded, and
  * gives the last one the first one's prev. */

@@ -570,6 +570,7 @@ int cua_runtime_stats(const cua_runtime *rt, cua_stats *st) {
   tmp.graph_replays = atomic_load(&w->n_graph_replays);
   tmp.graph_evictions = atomic_load(&w->n_graph_evictions);
   tmp.observer_drops = cua__observers_drops(rt);
+  tmp.lists_handed_over = atomic_load(&w->lists_handed);
   size_t n = st->size < sizeof tmp ? st->size : sizeof tmp;
   tmp.size = n;
   memcpy(st, &tmp, n);

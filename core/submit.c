@@ -176,6 +176,19 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   return 0;
 }
 
+/* do_submit(), counted in rt->submitting under launch = auto, which hands
+ * lists to the launch thread only while one thread submits
+ * (commands.c). */
+static int counted_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
+                          cua__polinst *pol, const cua_submit_options *opts) {
+  if (rt == NULL || rt->cfg->launch != CUA__LAUNCH_AUTO)
+    return do_submit(fut, rt, op, pol, opts);
+  atomic_fetch_add_explicit(&rt->submitting, 1, memory_order_relaxed);
+  int rc = do_submit(fut, rt, op, pol, opts);
+  atomic_fetch_sub_explicit(&rt->submitting, 1, memory_order_relaxed);
+  return rc;
+}
+
 int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                const cua_submit_options *opts) {
   cua__polinst *pol = NULL;
@@ -214,7 +227,7 @@ int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
       !(opts != NULL && opts->on_stream) &&
       cua__gcache_submit(rt, op, pol, fut, &rc))
     return rc;
-  return do_submit(fut, rt, op, pol, opts);
+  return counted_submit(fut, rt, op, pol, opts);
 }
 
 int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op, int device,
@@ -225,7 +238,7 @@ int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op, int device,
   o.on_stream = 1;
   o.placement.device = device;
   o.placement.stream = stream;
-  return do_submit(fut, rt, op, NULL, &o);
+  return counted_submit(fut, rt, op, NULL, &o);
 }
 
 int cua_submit_wait(cua_runtime *rt, cua_op *op, const cua_submit_options *opts,

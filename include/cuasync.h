@@ -171,29 +171,34 @@ CUA_EXTERN int cua_device_get_info(const cua_runtime *rt, int device,
 
 /** Counters of a runtime since it was opened (cua_runtime_stats()). */
 typedef struct cua_stats {
-  size_t size;              /**< sizeof(cua_stats) as the caller knows it */
-  uint64_t submissions;     /**< cua_submit() calls that succeeded */
-  uint64_t ops;             /**< ops that ran (device and host) */
-  uint64_t ops_failed;      /**< ops that failed or were skipped */
-  uint64_t events_recorded; /**< events recorded for cross-stream waits */
-  uint64_t event_waits;     /**< cross-stream waits inserted */
-  uint64_t events_created;  /**< events created (the pool grows, then not) */
-  uint64_t streams;         /**< streams created, all devices */
-  uint64_t host_steps;      /**< host steps and maps run */
-  uint64_t graphs;          /**< graphs created (cua_graph_create()) */
-  uint64_t graph_launches;  /**< cua_graph_launch() calls that succeeded */
-  uint64_t graph_updates;   /**< cua_graph_update() calls that succeeded */
-  uint64_t graph_captures;  /**< backend graphs built (a capture at
-                                 creation, one more after each update) */
-  uint64_t graph_replays;   /**< submissions launched as a cached graph
-                                 ([runtime] graphs = auto or always; the
-                                 submission that captures counts) */
-  uint64_t graph_evictions; /**< cached graphs dropped ([runtime]
-                                 graph_cache full, or a buffer of theirs
-                                 destroyed); a policy change drops the
-                                 cache without counting */
-  uint64_t observer_drops;  /**< records the observers fell too far behind
-                                 to get (cuasync/observer.h) */
+  size_t size;                /**< sizeof(cua_stats) as the caller knows it */
+  uint64_t submissions;       /**< cua_submit() calls that succeeded */
+  uint64_t ops;               /**< ops that ran (device and host) */
+  uint64_t ops_failed;        /**< ops that failed or were skipped */
+  uint64_t events_recorded;   /**< events recorded for cross-stream waits */
+  uint64_t event_waits;       /**< cross-stream waits inserted */
+  uint64_t events_created;    /**< events created (the pool grows, then not) */
+  uint64_t streams;           /**< streams created, all devices */
+  uint64_t host_steps;        /**< host steps and maps run */
+  uint64_t graphs;            /**< graphs created (cua_graph_create()) */
+  uint64_t graph_launches;    /**< cua_graph_launch() calls that succeeded */
+  uint64_t graph_updates;     /**< cua_graph_update() calls that succeeded */
+  uint64_t graph_captures;    /**< backend graphs built (a capture at
+                                   creation, one more after each update) */
+  uint64_t graph_replays;     /**< submissions launched as a cached graph
+                                   ([runtime] graphs = auto or always; the
+                                   submission that captures counts) */
+  uint64_t graph_evictions;   /**< cached graphs dropped ([runtime]
+                                   graph_cache full, or a buffer of theirs
+                                   destroyed); a policy change drops the
+                                   cache without counting */
+  uint64_t observer_drops;    /**< records the observers fell too far behind
+                                   to get (cuasync/observer.h) */
+  uint64_t lists_handed_over; /**< command lists (a submission's, or a
+                                   chunk of one) applied by the launch
+                                   thread ([runtime] launch = thread or
+                                   auto, cuasync.ini(5)) instead of the
+                                   thread that decided them */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

@@ -425,19 +425,23 @@ START_TEST(bad_on_policy_error_is_refused) {
 }
 END_TEST
 
-START_TEST(launch_is_caller_or_thread) {
+START_TEST(launch_is_caller_thread_or_auto) {
   cua__config *cfg = load_ok("[runtime]\nlaunch = thread\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_THREAD);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch = auto\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_AUTO);
+  ck_assert_str_eq(cua__conf_launch_name(cfg->launch), "auto");
   cua__config_free(cfg);
   cfg = load_ok("[runtime]\nlaunch = caller\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
   cua__config_free(cfg);
   cfg = load_ok("[runtime]\n");
-  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_AUTO);
   cua__config_free(cfg);
   expect_text_error(
-      "[runtime]\nlaunch = later\n", CUA_ERR_CONFIG_BAD_VALUE,
-      "<text>:2: ", "[runtime] launch: 'later' is not one of caller, thread");
+      "[runtime]\nlaunch = later\n", CUA_ERR_CONFIG_BAD_VALUE, "<text>:2: ",
+      "[runtime] launch: 'later' is not one of caller, thread, auto");
 }
 END_TEST
 
@@ -467,7 +471,8 @@ START_TEST(env_launch_overrides_the_file) {
   unsetenv("CUASYNC_LAUNCH");
   ck_assert_int_eq(rc, CUA_ERR_CONFIG_BAD_VALUE);
   ck_assert_ptr_null(cfg);
-  ck_assert_str_eq(err, "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread");
+  ck_assert_str_eq(
+      err, "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread, auto");
 }
 END_TEST
 
@@ -1577,7 +1582,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_policy_is_refused);
   tcase_add_test(tc, bad_policy_path_is_refused);
   tcase_add_test(tc, bad_on_policy_error_is_refused);
-  tcase_add_test(tc, launch_is_caller_or_thread);
+  tcase_add_test(tc, launch_is_caller_thread_or_auto);
   tcase_add_test(tc, env_launch_overrides_the_file);
   tcase_add_test(tc, runtime_values_are_resolved);
   suite_add_tcase(s, tc);

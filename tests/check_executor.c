@@ -12,6 +12,11 @@
  * (a backend that runs them at launch, as CUDA and the launchtime test
  * backend do): such a function may wait for a future of a later batch
  * while a command of that batch waits behind it.
+ *
+ * Who applies a submission's list ([runtime] launch): caller never hands
+ * one to the launch thread, thread hands every one over, auto only while
+ * submissions come faster than they complete (cua_stats's
+ * lists_handed_over counts them).
  */
 #include "config.h"
 #include "helpers.h"
@@ -22,6 +27,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A runtime of @p text, whatever $CUASYNC_LAUNCH the suite runs with
+ * (tests/launchthread/): the launch mode under test is the text's. */
+static cua_runtime *open_mode(const char *text) {
+  const char *env = getenv("CUASYNC_LAUNCH");
+  char *was = env != NULL ? strdup(env) : NULL;
+  unsetenv("CUASYNC_LAUNCH");
+  cua_runtime *rt;
+  int rc = open_text(&rt, text);
+  if (was != NULL)
+    setenv("CUASYNC_LAUNCH", was, 1);
+  free(was);
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  return rt;
+}
 
 static void cmd(cua__cmdlist *l, cua__cmd *v, int kind, cua__stream *s,
                 uint64_t value, uint64_t prev) {
@@ -129,10 +149,8 @@ static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
 /* The launch thread applies what cua__coalesce_marks() left. */
 START_TEST(the_launch_thread_applies_one_mark_per_stream_per_batch) {
   for (int stream_fn = 0; stream_fn < 2; stream_fn++) {
-    cua_runtime *rt;
-    ck_assert_msg(open_text(&rt, "[runtime]\nbackend = host\n"
-                                 "launch = thread\n") == 0,
-                  "%s", cua_runtime_error(NULL));
+    cua_runtime *rt = open_mode("[runtime]\nbackend = host\n"
+                                "launch = thread\n");
     pthread_mutex_lock(&rt->lock);
     ck_assert_int_eq(cua__ensure_streams(rt, 0, 1), 0);
     cua__stream *s = rt->streams[0];
@@ -160,16 +178,26 @@ static int nop(cua_stream_ctx *ctx, void *arg) {
   return 0;
 }
 
-/* Runs a stream function and a spin on a runtime with a launch thread on
- * @p backend; returns whether marks are still batched there. */
-static int batching_after_a_stream_function(const char *backend) {
+static cua_runtime *open_launch(const char *launch) {
   char text[256];
   snprintf(text, sizeof text,
-           "[runtime]\nbackend = %s\nlaunch = thread\n"
+           "[runtime]\nbackend = host\nlaunch = %s\n"
+           "policy = round-robin\n",
+           launch);
+  return open_mode(text);
+}
+
+/* Runs a stream function and a spin on a runtime with a launch thread
+ * (launch = @p launch) on @p backend; returns whether marks are still
+ * batched there. */
+static int batching_after_a_stream_function(const char *backend,
+                                            const char *launch) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = %s\nlaunch = %s\n"
            "policy = single-stream\n",
-           backend);
-  cua_runtime *rt;
-  ck_assert_msg(open_text(&rt, text) == 0, "%s", cua_runtime_error(NULL));
+           backend, launch);
+  cua_runtime *rt = open_mode(text);
   ck_assert_int_eq(atomic_load(&rt->user_code_at_launch), 0);
   cua_op *f, *s, *t;
   ck_assert_int_eq(cua_op_func(&f, rt, nop, NULL, NULL, 0), 0);
@@ -189,8 +217,66 @@ static int batching_after_a_stream_function(const char *backend) {
 
 START_TEST(no_batching_once_user_code_runs_in_a_callers_executor) {
   /* The host backend runs stream functions on its own workers. */
-  ck_assert_int_eq(batching_after_a_stream_function("host"), 1);
-  ck_assert_int_eq(batching_after_a_stream_function("launchtime"), 0);
+  ck_assert_int_eq(batching_after_a_stream_function("host", "thread"), 1);
+  ck_assert_int_eq(batching_after_a_stream_function("launchtime", "thread"), 0);
+  /* launch = auto applies a lone submission's list itself, and still
+   * notes the stream function it ran. */
+  ck_assert_int_eq(batching_after_a_stream_function("host", "auto"), 1);
+  ck_assert_int_eq(batching_after_a_stream_function("launchtime", "auto"), 0);
+}
+END_TEST
+
+static uint64_t lists_handed_over(cua_runtime *rt) {
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  return st.lists_handed_over;
+}
+
+/* Submits @p n spins of @p ns each, waiting for each one before the next
+ * if @p wait, else for all of them at the end; returns the lists the
+ * launch thread applied meanwhile. */
+static uint64_t handed_over(const char *launch, int n, uint64_t ns, int wait) {
+  cua_runtime *rt = open_launch(launch);
+  cua_future **f = calloc((size_t)n, sizeof *f);
+  ck_assert_ptr_nonnull(f);
+  uint64_t before = lists_handed_over(rt);
+  for (int i = 0; i < n; i++) {
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, rt, ns, 1), 0);
+    ck_assert_int_eq(cua_submit(&f[i], rt, op, NULL), 0);
+    cua_op_destroy(op);
+    if (wait)
+      ck_assert_int_eq(cua_future_wait(f[i]), 0);
+  }
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(cua_future_wait(f[i]), 0);
+    cua_future_destroy(f[i]);
+  }
+  free(f);
+  uint64_t handed = lists_handed_over(rt) - before;
+  cua_runtime_destroy(rt);
+  return handed;
+}
+
+/* launch = caller never hands a list over; launch = thread hands over
+ * every submission's. */
+START_TEST(caller_keeps_every_list_and_thread_hands_each_over) {
+  ck_assert_uint_eq(handed_over("caller", 40, 200000, 0), 0);
+  ck_assert_uint_ge(handed_over("thread", 40, 1000, 1), 40);
+  ck_assert_uint_ge(handed_over("thread", 40, 200000, 0), 40);
+}
+END_TEST
+
+/* launch = auto: a program that waits for each submission before the next
+ * applies every list itself (no hand-over, no wake-up on its latency);
+ * one that submits a stream of long ops without waiting (more than two
+ * pending) hands lists over, and what is not handed over it applies
+ * itself: every future completes either way. */
+START_TEST(auto_hands_over_only_a_stream_of_submissions) {
+  ck_assert_uint_eq(handed_over("auto", 40, 1000, 1), 0);
+  uint64_t h = handed_over("auto", 100, 1000000, 0);
+  ck_assert_uint_gt(h, 0);
+  ck_assert_uint_le(h, 100);
 }
 END_TEST
 
@@ -200,6 +286,11 @@ static Suite *suite(void) {
   tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
   tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("modes");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, caller_keeps_every_list_and_thread_hands_each_over);
+  tcase_add_test(tc, auto_hands_over_only_a_stream_of_submissions);
   suite_add_tcase(s, tc);
   return s;
 }

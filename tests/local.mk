@@ -48,7 +48,8 @@ UNIT_TESTS = \
 	tests/check_executor \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS)
+TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS) \
+	$(LAUNCHCALLER_TESTS)
 
 # The sim backend (plugins/sim/, built with SimGrid): its own suite, and the
 # op, ordering, property and conformance suites again on it, with
@@ -115,6 +116,22 @@ LAUNCHTHREAD_TESTS = \
 	tests/launchthread/cuda_sched.sh \
 	tests/launchthread/cuda_stress.sh
 EXTRA_DIST += $(LAUNCHTHREAD_TESTS)
+
+# The same suites with launch = caller: no list is handed to a launch
+# thread (the default, launch = auto, hands a stream of one thread's
+# submissions over; the suites above run with it).
+LAUNCHCALLER_TESTS = \
+	tests/launchcaller/ops.sh \
+	tests/launchcaller/ordering.sh \
+	tests/launchcaller/random_dag.sh \
+	tests/launchcaller/sched.sh \
+	tests/launchcaller/stress.sh \
+	tests/launchcaller/futures.sh \
+	tests/launchcaller/cuda_ordering.sh \
+	tests/launchcaller/cuda_random_dag.sh \
+	tests/launchcaller/cuda_sched.sh \
+	tests/launchcaller/cuda_stress.sh
+EXTRA_DIST += $(LAUNCHCALLER_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)

@@ -1459,8 +1459,7 @@ static void json_config(json *j, const report *r) {
                 cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK
                     ? "fallback"
                     : "error");
-    json_string(j, "launch",
-                cfg->launch == CUA__LAUNCH_THREAD ? "thread" : "caller");
+    json_string(j, "launch", cua__conf_launch_name(cfg->launch));
     json_string(j, "graphs", graphs_mode(r));
     json_int(j, "graph_cache", cfg->graph_cache);
     json_string(j, "models", cfg->models);

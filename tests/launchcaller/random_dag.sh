@@ -1,0 +1,5 @@
+#!/bin/sh
+# check_random_dag with launch = caller (through $CUASYNC_LAUNCH): every command
+# list is applied by the thread that decided it, never by a launch thread
+# (the default, launch = auto, hands a stream of submissions over).
+CUASYNC_LAUNCH=caller exec ./tests/check_random_dag "$@"
