@@ -274,14 +274,16 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   pthread_cond_init(&rt->idle, NULL);
   pthread_mutex_init(&rt->lq_mu, NULL);
   pthread_cond_init(&rt->lq_cv, NULL);
-  /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions and
-   * points are kept for reuse. Ops are made on any thread; the rest only
-   * under rt->lock, which then guards taking from their pools. */
+  /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions, points
+   * and command lists are kept for reuse (a list per submission waits in
+   * the launch thread's queue while one thread streams submissions). Ops
+   * are made on any thread; the rest only under rt->lock, which then
+   * guards taking from their pools. */
   cua__pool_init(&rt->op_pool, sizeof(cua_op), 16384, NULL, 0);
   cua__pool_init(&rt->node_pool, sizeof(cua__node), 16384, NULL, 1);
   cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 4096, cua__sub_fini, 1);
   cua__pool_init(&rt->point_pool, sizeof(cua__point), 4096, cua__point_fini, 1);
-  cua__pool_init(&rt->list_pool, sizeof(cua__cmdlist), 64, cua__cmdlist_fini,
+  cua__pool_init(&rt->list_pool, sizeof(cua__cmdlist), 4096, cua__cmdlist_fini,
                  1);
   /* Nodes' edge arrays past the inline ones (4096 of 256 bytes at most). */
   cua__pool_init(&rt->edge_pool, CUA__EDGE_BLOCK * sizeof(cua__dep), 4096, NULL,
