@@ -602,21 +602,29 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
 }
 
 /* Of the MARKs of one stream in a batch of lists taken at once, only the
- * last is applied: a mark says that the stream got to its value, so it
- * covers every earlier one, and each mark the device writes costs the
- * launching thread about as much as a third of a launch (doc/results). A
- * program that submits faster than the launch thread applies gets one
- * mark per stream per batch instead of one per submission; a failed mark
- * still hands marking back to the completion thread (apply()), from the
- * value before the skipped ones.
+ * last of every MARK_RUN is applied: a mark says that the stream got to
+ * its value, so it covers every earlier one, and each mark the device
+ * writes costs the launching thread about as much as a third of a launch
+ * (doc/results). A program that submits faster than the launch thread
+ * applies gets one mark per stream per MARK_RUN of its lists instead of
+ * one per submission; a failed mark still hands marking back to the
+ * completion thread (apply()), from the value before the skipped ones.
+ * Not one per batch: one thread that submits 10,000 ops without waiting
+ * has most of them queued when it is done, and the launch thread takes
+ * them as one batch; with only its last mark, the completion thread
+ * finished none of them before the device had run them all, and then all
+ * of them, after the end (on an H200, about a fifth of the run:
+ * doc/results, twenty-first session).
  *
  * The price: a future of the batch completes when its stream reaches the
- * batch's last mark, after the later ops of the batch on that stream. And
+ * next mark applied, after up to MARK_RUN - 1 later ops there. And
  * it must not be paid where user code runs in another thread's executor
  * (stream functions on a backend that runs them at launch): such code may
  * wait for a future of the batch while a later command of the batch waits
  * for its turn behind that code, which would never end. So once a runtime
  * has had such a list, every mark is applied (user_code_at_launch). */
+#define MARK_RUN 16
+
 void cua__coalesce_marks(cua__cmdlist *h) {
   if (h == NULL || h->next == NULL)
     return;
@@ -625,15 +633,21 @@ void cua__coalesce_marks(cua__cmdlist *h) {
       cua__cmd *c = &l->v[i];
       if (c->kind != CUA__CMD_MARK)
         continue;
-      if (c->s->last_mark != NULL) {
-        c->s->last_mark->superseded = 1;
-        c->prev = c->s->last_mark->prev;
+      cua__stream *s = c->s;
+      if (s->last_mark != NULL && s->mark_run < MARK_RUN - 1) {
+        s->last_mark->superseded = 1;
+        c->prev = s->last_mark->prev;
+        s->mark_run++;
+      } else {
+        s->mark_run = 0; /* the one before (if any) is applied */
       }
-      c->s->last_mark = c;
+      s->last_mark = c;
     }
   for (cua__cmdlist *l = h; l != NULL; l = l->next)
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
       l->v[i].s->last_mark = NULL;
+      l->v[i].s->mark_run = 0;
+    }
 }
 
 static void *launcher_main(void *arg) {

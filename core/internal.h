@@ -205,6 +205,7 @@ typedef struct cua__stream {
   _Atomic uint64_t exec_seq;  /* last seq whose launch was applied */
   atomic_int wait_failed;     /* a WAIT failed: fail the next launch */
   struct cua__cmd *last_mark; /* launch thread only: while it scans a batch */
+  unsigned mark_run;          /* and how many marks it skipped in a row */
   uint64_t marks_applied;     /* MARKs given to the backend; written by the
                                  thread applying the stream's turn (tests) */
   /* MARKs the launch thread held back (executor.c, hold_mark()): launch

@@ -3,9 +3,10 @@
  * by hand (core/executor.c; the suites that run DAGs cover the rest).
  *
  * Mark batching: of the MARKs of one stream in a batch of lists the launch
- * thread took at once, only the last is applied; it carries the prev of
- * the first, so that a failure hands marking back from the value before
- * all of them; other streams' marks and other commands are left alone.
+ * thread took at once, only the last of every 16 is applied; it carries
+ * the prev of the first it covers, so that a failure hands marking back
+ * from the value before all of them; other streams' marks and other
+ * commands are left alone.
  * The launch thread, given three such lists at once, gives the backend
  * one mark (three once batching is off). And batching stops for good once
  * a stream function runs in the executor of the thread that submitted it
@@ -102,6 +103,34 @@ START_TEST(only_the_last_mark_of_each_stream_in_a_batch_is_applied) {
   cua__coalesce_marks(&one);
   ck_assert_int_eq(w[0].superseded, 0);
   ck_assert_int_eq(w[1].superseded, 0);
+}
+END_TEST
+
+/* A long batch keeps one mark in every 16 of a stream (MARK_RUN), so that
+ * the completion thread finishes ops while the rest of the batch is
+ * launched: of 40 lists with one MARK each, marks 15, 31 and 39 are
+ * applied, each carrying the prev of the first one it covers. */
+START_TEST(a_long_batch_keeps_a_mark_in_every_sixteen) {
+  cua__stream a;
+  memset(&a, 0, sizeof a);
+  enum { N = 40 };
+  static cua__cmd v[N];
+  static cua__cmdlist l[N];
+  memset(l, 0, sizeof l);
+  for (int i = 0; i < N; i++) {
+    l[i].v = &v[i];
+    cmd(&l[i], &v[i], CUA__CMD_MARK, &a, (uint64_t)i + 1, (uint64_t)i);
+    l[i].next = i + 1 < N ? &l[i + 1] : NULL;
+  }
+  cua__coalesce_marks(&l[0]);
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(v[i].superseded == !(i == 15 || i == 31 || i == N - 1),
+                  "mark %d: superseded %d", i, v[i].superseded);
+  ck_assert_uint_eq(v[15].prev, 0);  /* covers marks 0..15 */
+  ck_assert_uint_eq(v[31].prev, 16); /* 16..31, after mark 15's value */
+  ck_assert_uint_eq(v[N - 1].prev, 32);
+  ck_assert_ptr_null(a.last_mark);
+  ck_assert_uint_eq(a.mark_run, 0);
 }
 END_TEST
 
@@ -348,6 +377,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("marks");
   tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
+  tcase_add_test(tc, a_long_batch_keeps_a_mark_in_every_sixteen);
   tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
   tcase_add_test(tc, the_launch_thread_holds_a_closing_mark_while_lists_wait);
