@@ -706,6 +706,7 @@ struct cua_runtime {
   cua__cmdlist *lq_head;          /* queued lists, in decision order */
   cua__cmdlist *lq_tail;          /* */
   int lq_sleeping, lq_stop;       /* under lq_mu */
+  atomic_int lq_asleep;           /* lq_sleeping, read without lq_mu */
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
   atomic_int user_code_at_launch; /* a stream function ran in a caller's
                                      executor: marks are not batched */
@@ -928,6 +929,8 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * no launch thread or this thread is applying a list (then the caller
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* Wakes the launch thread if it sleeps, to watch its queue again. */
+void cua__launcher_wake(cua_runtime *rt);
 /* Whether @p cl launches a stream function that the backend runs at launch
  * (user code in the applying thread); if so, notes it for good in
  * rt->user_code_at_launch. */
