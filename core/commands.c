@@ -449,18 +449,19 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
  * one thread (on an H200 that cost them 7% against applying their own
  * lists, doc/results, twenty-first session). A round of the completion
  * thread, and a large submission's own chunks, are applied by the thread
- * that decided them. 3: a thread that waits for each future may still
- * see its previous submission not yet removed (the completion thread
- * fires a future before it takes rt->lock back to remove it), so 2
- * pending is not yet a stream of submissions. */
+ * that decided them. Not done: rt->nsubs - rt->nsubs_done, as a
+ * submission that is done may not be removed yet (the completion thread
+ * fires its future before it takes rt->lock back to remove it), and a
+ * thread that waits for each future would otherwise see it pending.
+ * 3: two others not done, so that one long submission in the background
+ * does not turn a submit-and-wait loop beside it into a stream. */
 #define AUTO_PENDING 3
 
-/* Whether a list may be offered to the launch thread (cua__launcher_push()
- * refuses it anyway without one). Under rt->lock. */
-static int may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
+int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
   if (rt->cfg->launch != CUA__LAUNCH_AUTO)
     return 1;
-  if (!relock && rt->vclock == NULL && rt->nsubs >= AUTO_PENDING &&
+  if (!relock && rt->vclock == NULL &&
+      rt->nsubs - rt->nsubs_done >= AUTO_PENDING &&
       atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1) {
     if (!atomic_load(&rt->lq_asleep))
       return 1;
@@ -487,7 +488,7 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
-  if (may_hand_over(rt, &r->cmds, relock) &&
+  if (cua__may_hand_over(rt, &r->cmds, relock) &&
       cua__launcher_push(rt, &r->cmds) == 0) {
     if (!relock)
       unlock_and_kick(rt, r);

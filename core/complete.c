@@ -85,6 +85,7 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
     }
     s->next_done = rt->done_head;
     rt->done_head = s;
+    rt->nsubs_done++;
   }
 }
 
@@ -559,6 +560,7 @@ void *cua__completion_thread(void *arg) {
         if (s->next)
           s->next->prev = s->prev;
         rt->nsubs--;
+        rt->nsubs_done--;
       }
       pthread_cond_broadcast(&rt->idle);
       pthread_mutex_unlock(&rt->lock);

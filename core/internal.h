@@ -654,6 +654,7 @@ struct cua_runtime {
   /* Submissions and completion. */
   cua__sub *subs; /* in flight */
   size_t nsubs;
+  size_t nsubs_done; /* of them, done (their futures fire or fired) */
   cua__node *ready_head, *ready_tail; /* host nodes ready to run */
   cua__sub *done_head;                /* submissions to fire */
   pthread_t thread;
@@ -919,6 +920,12 @@ cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s);
 void cua__round_init(cua_runtime *rt, cua__round *r);
 void cua__run_round(cua_runtime *rt, cua__round *r);
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
+/* Whether a round's list @p cl may be offered to the launch thread
+ * (cua__launcher_push() refuses it anyway without one): always but under
+ * launch = auto, where only a submission's (@p relock 0) while a stream
+ * of them comes from one thread and the launch thread is awake (which it
+ * wakes otherwise). Under rt->lock. */
+int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock);
 void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
 void cua__cmdlist_fini(void *cl);
 

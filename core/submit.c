@@ -163,6 +163,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
     }
     sub->next_done = rt->done_head;
     rt->done_head = sub;
+    rt->nsubs_done++;
   }
   /* Applied in chunks as decided (commands.c), except in virtual time,
    * where host time gains nothing and the chunks' interleaving with the
