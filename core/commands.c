@@ -462,16 +462,8 @@ int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
     return 1;
   if (!relock && rt->vclock == NULL &&
       rt->nsubs - rt->nsubs_done >= AUTO_PENDING &&
-      atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1) {
-    if (!atomic_load(&rt->lq_asleep))
-      return 1;
-    /* Asleep, it would start on this list only once woken, tens of
-     * microseconds on a virtual machine: this thread applies it, and
-     * wakes the launch thread for the next ones. (A lone submission that
-     * saw its predecessors not yet removed pays a wake-up call, not a
-     * wake-up on its latency.) */
-    cua__launcher_wake(rt);
-  }
+      atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1)
+    return 1;
   /* Applied here: a stream function among its launches still stops the
    * launch thread from batching marks, as if it had been offered. */
   (void)cua__user_code_at_launch(rt, cl);

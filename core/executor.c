@@ -601,13 +601,6 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   return 0;
 }
 
-void cua__launcher_wake(cua_runtime *rt) {
-  pthread_mutex_lock(&rt->lq_mu);
-  if (rt->lq_sleeping)
-    pthread_cond_signal(&rt->lq_cv);
-  pthread_mutex_unlock(&rt->lq_mu);
-}
-
 /* Of the MARKs of one stream in a batch of lists taken at once, only the
  * last of every MARK_RUN is applied: a mark says that the stream got to
  * its value, so it covers every earlier one, and each mark the device
@@ -681,16 +674,10 @@ static void *launcher_main(void *arg) {
           sched_yield();
       }
       pthread_mutex_lock(&rt->lq_mu);
-      if (rt->lq_head == NULL && !rt->lq_stop) {
+      while (rt->lq_head == NULL && !rt->lq_stop) {
         rt->lq_sleeping = 1;
-        atomic_store(&rt->lq_asleep, 1);
         pthread_cond_wait(&rt->lq_cv, &rt->lq_mu);
-        atomic_store(&rt->lq_asleep, 0);
         rt->lq_sleeping = 0;
-        /* Woken with nothing queued (launch = auto wakes it as a stream
-         * of submissions starts, cua__launcher_wake()): it watches the
-         * queue again before it sleeps. */
-        continue;
       }
     }
     if (rt->lq_head == NULL)

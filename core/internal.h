@@ -707,7 +707,6 @@ struct cua_runtime {
   cua__cmdlist *lq_head;          /* queued lists, in decision order */
   cua__cmdlist *lq_tail;          /* */
   int lq_sleeping, lq_stop;       /* under lq_mu */
-  atomic_int lq_asleep;           /* lq_sleeping, read without lq_mu */
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
   atomic_int user_code_at_launch; /* a stream function ran in a caller's
                                      executor: marks are not batched */
@@ -923,8 +922,7 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
 /* Whether a round's list @p cl may be offered to the launch thread
  * (cua__launcher_push() refuses it anyway without one): always but under
  * launch = auto, where only a submission's (@p relock 0) while a stream
- * of them comes from one thread and the launch thread is awake (which it
- * wakes otherwise). Under rt->lock. */
+ * of them comes from one thread. Under rt->lock. */
 int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock);
 void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
 void cua__cmdlist_fini(void *cl);
@@ -936,8 +934,6 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * no launch thread or this thread is applying a list (then the caller
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
-/* Wakes the launch thread if it sleeps, to watch its queue again. */
-void cua__launcher_wake(cua_runtime *rt);
 /* Whether @p cl launches a stream function that the backend runs at launch
  * (user code in the applying thread); if so, notes it for good in
  * rt->user_code_at_launch. */
