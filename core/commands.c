@@ -445,9 +445,12 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
  * pays no hand-over and no wake-up; one thread that submits many ops
  * without waiting decides while the launch thread launches, which batches
  * the marks of what queued meanwhile; and several submitting threads,
- * which already decide and launch in parallel, do not all queue behind
- * one thread (on an H200 that cost them 7% against applying their own
- * lists, doc/results, twenty-first session). A round of the completion
+ * which already decide and launch in parallel, apply their own lists as
+ * with caller. (Whether they would gain by queueing on the launch thread
+ * is not settled: in the twenty-first session's rounds four threads ran
+ * at 3.7-6.9 us per submission under thread, 4.8-7.8 under caller, and
+ * an A/B of this rule on an H100 showed no difference beyond the
+ * spread: doc/results.) A round of the completion
  * thread, and a large submission's own chunks, are applied by the thread
  * that decided them. Not done: rt->nsubs - rt->nsubs_done, as a
  * submission that is done may not be removed yet (the completion thread
