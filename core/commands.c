@@ -220,16 +220,11 @@ static int mark_stream(cua__round *r, cua__stream *s) {
   return 0;
 }
 
-/* The marks that close a round: the launch thread may hold them back
- * while more lists wait (executor.c). */
 static void mark_streams(cua_runtime *rt, cua__round *r) {
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
-    if (s->marked < s->launched) {
-      if (mark_stream(r, s) != 0)
-        break;
-      r->cmds.v[r->cmds.n - 1].holdable = 1;
-    }
+    if (s->marked < s->launched && mark_stream(r, s) != 0)
+      break;
   }
 }
 

@@ -25,10 +25,9 @@
  * Owns: s->executed, s->exec_seq, s->wait_failed, point->users and
  * point->failed (atomics); s->last_mark and cmd->superseded, which only
  * the launch thread touches, while it batches marks
- * (cua__coalesce_marks()); the marks it holds back (s->held*, rt->lheld,
- * rt->lmore: launch thread only; hold_mark()).
- * Takes rt->lock only to fail a node whose launch failed, to hand a
- * failed mark back, or for the tickets of the marks held (flush_held()).
+ * (cua__coalesce_marks()).
+ * Takes rt->lock only to fail a node whose launch failed, or to hand a
+ * failed mark back.
  */
 #include "config.h"
 #include "internal.h"
@@ -46,9 +45,8 @@ typedef struct deferred {
   struct deferred *next;
 } deferred;
 
-static _Thread_local int tls_depth;    /* applying a list */
-static _Thread_local int tls_user;     /* in a stream function */
-static _Thread_local int tls_launcher; /* a runtime's launch thread */
+static _Thread_local int tls_depth; /* applying a list */
+static _Thread_local int tls_user;  /* in a stream function */
 static _Thread_local deferred *tls_head, *tls_tail;
 
 int cua__in_user_code(void) {
@@ -368,22 +366,6 @@ void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p) {
 
 /* ------------------------------------------------------------------ marks */
 
-/* Marks held back by the launch thread. With round-robin over 8 streams, a
- * batch of lists taken at once rarely has two marks of one stream for
- * cua__coalesce_marks() to merge: one thread streaming one-op submissions
- * got a mark per submission, each about a third of a launch on the launch
- * thread. So while more lists wait (in its batch or its queue), the launch
- * thread holds back a round's closing mark, up to MARK_HOLD_MAX in a row
- * per stream: the next mark of the stream that it applies covers the held
- * ones, and when it runs out of lists it applies the last held mark of
- * every stream (flush_held()) before it watches its queue again. The
- * price: while lists keep coming, a future completes up to MARK_HOLD_MAX
- * of its stream's submissions later than it could. Marks of single ops
- * (pull mode, sampled ops) are not held, nor anything once user code runs
- * in submitting threads' executors (cua__coalesce_marks() says why), nor
- * in virtual time. */
-#define MARK_HOLD_MAX 8
-
 /* Gives the backend the mark @p value of @p s, whose previous applied mark
  * was @p prev; the caller has the stream's turn. */
 static void apply_mark(cua_runtime *rt, cua__stream *s, uint64_t value,
@@ -396,66 +378,6 @@ static void apply_mark(cua_runtime *rt, cua__stream *s, uint64_t value,
       s->marked = prev;
     pthread_mutex_unlock(&rt->lock);
   }
-}
-
-/* Whether the launch thread holds @p c back (see MARK_HOLD_MAX). */
-static int hold_mark(cua_runtime *rt, const cua__cmd *c) {
-  cua__stream *s = c->s;
-  if (!c->holdable || s->held >= MARK_HOLD_MAX || rt->vclock != NULL ||
-      atomic_load_explicit(&rt->user_code_at_launch, memory_order_relaxed) ||
-      (!rt->lmore &&
-       atomic_load_explicit(&rt->lq_queued, memory_order_relaxed) == 0))
-    return 0;
-  if (!s->held_listed) {
-    if (cua__grow(&rt->lheld, &rt->caplheld, rt->nlheld + 1,
-                  sizeof *rt->lheld) != 0)
-      return 0;
-    rt->lheld[rt->nlheld++] = s;
-    s->held_listed = 1;
-  }
-  if (s->held == 0)
-    s->held_prev = c->prev;
-  s->held_value = c->value;
-  s->held++;
-  return 1;
-}
-
-/* Applies the last mark held of every stream, each in a turn of its own:
- * the launch thread takes a ticket for it under rt->lock (once per run of
- * lists, not per list), after every command decided so far, so the mark
- * goes to the stream after them (it says less than the stream will have
- * done by then, which only delays what it tells). */
-static void flush_held(cua_runtime *rt) {
-  if (rt->nlheld == 0)
-    return;
-  /* (a stream listed may hold nothing any more: a later mark of its own
-   * was applied) */
-  pthread_mutex_lock(&rt->lock);
-  /* Lists are queued under rt->lock: one queued since the queue was seen
-   * empty has tickets before these, and only this thread would apply it.
-   * Then the marks stay held, and the queue comes first. */
-  if (atomic_load(&rt->lq_queued) > 0) {
-    pthread_mutex_unlock(&rt->lock);
-    return;
-  }
-  for (size_t i = 0; i < rt->nlheld; i++) {
-    cua__stream *s = rt->lheld[i];
-    if (s->held > 0)
-      s->held_ticket = s->tickets++;
-  }
-  pthread_mutex_unlock(&rt->lock);
-  /* Every ticket taken above is applied: other threads wait for it. */
-  for (size_t i = 0; i < rt->nlheld; i++) {
-    cua__stream *s = rt->lheld[i];
-    s->held_listed = 0;
-    if (s->held == 0)
-      continue;
-    turn_wait(rt, s, s->held_ticket);
-    apply_mark(rt, s, s->held_value, s->held_prev);
-    s->held = 0;
-    turn_done(rt, s);
-  }
-  rt->nlheld = 0;
 }
 
 /* --------------------------------------------------------------- applying */
@@ -481,19 +403,9 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
     exec_launch(rt, c);
     break;
   case CUA__CMD_MARK:
-    if (c->superseded || (tls_launcher && hold_mark(rt, c)))
+    if (c->superseded)
       break;
-    if (tls_launcher && s->held > 0) {
-      /* It covers the marks held: a failure hands marking back from
-       * before them. Its flush_held() entry is left with nothing held.
-       * (Only the launch thread reads or writes what it holds; a mark
-       * another thread applies meanwhile goes to the stream after the
-       * held ones' launches, and one flushed later says less than it.) */
-      apply_mark(rt, s, c->value, s->held_prev);
-      s->held = 0;
-    } else {
-      apply_mark(rt, s, c->value, c->prev);
-    }
+    apply_mark(rt, s, c->value, c->prev);
     break;
   default:
     break;
@@ -652,14 +564,11 @@ void cua__coalesce_marks(cua__cmdlist *h) {
 
 static void *launcher_main(void *arg) {
   cua_runtime *rt = arg;
-  tls_launcher = 1;
   pthread_mutex_lock(&rt->lq_mu);
   for (;;) {
     if (rt->lq_head == NULL && !rt->lq_stop) {
-      /* Out of lists: the marks held go to their streams, then the queue
-       * is watched for a while, then the thread sleeps. */
+      /* Watch the queue for a while, then sleep. */
       pthread_mutex_unlock(&rt->lq_mu);
-      flush_held(rt);
       uint64_t until = cua__now_ns() + LAUNCHER_SPIN_NS;
       for (unsigned i = 1;
            atomic_load_explicit(&rt->lq_queued, memory_order_acquire) == 0;
@@ -695,7 +604,6 @@ static void *launcher_main(void *arg) {
        * and the holder itself goes back to the pool. */
       cua__cmdlist cl = *h;
       cl.next = NULL;
-      rt->lmore = next != NULL;
       cua__exec(rt, &cl);
       cua__cmdlist_release(rt, &cl);
       h = next;
@@ -703,7 +611,6 @@ static void *launcher_main(void *arg) {
     pthread_mutex_lock(&rt->lq_mu);
   }
   pthread_mutex_unlock(&rt->lq_mu);
-  flush_held(rt);
   return NULL;
 }
 

@@ -208,13 +208,6 @@ typedef struct cua__stream {
   unsigned mark_run;          /* and how many marks it skipped in a row */
   uint64_t marks_applied;     /* MARKs given to the backend; written by the
                                  thread applying the stream's turn (tests) */
-  /* MARKs the launch thread held back (executor.c, hold_mark()): launch
-   * thread only. */
-  uint64_t held_value;  /* the last one held */
-  uint64_t held_prev;   /* the mark value before the first one held */
-  unsigned held;        /* how many since the last one applied; 0: none */
-  uint64_t held_ticket; /* flush_held(): the turn of the last one */
-  int held_listed;      /* in rt->lheld */
 } cua__stream;
 
 /* --------------------------------------------------------------- policies */
@@ -554,8 +547,6 @@ typedef struct cua__cmd {
   uint64_t prev;
   int superseded; /* MARK: a later MARK of s is applied in the same batch
                      (launch thread), so this one is skipped */
-  int holdable;   /* MARK: a round's closing mark, which the launch thread
-                     may hold back while more lists wait (executor.c) */
 } cua__cmd;
 
 typedef struct cua__cmdlist {
@@ -713,9 +704,6 @@ struct cua_runtime {
   _Atomic uint64_t lists_handed;  /* lists the launch thread applied
                                      (cua_stats.lists_handed_over) */
   atomic_int submitting;          /* threads in cua_submit() (launch = auto) */
-  cua__stream **lheld; /* launch thread only: streams with marks held */
-  size_t nlheld, caplheld;
-  int lmore; /* launch thread only: its batch has more lists */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see

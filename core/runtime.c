@@ -401,7 +401,6 @@ static void runtime_free(cua_runtime *rt) {
   cua__config_free(rt->cfg);
   free(rt->policy_error);
   free(rt->inputs);
-  free(rt->lheld);
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
   pthread_mutex_destroy(&rt->capture_mu);

@@ -14,9 +14,6 @@
  * backend do): such a function may wait for a future of a later batch
  * while a command of that batch waits behind it.
  *
- * While more lists wait, the launch thread holds back a round's closing
- * mark, and applies the last one held once it runs out of lists.
- *
  * Who applies a submission's list ([runtime] launch): caller never hands
  * one to the launch thread, thread hands every one over, auto only while
  * submissions come faster than they complete (cua_stats's
@@ -31,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A runtime of @p text, whatever $CUASYNC_LAUNCH the suite runs with
  * (tests/launchthread/): the launch mode under test is the text's. */
@@ -136,10 +132,8 @@ END_TEST
 
 /* Queues @p n lists at once for the launch thread, the i-th with one MARK
  * of stream @p ss[i] (value 0: the stream is already there), as rounds do,
- * so that it takes them as one batch; @p holdable as a round's closing
- * marks are. */
-static void queue_marks_on(cua_runtime *rt, cua__stream **ss, int n,
-                           int holdable) {
+ * so that it takes them as one batch. */
+static void queue_marks_on(cua_runtime *rt, cua__stream **ss, int n) {
   cua__cmdlist *first = NULL, *last = NULL;
   pthread_mutex_lock(&rt->lock);
   for (int i = 0; i < n; i++) {
@@ -163,7 +157,6 @@ static void queue_marks_on(cua_runtime *rt, cua__stream **ss, int n,
     h->v[0].ticket = s->tickets++;
     h->v[0].value = 0;
     h->v[0].prev = 0;
-    h->v[0].holdable = holdable;
     h->n = 1;
     atomic_fetch_add(&rt->executing, 1);
     if (last != NULL)
@@ -188,56 +181,8 @@ static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
   ck_assert_int_le(n, 8);
   for (int i = 0; i < n; i++)
     ss[i] = s;
-  queue_marks_on(rt, ss, n, 0);
+  queue_marks_on(rt, ss, n);
 }
-
-static uint64_t tickets_of(cua_runtime *rt, cua__stream *s) {
-  pthread_mutex_lock(&rt->lock);
-  uint64_t t = s->tickets;
-  pthread_mutex_unlock(&rt->lock);
-  return t;
-}
-
-/* Waits until @p s has applied @p tickets commands. */
-static void wait_applied(cua__stream *s, uint64_t tickets) {
-  uint64_t t0 = cua__now_ns();
-  while (atomic_load(&s->executed) < tickets &&
-         cua__now_ns() - t0 < 10000000000ull)
-    sched_yield();
-  ck_assert_uint_eq(atomic_load(&s->executed), tickets);
-}
-
-/* A round's closing mark is held back while more lists wait: of a batch
- * [MARK a, MARK b], a's is held while b's list waits, b's applied (the
- * batch's last), and a's applied once the launch thread runs out of lists,
- * in a turn of its own (one more ticket of a). A mark that is not a
- * round's closing one (a single op's) is applied in its place. Either
- * way each stream gets one mark. */
-START_TEST(the_launch_thread_holds_a_closing_mark_while_lists_wait) {
-  for (int holdable = 0; holdable < 2; holdable++) {
-    cua_runtime *rt = open_mode("[runtime]\nbackend = host\n"
-                                "launch = thread\n");
-    pthread_mutex_lock(&rt->lock);
-    ck_assert_int_eq(cua__ensure_streams(rt, 0, 2), 0);
-    cua__stream *a = rt->streams[0], *b = rt->streams[1];
-    pthread_mutex_unlock(&rt->lock);
-    uint64_t ta = tickets_of(rt, a), tb = tickets_of(rt, b);
-    uint64_t ma = a->marks_applied, mb = b->marks_applied;
-    queue_marks_on(rt, (cua__stream *[]){a, b}, 2, holdable);
-    wait_applied(b, tb + 1);
-    wait_applied(a, ta + 1 + (uint64_t)holdable);
-    /* Settled: nothing more comes. */
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
-    ck_assert_uint_eq(tickets_of(rt, a), ta + 1 + (uint64_t)holdable);
-    ck_assert_uint_eq(tickets_of(rt, b), tb + 1);
-    ck_assert_uint_eq(atomic_load(&a->executed), ta + 1 + (uint64_t)holdable);
-    ck_assert_uint_eq(a->marks_applied - ma, 1);
-    ck_assert_uint_eq(b->marks_applied - mb, 1);
-    cua_runtime_destroy(rt);
-  }
-}
-END_TEST
 
 /* The launch thread applies what cua__coalesce_marks() left. */
 START_TEST(the_launch_thread_applies_one_mark_per_stream_per_batch) {
@@ -423,7 +368,6 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_long_batch_keeps_a_mark_in_every_sixteen);
   tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
-  tcase_add_test(tc, the_launch_thread_holds_a_closing_mark_while_lists_wait);
   suite_add_tcase(s, tc);
   tc = tcase_create("modes");
   tcase_set_timeout(tc, 60);
