@@ -300,11 +300,11 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
  * a launch thread, a long round hands chunks over before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
+  /* (launch = auto hands over no chunks: a large round is applied in its
+   * own chunks, as without a launch thread) */
+  int handing = rt->launcher_started && rt->cfg->launch == CUA__LAUNCH_THREAD;
   for (;;) {
     cua__node *n;
-    /* (launch = auto hands over no chunks: a large round is applied in
-     * its own chunks, as without a launch thread) */
-    int handing = rt->launcher_started && rt->cfg->launch == CUA__LAUNCH_THREAD;
     int chunks = handing && !r->no_chunks;
     /* (and when the launch thread refused a chunk: the rest of the
      * round's chunks are applied by this thread, as without one) */

@@ -364,22 +364,6 @@ void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p) {
   turn_wait(rt, p->stream, p->ticket + 1);
 }
 
-/* ------------------------------------------------------------------ marks */
-
-/* Gives the backend the mark @p value of @p s, whose previous applied mark
- * was @p prev; the caller has the stream's turn. */
-static void apply_mark(cua_runtime *rt, cua__stream *s, uint64_t value,
-                       uint64_t prev) {
-  s->marks_applied++; /* this thread has the stream's turn */
-  if (rt->be->mark(rt->bst, s->bs, value) != 0) {
-    /* The completion thread's next round marks the stream again. */
-    pthread_mutex_lock(&rt->lock);
-    if (s->marked == value)
-      s->marked = prev;
-    pthread_mutex_unlock(&rt->lock);
-  }
-}
-
 /* --------------------------------------------------------------- applying */
 
 static void apply(cua_runtime *rt, cua__cmd *c) {
@@ -405,7 +389,14 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
   case CUA__CMD_MARK:
     if (c->superseded)
       break;
-    apply_mark(rt, s, c->value, c->prev);
+    s->marks_applied++; /* this thread has the stream's turn */
+    if (rt->be->mark(rt->bst, s->bs, c->value) != 0) {
+      /* The completion thread's next round marks the stream again. */
+      pthread_mutex_lock(&rt->lock);
+      if (s->marked == c->value)
+        s->marked = c->prev;
+      pthread_mutex_unlock(&rt->lock);
+    }
     break;
   default:
     break;
