@@ -220,7 +220,17 @@ static int mark_stream(cua__round *r, cua__stream *s) {
   return 0;
 }
 
+/* A round of the completion thread marks nothing while a submission's
+ * round applies a chunk with rt->lock out (rt->open_rounds): that round
+ * marks every stream that got work when it ends, this round's launches
+ * included. A MARK decided now would take its stream's ticket after the
+ * chunk's commands, so the completion thread would sleep in the executor
+ * until the chunk reached that stream, the submitting thread would wake
+ * it (a futex call) after each of its commands, and its next chunk would
+ * wait for that MARK in turn. */
 static void mark_streams(cua_runtime *rt, cua__round *r) {
+  if (r->defer_marks && rt->open_rounds > 0)
+    return;
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (s->marked < s->launched && mark_stream(r, s) != 0)
@@ -272,7 +282,9 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
 static void apply_chunk(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
   cua__kick_at_flush(rt, r);
+  rt->open_rounds++;
   cua__round_flush(rt, r, 1);
+  rt->open_rounds--;
   r->chunk_len = 0;
   r->chunk_at *= 2;
   r->now = 0; /* the next placement reads the clock again */

@@ -519,6 +519,7 @@ void *cua__completion_thread(void *arg) {
   for (;;) {
     cua__round r;
     cua__round_init(rt, &r);
+    r.defer_marks = 1;
     int more = 0; /* progress seen and not yet finished: pass again */
     process_progress(rt, &r, &more);
     cua__run_round(rt, &r);
@@ -532,6 +533,7 @@ void *cua__completion_thread(void *arg) {
       if (n->code == 0 && n->state == CUA__NODE_PENDING)
         run_host_node(rt, n);
       cua__round_init(rt, &r);
+      r.defer_marks = 1;
       cua__finish_node(rt, n, &r);
       cua__run_round(rt, &r);
       cua__node_release(n);

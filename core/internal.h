@@ -568,6 +568,8 @@ typedef struct cua__round {
   int no_chunks;       /* a hand-over failed: this thread applies the rest */
   int chunked;         /* a submission's: applies its own chunks (no launch
                           thread, or it refused one; commands.c) */
+  int defer_marks;     /* the completion thread's: marks no stream while a
+                          submission applies a chunk (commands.c) */
   int kick;            /* wake the completion thread at the flush */
   int kick_backend;    /* and the backend's wait (host nodes are ready) */
   uint64_t now;        /* the clock, read by the round's first placement */
@@ -646,6 +648,7 @@ struct cua_runtime {
   cua__sub *subs; /* in flight */
   size_t nsubs;
   size_t nsubs_done; /* of them, done (their futures fire or fired) */
+  int open_rounds;   /* submissions' rounds applying a chunk (commands.c) */
   cua__node *ready_head, *ready_tail; /* host nodes ready to run */
   cua__sub *done_head;                /* submissions to fire */
   pthread_t thread;
