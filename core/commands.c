@@ -146,20 +146,58 @@ static void inflight_push(cua_runtime *rt, cua__stream *s, cua__node *n) {
   s->inflight_tail = n;
 }
 
+/* The most producers whose waits are ordered (wait_producers()); past
+ * them, waits are decided in the deps' order. */
+#define WAIT_ORDERED 16
+
+/* Makes @p n's stream wait for its producers on other streams, with the
+ * fewest waits: of the producers on one stream only the latest (the stream
+ * runs in order), and the latest decided first (descending op ids), since
+ * its point is the one most likely ordered after the others, which
+ * cua__wait_for() then skips by the vector clocks. In the deps' order, a
+ * random DAG's consumer waited about 1.3 times per op where 1.0 did
+ * (micro-random, round-robin). */
+static int wait_producers(cua__round *r, cua__node *n) {
+  cua__stream *s = n->stream;
+  cua__node *w[WAIT_ORDERED];
+  size_t nw = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n->ndeps && rc == 0; i++) {
+    cua__node *p = n->deps[i].node;
+    if (p->cls != CUA__CLASS_DEVICE || p->state == CUA__NODE_DONE ||
+        p->stream == NULL || p->stream == s)
+      continue;
+    size_t j = 0;
+    while (j < nw && w[j]->stream != p->stream)
+      j++;
+    if (j < nw) {
+      if (p->seq > w[j]->seq)
+        w[j] = p;
+    } else if (nw < WAIT_ORDERED) {
+      w[nw++] = p;
+    } else {
+      rc = cua__wait_for(r, s, p->stream, p->seq, p);
+    }
+  }
+  for (size_t a = 1; a < nw; a++)
+    for (size_t b = a; b > 0 && w[b - 1]->op_id < w[b]->op_id; b--) {
+      cua__node *x = w[b];
+      w[b] = w[b - 1];
+      w[b - 1] = x;
+    }
+  for (size_t j = 0; j < nw && rc == 0; j++)
+    rc = cua__wait_for(r, s, w[j]->stream, w[j]->seq, w[j]);
+  return rc;
+}
+
 /* Decides the launch of placed node @p n: waits for its producers on other
  * streams, then the LAUNCH itself. */
 static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
                          char *msg, size_t len) {
   cua_op *op = n->op;
   cua__stream *s = n->stream;
-  int rc = 0;
   r->waiter = n;
-  for (size_t i = 0; i < n->ndeps && rc == 0; i++) {
-    cua__node *p = n->deps[i].node;
-    if (p->cls == CUA__CLASS_DEVICE && p->state != CUA__NODE_DONE &&
-        p->stream != NULL)
-      rc = cua__wait_for(r, s, p->stream, p->seq, p);
-  }
+  int rc = wait_producers(r, n);
   if (rc == 0 && op->kind == CUA_OP_BARRIER)
     for (int i = 0; i < rt->nstreams && rc == 0; i++) {
       cua__stream *o = rt->streams[i];

@@ -6,6 +6,8 @@
  */
 #include "helpers.h"
 
+#include <inttypes.h>
+
 #define N 1024
 #define SPIN_NS 2000000u
 
@@ -233,6 +235,43 @@ START_TEST(transitive_order_needs_no_extra_wait) {
 }
 END_TEST
 
+/* A consumer of two producers on one other stream waits once, for the
+ * later of them, whichever order its inputs name them in: the stream runs
+ * in order. The producers are slow, so neither is done when the consumer
+ * is decided. */
+START_TEST(one_wait_for_two_producers_on_one_stream) {
+  for (int later_x = 0; later_x < 2; later_x++) {
+    cua_buffer *x = buf(), *y = buf();
+    cua_op *p1, *p2, *c;
+    /* p1 on stream 1, then p2 on stream 1; c = x + y on stream 2 */
+    ck_assert_int_eq(cua_op_fill(&p1, later_x ? y : x, 2.0f), 0);
+    p1 = slow(p1);
+    ck_assert_int_eq(cua_op_fill(&p2, later_x ? x : y, 3.0f), 0);
+    ck_assert_int_eq(cua_op_axpy(&c, y, 1.0f, x), 0);
+    cua_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+    cua_future *f1, *f2, *f3;
+    cua_runtime_stats(rt, &s0);
+    ck_assert_int_eq(cua_submit_on(&f1, rt, p1, 0, 1), 0);
+    ck_assert_int_eq(cua_submit_on(&f2, rt, p2, 0, 1), 0);
+    ck_assert_int_eq(cua_submit_on(&f3, rt, c, 0, 2), 0);
+    ck_assert_int_eq(cua_future_wait(f3), 0);
+    cua_runtime_stats(rt, &s1);
+    ck_assert_msg(s1.event_waits - s0.event_waits == 1,
+                  "%" PRIu64 " waits with the later producer writing %s",
+                  s1.event_waits - s0.event_waits, later_x ? "x" : "y");
+    expect_all(y, 5.0f);
+    cua_future_destroy(f1);
+    cua_future_destroy(f2);
+    cua_future_destroy(f3);
+    cua_op_destroy(p1);
+    cua_op_destroy(p2);
+    cua_op_destroy(c);
+    cua_buffer_destroy(x);
+    cua_buffer_destroy(y);
+  }
+}
+END_TEST
+
 START_TEST(events_are_pooled) {
   cua_buffer *x = buf(), *y = buf();
   cua_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
@@ -269,6 +308,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, forced_placement_on_different_streams);
   tcase_add_test(tc, one_stream_never_records_an_event);
   tcase_add_test(tc, transitive_order_needs_no_extra_wait);
+  tcase_add_test(tc, one_wait_for_two_producers_on_one_stream);
   tcase_add_test(tc, events_are_pooled);
   suite_add_tcase(s, tc);
   return s;
