@@ -526,22 +526,36 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
     *vs_same = c / (double)bench_min_u64(st, BENCH_CAPTURES);
 }
 
-/* Opens, warms up, runs @p repeat times, closes. */
-static int run_series(const series *s, const bench_dag *dag, int repeat,
-                      measure *m, char *err, size_t len) {
-  bench_raw *raw = NULL, *same = NULL;
-  bench_threads *th = NULL;
-  bench_cua *g = NULL;
-  uint64_t *t = calloc((size_t)repeat + 1, sizeof *t), *ts = NULL;
-  uint64_t build = 0, events = 0, waits = 0;
-  int rc = -1;
+/* One series being measured: what it opened, and its runs so far. */
+typedef struct series_run {
+  const series *s;
+  const bench_dag *dag;
+  int repeat;
+  bench_raw *raw, *same;
+  bench_threads *th;
+  bench_cua *g;
+  uint64_t *t, *ts; /* t[0] is the warm-up */
+  uint64_t build, events, waits;
+  measure m;
+  int rc;
+} series_run;
 
+/* Opens @p s for @p repeat timed runs of @p dag; r->rc says whether it
+ * did (the message in @p err). */
+static void series_open(series_run *r, const series *s, const bench_dag *dag,
+                        int repeat, char *err, size_t len) {
+  measure *m = &r->m;
+  memset(r, 0, sizeof *r);
+  r->s = s;
+  r->dag = dag;
+  r->repeat = repeat;
+  r->rc = -1;
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
   m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
   m->create_vs_same = m->vs_same_graph = NAN;
-  if (t == NULL) {
+  if ((r->t = calloc((size_t)repeat + 1, sizeof *r->t)) == NULL) {
     snprintf(err, len, "out of memory");
-    return -1;
+    return;
   }
   switch (s->kind) {
   case S_RAW_SERIAL:
@@ -550,84 +564,115 @@ static int run_series(const series *s, const bench_dag *dag, int repeat,
   case S_RAW_TS_EVENTS:
   case S_RAW_TS_DEVICE:
   case S_RAW_TS_CUPTI:
-    rc = bench_raw_open(&raw, dag, s->plan,
-                        s->kind == S_RAW_SERIAL      ? BENCH_RAW_SERIAL
-                        : s->kind == S_RAW_STREAMS   ? BENCH_RAW_STREAMS
-                        : s->kind == S_RAW_GRAPH     ? BENCH_RAW_GRAPH
-                        : s->kind == S_RAW_TS_EVENTS ? BENCH_RAW_TS_EVENTS
-                        : s->kind == S_RAW_TS_DEVICE ? BENCH_RAW_TS_DEVICE
-                                                     : BENCH_RAW_TS_CUPTI,
-                        err, len);
+    r->rc = bench_raw_open(&r->raw, dag, s->plan,
+                           s->kind == S_RAW_SERIAL      ? BENCH_RAW_SERIAL
+                           : s->kind == S_RAW_STREAMS   ? BENCH_RAW_STREAMS
+                           : s->kind == S_RAW_GRAPH     ? BENCH_RAW_GRAPH
+                           : s->kind == S_RAW_TS_EVENTS ? BENCH_RAW_TS_EVENTS
+                           : s->kind == S_RAW_TS_DEVICE ? BENCH_RAW_TS_DEVICE
+                                                        : BENCH_RAW_TS_CUPTI,
+                           err, len);
     break;
   case S_THREADS:
     /* As many workers as the ideal has queues: streams on every device. */
-    rc = bench_threads_open(&th, dag, s->streams * dag->ndevices, err, len);
+    r->rc =
+        bench_threads_open(&r->th, dag, s->streams * dag->ndevices, err, len);
     break;
   case S_CUASYNC:
-    rc = bench_cua_open(&g, s->rt, dag, s->submit, &build, err, len);
-    if (rc == 0 && s->submit == BENCH_SUBMIT_GRAPH)
-      create_vs_raw(g, s, dag, &m->create_vs_raw, &m->create_vs_same, &same);
-    if (same != NULL && (ts = calloc((size_t)repeat + 1, sizeof *ts)) == NULL) {
-      bench_raw_close(same);
-      same = NULL;
+    r->rc = bench_cua_open(&r->g, s->rt, dag, s->submit, &r->build, err, len);
+    if (r->rc == 0 && s->submit == BENCH_SUBMIT_GRAPH)
+      create_vs_raw(r->g, s, dag, &m->create_vs_raw, &m->create_vs_same,
+                    &r->same);
+    if (r->same != NULL &&
+        (r->ts = calloc((size_t)repeat + 1, sizeof *r->ts)) == NULL) {
+      bench_raw_close(r->same);
+      r->same = NULL;
     }
     break;
   }
-  for (int i = 0; rc == 0 && i <= repeat; i++) {
-    cua_stats delta;
-    switch (s->kind) {
-    case S_THREADS:
-      rc = bench_threads_run(th, &t[i], err, len);
-      break;
-    case S_CUASYNC:
-      rc = bench_cua_run(g, &t[i], &delta, err, len);
-      if (rc == 0 && i > 0) {
-        events += delta.events_recorded;
-        waits += delta.event_waits;
-      }
-      /* The same schedule captured by hand, run in turn with it. */
-      if (rc == 0 && same != NULL)
-        rc = bench_raw_run(same, &ts[i], err, len);
-      break;
-    default:
-      rc = bench_raw_run(raw, &t[i], err, len);
-      break;
+}
+
+/* Run @p i of an open series (0: the warm-up); r->rc says whether it ran. */
+static void series_step(series_run *r, int i, char *err, size_t len) {
+  cua_stats delta;
+  if (r->rc != 0)
+    return;
+  switch (r->s->kind) {
+  case S_THREADS:
+    r->rc = bench_threads_run(r->th, &r->t[i], err, len);
+    break;
+  case S_CUASYNC:
+    r->rc = bench_cua_run(r->g, &r->t[i], &delta, err, len);
+    if (r->rc == 0 && i > 0) {
+      r->events += delta.events_recorded;
+      r->waits += delta.event_waits;
     }
+    /* The same schedule captured by hand, run in turn with it. */
+    if (r->rc == 0 && r->same != NULL)
+      r->rc = bench_raw_run(r->same, &r->ts[i], err, len);
+    break;
+  default:
+    r->rc = bench_raw_run(r->raw, &r->t[i], err, len);
+    break;
   }
-  if (rc == 0) {
-    /* t[0] is the warm-up. */
-    m->makespan_ns = median(t + 1, (size_t)repeat);
-    if (same != NULL)
-      m->vs_same_graph = m->makespan_ns / median(ts + 1, (size_t)repeat);
+}
+
+/* The measure of a series whose runs all ran (into r->m), and closes it. */
+static void series_close(series_run *r) {
+  const series *s = r->s;
+  const bench_dag *dag = r->dag;
+  measure *m = &r->m;
+  int repeat = r->repeat;
+  if (r->rc == 0) {
+    m->makespan_ns = median(r->t + 1, (size_t)repeat);
+    if (r->same != NULL)
+      m->vs_same_graph = m->makespan_ns / median(r->ts + 1, (size_t)repeat);
     double ops = (double)dag->n * repeat;
     if (s->kind == S_CUASYNC) {
-      m->events_per_kop = 1000.0 * (double)events / ops;
-      m->waits_per_kop = 1000.0 * (double)waits / ops;
+      m->events_per_kop = 1000.0 * (double)r->events / ops;
+      m->waits_per_kop = 1000.0 * (double)r->waits / ops;
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
       m->build_ns_per_op =
-          (double)(s->submit == BENCH_SUBMIT_GRAPH ? bench_cua_create_ns(g)
-                                                   : bench_cua_build_ns(g)) /
+          (double)(s->submit == BENCH_SUBMIT_GRAPH ? bench_cua_create_ns(r->g)
+                                                   : bench_cua_build_ns(r->g)) /
           (double)dag->n;
-      if (s->submit == BENCH_SUBMIT_GRAPH && bench_cua_capture_ns(g) > 0)
-        m->capture_ns_per_op = (double)bench_cua_capture_ns(g) / (double)dag->n;
+      if (s->submit == BENCH_SUBMIT_GRAPH && bench_cua_capture_ns(r->g) > 0)
+        m->capture_ns_per_op =
+            (double)bench_cua_capture_ns(r->g) / (double)dag->n;
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {
       if (s->kind == S_RAW_GRAPH)
         m->build_ns_per_op = m->capture_ns_per_op =
-            (double)bench_raw_build_ns(raw) / (double)dag->n;
+            (double)bench_raw_build_ns(r->raw) / (double)dag->n;
       m->events_per_kop = 1000.0 * (double)s->plan->nrecords / dag->n;
       m->waits_per_kop = 1000.0 * (double)s->plan->nwaits / dag->n;
     }
   }
-  bench_raw_close(raw);
-  bench_raw_close(same);
-  bench_threads_close(th);
-  bench_cua_close(g);
-  free(t);
-  free(ts);
-  return rc;
+  bench_raw_close(r->raw);
+  bench_raw_close(r->same);
+  bench_threads_close(r->th);
+  bench_cua_close(r->g);
+  free(r->t);
+  free(r->ts);
+  r->raw = r->same = NULL;
+  r->th = NULL;
+  r->g = NULL;
+  r->t = r->ts = NULL;
+}
+
+/* Opens, warms up, runs @p repeat times, closes: one series alone (the
+ * METG sweep's points). */
+static int run_series(const series *s, const bench_dag *dag, int repeat,
+                      measure *m, char *err, size_t len) {
+  series_run r;
+  series_open(&r, s, dag, repeat, err, len);
+  for (int i = 0; r.rc == 0 && i <= repeat; i++)
+    series_step(&r, i, err, len);
+  series_close(&r);
+  *m = r.m;
+  return r.rc;
 }
 
 /* ------------------------------------------------------ the workloads */
@@ -883,6 +928,21 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     return;
   }
   size_t ns = series_of(b, gr, w, &plan, ser);
+  series_run *run = calloc(ns ? ns : 1, sizeof *run);
+  size_t *at = calloc(ns ? ns : 1, sizeof *at); /* each series' row */
+  int *open = calloc(ns ? ns : 1, sizeof *open);
+  if (run == NULL || at == NULL || open == NULL) {
+    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend),
+             "out of memory");
+    ns = 0;
+  }
+  /* Every series is opened first, then warmed up once, then its timed
+   * runs are interleaved with the others': timed run k of every series,
+   * in an order that starts one series later each time, before run k + 1
+   * of any. A slow phase of the machine (the same raw launches were seen
+   * to run 10% apart in two series a second apart) then falls on every
+   * series alike instead of on the one that ran during it, and each
+   * series runs after each other one about as often. */
   for (size_t i = 0; i < ns; i++) {
     const series *s = &ser[i];
     bench_row *row = row_new(&b->rows, w, s->name,
@@ -890,10 +950,10 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
                              : is_baseline(s->kind) ? "baseline"
                                                     : "cuasync",
                              gr->backend);
+    at[i] = (size_t)(row - b->rows.v);
     if (!is_baseline(s->kind))
       snprintf(row->submit, sizeof row->submit, "%s",
                bench_submit_name(s->submit));
-    measure m;
     if (strcmp(gr->backend, "cuda") == 0 && is_baseline(s->kind) &&
         !gr->raw_ok) {
       row_fail(&b->rows, row, gr->raw_why);
@@ -905,22 +965,46 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     }
     progress("%s: %s%s%s", w, s->name, is_baseline(s->kind) ? "" : " ",
              is_baseline(s->kind) ? "" : row->submit);
-    if (run_series(s, &dag, b->o->repeat, &m, err, sizeof err) != 0) {
-      row_fail(&b->rows, row, err);
-      continue;
+    series_open(&run[i], s, &dag, b->o->repeat, err, sizeof err);
+    open[i] = 1;
+    if (run[i].rc != 0)
+      row_fail(&b->rows, &b->rows.v[at[i]], err);
+  }
+  for (int k = 0; k <= b->o->repeat; k++) {
+    if (k > 0)
+      progress("%s: timed run %d of %d", w, k, b->o->repeat);
+    for (size_t j = 0; j < ns; j++) {
+      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % ns;
+      if (!open[i] || run[i].rc != 0)
+        continue;
+      series_step(&run[i], k, err, sizeof err);
+      if (run[i].rc != 0)
+        row_fail(&b->rows, &b->rows.v[at[i]], err);
     }
-    fill_row(row, &dag, gr, b->o, &m);
+  }
+  for (size_t i = 0; i < ns; i++) {
+    const series *s = &ser[i];
+    if (!open[i])
+      continue;
+    series_close(&run[i]);
+    if (run[i].rc != 0)
+      continue;
+    bench_row *row = &b->rows.v[at[i]];
+    fill_row(row, &dag, gr, b->o, &run[i].m);
     if (s->rt != NULL && getenv("CUASYNC_BENCH_DUMP") != NULL) {
       /* The policy's own account of its last decisions (heft: its last
        * plan's span), beside the makespan measured. */
       progress_end();
       fprintf(stderr, "%s / %s %s: makespan %.0f ns; the policy says:\n", w,
-              s->name, row->submit, m.makespan_ns);
+              s->name, row->submit, run[i].m.makespan_ns);
       cua_runtime_dump_policy(s->rt, stderr);
     }
     if (b->o->metg && is_pattern(w) && !sh.axpy)
-      sweep_metg(b, s, &dag, &b->rows.v[b->rows.n - 1]);
+      sweep_metg(b, s, &dag, &b->rows.v[at[i]]);
   }
+  free(run);
+  free(at);
+  free(open);
   /* Compare with the fastest baseline of this backend. */
   const bench_row *best = NULL;
   for (size_t i = first; i < b->rows.n; i++) {
