@@ -11,9 +11,11 @@
  * are applied in the order they were decided (executor.c).
  *
  * Owns: the ready queues, routing of ready nodes, the round's decisions
- * and its command list. Everything here runs under rt->lock and calls no
- * backend and no user code, except cua__round_flush(), which releases the
- * lock, wakes the completion thread if the round asked for it (the
+ * and its command list, the order of a consumer's waits, and
+ * rt->open_rounds (submissions' rounds applying a chunk, during which the
+ * completion thread's rounds mark nothing). Everything here runs under rt->lock
+ * and calls no backend and no user code, except cua__round_flush(), which
+ * releases the lock, wakes the completion thread if the round asked for it (the
  * backend's wake() among it) and hands the list to the executor. A
  * submission's round calls it between chunks of its decisions too
  * (apply_chunk()), when the round holds nothing but nodes ready to be
