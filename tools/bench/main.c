@@ -1049,14 +1049,40 @@ static void latency_row(bench *b, bench_row *row, uint64_t *v, size_t n) {
   row->lat_p99_ns = percentile(v, n, 99);
 }
 
+/* One latency row's sampler: block @p n samples of baseline @p k (0
+ * raw-sync, 1 raw-callback, 2 threads) or of contender @p c. */
+static int latency_block(const contender *c, int k, size_t n, uint64_t *v,
+                         char *err, size_t len) {
+  if (c != NULL)
+    return bench_cua_latency(c->rt_one, n, 10, v, err, len);
+  return k == 0   ? bench_raw_sync_latency(n, v, err, len)
+         : k == 1 ? bench_raw_callback_latency(n, v, err, len)
+                  : bench_threads_latency(n, v, err, len);
+}
+
+/* Latency: LATENCY_BLOCKS blocks of samples per row, each row's block b
+ * taken before block b + 1 of any, in an order that starts one row later
+ * each block (as the DAG workloads interleave their runs). */
+#define LATENCY_BLOCKS 10
+
 static void run_latency(bench *b, const group *gr) {
   size_t iters = b->o->quick ? 100 : 1000;
-  uint64_t *v = calloc(iters, sizeof *v);
   char err[ERRLEN];
   size_t first = b->rows.n;
-  if (v == NULL)
-    return;
   int cuda = strcmp(gr->backend, "cuda") == 0;
+  size_t nrows = (cuda ? 2 : 1) + b->ncont;
+  uint64_t *v = calloc(iters * nrows, sizeof *v);
+  const contender **who = calloc(nrows, sizeof *who);
+  int *kind = calloc(nrows, sizeof *kind), *ok = calloc(nrows, sizeof *ok);
+  size_t *at = calloc(nrows, sizeof *at), n = 0;
+  if (v == NULL || who == NULL || kind == NULL || ok == NULL || at == NULL) {
+    free(v);
+    free(who);
+    free(kind);
+    free(ok);
+    free(at);
+    return;
+  }
   /* The first baseline is what the ratios compare with: a launch and a
    * synchronisation (CUDA), or a post and a wait (threads). */
   for (int k = 0; k < (cuda ? 2 : 1); k++) {
@@ -1065,16 +1091,12 @@ static void run_latency(bench *b, const group *gr) {
                              : k == 0 ? "raw-sync"
                                       : "raw-callback",
                              "baseline", gr->backend);
-    progress("latency: %s", row->contender);
-    if (cuda && !gr->raw_ok)
+    at[n] = (size_t)(row - b->rows.v);
+    kind[n] = cuda ? k : 2;
+    ok[n] = !(cuda && !gr->raw_ok);
+    if (!ok[n])
       row_fail(&b->rows, row, gr->raw_why);
-    else if ((!cuda ? bench_threads_latency(iters, v, err, sizeof err)
-              : k == 0
-                  ? bench_raw_sync_latency(iters, v, err, sizeof err)
-                  : bench_raw_callback_latency(iters, v, err, sizeof err)) != 0)
-      row_fail(&b->rows, row, err);
-    else
-      latency_row(b, row, v, iters);
+    n++;
   }
   for (size_t i = 0; i < b->ncont; i++) {
     const contender *c = &b->cont[i];
@@ -1083,12 +1105,28 @@ static void run_latency(bench *b, const group *gr) {
     bench_row *row =
         row_new(&b->rows, "latency", c->label, "cuasync", gr->backend);
     snprintf(row->submit, sizeof row->submit, "task");
-    progress("latency: %s", c->label);
-    if (bench_cua_latency(c->rt_one, iters, 10, v, err, sizeof err) != 0)
-      row_fail(&b->rows, row, err);
-    else
-      latency_row(b, row, v, iters);
+    at[n] = (size_t)(row - b->rows.v);
+    who[n] = c;
+    ok[n++] = 1;
   }
+  size_t per = (iters + LATENCY_BLOCKS - 1) / LATENCY_BLOCKS;
+  for (size_t blk = 0; blk * per < iters; blk++) {
+    size_t m = iters - blk * per < per ? iters - blk * per : per;
+    progress("latency: samples %zu of %zu", blk * per + m, iters);
+    for (size_t j = 0; j < n; j++) {
+      size_t i = (j + blk) % n;
+      if (!ok[i])
+        continue;
+      if (latency_block(who[i], kind[i], m, v + i * iters + blk * per, err,
+                        sizeof err) != 0) {
+        ok[i] = 0;
+        row_fail(&b->rows, &b->rows.v[at[i]], err);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (ok[i])
+      latency_row(b, &b->rows.v[at[i]], v + i * iters, iters);
   const bench_row *base = &b->rows.v[first];
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
@@ -1098,6 +1136,10 @@ static void run_latency(bench *b, const group *gr) {
     }
   }
   free(v);
+  free(who);
+  free(kind);
+  free(ok);
+  free(at);
 }
 
 /* The submit workloads: @p nthreads threads submit (or launch, or post)
@@ -1119,7 +1161,20 @@ static void submit_fill(bench *b, bench_row *r, size_t n, uint64_t *t,
   r->throughput = (double)n * 1e9 / r->makespan_ns;
 }
 
-/* One measurement: warm-up and --repeat runs, median into @p r. */
+/* One run of a submit workload: the baseline (@p c NULL) or contender
+ * @p c, into *@p ns. */
+static int submit_once(bench *b, const group *gr, const contender *c,
+                       int nthreads, size_t n, uint64_t *ns, char *err,
+                       size_t len) {
+  if (c != NULL)
+    return bench_cua_submit(c->rt_one, nthreads, n, ns, err, len);
+  if (strcmp(gr->backend, "cuda") == 0)
+    return bench_raw_submit(nthreads, n, b->o->streams, ns, err, len);
+  return bench_threads_submit(nthreads, n, b->o->streams, ns, err, len);
+}
+
+/* One measurement alone: warm-up and --repeat runs, median into @p r (a
+ * thread count's rate that the run did not measure). */
 static int submit_measure(bench *b, const group *gr, const contender *c,
                           int nthreads, size_t n, bench_row *r, char *err,
                           size_t len) {
@@ -1129,43 +1184,75 @@ static int submit_measure(bench *b, const group *gr, const contender *c,
     snprintf(err, len, "out of memory");
     return -1;
   }
-  for (int i = 0; i <= b->o->repeat && rc == 0; i++) {
-    if (c != NULL)
-      rc = bench_cua_submit(c->rt_one, nthreads, n, &t[i], err, len);
-    else if (strcmp(gr->backend, "cuda") == 0)
-      rc = bench_raw_submit(nthreads, n, b->o->streams, &t[i], err, len);
-    else
-      rc = bench_threads_submit(nthreads, n, b->o->streams, &t[i], err, len);
-  }
+  for (int i = 0; i <= b->o->repeat && rc == 0; i++)
+    rc = submit_once(b, gr, c, nthreads, n, &t[i], err, len);
   if (rc == 0)
     submit_fill(b, r, n, t + 1, nthreads);
   free(t);
   return rc;
 }
 
+/* The baseline and every contender: a warm-up each, then their timed runs
+ * interleaved, run k of each before run k + 1 of any, in an order that
+ * starts one row later each time (as the DAG workloads do). */
 static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
   size_t n = b->o->quick ? 1000 : 10000;
   size_t first = b->rows.n;
   char err[ERRLEN];
   int cuda = strcmp(gr->backend, "cuda") == 0;
+  int rep = b->o->repeat;
   const char *base = cuda ? (nthreads > 1 ? "raw-launch-mt" : "raw-launch")
                           : (nthreads > 1 ? "threads-post-mt" : "threads-post");
+  size_t nrows = 1 + b->ncont, nr = 0;
+  uint64_t *t = calloc(nrows * (size_t)(rep + 1), sizeof *t);
+  const contender **who = calloc(nrows, sizeof *who);
+  int *ok = calloc(nrows, sizeof *ok);
+  size_t *at = calloc(nrows, sizeof *at);
+  if (t == NULL || who == NULL || ok == NULL || at == NULL) {
+    row_fail(&b->rows, row_new(&b->rows, w, base, "baseline", gr->backend),
+             "out of memory");
+    free(t);
+    free(who);
+    free(ok);
+    free(at);
+    return;
+  }
   bench_row *row = row_new(&b->rows, w, base, "baseline", gr->backend);
-  progress("%s: %s", w, base);
-  if (cuda && !gr->raw_ok)
+  at[nr] = (size_t)(row - b->rows.v);
+  ok[nr] = !(cuda && !gr->raw_ok);
+  if (!ok[nr])
     row_fail(&b->rows, row, gr->raw_why);
-  else if (submit_measure(b, gr, NULL, nthreads, n, row, err, sizeof err))
-    row_fail(&b->rows, row, err);
+  nr++;
   for (size_t i = 0; i < b->ncont; i++) {
     const contender *c = &b->cont[i];
     if (strcmp(c->backend, gr->backend) != 0)
       continue;
     row = row_new(&b->rows, w, c->label, "cuasync", gr->backend);
     snprintf(row->submit, sizeof row->submit, "task");
-    progress("%s: %s", w, c->label);
-    if (submit_measure(b, gr, c, nthreads, n, row, err, sizeof err))
-      row_fail(&b->rows, row, err);
+    at[nr] = (size_t)(row - b->rows.v);
+    who[nr] = c;
+    ok[nr++] = 1;
   }
+  for (int k = 0; k <= rep; k++) {
+    progress("%s: %s %d of %d", w, k == 0 ? "warm-up" : "timed run", k, rep);
+    for (size_t j = 0; j < nr; j++) {
+      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % nr;
+      if (ok[i] && submit_once(b, gr, who[i], nthreads, n,
+                               &t[i * (size_t)(rep + 1) + (size_t)k], err,
+                               sizeof err) != 0) {
+        ok[i] = 0;
+        row_fail(&b->rows, &b->rows.v[at[i]], err);
+      }
+    }
+  }
+  for (size_t i = 0; i < nr; i++)
+    if (ok[i])
+      submit_fill(b, &b->rows.v[at[i]], n, &t[i * (size_t)(rep + 1) + 1],
+                  nthreads);
+  free(t);
+  free(who);
+  free(ok);
+  free(at);
   /* Ratios: makespan over the baseline's (lower is better, as for the
    * DAGs); scaling: aggregate rate over one thread's. */
   const bench_row *br = &b->rows.v[first];
