@@ -896,6 +896,96 @@ static void sweep_metg(bench *b, const series *s, const bench_dag *base,
   }
 }
 
+/* Ops held at once by the series of a workload (its DAG's tasks times its
+ * series) up to which their timed runs are interleaved. */
+#define BENCH_INTERLEAVE_OPS 4e6
+
+/* Measures series [@p lo, @p hi) of a workload together, into a row each
+ * (in order). Every one is opened first, then warmed up once, then their
+ * timed runs are interleaved: timed run k of every series, in an order
+ * that starts one series later each time, before run k + 1 of any. A slow
+ * phase of the machine (the same raw launches were seen to run 10% apart
+ * in two series a second apart) then falls on every series alike instead
+ * of on the one that ran during it, and each series runs after each other
+ * one about as often. */
+static void measure_series(bench *b, const group *gr, const char *w,
+                           const bench_shape *shp, const bench_dag *dagp,
+                           const series *ser0, size_t lo, size_t hi) {
+  const series *ser = ser0 + lo;
+  size_t ns = hi - lo;
+  char err[ERRLEN];
+  series_run *run = calloc(ns ? ns : 1, sizeof *run);
+  size_t *at = calloc(ns ? ns : 1, sizeof *at); /* each series' row */
+  int *open = calloc(ns ? ns : 1, sizeof *open);
+  if (run == NULL || at == NULL || open == NULL) {
+    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend),
+             "out of memory");
+    ns = 0;
+  }
+  for (size_t i = 0; i < ns; i++) {
+    const series *s = &ser[i];
+    bench_row *row = row_new(&b->rows, w, s->name,
+                             is_stamps(s->kind)     ? "timestamps"
+                             : is_baseline(s->kind) ? "baseline"
+                                                    : "cuasync",
+                             gr->backend);
+    at[i] = (size_t)(row - b->rows.v);
+    if (!is_baseline(s->kind))
+      snprintf(row->submit, sizeof row->submit, "%s",
+               bench_submit_name(s->submit));
+    if (strcmp(gr->backend, "cuda") == 0 && is_baseline(s->kind) &&
+        !gr->raw_ok) {
+      row_fail(&b->rows, row, gr->raw_why);
+      continue;
+    }
+    if (shp->axpy && isnan(gr->axpy_ns)) {
+      row_fail(&b->rows, row, "the AXPY duration could not be measured");
+      continue;
+    }
+    progress("%s: %s%s%s", w, s->name, is_baseline(s->kind) ? "" : " ",
+             is_baseline(s->kind) ? "" : row->submit);
+    series_open(&run[i], s, dagp, b->o->repeat, err, sizeof err);
+    open[i] = 1;
+    if (run[i].rc != 0)
+      row_fail(&b->rows, &b->rows.v[at[i]], err);
+  }
+  for (int k = 0; k <= b->o->repeat; k++) {
+    if (k > 0)
+      progress("%s: timed run %d of %d", w, k, b->o->repeat);
+    for (size_t j = 0; j < ns; j++) {
+      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % ns;
+      if (!open[i] || run[i].rc != 0)
+        continue;
+      series_step(&run[i], k, err, sizeof err);
+      if (run[i].rc != 0)
+        row_fail(&b->rows, &b->rows.v[at[i]], err);
+    }
+  }
+  for (size_t i = 0; i < ns; i++) {
+    const series *s = &ser[i];
+    if (!open[i])
+      continue;
+    series_close(&run[i]);
+    if (run[i].rc != 0)
+      continue;
+    bench_row *row = &b->rows.v[at[i]];
+    fill_row(row, dagp, gr, b->o, &run[i].m);
+    if (s->rt != NULL && getenv("CUASYNC_BENCH_DUMP") != NULL) {
+      /* The policy's own account of its last decisions (heft: its last
+       * plan's span), beside the makespan measured. */
+      progress_end();
+      fprintf(stderr, "%s / %s %s: makespan %.0f ns; the policy says:\n", w,
+              s->name, row->submit, run[i].m.makespan_ns);
+      cua_runtime_dump_policy(s->rt, stderr);
+    }
+    if (b->o->metg && is_pattern(w) && !shp->axpy)
+      sweep_metg(b, s, dagp, &b->rows.v[at[i]]);
+  }
+  free(run);
+  free(at);
+  free(open);
+}
+
 static void run_dag_workload(bench *b, const char *w, const group *gr) {
   bench_shape sh;
   bench_dag dag;
@@ -928,83 +1018,16 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
     return;
   }
   size_t ns = series_of(b, gr, w, &plan, ser);
-  series_run *run = calloc(ns ? ns : 1, sizeof *run);
-  size_t *at = calloc(ns ? ns : 1, sizeof *at); /* each series' row */
-  int *open = calloc(ns ? ns : 1, sizeof *open);
-  if (run == NULL || at == NULL || open == NULL) {
-    row_fail(&b->rows, row_new(&b->rows, w, "-", "baseline", gr->backend),
-             "out of memory");
-    ns = 0;
-  }
-  /* Every series is opened first, then warmed up once, then its timed
-   * runs are interleaved with the others': timed run k of every series,
-   * in an order that starts one series later each time, before run k + 1
-   * of any. A slow phase of the machine (the same raw launches were seen
-   * to run 10% apart in two series a second apart) then falls on every
-   * series alike instead of on the one that ran during it, and each
-   * series runs after each other one about as often. */
-  for (size_t i = 0; i < ns; i++) {
-    const series *s = &ser[i];
-    bench_row *row = row_new(&b->rows, w, s->name,
-                             is_stamps(s->kind)     ? "timestamps"
-                             : is_baseline(s->kind) ? "baseline"
-                                                    : "cuasync",
-                             gr->backend);
-    at[i] = (size_t)(row - b->rows.v);
-    if (!is_baseline(s->kind))
-      snprintf(row->submit, sizeof row->submit, "%s",
-               bench_submit_name(s->submit));
-    if (strcmp(gr->backend, "cuda") == 0 && is_baseline(s->kind) &&
-        !gr->raw_ok) {
-      row_fail(&b->rows, row, gr->raw_why);
-      continue;
-    }
-    if (sh.axpy && isnan(gr->axpy_ns)) {
-      row_fail(&b->rows, row, "the AXPY duration could not be measured");
-      continue;
-    }
-    progress("%s: %s%s%s", w, s->name, is_baseline(s->kind) ? "" : " ",
-             is_baseline(s->kind) ? "" : row->submit);
-    series_open(&run[i], s, &dag, b->o->repeat, err, sizeof err);
-    open[i] = 1;
-    if (run[i].rc != 0)
-      row_fail(&b->rows, &b->rows.v[at[i]], err);
-  }
-  for (int k = 0; k <= b->o->repeat; k++) {
-    if (k > 0)
-      progress("%s: timed run %d of %d", w, k, b->o->repeat);
-    for (size_t j = 0; j < ns; j++) {
-      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % ns;
-      if (!open[i] || run[i].rc != 0)
-        continue;
-      series_step(&run[i], k, err, sizeof err);
-      if (run[i].rc != 0)
-        row_fail(&b->rows, &b->rows.v[at[i]], err);
-    }
-  }
-  for (size_t i = 0; i < ns; i++) {
-    const series *s = &ser[i];
-    if (!open[i])
-      continue;
-    series_close(&run[i]);
-    if (run[i].rc != 0)
-      continue;
-    bench_row *row = &b->rows.v[at[i]];
-    fill_row(row, &dag, gr, b->o, &run[i].m);
-    if (s->rt != NULL && getenv("CUASYNC_BENCH_DUMP") != NULL) {
-      /* The policy's own account of its last decisions (heft: its last
-       * plan's span), beside the makespan measured. */
-      progress_end();
-      fprintf(stderr, "%s / %s %s: makespan %.0f ns; the policy says:\n", w,
-              s->name, row->submit, run[i].m.makespan_ns);
-      cua_runtime_dump_policy(s->rt, stderr);
-    }
-    if (b->o->metg && is_pattern(w) && !sh.axpy)
-      sweep_metg(b, s, &dag, &b->rows.v[at[i]]);
-  }
-  free(run);
-  free(at);
-  free(open);
+  /* Interleaved where the timing is real and the DAGs of every series fit
+   * in memory at once; else one series after the other (the sim's
+   * virtual time has no slow phases, and a DAG of a million ops per
+   * series, as the sim is run with, would be held a dozen times). */
+  if (strcmp(gr->backend, "sim") != 0 &&
+      (double)dag.n * (double)ns <= BENCH_INTERLEAVE_OPS)
+    measure_series(b, gr, w, &sh, &dag, ser, 0, ns);
+  else
+    for (size_t i = 0; i < ns; i++)
+      measure_series(b, gr, w, &sh, &dag, ser, i, i + 1);
   /* Compare with the fastest baseline of this backend. */
   const bench_row *best = NULL;
   for (size_t i = first; i < b->rows.n; i++) {
