@@ -6,11 +6,12 @@
  * same way), but ordered only within itself: its buffer hazards are
  * computed among its own ops (a graph launch is ordered against the rest
  * of the runtime as one op, see replay.c). Its device ops are then placed
- * in the order a submission would place them (breadth-first, first in
- * first out), each by the same call into the policy, and counted in their
- * streams' loads while the others are placed, so that the policy sees what
- * it would see for one submission of the whole DAG. Then the loads are put
- * back, the policy hears every op complete, and the nodes are dropped.
+ * in the order a submission would place them (breadth-first, by level
+ * and then by op id: commands.c), each by the same call into the policy, and
+ * counted in their streams' loads while the others are placed, so that the
+ * policy sees what it would see for one submission of the whole DAG. Then the
+ * loads are put back, the policy hears every op complete, and the nodes are
+ * dropped.
  *
  * What is recorded (graphs.h): the chains (one per stream used), the ops
  * in placement order, and the waits between chains, one per producer a
@@ -319,8 +320,27 @@ static size_t max_preds(const capture *c) {
   return maxp;
 }
 
-/* Places every device node, breadth-first as a submission would, and
- * records each as it is placed (fed to the capture thread, if any). */
+/* Queues device node @p i among the ready ones, c->order[@p head, *@p
+ * tail), in the order a submission's round places them (commands.c,
+ * place_push()). */
+static void order_push(capture *c, size_t head, size_t *tail, size_t i) {
+  size_t at = *tail;
+  if (at > head && cua__place_before(c->dev[i], c->dev[c->order[at - 1]])) {
+    size_t k = head;
+    while (k < *tail && k - head <= CUA__PLACE_ORDER_MAX &&
+           !cua__place_before(c->dev[i], c->dev[c->order[k]]))
+      k++;
+    if (k - head <= CUA__PLACE_ORDER_MAX) {
+      memmove(&c->order[k + 1], &c->order[k], (*tail - k) * sizeof *c->order);
+      at = k;
+    }
+  }
+  c->order[at] = i;
+  (*tail)++;
+}
+
+/* Places every device node, in the order a submission would, and records
+ * each as it is placed (fed to the capture thread, if any). */
 static int place_all(capture *c, char *msg, size_t len) {
   cua_runtime *rt = c->rt;
   size_t n = c->ndev;
@@ -360,7 +380,7 @@ static int place_all(capture *c, char *msg, size_t len) {
   size_t head = 0, tail = 0;
   for (size_t i = 0; i < n && rc == 0; i++)
     if (left[i] == 0)
-      c->order[tail++] = i;
+      order_push(c, head, &tail, i);
   uint64_t now = cua__now_ns();
   while (rc == 0 && head < tail) {
     size_t i = c->order[head++];
@@ -381,7 +401,7 @@ static int place_all(capture *c, char *msg, size_t len) {
       feed_put(c->feed, c->nplaced, 0);
     for (size_t k = succ_off[i]; k < succ_off[i + 1]; k++)
       if (--left[succ[k]] == 0)
-        c->order[tail++] = succ[k];
+        order_push(c, head, &tail, succ[k]);
   }
   if (rc == 0 && c->nplaced != n) {
     snprintf(msg, len, "internal error: %zu of %zu ops could be placed",

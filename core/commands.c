@@ -54,6 +54,40 @@ void cua__settle_push(cua__round *r, cua__node *n) {
   cua__q_push(&r->settle, n);
 }
 
+/* Whether ready node @p a is placed before @p b: by level (breadth-first),
+ * then in the order they were made (op ids, the build's post-order). */
+int cua__place_before(const cua__node *a, const cua__node *b) {
+  return a->level != b->level ? a->level < b->level : a->op_id < b->op_id;
+}
+
+/* The place queue keeps ready device nodes breadth-first, by level, and
+ * within a level in the order they were made, as far as they come in that
+ * order. First in, first out instead put a random DAG's ops of one level
+ * on their streams in the order their last inputs were placed, which
+ * needed about 0.2 more waits per op for the same placement (micro-random
+ * under round-robin: 1.21 against 1.00). Most nodes come in order and are
+ * appended; one that does not is inserted, unless its place is more than
+ * CUA__PLACE_ORDER_MAX nodes from the head. */
+static void place_push(cua__queue *q, cua__node *n) {
+  if (n->queued)
+    return;
+  if (q->tail == NULL || !cua__place_before(n, q->tail)) {
+    cua__q_push(q, n);
+    return;
+  }
+  cua__node **at = &q->head;
+  for (int i = 0; !cua__place_before(n, *at); i++) {
+    if (i == CUA__PLACE_ORDER_MAX) {
+      cua__q_push(q, n);
+      return;
+    }
+    at = &(*at)->q_next; /* never the end: n goes before the tail */
+  }
+  n->queued = 1;
+  n->q_next = *at;
+  *at = n;
+}
+
 static cua__node *q_pop(cua__queue *q) {
   cua__node *n = q->head;
   if (n != NULL) {
@@ -89,7 +123,7 @@ void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r) {
     host_ready(rt, n);
     return;
   }
-  cua__q_push(&r->place, n);
+  place_push(&r->place, n);
 }
 
 /* Resolves the dependents of @p p that waited for it to be placed

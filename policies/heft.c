@@ -244,10 +244,41 @@ static int cmp_rank(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The order in which the core will place the ops (policy.h): first in,
- * first out as they become placeable, from the ops with no input in the
- * DAG's order. A stream runs its ops in the order they are placed, so a
- * plan made in this order is the one the streams will follow. */
+/* Whether DAG op @p a is placed before op @p b when both are placeable:
+ * by level, then in the DAG's order (policy.h). */
+static int placed_before(const cua_dag *dag, size_t a, size_t b) {
+  uint32_t la = dag->ops[a].level, lb = dag->ops[b].level;
+  return la != lb ? la < lb : a < b;
+}
+
+/* How far behind its place an op that becomes placeable late may still be
+ * put in it (policy.h: 64). */
+#define PLACE_ORDER_MAX 64
+
+/* Queues op @p i among the placeable ones, order[@p head, *@p tail), where
+ * the core would: after the others unless it goes before the last, and
+ * then at its place if that is within PLACE_ORDER_MAX of the head. */
+static void order_push(const cua_dag *dag, ranked *order, size_t head,
+                       size_t *tail, size_t i) {
+  size_t at = *tail;
+  if (at > head && placed_before(dag, i, order[at - 1].i)) {
+    size_t k = head;
+    while (k < *tail && k - head <= PLACE_ORDER_MAX &&
+           !placed_before(dag, i, order[k].i))
+      k++;
+    if (k - head <= PLACE_ORDER_MAX) {
+      memmove(&order[k + 1], &order[k], (*tail - k) * sizeof *order);
+      at = k;
+    }
+  }
+  order[at].i = i;
+  (*tail)++;
+}
+
+/* The order in which the core will place the ops (policy.h): breadth-first,
+ * by level and then in the DAG's order, as they become placeable, from the
+ * ops with no input. A stream runs its ops in the order they are placed, so
+ * a plan made in this order is the one the streams will follow. */
 static int placement_order(const cua_dag *dag, ranked *order) {
   size_t n = dag->nops, head = 0, tail = 0;
   size_t *left = calloc(n ? n : 1, sizeof *left);
@@ -256,13 +287,13 @@ static int placement_order(const cua_dag *dag, ranked *order) {
   for (size_t i = 0; i < n; i++) {
     left[i] = dag->ops[i].ninputs;
     if (left[i] == 0)
-      order[tail++].i = i;
+      order_push(dag, order, head, &tail, i);
   }
   while (head < tail) {
     const cua_dag_op *op = &dag->ops[order[head++].i];
     for (size_t k = 0; k < op->nsuccessors; k++)
       if (--left[op->successors[k]] == 0)
-        order[tail++].i = op->successors[k];
+        order_push(dag, order, head, &tail, op->successors[k]);
   }
   free(left);
   return 0;

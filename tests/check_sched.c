@@ -722,6 +722,34 @@ START_TEST(place_order_is_breadth_first) {
 }
 END_TEST
 
+/* Ops of one level that become placeable out of the order they were made
+ * are placed in that order: zip(then(zip(a, b), d), then(a, e)) numbers a b
+ * d e (1 2 3 4); e becomes placeable once a is placed, d only once b is,
+ * and still d is placed before e (first in, first out would give 1 2 4 3;
+ * a random DAG's streams then need more waits). */
+START_TEST(place_order_within_a_level_is_creation_order) {
+  cua_runtime *rt = open_policy("scatter", NULL);
+  cua_op *a, *b, *d, *e, *ab, *td, *te, *z;
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&d, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&e, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&ab, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&td, ab, d), 0);
+  ck_assert_int_eq(cua_op_then(&te, a, e), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){td, te}, 2), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, z, NULL, NULL), 0);
+  char text[512];
+  dump_policy(rt, text, sizeof text);
+  ck_assert_msg(strstr(text, "first placed (op ids): 1 2 3 4\n"), "dump: %s",
+                text);
+  cua_op *all[] = {a, b, d, e, ab, td, te, z};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    cua_op_destroy(all[i]);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ------------------------------------------------ what a policy is told */
 
 /* An op with a name and a cost hint. */
@@ -1254,6 +1282,7 @@ int main(void) {
   tcase_add_test(tc, completed_is_told_name_and_tag);
   tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
   tcase_add_test(tc, place_order_is_breadth_first);
+  tcase_add_test(tc, place_order_within_a_level_is_creation_order);
   tcase_add_test(tc, policy_sees_inputs_successors_and_the_dag);
   tcase_add_test(tc, submission_end_comes_after_ops_behind_a_host_step);
   tcase_add_test(tc, pull_mode_fills_streams_to_their_depth);

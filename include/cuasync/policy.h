@@ -67,10 +67,13 @@
  *   submission_begin() comes before its first place(), and
  *   submission_end() after its last op was placed (or failed); an op is
  *   placed once every device op it depends on is placed and every host
- *   step or map it waits for has completed; ops that become placeable
- *   together are placed first in, first out, from the ops with nothing
- *   before them in submission order (the DAG's depth-first post-order). So
- *   placement is breadth-first, and an op's inputs are placed before it.
+ *   step or map it waits for has completed; ops placeable at once are
+ *   placed by level (0 for an op with no input in its submission, else one
+ *   more than its inputs' highest), and within a level in submission order
+ *   (the DAG's depth-first post-order: op ids), as far as they become
+ *   placeable in time (one that does so more than 64 ops behind its place
+ *   goes after the others). So placement is breadth-first, and an op's
+ *   inputs are placed before it.
  *   An op that waits for a host step is placed in a later round, once the
  *   step completes. submitted() follows place() at once when the core
  *   accepted the placement; completed() comes once per op submitted(),
