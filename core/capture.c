@@ -320,25 +320,6 @@ static size_t max_preds(const capture *c) {
   return maxp;
 }
 
-/* Queues device node @p i among the ready ones, c->order[@p head, *@p
- * tail), in the order a submission's round places them (commands.c,
- * place_push()). */
-static void order_push(capture *c, size_t head, size_t *tail, size_t i) {
-  size_t at = *tail;
-  if (at > head && cua__place_before(c->dev[i], c->dev[c->order[at - 1]])) {
-    size_t k = head;
-    while (k < *tail && k - head <= CUA__PLACE_ORDER_MAX &&
-           !cua__place_before(c->dev[i], c->dev[c->order[k]]))
-      k++;
-    if (k - head <= CUA__PLACE_ORDER_MAX) {
-      memmove(&c->order[k + 1], &c->order[k], (*tail - k) * sizeof *c->order);
-      at = k;
-    }
-  }
-  c->order[at] = i;
-  (*tail)++;
-}
-
 /* Places every device node, in the order a submission would, and records
  * each as it is placed (fed to the capture thread, if any). */
 static int place_all(capture *c, char *msg, size_t len) {
@@ -376,15 +357,18 @@ static int place_all(capture *c, char *msg, size_t len) {
     for (size_t i = 0; i < n; i++)
       left[i] = c->pred_off[i + 1] - c->pred_off[i];
   }
-  /* The queue is the order array itself: placed ones first. */
-  size_t head = 0, tail = 0;
+  /* Ready nodes wait in a place queue, as a submission's round keeps
+   * them (a device node's scratch is its index + 1 here); c->order gets
+   * them as they are placed. */
+  cua__queue ready = {NULL, NULL};
   for (size_t i = 0; i < n && rc == 0; i++)
     if (left[i] == 0)
-      order_push(c, head, &tail, i);
+      cua__place_push(&ready, c->dev[i]);
   uint64_t now = cua__now_ns();
-  while (rc == 0 && head < tail) {
-    size_t i = c->order[head++];
-    cua__node *nd = c->dev[i];
+  cua__node *nd;
+  while (rc == 0 && (nd = cua__q_pop(&ready)) != NULL) {
+    size_t i = (size_t)nd->scratch - 1;
+    c->order[c->nplaced] = i;
     cua_op_info info;
     cua__op_info(rt, nd, &info, 1);
     rc = cua__place_ask(rt, nd, c->sub, &info, msg, len);
@@ -401,8 +385,10 @@ static int place_all(capture *c, char *msg, size_t len) {
       feed_put(c->feed, c->nplaced, 0);
     for (size_t k = succ_off[i]; k < succ_off[i + 1]; k++)
       if (--left[succ[k]] == 0)
-        order_push(c, head, &tail, succ[k]);
+        cua__place_push(&ready, c->dev[succ[k]]);
   }
+  while (cua__q_pop(&ready) != NULL)
+    ; /* after a failure: no node stays marked as queued */
   if (rc == 0 && c->nplaced != n) {
     snprintf(msg, len, "internal error: %zu of %zu ops could be placed",
              c->nplaced, n);

@@ -54,30 +54,35 @@ void cua__settle_push(cua__round *r, cua__node *n) {
   cua__q_push(&r->settle, n);
 }
 
+/* How far cua__place_push() looks for a ready node's place before it
+ * appends it instead (one arriving far out of order). policy.h and heft's
+ * copy of the order say 64 too. */
+#define PLACE_ORDER_MAX 64
+
 /* Whether ready node @p a is placed before @p b: by level (breadth-first),
  * then in the order they were made (op ids, the build's post-order). */
-int cua__place_before(const cua__node *a, const cua__node *b) {
+static int place_before(const cua__node *a, const cua__node *b) {
   return a->level != b->level ? a->level < b->level : a->op_id < b->op_id;
 }
 
-/* The place queue keeps ready device nodes breadth-first, by level, and
+/* A place queue keeps ready device nodes breadth-first, by level, and
  * within a level in the order they were made, as far as they come in that
  * order. First in, first out instead put a random DAG's ops of one level
  * on their streams in the order their last inputs were placed, which
  * needed about 0.2 more waits per op for the same placement (micro-random
  * under round-robin: 1.21 against 1.00). Most nodes come in order and are
  * appended; one that does not is inserted, unless its place is more than
- * CUA__PLACE_ORDER_MAX nodes from the head. */
-static void place_push(cua__queue *q, cua__node *n) {
+ * PLACE_ORDER_MAX nodes from the head. */
+void cua__place_push(cua__queue *q, cua__node *n) {
   if (n->queued)
     return;
-  if (q->tail == NULL || !cua__place_before(n, q->tail)) {
+  if (q->tail == NULL || !place_before(n, q->tail)) {
     cua__q_push(q, n);
     return;
   }
   cua__node **at = &q->head;
-  for (int i = 0; !cua__place_before(n, *at); i++) {
-    if (i == CUA__PLACE_ORDER_MAX) {
+  for (int i = 0; !place_before(n, *at); i++) {
+    if (i == PLACE_ORDER_MAX) {
       cua__q_push(q, n);
       return;
     }
@@ -88,7 +93,7 @@ static void place_push(cua__queue *q, cua__node *n) {
   *at = n;
 }
 
-static cua__node *q_pop(cua__queue *q) {
+cua__node *cua__q_pop(cua__queue *q) {
   cua__node *n = q->head;
   if (n != NULL) {
     q->head = n->q_next;
@@ -123,7 +128,7 @@ void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r) {
     host_ready(rt, n);
     return;
   }
-  place_push(&r->place, n);
+  cua__place_push(&r->place, n);
 }
 
 /* Resolves the dependents of @p p that waited for it to be placed
@@ -398,7 +403,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
     /* Chunks launch early only if launches are decided as soon as they
      * are placed; otherwise every placement comes first. */
     if ((!(chunks || own) || r->launch.head == NULL) &&
-        (n = q_pop(&r->place)) != NULL) {
+        (n = cua__q_pop(&r->place)) != NULL) {
       if (n->code != 0) {
         /* Failed while it waited here with rt->lock out between chunks
          * (a producer's launch failed): settled as a node that failed
@@ -410,7 +415,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       cua__place_one(rt, n, r);
       continue;
     }
-    if ((n = q_pop(&r->launch)) != NULL) {
+    if ((n = cua__q_pop(&r->launch)) != NULL) {
       char msg[CUA__ERRLEN];
       int rc = n->code;
       if (rc == 0)
@@ -441,7 +446,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         apply_chunk(rt, r);
       continue;
     }
-    if ((n = q_pop(&r->settle)) != NULL) {
+    if ((n = cua__q_pop(&r->settle)) != NULL) {
       /* Virtual nodes whose parts completed, and failed nodes that will
        * never run; failed nodes already on a stream finish in order. */
       if (n->state == CUA__NODE_PENDING)

@@ -903,13 +903,11 @@ void cua__pull_drop(cua__polinst *p);
 
 /* commands.c: rounds and launching. */
 void cua__q_push(cua__queue *q, cua__node *n);
-/* The order device nodes ready together are placed in (commands.c): by
- * level, then by op id; a node arriving out of that order is put in its
- * place only within CUA__PLACE_ORDER_MAX nodes of the head of the queue,
- * else behind the others. Submissions' rounds and graph creation
- * (capture.c) both place in it. */
-#define CUA__PLACE_ORDER_MAX 64
-int cua__place_before(const cua__node *a, const cua__node *b);
+cua__node *cua__q_pop(cua__queue *q);
+/* Queues a ready device node in the order nodes are placed in: by level,
+ * then by op id (commands.c). Submissions' rounds and graph creation
+ * (capture.c) both take their nodes from such a queue. */
+void cua__place_push(cua__queue *q, cua__node *n);
 void cua__settle_push(cua__round *r, cua__node *n);
 void cua__ready(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__resolve(cua_runtime *rt, cua__node *p, int complete, cua__round *r);
