@@ -526,6 +526,15 @@ static void create_vs_raw(bench_cua *g, const series *s, const bench_dag *dag,
     *vs_same = c / (double)bench_min_u64(st, BENCH_CAPTURES);
 }
 
+/* The series that take turns: run k of each before run k + 1 of any (the
+ * DAG workloads' series, latency's blocks of samples, the submit
+ * workloads' runs), the order of turn @p round starting one series later
+ * than the one before, so that a slow phase of the machine falls on all
+ * of them alike and each runs after each other one about as often. */
+static size_t in_turn(size_t j, size_t round, size_t n) {
+  return (j + round) % n;
+}
+
 /* One series being measured: what it opened, and its runs so far. */
 typedef struct series_run {
   const series *s;
@@ -901,13 +910,10 @@ static void sweep_metg(bench *b, const series *s, const bench_dag *base,
 #define BENCH_INTERLEAVE_OPS 4e6
 
 /* Measures series [@p lo, @p hi) of a workload together, into a row each
- * (in order). Every one is opened first, then warmed up once, then their
- * timed runs are interleaved: timed run k of every series, in an order
- * that starts one series later each time, before run k + 1 of any. A slow
- * phase of the machine (the same raw launches were seen to run 10% apart
- * in two series a second apart) then falls on every series alike instead
- * of on the one that ran during it, and each series runs after each other
- * one about as often. */
+ * (in order): every one is opened first and warmed up once, then their
+ * timed runs take turns (in_turn(); the same raw launches were seen to
+ * run 10% apart in two series a second apart when each ran its runs in a
+ * row). */
 static void measure_series(bench *b, const group *gr, const char *w,
                            const bench_shape *shp, const bench_dag *dagp,
                            const series *ser0, size_t lo, size_t hi) {
@@ -953,7 +959,7 @@ static void measure_series(bench *b, const group *gr, const char *w,
     if (k > 0)
       progress("%s: timed run %d of %d", w, k, b->o->repeat);
     for (size_t j = 0; j < ns; j++) {
-      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % ns;
+      size_t i = in_turn(j, k > 0 ? (size_t)(k - 1) : 0, ns);
       if (!open[i] || run[i].rc != 0)
         continue;
       series_step(&run[i], k, err, sizeof err);
@@ -1062,6 +1068,51 @@ static void run_dag_workload(bench *b, const char *w, const group *gr) {
   free(ser);
 }
 
+/* A row of latency or submit: where it stands in b->rows, who runs it (a
+ * contender, or NULL for a baseline of kind @c kind), and whether it still
+ * runs. */
+typedef struct turn_row {
+  size_t at;
+  const contender *who;
+  int kind;
+  int ok;
+} turn_row;
+
+/* A baseline row named @p name of workload @p w into *@p t, failed at once
+ * where a CUDA baseline cannot run. */
+static void turn_baseline(bench *b, const group *gr, const char *w,
+                          const char *name, int kind, turn_row *t) {
+  bench_row *row = row_new(&b->rows, w, name, "baseline", gr->backend);
+  t->at = (size_t)(row - b->rows.v);
+  t->who = NULL;
+  t->kind = kind;
+  t->ok = !(strcmp(gr->backend, "cuda") == 0 && !gr->raw_ok);
+  if (!t->ok)
+    row_fail(&b->rows, row, gr->raw_why);
+}
+
+/* A row per contender of @p gr's backend, submitting task by task, into
+ * @p t: how many. */
+static size_t turn_contenders(bench *b, const group *gr, const char *w,
+                              turn_row *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < b->ncont; i++) {
+    const contender *c = &b->cont[i];
+    if (strcmp(c->backend, gr->backend) != 0)
+      continue;
+    bench_row *row = row_new(&b->rows, w, c->label, "cuasync", gr->backend);
+    snprintf(row->submit, sizeof row->submit, "task");
+    t[n] = (turn_row){(size_t)(row - b->rows.v), c, 0, 1};
+    n++;
+  }
+  return n;
+}
+
+static void turn_fail(bench *b, turn_row *t, const char *err) {
+  t->ok = 0;
+  row_fail(&b->rows, &b->rows.v[t->at], err);
+}
+
 static void latency_row(bench *b, bench_row *row, uint64_t *v, size_t n) {
   qsort(v, n, sizeof *v, cmp_u64);
   row->tasks = n;
@@ -1093,63 +1144,38 @@ static void run_latency(bench *b, const group *gr) {
   char err[ERRLEN];
   size_t first = b->rows.n;
   int cuda = strcmp(gr->backend, "cuda") == 0;
-  size_t nrows = (cuda ? 2 : 1) + b->ncont;
+  size_t nrows = (cuda ? 2 : 1) + b->ncont, n = 0;
   uint64_t *v = calloc(iters * nrows, sizeof *v);
-  const contender **who = calloc(nrows, sizeof *who);
-  int *kind = calloc(nrows, sizeof *kind), *ok = calloc(nrows, sizeof *ok);
-  size_t *at = calloc(nrows, sizeof *at), n = 0;
-  if (v == NULL || who == NULL || kind == NULL || ok == NULL || at == NULL) {
+  turn_row *t = calloc(nrows, sizeof *t);
+  if (v == NULL || t == NULL) {
     free(v);
-    free(who);
-    free(kind);
-    free(ok);
-    free(at);
+    free(t);
     return;
   }
   /* The first baseline is what the ratios compare with: a launch and a
    * synchronisation (CUDA), or a post and a wait (threads). */
-  for (int k = 0; k < (cuda ? 2 : 1); k++) {
-    bench_row *row = row_new(&b->rows, "latency",
-                             !cuda    ? "threads-task"
-                             : k == 0 ? "raw-sync"
-                                      : "raw-callback",
-                             "baseline", gr->backend);
-    at[n] = (size_t)(row - b->rows.v);
-    kind[n] = cuda ? k : 2;
-    ok[n] = !(cuda && !gr->raw_ok);
-    if (!ok[n])
-      row_fail(&b->rows, row, gr->raw_why);
-    n++;
+  if (cuda) {
+    turn_baseline(b, gr, "latency", "raw-sync", 0, &t[n++]);
+    turn_baseline(b, gr, "latency", "raw-callback", 1, &t[n++]);
+  } else {
+    turn_baseline(b, gr, "latency", "threads-task", 2, &t[n++]);
   }
-  for (size_t i = 0; i < b->ncont; i++) {
-    const contender *c = &b->cont[i];
-    if (strcmp(c->backend, gr->backend) != 0)
-      continue;
-    bench_row *row =
-        row_new(&b->rows, "latency", c->label, "cuasync", gr->backend);
-    snprintf(row->submit, sizeof row->submit, "task");
-    at[n] = (size_t)(row - b->rows.v);
-    who[n] = c;
-    ok[n++] = 1;
-  }
+  n += turn_contenders(b, gr, "latency", t + n);
   size_t per = (iters + LATENCY_BLOCKS - 1) / LATENCY_BLOCKS;
   for (size_t blk = 0; blk * per < iters; blk++) {
     size_t m = iters - blk * per < per ? iters - blk * per : per;
     progress("latency: samples %zu of %zu", blk * per + m, iters);
     for (size_t j = 0; j < n; j++) {
-      size_t i = (j + blk) % n;
-      if (!ok[i])
-        continue;
-      if (latency_block(who[i], kind[i], m, v + i * iters + blk * per, err,
-                        sizeof err) != 0) {
-        ok[i] = 0;
-        row_fail(&b->rows, &b->rows.v[at[i]], err);
-      }
+      turn_row *r = &t[in_turn(j, blk, n)];
+      size_t i = (size_t)(r - t);
+      if (r->ok && latency_block(r->who, r->kind, m, v + i * iters + blk * per,
+                                 err, sizeof err) != 0)
+        turn_fail(b, r, err);
     }
   }
   for (size_t i = 0; i < n; i++)
-    if (ok[i])
-      latency_row(b, &b->rows.v[at[i]], v + i * iters, iters);
+    if (t[i].ok)
+      latency_row(b, &b->rows.v[t[i].at], v + i * iters, iters);
   const bench_row *base = &b->rows.v[first];
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
@@ -1159,10 +1185,7 @@ static void run_latency(bench *b, const group *gr) {
     }
   }
   free(v);
-  free(who);
-  free(kind);
-  free(ok);
-  free(at);
+  free(t);
 }
 
 /* The submit workloads: @p nthreads threads submit (or launch, or post)
@@ -1223,59 +1246,37 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
   size_t first = b->rows.n;
   char err[ERRLEN];
   int cuda = strcmp(gr->backend, "cuda") == 0;
-  int rep = b->o->repeat;
+  size_t runs = (size_t)b->o->repeat + 1; /* run 0 is the warm-up */
   const char *base = cuda ? (nthreads > 1 ? "raw-launch-mt" : "raw-launch")
                           : (nthreads > 1 ? "threads-post-mt" : "threads-post");
   size_t nrows = 1 + b->ncont, nr = 0;
-  uint64_t *t = calloc(nrows * (size_t)(rep + 1), sizeof *t);
-  const contender **who = calloc(nrows, sizeof *who);
-  int *ok = calloc(nrows, sizeof *ok);
-  size_t *at = calloc(nrows, sizeof *at);
-  if (t == NULL || who == NULL || ok == NULL || at == NULL) {
+  uint64_t *ns = calloc(nrows * runs, sizeof *ns);
+  turn_row *t = calloc(nrows, sizeof *t);
+  if (ns == NULL || t == NULL) {
     row_fail(&b->rows, row_new(&b->rows, w, base, "baseline", gr->backend),
              "out of memory");
+    free(ns);
     free(t);
-    free(who);
-    free(ok);
-    free(at);
     return;
   }
-  bench_row *row = row_new(&b->rows, w, base, "baseline", gr->backend);
-  at[nr] = (size_t)(row - b->rows.v);
-  ok[nr] = !(cuda && !gr->raw_ok);
-  if (!ok[nr])
-    row_fail(&b->rows, row, gr->raw_why);
-  nr++;
-  for (size_t i = 0; i < b->ncont; i++) {
-    const contender *c = &b->cont[i];
-    if (strcmp(c->backend, gr->backend) != 0)
-      continue;
-    row = row_new(&b->rows, w, c->label, "cuasync", gr->backend);
-    snprintf(row->submit, sizeof row->submit, "task");
-    at[nr] = (size_t)(row - b->rows.v);
-    who[nr] = c;
-    ok[nr++] = 1;
-  }
-  for (int k = 0; k <= rep; k++) {
-    progress("%s: %s %d of %d", w, k == 0 ? "warm-up" : "timed run", k, rep);
+  turn_baseline(b, gr, w, base, 0, &t[nr++]);
+  nr += turn_contenders(b, gr, w, t + nr);
+  for (size_t k = 0; k < runs; k++) {
+    progress("%s: %s %zu of %d", w, k == 0 ? "warm-up" : "timed run", k,
+             b->o->repeat);
     for (size_t j = 0; j < nr; j++) {
-      size_t i = (j + (k > 0 ? (size_t)(k - 1) : 0)) % nr;
-      if (ok[i] && submit_once(b, gr, who[i], nthreads, n,
-                               &t[i * (size_t)(rep + 1) + (size_t)k], err,
-                               sizeof err) != 0) {
-        ok[i] = 0;
-        row_fail(&b->rows, &b->rows.v[at[i]], err);
-      }
+      turn_row *r = &t[in_turn(j, k > 0 ? k - 1 : 0, nr)];
+      size_t i = (size_t)(r - t);
+      if (r->ok && submit_once(b, gr, r->who, nthreads, n, &ns[i * runs + k],
+                               err, sizeof err) != 0)
+        turn_fail(b, r, err);
     }
   }
   for (size_t i = 0; i < nr; i++)
-    if (ok[i])
-      submit_fill(b, &b->rows.v[at[i]], n, &t[i * (size_t)(rep + 1) + 1],
-                  nthreads);
+    if (t[i].ok)
+      submit_fill(b, &b->rows.v[t[i].at], n, &ns[i * runs + 1], nthreads);
+  free(ns);
   free(t);
-  free(who);
-  free(ok);
-  free(at);
   /* Ratios: makespan over the baseline's (lower is better, as for the
    * DAGs); scaling: aggregate rate over one thread's. */
   const bench_row *br = &b->rows.v[first];
