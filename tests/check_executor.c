@@ -130,14 +130,13 @@ START_TEST(a_long_batch_keeps_a_mark_in_every_sixteen) {
 }
 END_TEST
 
-/* Queues @p n lists at once for the launch thread, the i-th with one MARK
- * of stream @p ss[i] (value 0: the stream is already there), as rounds do,
- * so that it takes them as one batch. */
-static void queue_marks_on(cua_runtime *rt, cua__stream **ss, int n) {
+/* Queues @p n lists at once for the launch thread, each with one MARK of
+ * stream @p s (value 0: the stream is already there), as rounds do, so
+ * that it takes them as one batch. */
+static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
   cua__cmdlist *first = NULL, *last = NULL;
   pthread_mutex_lock(&rt->lock);
   for (int i = 0; i < n; i++) {
-    cua__stream *s = ss[i];
     int fresh;
     cua__cmdlist *h = cua__pool_get(&rt->list_pool, &fresh);
     ck_assert_ptr_nonnull(h);
@@ -174,14 +173,6 @@ static void queue_marks_on(cua_runtime *rt, cua__stream **ss, int n) {
     pthread_cond_signal(&rt->lq_cv);
   pthread_mutex_unlock(&rt->lq_mu);
   pthread_mutex_unlock(&rt->lock);
-}
-
-static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
-  cua__stream *ss[8];
-  ck_assert_int_le(n, 8);
-  for (int i = 0; i < n; i++)
-    ss[i] = s;
-  queue_marks_on(rt, ss, n);
 }
 
 /* The launch thread applies what cua__coalesce_marks() left. */
