@@ -284,16 +284,15 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   return 0;
 }
 
-/* A MARK of what @p s has launched, which the launch thread must apply
- * as it is if @p keep (see CHUNK_MARK_EVERY); -1 when out of memory (the
+/* Marks every stream that got work since its last mark. */
+/* A MARK of what @p s has launched; -1 when out of memory (the
  * completion thread's next round marks it). */
-static int mark_stream(cua__round *r, cua__stream *s, int keep) {
+static int mark_stream(cua__round *r, cua__stream *s) {
   cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
   if (c == NULL)
     return -1;
   c->value = s->launched;
   c->prev = s->marked;
-  c->keep = keep;
   s->marked = s->launched;
   if (r->rt->obs_commands)
     cua__obs_command(r->rt, CUA_OBS_MARK, s, s->inflight_tail);
@@ -313,37 +312,26 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
     return;
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
-    if (s->marked < s->launched && mark_stream(r, s, r->handed) != 0)
+    if (s->marked < s->launched && mark_stream(r, s) != 0)
       break;
   }
 }
 
-/* A round that hands chunks to the launch thread (every round
- * under launch = thread; under auto, a submission's round while no other
- * thread is submitting) hands its list over as it decides it, so that the
- * launch thread launches while this thread decides the rest: the first
- * chunk after CHUNK_FIRST launches, each next one twice as long, up to
- * CHUNK_MAX. A chunk has its exact points attached. Once one chunk went,
- * the rest of the round's list goes there too (r->handed), so that one
- * thread applies the whole list in order. The chunk is queued in decision
- * order, rt->lock held throughout.
- *
- * Each stream is marked every CHUNK_MARK_EVERY launches, and the launch
- * thread applies these marks, and the round's last ones once it handed a
- * chunk, as they are (cmd->keep), not batched with the marks of other
- * lists (cua__coalesce_marks()): the completion thread
- * then finishes ops while the device runs the later ones, instead of all
- * of them after the end. On an H200 (doc/results, twenty-third session,
- * seven interleaved rounds against the submitting thread deciding, then
- * applying its own chunks): micro-random under round-robin, whose
- * decisions cost about 1.3 us per op, median 1.20x raw-streams against
- * 1.37x; a chain of short kernels on one stream, whose decisions cost
- * about 0.4 us, 1.24x raw against 1.22x. Without marks in the chunks, or
- * with them batched, or every 64 launches, micro-random gained less or
- * nothing. */
+/* With a launch thread, a long round hands its list over in chunks as it
+ * decides them, so that the device starts on the first ops while the rest
+ * are decided (a large submission would otherwise launch nothing until
+ * all of it is decided):
+ * the first chunk after CHUNK_FIRST launches, each next one twice as
+ * long, up to CHUNK_MAX. A chunk has its exact points attached; its
+ * streams are marked only at the round's end, as before (marks in between
+ * would have the completion thread finish ops, under rt->lock, while the
+ * round still decides: on a chain of short kernels that contention cost
+ * more than the early start gains). The chunk is queued for the launch
+ * thread (in decision order, rt->lock held throughout), so its launches
+ * overlap the next decisions. Without a launch thread, a submission's round
+ * applies its own chunks (apply_chunk(), below). */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
-#define CHUNK_MARK_EVERY 16
 
 /* Without chunks (no launch thread), the list is applied only once the
  * round has decided everything, with rt->lock released: a MARK every
@@ -393,7 +381,6 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
     return;
   }
   r->first_launch = 0;
-  r->handed = 1;
   r->chunk_len = 0;
   r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
 }
@@ -404,15 +391,9 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
  * a launch thread, a long round hands chunks over before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
-  /* Under launch = auto, a submission's round hands its chunks over while
-   * it is the only thread submitting: several submitting threads already
-   * decide and launch in parallel, each applying its own (as with
-   * caller). */
-  int handing =
-      rt->launcher_started &&
-      (rt->cfg->launch == CUA__LAUNCH_THREAD ||
-       (rt->cfg->launch == CUA__LAUNCH_AUTO && r->chunked &&
-        atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1));
+  /* (launch = auto hands over no chunks: a large round is applied in its
+   * own chunks, as without a launch thread) */
+  int handing = rt->launcher_started && rt->cfg->launch == CUA__LAUNCH_THREAD;
   for (;;) {
     cua__node *n;
     int chunks = handing && !r->no_chunks;
@@ -452,9 +433,8 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * by the backend, so that the completion thread sees its own end. */
       n->sampled = cua__models_sampling(rt, n);
       if (n->pulled == 2 || n->sampled ||
-          n->stream->launched - n->stream->marked >=
-              (chunks ? CHUNK_MARK_EVERY : MARK_EVERY))
-        (void)mark_stream(r, n->stream, chunks);
+          (!chunks && n->stream->launched - n->stream->marked >= MARK_EVERY))
+        (void)mark_stream(r, n->stream);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       /* Its own chunk only between decisions: with nothing placed and
@@ -589,7 +569,7 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
-  if ((r->handed || cua__may_hand_over(rt, &r->cmds, relock)) &&
+  if (cua__may_hand_over(rt, &r->cmds, relock) &&
       cua__launcher_push(rt, &r->cmds) == 0) {
     if (!relock)
       unlock_and_kick(rt, r);
