@@ -436,6 +436,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
       s->points_head = p->next;
       if (s->points_head == NULL)
         s->points_tail = NULL;
+      else
+        s->points_head->prev = NULL;
       cua__point_free(rt, p);
     }
   }

@@ -71,10 +71,14 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
   if (rt->nstreams > CUA__VC_STREAMS_MAX)
     need = 0;
   if (need > p->capvc) {
-    uint64_t *v = cua__realloc(p->vc, need * sizeof *v);
+    /* Room for every stream now, so that a pooled point's array serves
+     * any later point: points are made for every few ops, and their
+     * clocks grow with the streams a DAG reaches. */
+    size_t cap = need > (size_t)rt->nstreams ? need : (size_t)rt->nstreams;
+    uint64_t *v = cua__realloc(p->vc, cap * sizeof *v);
     if (v != NULL) {
       p->vc = v;
-      p->capvc = need;
+      p->capvc = cap;
     }
   }
   /* Without its clock (out of memory), a point only orders its own
@@ -87,22 +91,24 @@ static cua__point *point_new(cua_runtime *rt, cua__stream *s, uint64_t seq,
     p->nvc = need;
   }
   /* Usually the last; a point attached after the fact (exact waits) may
-   * go before points recorded later in the same round. */
-  cua__point **at = &s->points_head, *prev = NULL;
-  if (s->points_tail != NULL && s->points_tail->seq <= seq) {
-    prev = s->points_tail;
-    at = &prev->next;
-  } else {
-    while (*at != NULL && (*at)->seq <= seq) {
-      prev = *at;
-      at = &(*at)->next;
-    }
-  }
-  p->next = *at;
-  *at = p;
-  if (p->next == NULL)
+   * go before points recorded later in the same round, so the list is
+   * searched from its end: a whole submission keeps a stream's points
+   * alive until the completion thread sees the stream past them, and a
+   * search from the head cost about 240 instructions per point on a
+   * random DAG of 2,000 ops (callgrind). */
+  cua__point *after = s->points_tail;
+  while (after != NULL && after->seq > seq)
+    after = after->prev;
+  p->prev = after;
+  p->next = after != NULL ? after->next : s->points_head;
+  if (p->next != NULL)
+    p->next->prev = p;
+  else
     s->points_tail = p;
-  (void)prev;
+  if (after != NULL)
+    after->next = p;
+  else
+    s->points_head = p;
   if (!s->active)
     cua__stream_activate(rt, s); /* so that the point is freed */
   return p;
@@ -129,14 +135,14 @@ cua__point *cua__record_point(cua__round *r, cua__stream *s) {
   cua__cmd *c = cua__cmd_add(r, CUA__CMD_RECORD, s);
   if (c == NULL) {
     /* Nothing will record it: unlink it again. */
-    cua__point **at = &s->points_head, *prev = NULL;
-    while (*at != p) {
-      prev = *at;
-      at = &(*at)->next;
-    }
-    *at = p->next;
-    if (s->points_tail == p)
-      s->points_tail = prev;
+    if (p->prev != NULL)
+      p->prev->next = p->next;
+    else
+      s->points_head = p->next;
+    if (p->next != NULL)
+      p->next->prev = p->prev;
+    else
+      s->points_tail = p->prev;
     cua__point_free(r->rt, p);
     return NULL;
   }
@@ -186,8 +192,10 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
       r->cmds.v[producer->cmd].node == producer &&
       r->cmds.v[producer->cmd].kind == CUA__CMD_LAUNCH)
     p = attach_point(r, &r->cmds.v[producer->cmd]);
-  if (p == NULL) {
-    for (p = s->points_head; p != NULL && p->seq < seq; p = p->next)
+  if (p == NULL && s->points_tail != NULL && s->points_tail->seq >= seq) {
+    /* (from the end, where the points of recent ops are) */
+    for (p = s->points_tail; p->prev != NULL && p->prev->seq >= seq;
+         p = p->prev)
       ;
   }
   if (p == NULL && (p = cua__record_point(r, s)) == NULL)

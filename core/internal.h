@@ -162,7 +162,7 @@ typedef struct cua__point {
   cua_backend_event *event;
   uint64_t *vc; /* vc[g]: highest seq of stream g ordered before this point */
   size_t nvc, capvc;
-  struct cua__point *next;
+  struct cua__point *next, *prev; /* the stream's points, by seq */
   /* The command that records it: its stream and ticket there. A wait for
    * the point is executed only once that command has been. */
   struct cua__stream *stream;
