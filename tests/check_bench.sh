@@ -265,7 +265,8 @@ done
 pass "bad usage exits 2 with a message"
 
 # bench-ops, what tools/bench/callgrind-per-op.sh runs under valgrind: one
-# run of one DAG in each submission mode; bad usage exits 2.
+# run of one DAG in each submission mode, three runs of one on one runtime
+# (the script's warm column); bad usage exits 2.
 OPS=${CUASYNC_BENCH_OPS:-$(dirname "$TOOL")/bench-ops}
 if [ -x "$OPS" ]; then
   for m in whole task level; do
@@ -274,13 +275,18 @@ if [ -x "$OPS" ]; then
     expect "$OUT" "^random 200 tasks, submit $m, policy round-robin: " \
       "bench-ops random 200 $m"
   done
-  for args in "" "chain 0 task" "chain 10 each" "nosuch 10 task"; do
+  "$OPS" random 200 whole round-robin 8 3 >"$OUT" 2>"$ERR" ||
+    fail "bench-ops random 200 whole round-robin 8 3 failed"
+  expect "$OUT" "^random 200 tasks, submit whole, policy round-robin: " \
+    "bench-ops random 200 whole round-robin 8 3"
+  for args in "" "chain 0 task" "chain 10 each" "nosuch 10 task" \
+    "chain 10 task round-robin 1 0" "chain 10 task round-robin 1 101"; do
     status=0
     # shellcheck disable=SC2086 # the words are meant to split
     "$OPS" $args >"$OUT" 2>"$ERR" || status=$?
     [ "$status" -eq 2 ] || fail "bench-ops $args exited $status, not 2"
   done
-  pass "bench-ops runs each submission mode, refuses bad usage"
+  pass "bench-ops runs each submission mode and several runs, refuses bad usage"
 fi
 
 # A policy that does not exist: exit 1, named on stderr.

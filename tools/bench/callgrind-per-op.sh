@@ -14,7 +14,11 @@
 # the instructions of the whole process, every thread included: start-up,
 # runtime creation and teardown are the same for both sizes and cancel out,
 # so what is left is what one more op costs: building it, submitting it,
-# placing and running it, completing it. The cases:
+# placing and running it, completing it, on a runtime that runs it first
+# (its pools empty, its events not yet made). The column "warm" is what a
+# run of the BIG DAG costs per op once the runtime is warm and the ops are
+# built: BIG run 3 times on one runtime, less BIG run once, halved (a
+# program that submits the same kind of work again and again). The cases:
 #
 #   chain/whole   a chain of N ops, one submission
 #   chain/task    a chain of N ops, one submission per op
@@ -86,18 +90,21 @@ unset CUASYNC_CONFIG CUASYNC_POLICY
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/callgrind-per-op.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT HUP INT TERM
 
-# instructions PATTERN TASKS SUBMIT: the process's total Ir, the fewest of
-# $runs runs, and the task count the pattern made (it may round), as
-# "IR TASKS".
+# instructions PATTERN TASKS SUBMIT [DAGRUNS]: the process's total Ir, the
+# fewest of $runs processes, each running the DAG DAGRUNS times (default
+# 1), and the task count the pattern made (it may round), as "IR TASKS".
 instructions() {
   out=$tmp/cg.$1.$2.$3
+  width=8
+  [ "$1" = chain ] && width=1
   best=
   r=0
   while [ "$r" -lt "$runs" ]; do
     r=$((r + 1))
     # shellcheck disable=SC2086 # $lt is a command and its arguments
     if ! $lt valgrind --tool=callgrind --callgrind-out-file="$out" \
-      "$ops" "$1" "$2" "$3" "$policy" >"$tmp/stdout" 2>"$tmp/stderr"; then
+      "$ops" "$1" "$2" "$3" "$policy" "$width" "${4:-1}" >"$tmp/stdout" \
+      2>"$tmp/stderr"; then
       echo "callgrind-per-op.sh: bench-ops $1 $2 $3 $policy failed:" >&2
       sed 's/^/  /' "$tmp/stderr" >&2
       exit 1
@@ -112,15 +119,22 @@ instructions() {
   echo "$best $n"
 }
 
-printf '%-12s %12s %12s %9s  (policy %s, host backend)\n' case \
-  "Ir(N=$small)" "Ir(N=$big)" "Ir/op" "$policy"
+printf '%-12s %12s %12s %9s %9s  (policy %s, host backend)\n' case \
+  "Ir(N=$small)" "Ir(N=$big)" "Ir/op" "warm" "$policy"
 for c in chain/whole chain/task random/task; do
   pattern=${c%/*}
   submit=${c#*/}
+  # shellcheck disable=SC2046 # "IR TASKS" is meant to split
   set -- $(instructions "$pattern" "$small" "$submit")
   ir0=$1 n0=$2
+  # shellcheck disable=SC2046 # "IR TASKS" is meant to split
   set -- $(instructions "$pattern" "$big" "$submit")
   ir1=$1 n1=$2
-  awk -v c="$c" -v a="$ir0" -v b="$ir1" -v n0="$n0" -v n1="$n1" 'BEGIN {
-    printf "%-12s %12.0f %12.0f %9.0f\n", c, a, b, (b - a) / (n1 - n0) }'
+  # shellcheck disable=SC2046 # "IR TASKS" is meant to split
+  set -- $(instructions "$pattern" "$big" "$submit" 3)
+  ir3=$1
+  awk -v c="$c" -v a="$ir0" -v b="$ir1" -v n0="$n0" -v n1="$n1" \
+    -v w="$ir3" 'BEGIN {
+    printf "%-12s %12.0f %12.0f %9.0f %9.0f\n", c, a, b, (b - a) / (n1 - n0),
+      (w - b) / 2 / n1 }'
 done

@@ -4,11 +4,15 @@
  * no baseline, no warm-up, no repeat, every spin of 0 ns, so that what a
  * run costs is cuasync's own work. Not installed.
  *
- *   bench-ops PATTERN TASKS SUBMIT [POLICY [WIDTH]]
+ *   bench-ops PATTERN TASKS SUBMIT [POLICY [WIDTH [RUNS]]]
  *
  * PATTERN is one of the Task Bench patterns of cuasync-bench (chain,
  * random, ...), SUBMIT is whole, task or level (cuasync-bench --submit),
- * POLICY defaults to round-robin and WIDTH to 1 for chain, else 8. The
+ * POLICY defaults to round-robin and WIDTH to 1 for chain, else 8. RUNS
+ * (default 1, at most 100) runs the same DAG that many times on the same
+ * runtime: the difference between 3 runs and 1, halved, is what a run
+ * costs once the runtime's pools and events are warm and the ops built
+ * (callgrind-per-op.sh's warm column). The
  * runtime is opened on the host backend (or $CUASYNC_BENCH_OPS_BACKEND's,
  * for a profile on a GPU) with the built-in configuration only. Prints the
  * tasks run and the run's host time; exit 0, 1 when the run failed, 2 on bad
@@ -24,12 +28,12 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: bench-ops PATTERN TASKS whole|task|level "
-                  "[POLICY [WIDTH]]\n");
+                  "[POLICY [WIDTH [RUNS]]]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  if (argc < 4 || argc > 6)
+  if (argc < 4 || argc > 7)
     return usage();
   setenv("CUASYNC_MODELS", "memory", 0); /* nothing read or written */
   const char *pattern = argv[1], *policy = argc > 4 ? argv[4] : "round-robin";
@@ -45,6 +49,9 @@ int main(int argc, char **argv) {
     return usage();
   int width = strcmp(pattern, "chain") == 0 ? 1 : 8;
   if (argc > 5 && ((width = atoi(argv[5])) < 1 || width > 65536))
+    return usage();
+  int runs = 1;
+  if (argc > 6 && ((runs = atoi(argv[6])) < 1 || runs > 100))
     return usage();
 
   char err[320], text[256];
@@ -81,8 +88,10 @@ int main(int argc, char **argv) {
   bench_cua *g = NULL;
   uint64_t build = 0, ns = 0;
   int status = 0;
-  if (bench_cua_open(&g, rt, &dag, mode, &build, err, sizeof err) != 0 ||
-      bench_cua_run(g, &ns, NULL, err, sizeof err) != 0) {
+  int bad = bench_cua_open(&g, rt, &dag, mode, &build, err, sizeof err) != 0;
+  for (int i = 0; i < runs && !bad; i++)
+    bad = bench_cua_run(g, &ns, NULL, err, sizeof err) != 0;
+  if (bad) {
     fprintf(stderr, "bench-ops: %s\n", err);
     status = 1;
   } else {
