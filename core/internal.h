@@ -173,6 +173,10 @@ typedef struct cua__point {
 
 typedef struct cua__node cua__node;
 
+/* A cache line: fields written per op by different threads are kept at
+ * least this far apart. */
+#define CUA__CACHE_LINE 64
+
 /* Streams beyond which event points carry no vector clock (hazards.c). */
 #define CUA__VC_STREAMS_MAX 256
 
@@ -200,7 +204,12 @@ typedef struct cua__stream {
   /* Commands (commands.c, executor.c): tickets are given under rt->lock in
    * decision order; the executor applies a stream's commands in ticket
    * order, whichever thread holds them. */
-  uint64_t tickets;           /* given */
+  uint64_t tickets; /* given */
+  /* What the applying thread writes for every command, a cache line away
+   * from what the deciding thread writes for every op (above): when they
+   * are two threads (the launch thread), a shared line would move between
+   * their cores twice per command. */
+  char exec_pad_[CUA__CACHE_LINE];
   _Atomic uint64_t executed;  /* applied: the next ticket to run */
   _Atomic uint64_t exec_seq;  /* last seq whose launch was applied */
   atomic_int wait_failed;     /* a WAIT failed: fail the next launch */
@@ -208,6 +217,7 @@ typedef struct cua__stream {
   unsigned mark_run;          /* and how many marks it skipped in a row */
   uint64_t marks_applied;     /* MARKs given to the backend; written by the
                                  thread applying the stream's turn (tests) */
+  char exec_end_pad_[CUA__CACHE_LINE];
 } cua__stream;
 
 /* --------------------------------------------------------------- policies */
@@ -655,12 +665,19 @@ struct cua_runtime {
   int thread_started;
   pthread_cond_t work; /* wakes the completion thread */
   /* Counts the signals of work: the idle completion thread watches it a
-   * short while before it sleeps (complete.c). */
+   * short while before it sleeps (complete.c); on a line of its own, away
+   * from what a round writes for every op (next_op, stats), since a
+   * thread spinning on a shared line takes it back at every such write. */
+  char work_pad_[CUA__CACHE_LINE];
   atomic_uint work_gen;
+  char work_end_pad_[CUA__CACHE_LINE];
   pthread_cond_t idle; /* signalled when a submission completes */
   int stopping;
   uint64_t next_sub, next_op;
   cua_stats stats;
+  /* (read for every command applied, by whichever thread applies it; the
+   * stats above are written for every op decided) */
+  char stats_pad_[CUA__CACHE_LINE];
   /* Buffers and modules still alive (for destroy). */
   pthread_mutex_t reg_lock;
   cua_buffer *buffers;
