@@ -284,15 +284,16 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   return 0;
 }
 
-/* Marks every stream that got work since its last mark. */
-/* A MARK of what @p s has launched; -1 when out of memory (the
- * completion thread's next round marks it). */
-static int mark_stream(cua__round *r, cua__stream *s) {
+/* A MARK of what @p s has launched, which the launch thread applies as it
+ * is if @p keep (CHUNK_MARK_EVERY); -1 when out of memory (the completion
+ * thread's next round marks it). */
+static int mark_stream(cua__round *r, cua__stream *s, int keep) {
   cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
   if (c == NULL)
     return -1;
   c->value = s->launched;
   c->prev = s->marked;
+  c->keep = keep;
   s->marked = s->launched;
   if (r->rt->obs_commands)
     cua__obs_command(r->rt, CUA_OBS_MARK, s, s->inflight_tail);
@@ -312,26 +313,44 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
     return;
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
-    if (s->marked < s->launched && mark_stream(r, s) != 0)
+    if (s->marked < s->launched &&
+        mark_stream(r, s,
+                    r->handed && rt->cfg->launch == CUA__LAUNCH_PIPELINE) != 0)
       break;
   }
 }
 
 /* With a launch thread, a long round hands its list over in chunks as it
- * decides them, so that the device starts on the first ops while the rest
- * are decided (a large submission would otherwise launch nothing until
- * all of it is decided):
+ * decides them (every round under launch = thread; under pipeline, a
+ * submission's round while no other thread is submitting), so that the
+ * device starts on the first ops while the rest are decided (a large
+ * submission would otherwise launch nothing until all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
- * long, up to CHUNK_MAX. A chunk has its exact points attached; its
- * streams are marked only at the round's end, as before (marks in between
- * would have the completion thread finish ops, under rt->lock, while the
- * round still decides: on a chain of short kernels that contention cost
- * more than the early start gains). The chunk is queued for the launch
- * thread (in decision order, rt->lock held throughout), so its launches
- * overlap the next decisions. Without a launch thread, a submission's round
- * applies its own chunks (apply_chunk(), below). */
+ * long, up to CHUNK_MAX. A chunk has its exact points attached. Once one
+ * chunk went, the rest of the round's list goes there too (r->handed), so
+ * that one thread applies the list in order. The chunk is queued for the
+ * launch thread (in decision order, rt->lock held throughout), so its
+ * launches overlap the next decisions. Without a launch thread, a
+ * submission's round applies its own chunks (apply_chunk(), below).
+ *
+ * Under launch = thread the streams are marked only at the round's end
+ * (marks in between had the completion thread finish ops, under rt->lock,
+ * while the round still decided: on a chain of short kernels, in the third
+ * session, that cost more than the early start gained); then the
+ * completion thread finishes every op of a large round after its last
+ * launch. Under pipeline each stream is marked every CHUNK_MARK_EVERY
+ * launches, and the launch thread applies those marks, and the round's
+ * last ones, as they are (cmd->keep), not batched with other lists' marks
+ * (cua__coalesce_marks()). On an H200 (doc/results, twenty-third session,
+ * ten interleaved rounds): micro-random under round-robin 0.93-1.13x
+ * raw-streams in 3 rounds but 1.23-1.60x in the others, where auto (the
+ * submitting thread applying its own chunks) ran 1.34-1.44x; micro-chain
+ * 1.01-1.07x raw in 3 rounds, 1.15-1.38x in the others (auto 1.02-1.45x).
+ * With the marks at the end, or every 64 launches, or batched, it gained
+ * nothing. */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
+#define CHUNK_MARK_EVERY 16
 
 /* Without chunks (no launch thread), the list is applied only once the
  * round has decided everything, with rt->lock released: a MARK every
@@ -381,6 +400,7 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
     return;
   }
   r->first_launch = 0;
+  r->handed = 1;
   r->chunk_len = 0;
   r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
 }
@@ -392,8 +412,15 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   /* (launch = auto hands over no chunks: a large round is applied in its
-   * own chunks, as without a launch thread) */
-  int handing = rt->launcher_started && rt->cfg->launch == CUA__LAUNCH_THREAD;
+   * own chunks, as without a launch thread; pipeline hands a submission's
+   * over while it is the only thread submitting: several submitting
+   * threads already decide and launch in parallel) */
+  int pipeline = rt->cfg->launch == CUA__LAUNCH_PIPELINE;
+  int handing =
+      rt->launcher_started &&
+      (rt->cfg->launch == CUA__LAUNCH_THREAD ||
+       (pipeline && r->chunked &&
+        atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1));
   for (;;) {
     cua__node *n;
     int chunks = handing && !r->no_chunks;
@@ -433,8 +460,10 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * by the backend, so that the completion thread sees its own end. */
       n->sampled = cua__models_sampling(rt, n);
       if (n->pulled == 2 || n->sampled ||
-          (!chunks && n->stream->launched - n->stream->marked >= MARK_EVERY))
-        (void)mark_stream(r, n->stream);
+          ((!chunks || pipeline) &&
+           n->stream->launched - n->stream->marked >=
+               (chunks ? CHUNK_MARK_EVERY : MARK_EVERY)))
+        (void)mark_stream(r, n->stream, chunks && pipeline);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       /* Its own chunk only between decisions: with nothing placed and
@@ -547,7 +576,8 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
 #define AUTO_PENDING 3
 
 int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
-  if (rt->cfg->launch != CUA__LAUNCH_AUTO)
+  if (rt->cfg->launch != CUA__LAUNCH_AUTO &&
+      rt->cfg->launch != CUA__LAUNCH_PIPELINE)
     return 1;
   if (!relock && rt->vclock == NULL &&
       rt->nsubs - rt->nsubs_done >= AUTO_PENDING &&
@@ -569,7 +599,7 @@ void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
     return;
   }
   atomic_fetch_add(&rt->executing, 1);
-  if (cua__may_hand_over(rt, &r->cmds, relock) &&
+  if ((r->handed || cua__may_hand_over(rt, &r->cmds, relock)) &&
       cua__launcher_push(rt, &r->cmds) == 0) {
     if (!relock)
       unlock_and_kick(rt, r);

@@ -37,8 +37,13 @@ typedef struct cua__section {
 /** on_policy_error = error | fallback */
 enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 
-/** launch = caller | thread | auto */
-enum { CUA__LAUNCH_CALLER = 0, CUA__LAUNCH_THREAD = 1, CUA__LAUNCH_AUTO = 2 };
+/** launch = caller | thread | auto | pipeline */
+enum {
+  CUA__LAUNCH_CALLER = 0,
+  CUA__LAUNCH_THREAD = 1,
+  CUA__LAUNCH_AUTO = 2,
+  CUA__LAUNCH_PIPELINE = 3
+};
 enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 
 /** A parsed and checked configuration. */

@@ -201,8 +201,8 @@ static int set_on_policy_error(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* launch = caller | thread | auto: who applies a round's commands (see
- * core/executor.c). */
+/* launch = caller | thread | auto | pipeline: who applies a round's
+ * commands (see core/commands.c and core/executor.c). */
 int cua__conf_launch_value(const char *value) {
   if (strcmp(value, "caller") == 0)
     return CUA__LAUNCH_CALLER;
@@ -210,13 +210,16 @@ int cua__conf_launch_value(const char *value) {
     return CUA__LAUNCH_THREAD;
   if (strcmp(value, "auto") == 0)
     return CUA__LAUNCH_AUTO;
+  if (strcmp(value, "pipeline") == 0)
+    return CUA__LAUNCH_PIPELINE;
   return -1;
 }
 
 const char *cua__conf_launch_name(int launch) {
-  return launch == CUA__LAUNCH_THREAD ? "thread"
-         : launch == CUA__LAUNCH_AUTO ? "auto"
-                                      : "caller";
+  return launch == CUA__LAUNCH_THREAD     ? "thread"
+         : launch == CUA__LAUNCH_AUTO     ? "auto"
+         : launch == CUA__LAUNCH_PIPELINE ? "pipeline"
+                                          : "caller";
 }
 
 static int set_launch(cua__conf_parser *p, const char *value) {
@@ -225,7 +228,7 @@ static int set_launch(cua__conf_parser *p, const char *value) {
     return cua__conf_fail(
         p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
         "[runtime] launch: '%s' is not one of caller, thread, "
-        "auto",
+        "auto, pipeline",
         value);
   p->cfg->launch = v;
   return 0;

@@ -525,7 +525,10 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
  * (stream functions on a backend that runs them at launch): such code may
  * wait for a future of the batch while a later command of the batch waits
  * for its turn behind that code, which would never end. So once a runtime
- * has had such a list, every mark is applied (user_code_at_launch). */
+ * has had such a list, every mark is applied (user_code_at_launch).
+ * Under launch = pipeline, a large round's marks in its chunks (cmd->keep:
+ * one every 16 launches of a stream, commands.c) are applied as they are,
+ * and cover none before them. */
 #define MARK_RUN 16
 
 void cua__coalesce_marks(cua__cmdlist *h) {
@@ -537,6 +540,13 @@ void cua__coalesce_marks(cua__cmdlist *h) {
       if (c->kind != CUA__CMD_MARK)
         continue;
       cua__stream *s = c->s;
+      if (c->keep) {
+        /* A chunk's mark (launch = pipeline, commands.c) is applied, and
+         * covers none before it. */
+        s->last_mark = NULL;
+        s->mark_run = 0;
+        continue;
+      }
       if (s->last_mark != NULL && s->mark_run < MARK_RUN - 1) {
         s->last_mark->superseded = 1;
         c->prev = s->last_mark->prev;

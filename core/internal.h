@@ -557,6 +557,8 @@ typedef struct cua__cmd {
   uint64_t prev;
   int superseded; /* MARK: a later MARK of s is applied in the same batch
                      (launch thread), so this one is skipped */
+  int keep;       /* MARK of a chunk handed over under launch = pipeline:
+                     applied even in a batch (cua__coalesce_marks()) */
 } cua__cmd;
 
 typedef struct cua__cmdlist {
@@ -576,6 +578,8 @@ typedef struct cua__round {
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
   int no_chunks;       /* a hand-over failed: this thread applies the rest */
+  int handed;          /* handed a chunk to the launch thread: the rest of
+                          the list goes there too (commands.c) */
   int chunked;         /* a submission's: applies its own chunks (no launch
                           thread, or it refused one; commands.c) */
   int defer_marks;     /* the completion thread's: marks no stream while a

@@ -177,12 +177,13 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   return 0;
 }
 
-/* do_submit(), counted in rt->submitting under launch = auto, which hands
- * lists to the launch thread only while one thread submits
- * (commands.c). */
+/* do_submit(), counted in rt->submitting under launch = auto and
+ * pipeline, which hand lists to the launch thread only while one thread
+ * submits (commands.c). */
 static int counted_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                           cua__polinst *pol, const cua_submit_options *opts) {
-  if (rt == NULL || rt->cfg->launch != CUA__LAUNCH_AUTO)
+  if (rt == NULL || (rt->cfg->launch != CUA__LAUNCH_AUTO &&
+                     rt->cfg->launch != CUA__LAUNCH_PIPELINE))
     return do_submit(fut, rt, op, pol, opts);
   atomic_fetch_add_explicit(&rt->submitting, 1, memory_order_relaxed);
   int rc = do_submit(fut, rt, op, pol, opts);

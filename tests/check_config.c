@@ -425,7 +425,7 @@ START_TEST(bad_on_policy_error_is_refused) {
 }
 END_TEST
 
-START_TEST(launch_is_caller_thread_or_auto) {
+START_TEST(launch_is_caller_thread_auto_or_pipeline) {
   cua__config *cfg = load_ok("[runtime]\nlaunch = thread\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_THREAD);
   cua__config_free(cfg);
@@ -436,12 +436,17 @@ START_TEST(launch_is_caller_thread_or_auto) {
   cfg = load_ok("[runtime]\nlaunch = caller\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_CALLER);
   cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch = pipeline\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_PIPELINE);
+  ck_assert_str_eq(cua__conf_launch_name(cfg->launch), "pipeline");
+  cua__config_free(cfg);
   cfg = load_ok("[runtime]\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_AUTO);
   cua__config_free(cfg);
   expect_text_error(
       "[runtime]\nlaunch = later\n", CUA_ERR_CONFIG_BAD_VALUE, "<text>:2: ",
-      "[runtime] launch: 'later' is not one of caller, thread, auto");
+      "[runtime] launch: 'later' is not one of caller, thread, auto, "
+      "pipeline");
 }
 END_TEST
 
@@ -472,7 +477,8 @@ START_TEST(env_launch_overrides_the_file) {
   ck_assert_int_eq(rc, CUA_ERR_CONFIG_BAD_VALUE);
   ck_assert_ptr_null(cfg);
   ck_assert_str_eq(
-      err, "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread, auto");
+      err,
+      "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread, auto, pipeline");
 }
 END_TEST
 
@@ -1582,7 +1588,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_policy_is_refused);
   tcase_add_test(tc, bad_policy_path_is_refused);
   tcase_add_test(tc, bad_on_policy_error_is_refused);
-  tcase_add_test(tc, launch_is_caller_thread_or_auto);
+  tcase_add_test(tc, launch_is_caller_thread_auto_or_pipeline);
   tcase_add_test(tc, env_launch_overrides_the_file);
   tcase_add_test(tc, runtime_values_are_resolved);
   suite_add_tcase(s, tc);

@@ -102,6 +102,35 @@ START_TEST(only_the_last_mark_of_each_stream_in_a_batch_is_applied) {
 }
 END_TEST
 
+/* A chunk's mark (cmd->keep, launch = pipeline, commands.c) is applied as
+ * it is: no later
+ * mark supersedes it, and it supersedes none; the marks of other lists
+ * around it are still batched. */
+START_TEST(a_chunks_mark_is_applied_in_a_batch) {
+  cua__stream a;
+  memset(&a, 0, sizeof a);
+  enum { N = 4 };
+  cua__cmd v[N];
+  cua__cmdlist l[N];
+  memset(l, 0, sizeof l);
+  for (int i = 0; i < N; i++) {
+    l[i].v = &v[i];
+    cmd(&l[i], &v[i], CUA__CMD_MARK, &a, (uint64_t)i + 1, (uint64_t)i);
+    l[i].next = i + 1 < N ? &l[i + 1] : NULL;
+  }
+  v[1].keep = 1;
+  cua__coalesce_marks(&l[0]);
+  ck_assert_int_eq(v[0].superseded, 0); /* the next one is a chunk's */
+  ck_assert_int_eq(v[1].superseded, 0);
+  ck_assert_int_eq(v[2].superseded, 1); /* covered by the last */
+  ck_assert_int_eq(v[3].superseded, 0);
+  ck_assert_uint_eq(v[3].prev, 2); /* from the chunk's mark's value */
+  ck_assert_uint_eq(v[1].prev, 1);
+  ck_assert_ptr_null(a.last_mark);
+  ck_assert_uint_eq(a.mark_run, 0);
+}
+END_TEST
+
 /* A long batch keeps one mark in every 16 of a stream (MARK_RUN), so that
  * the completion thread finishes ops while the rest of the batch is
  * launched: of 40 lists with one MARK each, marks 15, 31 and 39 are
@@ -308,11 +337,76 @@ START_TEST(auto_hands_over_only_a_stream_of_submissions) {
 }
 END_TEST
 
+/* One submission of a chain of @p n spins of 0 ns on one stream, under
+ * launch = @p launch; returns the lists the launch thread applied, and in
+ * *@p marks the marks applied on the stream. */
+static uint64_t chain_handed_over(const char *launch, int n, uint64_t *marks) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\nlaunch = %s\n"
+           "policy = single-stream\n",
+           launch);
+  cua_runtime *rt = open_mode(text);
+  cua_op *chain = NULL;
+  for (int i = 0; i < n; i++) {
+    cua_op *op, *t;
+    ck_assert_int_eq(cua_op_spin(&op, rt, 0, 1), 0);
+    if (chain == NULL) {
+      chain = op;
+      continue;
+    }
+    ck_assert_int_eq(cua_op_then(&t, chain, op), 0);
+    cua_op_destroy(chain);
+    cua_op_destroy(op);
+    chain = t;
+  }
+  uint64_t before = lists_handed_over(rt);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(chain);
+  uint64_t handed = lists_handed_over(rt) - before;
+  cua_runtime_synchronize(rt);
+  pthread_mutex_lock(&rt->lock);
+  ck_assert_int_eq(rt->nstreams, 1);
+  *marks = rt->streams[0]->marks_applied;
+  pthread_mutex_unlock(&rt->lock);
+  cua_runtime_destroy(rt);
+  return handed;
+}
+
+/* A large submission from one thread: under pipeline, its round hands
+ * its list to the launch thread in chunks as it decides them (16
+ * launches, then 32, 64, 128, ...), and the rest of the list once it is
+ * decided, with a mark every 16 launches of the stream, each applied;
+ * under thread, in the same chunks, marked at the round's end; under
+ * caller and auto, the submitting thread applies it in its own chunks,
+ * with a mark every 64 launches. */
+START_TEST(pipeline_hands_a_large_submission_over_in_chunks) {
+  uint64_t marks;
+  ck_assert_uint_ge(chain_handed_over("pipeline", 400, &marks), 5);
+  ck_assert_uint_ge(marks, 400 / 16);
+  ck_assert_uint_ge(chain_handed_over("thread", 400, &marks), 5);
+  ck_assert_uint_lt(marks, 400 / 64);
+  ck_assert_uint_eq(chain_handed_over("auto", 400, &marks), 0);
+  ck_assert_uint_ge(marks, 400 / 64);
+  ck_assert_uint_lt(marks, 400 / 16);
+  ck_assert_uint_eq(chain_handed_over("caller", 400, &marks), 0);
+  ck_assert_uint_ge(marks, 400 / 64);
+  ck_assert_uint_lt(marks, 400 / 16);
+  /* A small one (under CHUNK_FIRST launches) from a thread that waits
+   * for it is applied by that thread under pipeline, as under auto. */
+  ck_assert_uint_eq(chain_handed_over("pipeline", 10, &marks), 0);
+}
+END_TEST
+
 /* The rule of launch = auto (cua__may_hand_over()): a submission's list
  * goes to the launch thread only while three submissions, this one
  * included, are not done (done ones not yet removed do not count) and no
  * other thread is submitting; never a round of the completion thread
- * (relock). Under caller and thread, every list may be offered. */
+ * (relock); pipeline the same. Under caller and thread, every list may be
+ * offered. */
 START_TEST(the_rule_of_launch_auto) {
   cua_runtime *rt = open_launch("auto");
   cua__cmdlist cl;
@@ -331,12 +425,17 @@ START_TEST(the_rule_of_launch_auto) {
       {9, 0, 2, 0, 0}, /* another thread submitting */
       {9, 0, 1, 1, 0}, /* the completion thread's round */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    rt->nsubs = cases[i].nsubs;
-    rt->nsubs_done = cases[i].done;
-    atomic_store(&rt->submitting, cases[i].submitting);
-    ck_assert_msg(cua__may_hand_over(rt, &cl, cases[i].relock) == cases[i].want,
-                  "case %zu", i);
+  /* pipeline hands a submission's list over by the same rule. */
+  for (int mode = 0; mode < 2; mode++) {
+    rt->cfg->launch = mode ? CUA__LAUNCH_PIPELINE : CUA__LAUNCH_AUTO;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+      rt->nsubs = cases[i].nsubs;
+      rt->nsubs_done = cases[i].done;
+      atomic_store(&rt->submitting, cases[i].submitting);
+      ck_assert_msg(cua__may_hand_over(rt, &cl, cases[i].relock) ==
+                        cases[i].want,
+                    "%s, case %zu", mode ? "pipeline" : "auto", i);
+    }
   }
   rt->nsubs = nsubs;
   rt->nsubs_done = done;
@@ -356,6 +455,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("executor");
   TCase *tc = tcase_create("marks");
   tcase_add_test(tc, only_the_last_mark_of_each_stream_in_a_batch_is_applied);
+  tcase_add_test(tc, a_chunks_mark_is_applied_in_a_batch);
   tcase_add_test(tc, a_long_batch_keeps_a_mark_in_every_sixteen);
   tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_user_code_runs_in_a_callers_executor);
@@ -364,6 +464,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, caller_keeps_every_list_and_thread_hands_each_over);
   tcase_add_test(tc, auto_hands_over_only_a_stream_of_submissions);
+  tcase_add_test(tc, pipeline_hands_a_large_submission_over_in_chunks);
   tcase_add_test(tc, the_rule_of_launch_auto);
   suite_add_tcase(s, tc);
   return s;

@@ -49,7 +49,7 @@ UNIT_TESTS = \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS) \
-	$(LAUNCHCALLER_TESTS)
+	$(LAUNCHCALLER_TESTS) $(LAUNCHPIPELINE_TESTS)
 
 # The sim backend (plugins/sim/, built with SimGrid): its own suite, and the
 # op, ordering, property and conformance suites again on it, with
@@ -132,6 +132,19 @@ LAUNCHCALLER_TESTS = \
 	tests/launchcaller/cuda_sched.sh \
 	tests/launchcaller/cuda_stress.sh
 EXTRA_DIST += $(LAUNCHCALLER_TESTS)
+
+# The suites that exercise ordering with launch = pipeline: a large
+# submission from one thread hands its list to the launch thread in chunks,
+# with marks in them (commands.c); on the host backend, and on CUDA (skipped
+# without a GPU).
+LAUNCHPIPELINE_TESTS = \
+	tests/launchpipeline/ordering.sh \
+	tests/launchpipeline/random_dag.sh \
+	tests/launchpipeline/stress.sh \
+	tests/launchpipeline/futures.sh \
+	tests/launchpipeline/cuda_ordering.sh \
+	tests/launchpipeline/cuda_random_dag.sh
+EXTRA_DIST += $(LAUNCHPIPELINE_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)
