@@ -327,8 +327,10 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * submission would otherwise launch nothing until all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
  * long, up to CHUNK_MAX. A chunk has its exact points attached. Once one
- * chunk went, the rest of the round's list goes there too (r->handed), so
- * that one thread applies the list in order. The chunk is queued for the
+ * chunk went, the rest of the round's list is offered there too
+ * (r->handed); a chunk the launch thread refuses (it launches a stream
+ * function) is applied by this thread, and the tickets keep every
+ * stream's commands in order across the two. The chunk is queued for the
  * launch thread (in decision order, rt->lock held throughout), so its
  * launches overlap the next decisions. Without a launch thread, a
  * submission's round applies its own chunks (apply_chunk(), below).
@@ -393,8 +395,9 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
   atomic_fetch_add(&rt->executing, 1);
   if (cua__launcher_push(rt, &r->cmds) != 0) {
     /* Not now (a stream function to launch, no holder): the rest of the
-     * round is applied by this thread, in chunks for a submission
-     * (apply_chunk()), as without a launch thread. */
+     * round is decided in chunks that this thread applies (apply_chunk()),
+     * as without a launch thread, each still offered to the launch thread
+     * first once a chunk went there (r->handed, cua__round_flush()). */
     atomic_fetch_sub(&rt->executing, 1);
     r->no_chunks = 1;
     return;

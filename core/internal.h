@@ -581,7 +581,8 @@ typedef struct cua__round {
   int handed;          /* handed a chunk to the launch thread: the rest of
                           the list goes there too (commands.c) */
   int chunked;         /* a submission's: applies its own chunks (no launch
-                          thread, or it refused one; commands.c) */
+                          thread, or it refused one), or under pipeline
+                          hands them over (commands.c) */
   int defer_marks;     /* the completion thread's: marks no stream while a
                           submission applies a chunk (commands.c) */
   int kick;            /* wake the completion thread at the flush */
@@ -727,7 +728,8 @@ struct cua_runtime {
                                      executor: marks are not batched */
   _Atomic uint64_t lists_handed;  /* lists the launch thread applied
                                      (cua_stats.lists_handed_over) */
-  atomic_int submitting;          /* threads in cua_submit() (launch = auto) */
+  atomic_int submitting;          /* threads in cua_submit() (launch = auto and
+                                     pipeline) */
   /* Ops outlive their runtime: each holds the struct (not what it owns)
    * from creation until it is freed, and cua_runtime_destroy() sets closed
    * and drops the runtime's own hold; the last one frees the struct (see

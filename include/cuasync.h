@@ -196,8 +196,9 @@ typedef struct cua_stats {
                                    to get (cuasync/observer.h) */
   uint64_t lists_handed_over; /**< command lists (a submission's, or a
                                    chunk of one) applied by the launch
-                                   thread ([runtime] launch = thread or
-                                   auto, cuasync.ini(5)) instead of the
+                                   thread ([runtime] launch = thread,
+                                   auto or pipeline, cuasync.ini(5))
+                                   instead of the
                                    thread that decided them */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */

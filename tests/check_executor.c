@@ -281,6 +281,8 @@ START_TEST(no_batching_once_user_code_runs_in_a_callers_executor) {
    * notes the stream function it ran. */
   ck_assert_int_eq(batching_after_a_stream_function("host", "auto"), 1);
   ck_assert_int_eq(batching_after_a_stream_function("launchtime", "auto"), 0);
+  ck_assert_int_eq(batching_after_a_stream_function("launchtime", "pipeline"),
+                   0);
 }
 END_TEST
 

@@ -133,17 +133,19 @@ LAUNCHCALLER_TESTS = \
 	tests/launchcaller/cuda_stress.sh
 EXTRA_DIST += $(LAUNCHCALLER_TESTS)
 
-# The suites that exercise ordering with launch = pipeline: a large
-# submission from one thread hands its list to the launch thread in chunks,
-# with marks in them (commands.c); on the host backend, and on CUDA (skipped
-# without a GPU).
+# The suites whose larger submissions reach launch = pipeline's hand-over
+# (a submission from one thread hands its list to the launch thread in
+# chunks, with marks in them: commands.c); on the host backend, on the
+# launchtime backend (stream functions at launch, whose chunks the launch
+# thread refuses), and on CUDA (skipped without a GPU).
 LAUNCHPIPELINE_TESTS = \
-	tests/launchpipeline/ordering.sh \
+	tests/launchpipeline/ops.sh \
 	tests/launchpipeline/random_dag.sh \
+	tests/launchpipeline/sched.sh \
 	tests/launchpipeline/stress.sh \
-	tests/launchpipeline/futures.sh \
-	tests/launchpipeline/cuda_ordering.sh \
-	tests/launchpipeline/cuda_random_dag.sh
+	tests/launchpipeline/launchtime_random_dag.sh \
+	tests/launchpipeline/cuda_random_dag.sh \
+	tests/launchpipeline/cuda_sched.sh
 EXTRA_DIST += $(LAUNCHPIPELINE_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h

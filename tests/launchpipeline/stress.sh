@@ -1,4 +1,5 @@
 #!/bin/sh
-# check_stress with launch = pipeline (through $CUASYNC_LAUNCH): a large
-# submission hands its list to the launch thread in chunks as it decides it.
+# check_stress with launch = pipeline (through $CUASYNC_LAUNCH): its larger
+# submissions hand their lists to the launch thread in chunks as they are
+# decided.
 CUASYNC_LAUNCH=pipeline exec ./tests/check_stress "$@"

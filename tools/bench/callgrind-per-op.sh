@@ -85,7 +85,9 @@ lt=
 [ -x "$build/libtool" ] && lt="$build/libtool --mode=execute"
 CUASYNC_MODULE_PATH=${CUASYNC_MODULE_PATH:-$build/policies/.libs:$build/plugins/.libs}
 export CUASYNC_MODULE_PATH
-unset CUASYNC_CONFIG CUASYNC_POLICY
+# (and no graph mode or launch mode of the environment: the warm column
+# runs one DAG again, which CUASYNC_GRAPHS=auto would replay as a graph)
+unset CUASYNC_CONFIG CUASYNC_POLICY CUASYNC_GRAPHS CUASYNC_LAUNCH
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/callgrind-per-op.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT HUP INT TERM

@@ -1,8 +1,8 @@
 /*
  * tools/bench/ops.c: bench-ops, one run of one workload DAG through
  * cuasync and nothing else, for instruction counts (callgrind-per-op.sh):
- * no baseline, no warm-up, no repeat, every spin of 0 ns, so that what a
- * run costs is cuasync's own work. Not installed.
+ * no baseline, no warm-up, every spin of 0 ns, so that what a run costs is
+ * cuasync's own work. Not installed.
  *
  *   bench-ops PATTERN TASKS SUBMIT [POLICY [WIDTH [RUNS]]]
  *
@@ -15,8 +15,8 @@
  * (callgrind-per-op.sh's warm column). The
  * runtime is opened on the host backend (or $CUASYNC_BENCH_OPS_BACKEND's,
  * for a profile on a GPU) with the built-in configuration only. Prints the
- * tasks run and the run's host time; exit 0, 1 when the run failed, 2 on bad
- * usage.
+ * tasks run and the host time of the run (the last one, with RUNS); exit 0,
+ * 1 when a run failed, 2 on bad usage.
  */
 #include "config.h"
 

@@ -1,0 +1,5 @@
+#!/bin/sh
+# check_ops with launch = pipeline (through $CUASYNC_LAUNCH): its larger
+# submissions hand their lists to the launch thread in chunks as they are
+# decided.
+CUASYNC_LAUNCH=pipeline exec ./tests/check_ops "$@"
