@@ -460,16 +460,17 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
 #define LAUNCHER_SPIN_NS 50000u
 
 int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl) {
-  if (rt->host_exec)
-    return 0;
   for (size_t i = 0; i < cl->n; i++)
     if (cl->v[i].kind == CUA__CMD_LAUNCH &&
         cl->v[i].node->kind == CUA_OP_FUNC) {
-      /* From now on user code runs in other threads' executors, and may
-       * wait for a future: the launch thread applies every mark (see
-       * cua__coalesce_marks()). */
+      /* From now on stream functions run, and one may poll a future whose
+       * mark a later mark of a batch would cover while that later mark
+       * waits behind the function (on its stream, or for it): the launch
+       * thread applies every mark (see cua__coalesce_marks()). On a
+       * backend that runs them on threads of its own (host), that is all:
+       * its lists may still go to the launch thread. */
       atomic_store(&rt->user_code_at_launch, 1);
-      return 1;
+      return !rt->host_exec;
     }
   return 0;
 }
@@ -521,11 +522,13 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
  *
  * The price: a future of the batch completes when its stream reaches the
  * next mark applied, after up to MARK_RUN - 1 later ops there. And
- * it must not be paid where user code runs in another thread's executor
- * (stream functions on a backend that runs them at launch): such code may
- * wait for a future of the batch while a later command of the batch waits
- * for its turn behind that code, which would never end. So once a runtime
- * has had such a list, every mark is applied (user_code_at_launch).
+ * it must not be paid where stream functions run: such code may poll a
+ * future of the batch while the later mark that covers its own waits
+ * behind that code (a later command of its stream, or of one that waits
+ * for it), which would never end; on a backend that runs them at launch
+ * it may even wait in the executor for its turn. So once a runtime has
+ * launched a stream function, on any backend, every mark is applied
+ * (user_code_at_launch).
  * Under launch = pipeline, a large round's marks in its chunks (cmd->keep:
  * one every 16 launches of a stream, commands.c) are applied as they are,
  * and cover none before them. */

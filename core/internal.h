@@ -724,8 +724,8 @@ struct cua_runtime {
   cua__cmdlist *lq_tail;          /* */
   int lq_sleeping, lq_stop;       /* under lq_mu */
   atomic_int lq_queued;           /* lists in the queue, watched spinning */
-  atomic_int user_code_at_launch; /* a stream function ran in a caller's
-                                     executor: marks are not batched */
+  atomic_int user_code_at_launch; /* a stream function was launched:
+                                     marks are not batched */
   _Atomic uint64_t lists_handed;  /* lists the launch thread applied
                                      (cua_stats.lists_handed_over) */
   atomic_int submitting;          /* threads in cua_submit() (launch = auto and
@@ -954,8 +954,9 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
 /* Whether @p cl launches a stream function that the backend runs at launch
- * (user code in the applying thread); if so, notes it for good in
- * rt->user_code_at_launch. */
+ * (user code in the applying thread). A list that launches a stream
+ * function, on any backend, is noted for good in rt->user_code_at_launch
+ * (marks are batched no more). */
 int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl);
 /* In the lists chained from @p h (a batch the launch thread took), marks
  * every MARK that a later MARK of its stream covers as superseded, and
