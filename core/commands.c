@@ -579,8 +579,7 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
 #define AUTO_PENDING 3
 
 int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
-  if (rt->cfg->launch != CUA__LAUNCH_AUTO &&
-      rt->cfg->launch != CUA__LAUNCH_PIPELINE)
+  if (!cua__launch_by_rule(rt->cfg->launch))
     return 1;
   if (!relock && rt->vclock == NULL &&
       rt->nsubs - rt->nsubs_done >= AUTO_PENDING &&

@@ -44,6 +44,12 @@ enum {
   CUA__LAUNCH_AUTO = 2,
   CUA__LAUNCH_PIPELINE = 3
 };
+/* Whether @p launch hands a submission's list to the launch thread by
+ * auto's rule (cua__may_hand_over(): one thread submitting faster than its
+ * submissions complete), counting the threads in cua_submit() for it. */
+static inline int cua__launch_by_rule(int launch) {
+  return launch == CUA__LAUNCH_AUTO || launch == CUA__LAUNCH_PIPELINE;
+}
 enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 
 /** A parsed and checked configuration. */

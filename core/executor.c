@@ -460,6 +460,11 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
 #define LAUNCHER_SPIN_NS 50000u
 
 int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl) {
+  /* (a backend that runs stream functions on its own threads refuses no
+   * list: once noted, there is nothing left to look for) */
+  if (rt->host_exec &&
+      atomic_load_explicit(&rt->user_code_at_launch, memory_order_relaxed))
+    return 0;
   for (size_t i = 0; i < cl->n; i++)
     if (cl->v[i].kind == CUA__CMD_LAUNCH &&
         cl->v[i].node->kind == CUA_OP_FUNC) {

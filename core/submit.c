@@ -182,8 +182,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
  * submits (commands.c). */
 static int counted_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                           cua__polinst *pol, const cua_submit_options *opts) {
-  if (rt == NULL || (rt->cfg->launch != CUA__LAUNCH_AUTO &&
-                     rt->cfg->launch != CUA__LAUNCH_PIPELINE))
+  if (rt == NULL || !cua__launch_by_rule(rt->cfg->launch))
     return do_submit(fut, rt, op, pol, opts);
   atomic_fetch_add_explicit(&rt->submitting, 1, memory_order_relaxed);
   int rc = do_submit(fut, rt, op, pol, opts);
