@@ -697,6 +697,21 @@ START_TEST(debug_lines_are_not_formatted_without_debug) {
 }
 END_TEST
 
+/* Submits @p root on @p rt (a scatter runtime), asserts that the policy
+ * was first asked to place the ops @p want (op ids), then destroys the
+ * @p n ops of @p all and the runtime. */
+static void expect_placed(cua_runtime *rt, cua_op *root, const char *want,
+                          cua_op **all, size_t n) {
+  ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+  char text[512], line[64];
+  dump_policy(rt, text, sizeof text);
+  snprintf(line, sizeof line, "first placed (op ids): %s\n", want);
+  ck_assert_msg(strstr(text, line), "dump: %s", text);
+  for (size_t i = 0; i < n; i++)
+    cua_op_destroy(all[i]);
+  cua_runtime_destroy(rt);
+}
+
 /* place() is called breadth-first, as policy.h says: zip(then(a1, a2),
  * then(b1, b2)) is numbered a1 a2 b1 b2 (1 2 3 4, submission order) and
  * placed a1 b1 a2 b2 (a2 and b2 become placeable once a1 and b1 are). */
@@ -710,15 +725,8 @@ START_TEST(place_order_is_breadth_first) {
   ck_assert_int_eq(cua_op_then(&ta, a1, a2), 0);
   ck_assert_int_eq(cua_op_then(&tb, b1, b2), 0);
   ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){ta, tb}, 2), 0);
-  ck_assert_int_eq(cua_submit_wait(rt, z, NULL, NULL), 0);
-  char text[512];
-  dump_policy(rt, text, sizeof text);
-  ck_assert_msg(strstr(text, "first placed (op ids): 1 3 2 4\n"), "dump: %s",
-                text);
   cua_op *all[] = {a1, a2, b1, b2, ta, tb, z};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-    cua_op_destroy(all[i]);
-  cua_runtime_destroy(rt);
+  expect_placed(rt, z, "1 3 2 4", all, sizeof all / sizeof *all);
 }
 END_TEST
 
@@ -738,15 +746,8 @@ START_TEST(place_order_within_a_level_is_creation_order) {
   ck_assert_int_eq(cua_op_then(&td, ab, d), 0);
   ck_assert_int_eq(cua_op_then(&te, a, e), 0);
   ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){td, te}, 2), 0);
-  ck_assert_int_eq(cua_submit_wait(rt, z, NULL, NULL), 0);
-  char text[512];
-  dump_policy(rt, text, sizeof text);
-  ck_assert_msg(strstr(text, "first placed (op ids): 1 2 3 4\n"), "dump: %s",
-                text);
   cua_op *all[] = {a, b, d, e, ab, td, te, z};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-    cua_op_destroy(all[i]);
-  cua_runtime_destroy(rt);
+  expect_placed(rt, z, "1 2 3 4", all, sizeof all / sizeof *all);
 }
 END_TEST
 
