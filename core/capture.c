@@ -620,13 +620,12 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     pol->refs++;
   cua__build b;
   cua__build_init(&b, rt, sub);
-  size_t subcap = sizeof sub->nodes_inl / sizeof *sub->nodes_inl;
   capture c;
   memset(&c, 0, sizeof c);
   c.rt = rt;
   c.sub = sub;
   int later = 0;
-  int rc = cua__build_graph(&b, op, &subcap);
+  int rc = cua__build_graph(&b, op, &sub->capnodes);
   if (rc == 0)
     rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)

@@ -23,12 +23,9 @@ static void compute_virtual_result(cua__node *n) {
     return;
   switch (n->op->kind) {
   case CUA_OP_ZIP:
-    n->results = cua__calloc(n->ndeps, sizeof *n->results);
-    if (n->results != NULL) {
-      n->nresults = n->ndeps;
+    if (cua__node_results(n, n->ndeps) == 0)
       for (size_t i = 0; i < n->ndeps; i++)
         n->results[i] = n->deps[i].node->result;
-    }
     n->result = n->results;
     break;
   case CUA_OP_UNZIP: {
@@ -44,13 +41,10 @@ static void compute_virtual_result(cua__node *n) {
   case CUA_OP_SHARED:
     if (n->ndeps > 0) {
       n->result = n->deps[0].node->result;
-      n->results = NULL;
-      if (n->deps[0].node->results != NULL) {
-        n->nresults = n->deps[0].node->nresults;
-        n->results = cua__calloc(n->nresults, sizeof *n->results);
-        if (n->results)
-          memcpy(n->results, n->deps[0].node->results,
-                 n->nresults * sizeof *n->results);
+      cua__node *z = n->deps[0].node;
+      if (z->results != NULL) {
+        if (cua__node_results(n, z->nresults) == 0)
+          memcpy(n->results, z->results, z->nresults * sizeof *n->results);
         n->result = n->results;
       }
     }
@@ -575,10 +569,7 @@ void *cua__completion_thread(void *arg) {
          * result the future reports. */
         for (size_t i = 0; i < s->nnodes; i++)
           cua__node_release(s->nodes[i]);
-        if (s->nodes != s->nodes_inl)
-          free(s->nodes);
-        s->nodes = NULL;
-        s->nnodes = 0;
+        cua__sub_keep_nodes(s);
         cua__sub_release(s);
       }
       cua__graphs_reap(rt); /* graphs whose last launch ended just now */

@@ -227,27 +227,17 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     bo.size = sizeof bo;
     bo.kind = op->kind;
     bo.seq = n->seq;
-    if (n->ctx == NULL) {
-      n->ctx = cua__calloc(1, sizeof *n->ctx);
-      n->ptrs = cua__calloc(op->nacc ? op->nacc : 1, sizeof *n->ptrs);
-      if (n->ctx == NULL || n->ptrs == NULL)
-        return CUA_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < op->nacc; i++)
-      n->ptrs[i] = cua__buffer_addr(op->acc[i].buf);
-    n->ctx->node = n;
-    n->ctx->rt = rt;
-    n->ctx->native = rt->be->stream_native(rt->bst, s->bs);
+    /* (its buffers' addresses: cua_ctx_ptr(), from the op's accesses) */
+    n->ctx.node = n;
+    n->ctx.rt = rt;
+    n->ctx.native = rt->be->stream_native(rt->bst, s->bs);
     bo.func = ctx_func;
-    bo.func_ctx = n->ctx;
+    bo.func_ctx = &n->ctx;
   } else {
-    if (op->kind == CUA_OP_KERNEL) {
-      n->ptrs = cua__calloc(op->nargs ? op->nargs : 1, sizeof *n->ptrs);
-      if (n->ptrs == NULL)
-        return CUA_ERR_NOMEM;
-    }
-    rc = backend_op(op, n->seq, &bo, params, n->ptrs, cua__node_name(n), msg,
-                    len);
+    /* A kernel's argument pointers need to live only until launch()
+     * returns (backend.h). */
+    void *ptrs[64];
+    rc = backend_op(op, n->seq, &bo, params, ptrs, cua__node_name(n), msg, len);
     if (rc)
       return rc;
   }

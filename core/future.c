@@ -41,12 +41,21 @@ cua__sub *cua__sub_new(cua_runtime *rt) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    s->kept_nodes = s->kept_order = NULL;
+    s->kept_nodes_cap = s->kept_order_cap = 0;
   }
   atomic_init(&s->refs, 1);
   atomic_init(&s->done, 0);
   s->rt = rt;
   s->efd = -1;
-  s->nodes = s->nodes_inl;
+  if (s->kept_nodes != NULL) {
+    s->nodes = s->kept_nodes;
+    s->capnodes = s->kept_nodes_cap;
+    s->kept_nodes = NULL;
+  } else {
+    s->nodes = s->nodes_inl;
+    s->capnodes = sizeof s->nodes_inl / sizeof *s->nodes_inl;
+  }
   s->fut.sub = s;
   cua__runtime_hold(rt);
   return s;
@@ -56,6 +65,18 @@ void cua__sub_fini(void *p) {
   cua__sub *s = p;
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
+  free(s->kept_nodes);
+  free(s->kept_order);
+}
+
+void cua__sub_keep_nodes(cua__sub *s) {
+  if (s->nodes != NULL && s->nodes != s->nodes_inl) {
+    free(s->kept_nodes);
+    s->kept_nodes = s->nodes;
+    s->kept_nodes_cap = s->capnodes;
+  }
+  s->nodes = NULL;
+  s->nnodes = 0;
 }
 
 void cua__sub_release(cua__sub *s) {
@@ -63,8 +84,7 @@ void cua__sub_release(cua__sub *s) {
     return;
   for (size_t i = 0; i < s->nnodes; i++)
     cua__node_release(s->nodes[i]);
-  if (s->nodes != s->nodes_inl)
-    free(s->nodes);
+  cua__sub_keep_nodes(s);
   if (s->root != NULL)
     cua__node_release(s->root);
   if (s->efd >= 0)

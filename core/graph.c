@@ -129,11 +129,9 @@ void cua__node_release(cua__node *n) {
       free(n->watchers);
     free(n->msg);
     free(n->name);
-    free(n->results);
-    free(n->ptrs);
-    if (n->ctx != NULL)
-      free(n->ctx->msg);
-    free(n->ctx);
+    cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->results,
+                         n->capresults, NULL);
+    free(n->ctx.msg);
     cua_op_destroy(n->op);
     cua_runtime *rt = n->rt;
     cua__pool_put(&rt->node_pool, n);
@@ -290,15 +288,55 @@ cua__node *cua__build_get(const cua__build *b, const cua_op *op) {
 void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->rt = rt;
   b->sub = sub;
-  b->order = b->order_inl;
   b->n = 0;
-  b->cap = sizeof b->order_inl / sizeof *b->order_inl;
+  if (sub->kept_order != NULL) { /* a larger build's, kept (internal.h) */
+    b->order = sub->kept_order;
+    b->cap = sub->kept_order_cap;
+    sub->kept_order = NULL;
+  } else {
+    b->order = b->order_inl;
+    b->cap = sizeof b->order_inl / sizeof *b->order_inl;
+  }
   b->backward = 0;
 }
 
+/* A virtual node's array of @p count results (a zip's, a shared zip's
+ * copy, a graph launch's), zeroed: up to CUA__INPUT_BLOCK entries from the
+ * runtime's input pool, as an op's inputs, so that a runtime in steady
+ * state does not call the allocator for it; beyond, from the allocator.
+ * Freed with the node (cua__node_release()). */
+int cua__node_results(cua__node *n, size_t count) {
+  size_t cap = count ? count : 1;
+  void **r;
+  if (cap <= CUA__INPUT_BLOCK) {
+    int fresh;
+    r = cua__pool_get(&n->rt->input_pool, &fresh);
+    cap = CUA__INPUT_BLOCK;
+  } else {
+    r = cua__malloc(cap * sizeof *r);
+  }
+  if (r == NULL)
+    return CUA_ERR_NOMEM;
+  memset(r, 0, cap * sizeof *r);
+  cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->results,
+                       n->capresults, NULL);
+  n->results = r;
+  n->capresults = cap;
+  n->nresults = count;
+  return 0;
+}
+
+/* The order array, if it outgrew the inline one, stays with the
+ * submission's block for the next build made from it (internal.h); the
+ * submission lives at least until its builder is done with it. */
 void cua__build_free(cua__build *b) {
-  if (b->order != b->order_inl)
-    free(b->order);
+  if (b->order != b->order_inl) {
+    cua__sub *s = b->sub;
+    free(s->kept_order);
+    s->kept_order = b->order;
+    s->kept_order_cap = b->cap;
+  }
+  b->order = b->order_inl;
 }
 
 static void build_put(cua__build *b, cua_op *op, cua__node *n) {

@@ -399,6 +399,14 @@ typedef struct cua__dependent {
 
 typedef struct cua__sub cua__sub;
 
+/* What a stream function gets: in its node (no allocation per launch). */
+struct cua_stream_ctx {
+  cua__node *node;
+  cua_runtime *rt;
+  void *native;
+  char *msg; /* cua_ctx_fail()'s, freed with the node */
+};
+
 struct cua__node {
   atomic_int refs;
   cua_runtime *rt; /* held (cua__runtime_hold()): its pool outlives us */
@@ -443,10 +451,9 @@ struct cua__node {
   int code;
   char *msg;
   void *result;
-  void **results; /* zip */
-  size_t nresults;
-  void **ptrs; /* FUNC: resolved buffer addresses */
-  cua_stream_ctx *ctx;
+  void **results; /* zip, shared zip, graph launch: cua__node_results() */
+  size_t nresults, capresults;
+  cua_stream_ctx ctx; /* FUNC: what its stream function gets */
   cua__node *inflight_next;
   cua__node *free_next; /* cua__node_release()'s worklist */
   cua__node *ready_next;
@@ -476,13 +483,6 @@ struct cua__node {
                                    stream, waited for by the node's */
 };
 
-struct cua_stream_ctx {
-  cua__node *node;
-  cua_runtime *rt;
-  void *native;
-  char *msg;
-};
-
 /* The handle of a submission, which lives in it. */
 struct cua_future {
   cua__sub *sub;
@@ -501,7 +501,7 @@ struct cua__sub {
   cua__node *root;
   cua__node **nodes;       /* every node it references (own and shared) */
   cua__node *nodes_inl[8]; /* nodes' first storage */
-  size_t nnodes;
+  size_t nnodes, capnodes;
   size_t pending;
   /* Completion state, guarded by mu (outlives the runtime). */
   atomic_int done;
@@ -524,6 +524,12 @@ struct cua__sub {
    * pool (cua__sub_new() clears what comes before). */
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  /* The arrays a submission of more nodes than fit inline grew (its node
+   * list, its build order), kept for the next one that reuses this block,
+   * so that a runtime in steady state does not call the allocator for
+   * them (cua__sub_keep(), freed by cua__sub_fini()). */
+  cua__node **kept_nodes, **kept_order;
+  size_t kept_nodes_cap, kept_order_cap;
 };
 
 enum { CUA__CB_IDLE = 0, CUA__CB_RUNNING, CUA__CB_DONE };
@@ -1046,6 +1052,12 @@ cua__sub *cua__sub_new(cua_runtime *rt);
 void cua__sub_release(cua__sub *s);
 void cua__sub_fire(cua__sub *s);
 void cua__sub_fini(void *s);
+/* Keeps the node list a submission grew past its inline room in the block
+ * (s->kept_nodes), for the next submission made from it; s->nodes is
+ * NULL after. */
+void cua__sub_keep_nodes(cua__sub *s);
+/* Gives @p n a zeroed array of @p count results (graph.c). */
+int cua__node_results(cua__node *n, size_t count);
 
 /* Lists @p s among the streams the completion thread reads (under
  * rt->lock; rt->active has room for every stream). */

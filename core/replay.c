@@ -195,10 +195,8 @@ int cua__graph_result(cua__node *n, const cua_op *op) {
         g->nres == 1 && g->res[0] >= 0 ? gp->ops[g->res[0]]->hptr : NULL;
     return 0;
   }
-  n->results = cua__calloc(g->nres ? g->nres : 1, sizeof *n->results);
-  if (n->results == NULL)
+  if (cua__node_results(n, g->nres) != 0)
     return CUA_ERR_NOMEM;
-  n->nresults = g->nres;
   for (size_t i = 0; i < g->nres; i++)
     n->results[i] = g->res[i] >= 0 ? gp->ops[g->res[i]]->hptr : NULL;
   n->result = n->results;

@@ -40,10 +40,7 @@ void cua__build_undo(cua__build *b, cua__sub *sub) {
         n->watchers[k] = n->watchers[--n->nwatchers];
     cua__node_release(n);
   }
-  if (sub->nodes != sub->nodes_inl)
-    free(sub->nodes);
-  sub->nodes = NULL;
-  sub->nnodes = 0;
+  cua__sub_keep_nodes(sub);
   for (size_t i = 0; i < b->n; i++)
     cua__node_release_deps(b->order[i]);
   for (size_t i = 0; i < b->n; i++)
@@ -100,10 +97,9 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   }
   cua__build b;
   cua__build_init(&b, rt, sub);
-  size_t subcap = sizeof sub->nodes_inl / sizeof *sub->nodes_inl;
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
-  int rc = cua__build_graph(&b, op, &subcap);
+  int rc = cua__build_graph(&b, op, &sub->capnodes);
   if (rc == 0)
     rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)
@@ -297,7 +293,7 @@ void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i) {
   }
   if (i >= ctx->node->op->nacc)
     return NULL;
-  return ctx->node->ptrs[i];
+  return cua__buffer_addr(ctx->node->op->acc[i].buf);
 }
 
 void cua_ctx_set_result(cua_stream_ctx *ctx, void *result) {

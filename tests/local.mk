@@ -170,7 +170,7 @@ tests_check_e2e_SOURCES = tests/check_e2e.c tests/helpers.h
 tests_check_e2e_CFLAGS = $(TEST_CFLAGS)
 tests_check_e2e_LDADD = $(TEST_LIBS)
 # Lets the suite make the core's allocations fail (see check_e2e.c).
-tests_check_e2e_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=calloc
+tests_check_e2e_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 tests_check_ops_SOURCES = tests/check_ops.c tests/helpers.h
 tests_check_ops_CFLAGS = $(TEST_CFLAGS)
 tests_check_ops_LDADD = $(PUBLIC_TEST_LIBS)

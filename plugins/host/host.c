@@ -597,8 +597,12 @@ static void event_block(cua_backend_event *e, uint64_t gen) {
 
 /* --------------------------------------------------------------- worker */
 
-/* Error records a stream keeps for reuse; more are freed. */
-#define ERR_FREE_MAX 8
+/* Error records a stream keeps for reuse; more are freed. One is taken for
+ * every stream function queued, so a stream keeps as many as it had queued
+ * at once, up to this many (about 34 KB), and then allocates nothing for
+ * them however many it runs (tests/check_e2e.c,
+ * steady_state_allocates_nothing_per_op). */
+#define ERR_FREE_MAX 64
 
 /* A record for a stream function about to be queued: reused, or new
  * (NULL when out of memory: the launch fails, synchronously). */
