@@ -515,6 +515,7 @@ void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl) {
     keep.n = 0;
     keep.box = NULL;
     keep.next = NULL;
+    keep.defer_rt = NULL;
     *box = keep;
     cua__pool_put(&rt->list_pool, box);
   } else {

@@ -38,16 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The lists deferred by submissions made while this thread applies one. */
-typedef struct deferred {
-  cua_runtime *rt;
-  cua__cmdlist cl;
-  struct deferred *next;
-} deferred;
-
 static _Thread_local int tls_depth; /* applying a list */
 static _Thread_local int tls_user;  /* in a stream function */
-static _Thread_local deferred *tls_head, *tls_tail;
+/* The lists deferred by submissions made while this thread applies one,
+ * each in its holder (cua__cmdlist::box, from its runtime's pool: no
+ * allocation), linked through next, with its runtime in defer_rt. */
+static _Thread_local cua__cmdlist *tls_head, *tls_tail;
 
 int cua__in_user_code(void) {
   return tls_user > 0;
@@ -403,40 +399,44 @@ static void apply_list(cua_runtime *rt, cua__cmdlist *cl) {
  * thread is already applying a list (a stream function submitting), defers
  * it to the end of that list: it takes the array then. */
 void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
-  if (tls_depth > 0) {
-    deferred *d = cua__malloc(sizeof *d);
-    if (d != NULL) {
-      d->rt = rt;
-      d->cl = *cl;
-      d->next = NULL;
-      if (tls_tail)
-        tls_tail->next = d;
-      else
-        tls_head = d;
-      tls_tail = d;
-      memset(cl, 0, sizeof *cl); /* the deferred copy owns it now */
-      return;
-    }
-    /* No memory to defer: apply it now, which is safe unless a command
-     * waits for the stream this stream function runs on. */
+  if (tls_depth > 0 && cl->box != NULL) {
+    cua__cmdlist *h = cl->box;
+    *h = *cl;
+    h->next = NULL;
+    h->defer_rt = rt;
+    if (tls_tail)
+      tls_tail->next = h;
+    else
+      tls_head = h;
+    tls_tail = h;
+    memset(cl, 0, sizeof *cl); /* the holder owns it now */
+    return;
   }
+  /* (A list without a holder, which could not be had for lack of memory,
+   * is applied now, which is safe unless a command waits for the stream
+   * this stream function runs on.) */
   tls_depth++;
   apply_list(rt, cl);
   /* The caller, which gives the list back, holds rt. */
   atomic_fetch_sub(&rt->executing, 1);
   if (tls_depth == 1) {
     while (tls_head != NULL) {
-      deferred *d = tls_head;
-      tls_head = d->next;
+      cua__cmdlist *h = tls_head;
+      tls_head = h->next;
       if (tls_head == NULL)
         tls_tail = NULL;
       /* Another runtime's list (a stream function may submit to any):
        * given back before its executing count drops, since
-       * cua_runtime_destroy() may free it once the count is 0. */
-      apply_list(d->rt, &d->cl);
-      cua__cmdlist_release(d->rt, &d->cl);
-      atomic_fetch_sub(&d->rt->executing, 1);
-      free(d);
+       * cua_runtime_destroy() may free it once the count is 0. Applied
+       * from a copy, as the launch thread does: releasing clears the list
+       * it is given, and the holder itself goes back to the pool. */
+      cua_runtime *drt = h->defer_rt;
+      cua__cmdlist d = *h;
+      d.next = NULL;
+      d.defer_rt = NULL;
+      apply_list(drt, &d);
+      cua__cmdlist_release(drt, &d);
+      atomic_fetch_sub(&drt->executing, 1);
     }
   }
   tls_depth--;

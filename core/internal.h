@@ -571,7 +571,8 @@ typedef struct cua__cmdlist {
   cua__cmd *v;
   size_t n, cap;
   struct cua__cmdlist *box;  /* the runtime's cached holder, if taken */
-  struct cua__cmdlist *next; /* in the launch thread's queue */
+  struct cua__cmdlist *next; /* in the launch thread's queue, or deferred */
+  cua_runtime *defer_rt;     /* deferred (executor.c): the list's runtime */
 } cua__cmdlist;
 
 typedef struct cua__round {
