@@ -314,8 +314,7 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
   for (int i = 0; i < rt->nstreams; i++) {
     cua__stream *s = rt->streams[i];
     if (s->marked < s->launched &&
-        mark_stream(r, s,
-                    r->handed && rt->cfg->launch == CUA__LAUNCH_PIPELINE) != 0)
+        mark_stream(r, s, r->handed && r->pipelined) != 0)
       break;
   }
 }
@@ -414,16 +413,22 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
  * a launch thread, a long round hands chunks over before: hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
-  /* (launch = auto hands over no chunks: a large round is applied in its
-   * own chunks, as without a launch thread; pipeline hands a submission's
-   * over while it is the only thread submitting: several submitting
-   * threads already decide and launch in parallel) */
-  int pipeline = rt->cfg->launch == CUA__LAUNCH_PIPELINE;
-  int handing =
-      rt->launcher_started &&
-      (rt->cfg->launch == CUA__LAUNCH_THREAD ||
-       (pipeline && r->chunked &&
-        atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1));
+  /* Pipeline hands a submission's chunks over while it is the only thread
+   * submitting (several submitting threads already decide and launch in
+   * parallel). Auto applies a large round in its own chunks, as without a
+   * launch thread, unless there are several launch threads and a chunk's
+   * commands are for the streams of more than one of them: then the rest
+   * of the round goes as under pipeline, and its launches on different
+   * streams run in parallel (on an H200, doc/results, twenty-fourth
+   * session: micro-random under round-robin on 4 streams at 0.90-1.19x
+   * raw-streams with two launch threads, against 0.96-1.58x with one). */
+  int solo = r->chunked && rt->launcher_started &&
+             atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1;
+  r->pipelined = solo && rt->cfg->launch == CUA__LAUNCH_PIPELINE;
+  int may_pipeline =
+      solo && rt->cfg->launch == CUA__LAUNCH_AUTO && rt->nlaunchers > 1;
+  int handing = rt->launcher_started &&
+                (rt->cfg->launch == CUA__LAUNCH_THREAD || r->pipelined);
   for (;;) {
     cua__node *n;
     int chunks = handing && !r->no_chunks;
@@ -463,10 +468,10 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * by the backend, so that the completion thread sees its own end. */
       n->sampled = cua__models_sampling(rt, n);
       if (n->pulled == 2 || n->sampled ||
-          ((!chunks || pipeline) &&
+          ((!chunks || r->pipelined) &&
            n->stream->launched - n->stream->marked >=
                (chunks ? CHUNK_MARK_EVERY : MARK_EVERY)))
-        (void)mark_stream(r, n->stream, chunks && pipeline);
+        (void)mark_stream(r, n->stream, chunks && r->pipelined);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
       /* Its own chunk only between decisions: with nothing placed and
@@ -474,8 +479,16 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * settle, what the round still holds is only nodes ready to be
        * placed, which no other round touches while rt->lock is out. */
       if (own && ++r->chunk_len >= r->chunk_at && r->place.head != NULL &&
-          r->launch.head == NULL && r->settle.head == NULL)
-        apply_chunk(rt, r);
+          r->launch.head == NULL && r->settle.head == NULL) {
+        if (may_pipeline && !r->no_chunks &&
+            cua__launcher_spread(rt, &r->cmds) > 1) {
+          r->pipelined = 1;
+          handing = 1;
+          hand_over(rt, r);
+        } else {
+          apply_chunk(rt, r);
+        }
+      }
       continue;
     }
     if ((n = cua__q_pop(&r->settle)) != NULL) {

@@ -441,9 +441,10 @@ static int parse_text(cua__config *cfg, const char *text, size_t len,
 }
 
 /* Fills in what the input did not say, and applies $CUASYNC_POLICY,
- * $CUASYNC_LAUNCH and $CUASYNC_GRAPHS (a value of the latter two that is
- * not one of their keys' is CUA_ERR_CONFIG_BAD_VALUE, with its message in
- * @p err). */
+ * $CUASYNC_LAUNCH, $CUASYNC_LAUNCH_THREADS and $CUASYNC_GRAPHS (a value of
+ * the last three that their keys would refuse is CUA_ERR_CONFIG_BAD_VALUE,
+ * or CUA_ERR_CONFIG_OUT_OF_RANGE for a number of launch threads, with its
+ * message in @p err). */
 /* models: $CUASYNC_MODELS over the file's value; with neither,
  * $XDG_CACHE_HOME/cuasync, else $HOME/.cache/cuasync, else memory. */
 static int resolve_models(cua__config *cfg, unsigned flags, char *err,
@@ -525,6 +526,20 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     return CUA_ERR_NOMEM;
   if ((rc = resolve_models(cfg, flags, err, errlen)) != 0)
     return rc;
+  env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL
+                                         : getenv("CUASYNC_LAUNCH_THREADS");
+  if (env != NULL && *env != '\0') {
+    char why[128];
+    int n = cua__conf_launch_threads_value(env, why, sizeof why);
+    if (n < 0) {
+      cua__put_err(err, errlen, "$CUASYNC_LAUNCH_THREADS: %s", why);
+      return n;
+    }
+    cfg->launch_threads = n;
+    cfg->launch_threads_from_env = 1;
+  }
+  if (cfg->launch_threads == 0)
+    cfg->launch_threads = 2;
   if (cfg->pull_depth == 0)
     cfg->pull_depth = 2;
   if (cfg->graph_cache == 0)
@@ -631,7 +646,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   if (rc != 0)
     goto fail;
   rc = resolve(cfg, flags, err, errlen);
-  if (rc == CUA_ERR_CONFIG_BAD_VALUE)
+  if (rc == CUA_ERR_CONFIG_BAD_VALUE || rc == CUA_ERR_CONFIG_OUT_OF_RANGE)
     goto fail;
   if (rc != 0)
     goto nomem;

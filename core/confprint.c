@@ -196,6 +196,13 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
   put_kv(pr, "runtime", "launch", cua__conf_launch_name(cfg->launch),
          cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
   {
+    char nl[16];
+    snprintf(nl, sizeof nl, "%d", cfg->launch_threads);
+    put_kv(pr, "runtime", "launch_threads", nl,
+           cfg->launch_threads_from_env ? "from $CUASYNC_LAUNCH_THREADS"
+                                        : NULL);
+  }
+  {
     char depth[16];
     snprintf(depth, sizeof depth, "%d", cfg->pull_depth);
     put_kv(pr, "runtime", "pull_depth", depth, NULL);

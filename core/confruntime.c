@@ -24,7 +24,8 @@
 static const char *const runtime_keys[] = {
     "backend",         "devices",     "policy",    "policy_path",
     "on_policy_error", "launch",      "models",    "pull_depth",
-    "graphs",          "graph_cache", "observers", "observer_times"};
+    "graphs",          "graph_cache", "observers", "observer_times",
+    "launch_threads"};
 #define NRUNTIME_KEYS (sizeof runtime_keys / sizeof runtime_keys[0])
 
 /* backend = auto | NAME | PATH. Which names exist is known only once the
@@ -234,6 +235,36 @@ static int set_launch(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
+/* launch_threads = N, 1..8 (CUA__LAUNCHERS_MAX): how many launch threads
+ * apply the lists handed over, each the commands of its own streams
+ * (core/executor.c). The range, and its message, for the file and
+ * $CUASYNC_LAUNCH_THREADS alike (conf.c). */
+int cua__conf_launch_threads_value(const char *value, char *err,
+                                   size_t errlen) {
+  char *end;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno != 0) {
+    cua__put_err(err, errlen, "'%.64s' is not an integer", value);
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  if (v < 1 || v > CUA__LAUNCHERS_MAX) {
+    cua__put_err(err, errlen, "%ld is out of range [1, %d]", v,
+                 CUA__LAUNCHERS_MAX);
+    return CUA_ERR_CONFIG_OUT_OF_RANGE;
+  }
+  return (int)v;
+}
+
+static int set_launch_threads(cua__conf_parser *p, const char *value) {
+  char why[128];
+  int v = cua__conf_launch_threads_value(value, why, sizeof why);
+  if (v < 0)
+    return cua__conf_fail(p, v, p->line, "[runtime] launch_threads: %s", why);
+  p->cfg->launch_threads = v;
+  return 0;
+}
+
 /* models = DIR | memory | off: where performance models are kept
  * (core/models.c). A relative directory in a file is relative to that
  * file, as policy_path's entries are. */
@@ -403,6 +434,8 @@ int cua__conf_runtime_key(cua__conf_parser *p, const char *key,
     return set_on_policy_error(p, value);
   if (strcmp(key, "launch") == 0)
     return set_launch(p, value);
+  if (strcmp(key, "launch_threads") == 0)
+    return set_launch_threads(p, value);
   if (strcmp(key, "models") == 0)
     return set_models(p, value);
   if (strcmp(key, "pull_depth") == 0)

@@ -470,8 +470,94 @@ int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl) {
   return 0;
 }
 
+/* The launch thread of stream @p s. */
+static inline cua__launcher *launcher_of(cua_runtime *rt,
+                                         const cua__stream *s) {
+  return &rt->launchers[rt->nlaunchers > 1 ? s->gidx % rt->nlaunchers : 0];
+}
+
+int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl) {
+  if (rt->nlaunchers <= 1)
+    return cl->n > 0;
+  unsigned seen = 0;
+  int n = 0;
+  for (size_t i = 0; i < cl->n; i++) {
+    unsigned bit = 1u << (cl->v[i].s->gidx % rt->nlaunchers);
+    if (!(seen & bit)) {
+      seen |= bit;
+      n++;
+    }
+  }
+  return n;
+}
+
+static void launcher_queue(cua__launcher *l, cua__cmdlist *h) {
+  h->next = NULL;
+  pthread_mutex_lock(&l->mu);
+  if (l->tail != NULL)
+    l->tail->next = h;
+  else
+    l->head = h;
+  l->tail = h;
+  atomic_fetch_add_explicit(&l->queued, 1, memory_order_release);
+  if (l->sleeping)
+    pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* A list whose commands are for the streams of several launch threads is
+ * split into one list per launch thread, each in a holder from the
+ * runtime's pool, its commands in their order: each launch thread applies
+ * its streams' commands in decision order, and the tickets order the
+ * commands of one stream and a wait after its record across threads, as
+ * between submitting threads (the file's opening). Under rt->lock. 0, or
+ * -1 (nothing queued) when a holder could not be had. */
+static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
+  cua__cmdlist *part[CUA__LAUNCHERS_MAX] = {NULL};
+  int nparts = 0;
+  for (size_t i = 0; i < cl->n; i++) {
+    int k = launcher_of(rt, cl->v[i].s)->idx;
+    if (part[k] != NULL)
+      continue;
+    int fresh;
+    cua__cmdlist *h = cua__pool_get(&rt->list_pool, &fresh);
+    if (h == NULL) {
+      for (int m = 0; m < rt->nlaunchers; m++)
+        if (part[m] != NULL) {
+          part[m]->n = 0;
+          cua__pool_put(&rt->list_pool, part[m]);
+        }
+      return -1;
+    }
+    if (fresh)
+      memset(h, 0, sizeof *h);
+    h->n = 0;
+    h->box = h;
+    part[k] = h;
+    nparts++;
+  }
+  for (size_t i = 0; i < cl->n; i++) {
+    cua__cmdlist *h = part[launcher_of(rt, cl->v[i].s)->idx];
+    if (h->n == h->cap &&
+        cua__grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0) {
+      for (int m = 0; m < rt->nlaunchers; m++)
+        if (part[m] != NULL)
+          cua__cmdlist_release(rt, part[m]);
+      return -1;
+    }
+    h->v[h->n++] = cl->v[i];
+  }
+  /* The caller counted one list executing; each part is one. */
+  atomic_fetch_add(&rt->executing, nparts - 1);
+  cua__cmdlist_release(rt, cl);
+  for (int m = 0; m < rt->nlaunchers; m++)
+    if (part[m] != NULL)
+      launcher_queue(&rt->launchers[m], part[m]);
+  return 0;
+}
+
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
-  if (!rt->launcher_started || tls_depth > 0)
+  if (!rt->launcher_started || tls_depth > 0 || cl->n == 0)
     return -1;
   /* A stream function that the backend runs at launch would hold the
    * launch thread, and every list queued behind it, for as long as it
@@ -484,19 +570,14 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *h = cl->box;
   if (h == NULL)
     return -1;
+  cua__launcher *l = launcher_of(rt, cl->v[0].s);
+  if (rt->nlaunchers > 1)
+    for (size_t i = 1; i < cl->n; i++)
+      if (launcher_of(rt, cl->v[i].s) != l)
+        return push_split(rt, cl);
   *h = *cl;
-  h->next = NULL;
   memset(cl, 0, sizeof *cl);
-  pthread_mutex_lock(&rt->lq_mu);
-  if (rt->lq_tail != NULL)
-    rt->lq_tail->next = h;
-  else
-    rt->lq_head = h;
-  rt->lq_tail = h;
-  atomic_fetch_add_explicit(&rt->lq_queued, 1, memory_order_release);
-  if (rt->lq_sleeping)
-    pthread_cond_signal(&rt->lq_cv);
-  pthread_mutex_unlock(&rt->lq_mu);
+  launcher_queue(l, h);
   return 0;
 }
 
@@ -562,16 +643,16 @@ void cua__coalesce_marks(cua__cmdlist *h) {
 }
 
 static void *launcher_main(void *arg) {
-  cua_runtime *rt = arg;
-  pthread_mutex_lock(&rt->lq_mu);
+  cua__launcher *l = arg;
+  cua_runtime *rt = l->rt;
+  pthread_mutex_lock(&l->mu);
   for (;;) {
-    if (rt->lq_head == NULL && !rt->lq_stop) {
+    if (l->head == NULL && !l->stop) {
       /* Watch the queue for a while, then sleep. */
-      pthread_mutex_unlock(&rt->lq_mu);
+      pthread_mutex_unlock(&l->mu);
       uint64_t until = cua__now_ns() + LAUNCHER_SPIN_NS;
       for (unsigned i = 1;
-           atomic_load_explicit(&rt->lq_queued, memory_order_acquire) == 0;
-           i++) {
+           atomic_load_explicit(&l->queued, memory_order_acquire) == 0; i++) {
         /* Watched with a pause, not a system call, so a list queued now
          * is seen within a fraction of a microsecond; the clock is read
          * every 64 turns, and the CPU given away every 1024. */
@@ -581,24 +662,27 @@ static void *launcher_main(void *arg) {
         if (i % 1024 == 0)
           sched_yield();
       }
-      pthread_mutex_lock(&rt->lq_mu);
-      while (rt->lq_head == NULL && !rt->lq_stop) {
-        rt->lq_sleeping = 1;
-        pthread_cond_wait(&rt->lq_cv, &rt->lq_mu);
-        rt->lq_sleeping = 0;
+      pthread_mutex_lock(&l->mu);
+      while (l->head == NULL && !l->stop) {
+        l->sleeping = 1;
+        pthread_cond_wait(&l->cv, &l->mu);
+        l->sleeping = 0;
       }
     }
-    if (rt->lq_head == NULL)
+    if (l->head == NULL)
       break; /* stopping, and everything queued is applied */
-    cua__cmdlist *h = rt->lq_head;
-    rt->lq_head = rt->lq_tail = NULL;
-    pthread_mutex_unlock(&rt->lq_mu);
+    cua__cmdlist *h = l->head;
+    l->head = l->tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    /* (its batch holds only its own streams' commands: no other launch
+     * thread scans these streams' marks) */
     if (!atomic_load(&rt->user_code_at_launch))
       cua__coalesce_marks(h);
     while (h != NULL) {
       cua__cmdlist *next = h->next;
-      atomic_fetch_sub_explicit(&rt->lq_queued, 1, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&l->queued, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&rt->lists_handed, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&l->applied, 1, memory_order_relaxed);
       /* Applied from a copy: releasing clears the list it is given,
        * and the holder itself goes back to the pool. */
       cua__cmdlist cl = *h;
@@ -607,28 +691,39 @@ static void *launcher_main(void *arg) {
       cua__cmdlist_release(rt, &cl);
       h = next;
     }
-    pthread_mutex_lock(&rt->lq_mu);
+    pthread_mutex_lock(&l->mu);
   }
-  pthread_mutex_unlock(&rt->lq_mu);
+  pthread_mutex_unlock(&l->mu);
   return NULL;
 }
 
 int cua__launcher_start(cua_runtime *rt) {
   if (rt->cfg->launch == CUA__LAUNCH_CALLER)
     return 0;
-  if (cua__pthread_create(&rt->launcher, NULL, launcher_main, rt) != 0)
-    return CUA_ERR_INTERNAL;
+  int n = rt->cfg->launch_threads;
+  rt->nlaunchers = n < 1 ? 1 : n > CUA__LAUNCHERS_MAX ? CUA__LAUNCHERS_MAX : n;
+  for (int k = 0; k < rt->nlaunchers; k++) {
+    cua__launcher *l = &rt->launchers[k];
+    if (cua__pthread_create(&l->thread, NULL, launcher_main, l) != 0) {
+      rt->nlaunchers = k;
+      cua__launcher_stop(rt);
+      return CUA_ERR_INTERNAL;
+    }
+  }
   rt->launcher_started = 1;
   return 0;
 }
 
 void cua__launcher_stop(cua_runtime *rt) {
-  if (!rt->launcher_started)
-    return;
-  pthread_mutex_lock(&rt->lq_mu);
-  rt->lq_stop = 1;
-  pthread_cond_signal(&rt->lq_cv);
-  pthread_mutex_unlock(&rt->lq_mu);
-  pthread_join(rt->launcher, NULL);
+  for (int k = 0; k < rt->nlaunchers; k++) {
+    cua__launcher *l = &rt->launchers[k];
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+  }
+  for (int k = 0; k < rt->nlaunchers; k++)
+    pthread_join(rt->launchers[k].thread, NULL);
+  rt->nlaunchers = 0;
   rt->launcher_started = 0;
 }

@@ -575,6 +575,24 @@ typedef struct cua__cmdlist {
   cua_runtime *defer_rt;     /* deferred (executor.c): the list's runtime */
 } cua__cmdlist;
 
+/* A launch thread (executor.c): it applies the commands of the streams
+ * whose gidx modulo rt->nlaunchers is its idx, from lists queued in
+ * decision order under rt->lock (a list of several launch threads' streams
+ * is split when it is queued: cua__launcher_push()). */
+#define CUA__LAUNCHERS_MAX 8
+typedef struct cua__launcher {
+  cua_runtime *rt;
+  int idx;
+  pthread_t thread;
+  pthread_mutex_t mu;         /* guards the queue; a leaf lock */
+  pthread_cond_t cv;          /* wakes it asleep */
+  cua__cmdlist *head, *tail;  /* queued lists, in decision order */
+  int sleeping, stop;         /* under mu */
+  atomic_int queued;          /* lists in the queue, watched spinning */
+  _Atomic uint64_t applied;   /* lists it applied (tests) */
+  char pad_[CUA__CACHE_LINE]; /* what another launch thread watches */
+} cua__launcher;
+
 typedef struct cua__round {
   cua_runtime *rt;
   cua__queue place;    /* device nodes ready to be placed */
@@ -587,6 +605,9 @@ typedef struct cua__round {
   int no_chunks;       /* a hand-over failed: this thread applies the rest */
   int handed;          /* handed a chunk to the launch thread: the rest of
                           the list goes there too (commands.c) */
+  int pipelined;       /* hands its chunks to the launch threads as it
+                          decides them (launch = pipeline; auto, once a
+                          chunk spans several launch threads: commands.c) */
   int chunked;         /* a submission's: applies its own chunks (no launch
                           thread, or it refused one), or under pipeline
                           hands them over (commands.c) */
@@ -720,17 +741,13 @@ struct cua_runtime {
   pthread_mutex_t waiters_mu;
   int nwaiters;
   int waiters_spin; /* the last waited(1) returned non-zero */
-  /* The launch thread ([runtime] launch = thread, executor.c): rounds queue
-   * their lists here, under rt->lock so the queue keeps decision order,
-   * and it applies them while the deciding thread goes on. */
-  int launcher_started;           /* running */
-  pthread_t launcher;             /* */
-  pthread_mutex_t lq_mu;          /* guards the queue; a leaf lock */
-  pthread_cond_t lq_cv;           /* wakes a sleeping launch thread */
-  cua__cmdlist *lq_head;          /* queued lists, in decision order */
-  cua__cmdlist *lq_tail;          /* */
-  int lq_sleeping, lq_stop;       /* under lq_mu */
-  atomic_int lq_queued;           /* lists in the queue, watched spinning */
+  /* The launch threads ([runtime] launch, launch_threads; executor.c):
+   * rounds queue their lists there, under rt->lock so that each queue
+   * keeps decision order, and they apply them while the deciding thread
+   * goes on, each the commands of its own streams. */
+  int launcher_started; /* running */
+  int nlaunchers;       /* how many run: cfg->launch_threads */
+  cua__launcher launchers[CUA__LAUNCHERS_MAX];
   atomic_int user_code_at_launch; /* a stream function was launched:
                                      marks are not batched */
   _Atomic uint64_t lists_handed;  /* lists the launch thread applied
@@ -960,6 +977,8 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * no launch thread or this thread is applying a list (then the caller
  * applies it itself). */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* How many launch threads the commands of @p cl are for (their streams'). */
+int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl);
 /* Whether @p cl launches a stream function that the backend runs at launch
  * (user code in the applying thread). A list that launches a stream
  * function, on any backend, is noted for good in rt->user_code_at_launch

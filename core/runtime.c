@@ -272,8 +272,14 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   atomic_init(&rt->holds, 1); /* the runtime's own, dropped by destroy */
   pthread_cond_init(&rt->work, NULL);
   pthread_cond_init(&rt->idle, NULL);
-  pthread_mutex_init(&rt->lq_mu, NULL);
-  pthread_cond_init(&rt->lq_cv, NULL);
+  for (int k = 0; k < CUA__LAUNCHERS_MAX; k++) {
+    cua__launcher *l = &rt->launchers[k];
+    l->rt = rt;
+    l->idx = k;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    atomic_init(&l->queued, 0);
+  }
   /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions, points
    * and command lists are kept for reuse (a list per submission waits in
    * the launch thread's queue while one thread streams submissions). Ops
@@ -325,7 +331,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   if ((rc = cua__observers_open(rt)) != 0)
     goto fail;
   if ((rc = cua__launcher_start(rt)) != 0) {
-    cua__fail(NULL, rc, "cannot start the launch thread");
+    cua__fail(NULL, rc, "cannot start the launch threads");
     goto fail;
   }
   if (cua__pthread_create(&rt->thread, NULL, cua__completion_thread, rt)) {
@@ -410,8 +416,10 @@ static void runtime_free(cua_runtime *rt) {
   pthread_cond_destroy(&rt->exec_cv);
   pthread_cond_destroy(&rt->work);
   pthread_cond_destroy(&rt->idle);
-  pthread_mutex_destroy(&rt->lq_mu);
-  pthread_cond_destroy(&rt->lq_cv);
+  for (int k = 0; k < CUA__LAUNCHERS_MAX; k++) {
+    pthread_mutex_destroy(&rt->launchers[k].mu);
+    pthread_cond_destroy(&rt->launchers[k].cv);
+  }
   cua__runtime_release(rt);
 }
 

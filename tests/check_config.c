@@ -482,6 +482,74 @@ START_TEST(env_launch_overrides_the_file) {
 }
 END_TEST
 
+/* launch_threads = 1..8 (default 2), $CUASYNC_LAUNCH_THREADS over it. */
+START_TEST(launch_threads_is_one_to_eight) {
+  cua__config *cfg = load_ok("[runtime]\n");
+  ck_assert_int_eq(cfg->launch_threads, 2);
+  ck_assert_int_eq(cfg->launch_threads_from_env, 0);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch_threads = 1\n");
+  ck_assert_int_eq(cfg->launch_threads, 1);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch_threads = 8\n");
+  ck_assert_int_eq(cfg->launch_threads, 8);
+  cua__config_free(cfg);
+  expect_text_error(
+      "[runtime]\nlaunch_threads = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+      "<text>:2: ", "[runtime] launch_threads: 0 is out of range [1, 8]");
+  expect_text_error(
+      "[runtime]\nlaunch_threads = 9\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+      "<text>:2: ", "[runtime] launch_threads: 9 is out of range [1, 8]");
+  expect_text_error(
+      "[runtime]\nlaunch_threads = two\n", CUA_ERR_CONFIG_BAD_VALUE,
+      "<text>:2: ", "[runtime] launch_threads: 'two' is not an integer");
+}
+END_TEST
+
+START_TEST(env_launch_threads_overrides_the_file) {
+  char err[ERRLEN];
+  cua__config *cfg = NULL;
+  int rc;
+
+  setenv("CUASYNC_LAUNCH_THREADS", "3", 1);
+  rc = cua__config_load(&cfg, NULL, "[runtime]\nlaunch_threads = 1\n",
+                        CUA_RUNTIME_NO_SYSTEM_CONFIG, err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(cfg->launch_threads, 3);
+  ck_assert_int_eq(cfg->launch_threads_from_env, 1);
+  cua__config_free(cfg);
+  /* Not with CUA_RUNTIME_IGNORE_ENV. */
+  rc = cua__config_load(&cfg, NULL, "[runtime]\nlaunch_threads = 1\n",
+                        CUA_RUNTIME_NO_SYSTEM_CONFIG | CUA_RUNTIME_IGNORE_ENV,
+                        err, sizeof err);
+  ck_assert_msg(rc == 0, "%s", err);
+  ck_assert_int_eq(cfg->launch_threads, 1);
+  cua__config_free(cfg);
+  static const struct {
+    const char *value;
+    int code;
+    const char *msg;
+  } bad[] = {
+      {"0", CUA_ERR_CONFIG_OUT_OF_RANGE,
+       "$CUASYNC_LAUNCH_THREADS: 0 is out of range [1, 8]"},
+      {"12", CUA_ERR_CONFIG_OUT_OF_RANGE,
+       "$CUASYNC_LAUNCH_THREADS: 12 is out of range [1, 8]"},
+      {"many", CUA_ERR_CONFIG_BAD_VALUE,
+       "$CUASYNC_LAUNCH_THREADS: 'many' is not an integer"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("CUASYNC_LAUNCH_THREADS", bad[i].value, 1);
+    cfg = NULL;
+    rc = cua__config_load(&cfg, NULL, NULL, CUA_RUNTIME_NO_SYSTEM_CONFIG, err,
+                          sizeof err);
+    ck_assert_int_eq(rc, bad[i].code);
+    ck_assert_ptr_null(cfg);
+    ck_assert_str_eq(err, bad[i].msg);
+  }
+  unsetenv("CUASYNC_LAUNCH_THREADS");
+}
+END_TEST
+
 START_TEST(runtime_values_are_resolved) {
   cua__config *cfg =
       load_ok("[runtime]\nbackend = cuda\non_policy_error = fallback\n"
@@ -1589,6 +1657,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_policy_path_is_refused);
   tcase_add_test(tc, bad_on_policy_error_is_refused);
   tcase_add_test(tc, launch_is_caller_thread_auto_or_pipeline);
+  tcase_add_test(tc, launch_threads_is_one_to_eight);
+  tcase_add_test(tc, env_launch_threads_overrides_the_file);
   tcase_add_test(tc, env_launch_overrides_the_file);
   tcase_add_test(tc, runtime_values_are_resolved);
   suite_add_tcase(s, tc);

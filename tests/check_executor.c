@@ -193,14 +193,15 @@ static void queue_marks(cua_runtime *rt, cua__stream *s, int n) {
       first = h;
     last = h;
   }
-  pthread_mutex_lock(&rt->lq_mu);
-  ck_assert_ptr_null(rt->lq_head); /* the launch thread is idle */
-  rt->lq_head = first;
-  rt->lq_tail = last;
-  atomic_fetch_add(&rt->lq_queued, n);
-  if (rt->lq_sleeping)
-    pthread_cond_signal(&rt->lq_cv);
-  pthread_mutex_unlock(&rt->lq_mu);
+  cua__launcher *l = &rt->launchers[0]; /* s's, of one launch thread */
+  pthread_mutex_lock(&l->mu);
+  ck_assert_ptr_null(l->head); /* the launch thread is idle */
+  l->head = first;
+  l->tail = last;
+  atomic_fetch_add(&l->queued, n);
+  if (l->sleeping)
+    pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
   pthread_mutex_unlock(&rt->lock);
 }
 
@@ -405,6 +406,105 @@ START_TEST(pipeline_hands_a_large_submission_over_in_chunks) {
 }
 END_TEST
 
+/* With two launch threads, a list whose commands are for streams of both
+ * (gidx 0 and 1: one each) is split when it is queued: each thread
+ * applies its own stream's commands, in their order. */
+START_TEST(a_list_for_two_launch_threads_is_split) {
+  cua_runtime *rt = open_mode("[runtime]\nbackend = host\nlaunch = thread\n"
+                              "launch_threads = 2\n");
+  ck_assert_int_eq(rt->nlaunchers, 2);
+  pthread_mutex_lock(&rt->lock);
+  ck_assert_int_eq(cua__ensure_streams(rt, 0, 2), 0);
+  cua__stream *s[2] = {rt->streams[0], rt->streams[1]};
+  ck_assert_int_eq(s[0]->gidx, 0);
+  ck_assert_int_eq(s[1]->gidx, 1);
+  uint64_t applied[2] = {atomic_load(&rt->launchers[0].applied),
+                         atomic_load(&rt->launchers[1].applied)};
+  uint64_t marks[2] = {s[0]->marks_applied, s[1]->marks_applied};
+  /* MARKs of value 0 (each stream is already there): 0, 1, 0, 1, 0. */
+  cua__round r;
+  cua__round_init(rt, &r);
+  for (int i = 0; i < 5; i++) {
+    cua__cmd *c = cua__cmd_add(&r, CUA__CMD_MARK, s[i % 2]);
+    ck_assert_ptr_nonnull(c);
+  }
+  ck_assert_int_eq(cua__launcher_spread(rt, &r.cmds), 2);
+  atomic_fetch_add(&rt->executing, 1);
+  ck_assert_int_eq(cua__launcher_push(rt, &r.cmds), 0);
+  ck_assert_uint_eq(r.cmds.n, 0); /* taken */
+  pthread_mutex_unlock(&rt->lock);
+  uint64_t t0 = cua__now_ns();
+  while (
+      (atomic_load(&s[0]->executed) < 3 || atomic_load(&s[1]->executed) < 2) &&
+      cua__now_ns() - t0 < 10000000000ull)
+    sched_yield();
+  ck_assert_uint_eq(atomic_load(&s[0]->executed), 3);
+  ck_assert_uint_eq(atomic_load(&s[1]->executed), 2);
+  /* one list each; no mark batched within a list */
+  ck_assert_uint_eq(atomic_load(&rt->launchers[0].applied) - applied[0], 1);
+  ck_assert_uint_eq(atomic_load(&rt->launchers[1].applied) - applied[1], 1);
+  ck_assert_uint_eq(s[0]->marks_applied - marks[0], 3);
+  ck_assert_uint_eq(s[1]->marks_applied - marks[1], 2);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* One submission of @p chains chains of @p len spins of 0 ns, under
+ * launch = auto with @p threads launch threads and round-robin over 4
+ * streams (each chain on a stream); returns the lists the launch threads
+ * applied. */
+static uint64_t chains_handed_over(int threads, int chains, int len) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\nlaunch = auto\n"
+           "launch_threads = %d\npolicy = round-robin\n",
+           threads);
+  cua_runtime *rt = open_mode(text);
+  cua_op *parts[8];
+  ck_assert_int_le(chains, 8);
+  for (int c = 0; c < chains; c++) {
+    cua_op *chain = NULL;
+    for (int i = 0; i < len; i++) {
+      cua_op *op, *t;
+      ck_assert_int_eq(cua_op_spin(&op, rt, 0, 1), 0);
+      if (chain == NULL) {
+        chain = op;
+        continue;
+      }
+      ck_assert_int_eq(cua_op_then(&t, chain, op), 0);
+      cua_op_destroy(chain);
+      cua_op_destroy(op);
+      chain = t;
+    }
+    parts[c] = chain;
+  }
+  cua_op *z;
+  ck_assert_int_eq(cua_op_zip(&z, parts, (size_t)chains), 0);
+  for (int c = 0; c < chains; c++)
+    cua_op_destroy(parts[c]);
+  uint64_t before = lists_handed_over(rt);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, z, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(z);
+  uint64_t handed = lists_handed_over(rt) - before;
+  cua_runtime_destroy(rt);
+  return handed;
+}
+
+/* launch = auto with several launch threads: a large submission whose
+ * chunk has commands for the streams of more than one of them goes to
+ * them as under pipeline (split per thread); with one launch thread, or
+ * on one stream, it is applied by the submitting thread. */
+START_TEST(auto_hands_a_large_submission_over_to_several_launch_threads) {
+  ck_assert_uint_ge(chains_handed_over(2, 4, 100), 5);
+  ck_assert_uint_ge(chains_handed_over(4, 4, 100), 5);
+  ck_assert_uint_eq(chains_handed_over(1, 4, 100), 0);
+  ck_assert_uint_eq(chains_handed_over(2, 1, 400), 0);
+}
+END_TEST
+
 /* The rule of launch = auto (cua__may_hand_over()): a submission's list
  * goes to the launch thread only while three submissions, this one
  * included, are not done (done ones not yet removed do not count) and no
@@ -470,6 +570,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, auto_hands_over_only_a_stream_of_submissions);
   tcase_add_test(tc, pipeline_hands_a_large_submission_over_in_chunks);
   tcase_add_test(tc, the_rule_of_launch_auto);
+  tcase_add_test(tc, a_list_for_two_launch_threads_is_split);
+  tcase_add_test(tc,
+                 auto_hands_a_large_submission_over_to_several_launch_threads);
   suite_add_tcase(s, tc);
   return s;
 }

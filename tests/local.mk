@@ -49,7 +49,7 @@ UNIT_TESTS = \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS) \
-	$(LAUNCHCALLER_TESTS) $(LAUNCHPIPELINE_TESTS)
+	$(LAUNCHCALLER_TESTS) $(LAUNCHPIPELINE_TESTS) $(LAUNCHSPLIT_TESTS)
 
 # The sim backend (plugins/sim/, built with SimGrid): its own suite, and the
 # op, ordering, property and conformance suites again on it, with
@@ -147,6 +147,22 @@ LAUNCHPIPELINE_TESTS = \
 	tests/launchpipeline/cuda_random_dag.sh \
 	tests/launchpipeline/cuda_sched.sh
 EXTRA_DIST += $(LAUNCHPIPELINE_TESTS)
+
+# The suites with several launch threads ([runtime] launch_threads), each
+# applying the commands of its own streams: under launch = thread every
+# list is split by stream, so waits and the records they wait for are
+# applied by different threads; under auto, a large submission over
+# several threads' streams is handed to them (commands.c, executor.c).
+LAUNCHSPLIT_TESTS = \
+	tests/launchsplit/random_dag.sh \
+	tests/launchsplit/ordering.sh \
+	tests/launchsplit/stress.sh \
+	tests/launchsplit/sched.sh \
+	tests/launchsplit/launchtime_random_dag.sh \
+	tests/launchsplit/cuda_random_dag.sh \
+	tests/launchsplit/cuda_ordering.sh \
+	tests/launchsplit/cuda_sched.sh
+EXTRA_DIST += $(LAUNCHSPLIT_TESTS)
 
 tests_check_version_SOURCES = tests/check_version.c tests/helpers.h
 tests_check_version_CFLAGS = $(TEST_CFLAGS)
