@@ -429,6 +429,15 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       solo && rt->cfg->launch == CUA__LAUNCH_AUTO && rt->nlaunchers > 1;
   int handing = rt->launcher_started &&
                 (rt->cfg->launch == CUA__LAUNCH_THREAD || r->pipelined);
+  /* A mark every MARK_EVERY launches of a stream, but every
+   * CHUNK_MARK_EVERY in the chunks of launch = pipeline. Auto's handed
+   * chunks keep MARK_EVERY: each mark is a write between two kernels of
+   * the stream, and with one every 16 the 50 us patterns ran 1.08-1.14x
+   * raw-streams instead of 1.03-1.09x (H200, three interleaved rounds of
+   * an experiment build that read the interval from the environment;
+   * doc/results, twenty-fourth session). */
+  uint64_t chunk_mark_every =
+      rt->cfg->launch == CUA__LAUNCH_PIPELINE ? CHUNK_MARK_EVERY : MARK_EVERY;
   for (;;) {
     cua__node *n;
     int chunks = handing && !r->no_chunks;
@@ -470,7 +479,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       if (n->pulled == 2 || n->sampled ||
           ((!chunks || r->pipelined) &&
            n->stream->launched - n->stream->marked >=
-               (chunks ? CHUNK_MARK_EVERY : MARK_EVERY)))
+               (chunks ? chunk_mark_every : MARK_EVERY)))
         (void)mark_stream(r, n->stream, chunks && r->pipelined);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
         hand_over(rt, r);
