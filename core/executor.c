@@ -22,10 +22,16 @@
  * on that thread (they come later in the order), instead of waiting for
  * the stream function's own stream to move on.
  *
+ * Launch threads ([runtime] launch_threads): launch thread k applies the
+ * commands of the streams whose gidx is k modulo their number, from its
+ * own queue, in decision order; a list for the streams of several is
+ * split when it is queued (push_split()). The tickets order them across
+ * threads as they order the lists of submitting threads.
+ *
  * Owns: s->executed, s->exec_seq, s->wait_failed, point->users and
  * point->failed (atomics); s->last_mark and cmd->superseded, which only
- * the launch thread touches, while it batches marks
- * (cua__coalesce_marks()).
+ * the stream's launch thread touches, while it batches marks
+ * (cua__coalesce_marks()); each launch thread's queue (its mu).
  * Takes rt->lock only to fail a node whose launch failed, or to hand a
  * failed mark back.
  */

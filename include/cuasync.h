@@ -196,10 +196,12 @@ typedef struct cua_stats {
                                    to get (cuasync/observer.h) */
   uint64_t lists_handed_over; /**< command lists (a submission's, or a
                                    chunk of one) applied by the launch
-                                   thread ([runtime] launch = thread,
-                                   auto or pipeline, cuasync.ini(5))
-                                   instead of the
-                                   thread that decided them */
+                                   threads ([runtime] launch = thread,
+                                   auto or pipeline, and launch_threads,
+                                   cuasync.ini(5)) instead of the thread
+                                   that decided them; a list split
+                                   between launch threads counts once
+                                   for each */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
