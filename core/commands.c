@@ -284,9 +284,9 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
   return 0;
 }
 
-/* A MARK of what @p s has launched, which the launch thread applies as it
- * is if @p keep (CHUNK_MARK_EVERY); -1 when out of memory (the completion
- * thread's next round marks it). */
+/* A MARK of what @p s has launched, which its launch thread applies as it
+ * is if @p keep (a handed-over chunk's of a pipelined round); -1 when out
+ * of memory (the completion thread's next round marks it). */
 static int mark_stream(cua__round *r, cua__stream *s, int keep) {
   cua__cmd *c = cua__cmd_add(r, CUA__CMD_MARK, s);
   if (c == NULL)
@@ -319,20 +319,23 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
   }
 }
 
-/* With a launch thread, a long round hands its list over in chunks as it
+/* With launch threads, a long round hands its list over in chunks as it
  * decides them (every round under launch = thread; under pipeline, a
- * submission's round while no other thread is submitting), so that the
+ * submission's round while no other thread is submitting; under auto,
+ * such a round once a chunk of it spans several launch threads'
+ * streams: cua__run_round()), so that the
  * device starts on the first ops while the rest are decided (a large
  * submission would otherwise launch nothing until all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
  * long, up to CHUNK_MAX. A chunk has its exact points attached. Once one
  * chunk went, the rest of the round's list is offered there too
- * (r->handed); a chunk the launch thread refuses (it launches a stream
+ * (r->handed); a chunk the launch threads refuse (it launches a stream
  * function) is applied by this thread, and the tickets keep every
- * stream's commands in order across the two. The chunk is queued for the
- * launch thread (in decision order, rt->lock held throughout), so its
- * launches overlap the next decisions. Without a launch thread, a
- * submission's round applies its own chunks (apply_chunk(), below).
+ * stream's commands in order across them. The chunk is queued for the
+ * launch threads (in decision order, rt->lock held throughout; split
+ * between them by stream, executor.c), so its launches overlap the next
+ * decisions. Without a launch thread, a submission's round applies its
+ * own chunks (apply_chunk(), below).
  *
  * Under launch = thread the streams are marked only at the round's end
  * (marks in between had the completion thread finish ops, under rt->lock,
@@ -340,8 +343,9 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * session, that cost more than the early start gained); then the
  * completion thread finishes every op of a large round after its last
  * launch. Under pipeline each stream is marked every CHUNK_MARK_EVERY
- * launches, and the launch thread applies those marks, and the round's
- * last ones, as they are (cmd->keep), not batched with other lists' marks
+ * launches (auto's pipelined rounds: every MARK_EVERY), and the launch
+ * threads apply those marks, and the round's last ones, as they are
+ * (cmd->keep), not batched with other lists' marks
  * (cua__coalesce_marks()). On an H200 (doc/results, twenty-third session,
  * ten interleaved rounds): micro-random under round-robin 0.93-1.13x
  * raw-streams in 3 rounds but 1.23-1.60x in the others, where auto (the
@@ -374,8 +378,8 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * tasks under round-robin waited 0.8 ms of decisions (after 1 ms of
  * building) before its first op started, 5% of its makespan; with the
  * chunks, 1.08-1.10x raw-streams instead of 1.13-1.17x (doc/results,
- * fifteenth session). Unlike the launch thread's chunks, these keep the
- * marks every MARK_EVERY launches. (The third session tried chunks of at
+ * fifteenth session). These keep the marks every MARK_EVERY launches,
+ * batched with nothing. (The third session tried chunks of at
  * most CHUNK_MAX launches: a chain of 10,000 short kernels took the lock
  * back 40 times, against the completion thread, and ran 1.2x slower.) */
 static void apply_chunk(cua_runtime *rt, cua__round *r) {
@@ -591,12 +595,13 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
  * is not settled: in the twenty-first session's rounds four threads ran
  * at 3.7-6.9 us per submission under thread, 4.8-7.8 under caller, and
  * an A/B of this rule on an H100 showed no difference beyond the
- * spread: doc/results.) A round of the completion
- * thread, and a large submission's own chunks, are applied by the thread
- * that decided them. Not done: rt->nsubs - rt->nsubs_done, as a
- * submission that is done may not be removed yet (the completion thread
- * fires its future before it takes rt->lock back to remove it), and a
- * thread that waits for each future would otherwise see it pending.
+ * spread: doc/results.) A round of the completion thread is applied by
+ * the thread that decided it, and so are a large submission's own
+ * chunks, unless, with several launch threads, one of them spans the
+ * streams of more than one (cua__run_round()). Not done: rt->nsubs -
+ * rt->nsubs_done, as a submission that is done may not be removed yet (the
+ * completion thread fires its future before it takes rt->lock back to remove
+ * it), and a thread that waits for each future would otherwise see it pending.
  * 3: two others not done, so that one long submission in the background
  * does not turn a submit-and-wait loop beside it into a stream. */
 #define AUTO_PENDING 3

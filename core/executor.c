@@ -110,12 +110,19 @@ static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
   void *ptr = NULL;
   int rc =
       rt->be->mem_alloc(rt->bst, root->device, bs, root->bytes, &ptr, &err);
-  if (rc)
+  if (rc) {
     snprintf(msg, len, "allocating %zu bytes on device %d: %s", root->bytes,
              root->device, err.msg[0] ? err.msg : cua_strerror(rc));
-  else
-    __atomic_store_n(&root->ptr, ptr, __ATOMIC_RELEASE);
-  return rc;
+    return rc;
+  }
+  /* Two ops that only read a buffer nothing wrote may be applied at once
+   * by two threads (launch threads of different streams, or submitting
+   * threads): the first allocation stays, the other is given back. */
+  void *none = NULL;
+  if (!__atomic_compare_exchange_n(&root->ptr, &none, ptr, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    rt->be->mem_free(rt->bst, root->device, bs, ptr);
+  return 0;
 }
 
 /* Inlined into launch_node(), the hot path; cua__backend_op() for graph
@@ -223,22 +230,28 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
   if (op->kind == CUA_OP_GRAPH)
     return cua__graph_replay(rt, n, msg, len);
   cua_backend_op bo;
-  void *params[64];
+  /* A kernel's argument pointers need to live only until launch() returns
+   * (backend.h): here, beside the parameters that point at them. */
+  void *params[64], *ptrs[64];
   if (op->kind == CUA_OP_FUNC) {
     memset(&bo, 0, sizeof bo);
     bo.size = sizeof bo;
     bo.kind = op->kind;
     bo.seq = n->seq;
-    /* (its buffers' addresses: cua_ctx_ptr(), from the op's accesses) */
+    /* Its buffers' addresses as of now (cua_ctx_ptr()): a backend that
+     * runs the function later (host) may by then have seen a later free
+     * of one launched, which clears the buffer's pointer at once though
+     * the memory goes only in stream order. */
+    if (cua__node_ptrs(n, op->nacc) != 0)
+      return CUA_ERR_NOMEM;
+    for (size_t i = 0; i < op->nacc; i++)
+      n->ptrs[i] = cua__buffer_addr(op->acc[i].buf);
     n->ctx.node = n;
     n->ctx.rt = rt;
     n->ctx.native = rt->be->stream_native(rt->bst, s->bs);
     bo.func = ctx_func;
     bo.func_ctx = &n->ctx;
   } else {
-    /* A kernel's argument pointers need to live only until launch()
-     * returns (backend.h). */
-    void *ptrs[64];
     rc = backend_op(op, n->seq, &bo, params, ptrs, cua__node_name(n), msg, len);
     if (rc)
       return rc;
@@ -547,8 +560,12 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
     if (h->n == h->cap &&
         cua__grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0) {
       for (int m = 0; m < rt->nlaunchers; m++)
-        if (part[m] != NULL)
-          cua__cmdlist_release(rt, part[m]);
+        if (part[m] != NULL) {
+          /* (from a copy: releasing clears the list it is given, and
+           * the holder goes back to the pool) */
+          cua__cmdlist tmp = *part[m];
+          cua__cmdlist_release(rt, &tmp);
+        }
       return -1;
     }
     h->v[h->n++] = cl->v[i];
@@ -611,9 +628,11 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
  * it may even wait in the executor for its turn. So once a runtime has
  * launched a stream function, on any backend, every mark is applied
  * (user_code_at_launch).
- * Under launch = pipeline, a large round's marks in its chunks (cmd->keep:
- * one every 16 launches of a stream, commands.c) are applied as they are,
- * and cover none before them. */
+ * A pipelined round's marks in its chunks (cmd->keep: one every 16
+ * launches of a stream under launch = pipeline, every 64 in auto's,
+ * commands.c) are applied as they are, and cover none before them. A
+ * launch thread's batch holds only its own streams' commands, so no other
+ * thread scans these streams' marks meanwhile. */
 #define MARK_RUN 16
 
 void cua__coalesce_marks(cua__cmdlist *h) {

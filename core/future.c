@@ -72,8 +72,13 @@ void cua__sub_fini(void *p) {
 void cua__sub_keep_nodes(cua__sub *s) {
   if (s->nodes != NULL && s->nodes != s->nodes_inl) {
     free(s->kept_nodes);
-    s->kept_nodes = s->nodes;
-    s->kept_nodes_cap = s->capnodes;
+    s->kept_nodes = NULL;
+    if (s->capnodes <= CUA__SUB_KEEP_MAX) {
+      s->kept_nodes = s->nodes;
+      s->kept_nodes_cap = s->capnodes;
+    } else {
+      free(s->nodes);
+    }
   }
   s->nodes = NULL;
   s->nnodes = 0;

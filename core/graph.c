@@ -132,6 +132,9 @@ void cua__node_release(cua__node *n) {
     cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->results,
                          n->capresults, NULL);
     free(n->ctx.msg);
+    if (n->ptrs != NULL)
+      cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->ptrs,
+                           n->capptrs, n->ptrs_inl);
     cua_op_destroy(n->op);
     cua_runtime *rt = n->rt;
     cua__pool_put(&rt->node_pool, n);
@@ -326,6 +329,18 @@ int cua__node_results(cua__node *n, size_t count) {
   return 0;
 }
 
+/* A stream function's node's room for its buffers' addresses: inline up
+ * to four, then a block of the input pool up to CUA__INPUT_BLOCK, then
+ * the allocator; freed with the node. */
+int cua__node_ptrs(cua__node *n, size_t count) {
+  if (n->ptrs == NULL) {
+    n->ptrs = n->ptrs_inl;
+    n->capptrs = sizeof n->ptrs_inl / sizeof *n->ptrs_inl;
+  }
+  return cua__pool_array_grow(&n->rt->input_pool, CUA__INPUT_BLOCK, &n->ptrs,
+                              &n->capptrs, count, sizeof *n->ptrs, n->ptrs_inl);
+}
+
 /* The order array, if it outgrew the inline one, stays with the
  * submission's block for the next build made from it (internal.h); the
  * submission lives at least until its builder is done with it. */
@@ -333,8 +348,13 @@ void cua__build_free(cua__build *b) {
   if (b->order != b->order_inl) {
     cua__sub *s = b->sub;
     free(s->kept_order);
-    s->kept_order = b->order;
-    s->kept_order_cap = b->cap;
+    s->kept_order = NULL;
+    if (b->cap <= CUA__SUB_KEEP_MAX) {
+      s->kept_order = b->order;
+      s->kept_order_cap = b->cap;
+    } else {
+      free(b->order);
+    }
   }
   b->order = b->order_inl;
 }

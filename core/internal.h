@@ -210,13 +210,14 @@ typedef struct cua__stream {
    * are two threads (the launch thread), a shared line would move between
    * their cores twice per command. */
   char exec_pad_[CUA__CACHE_LINE];
-  _Atomic uint64_t executed;  /* applied: the next ticket to run */
-  _Atomic uint64_t exec_seq;  /* last seq whose launch was applied */
-  atomic_int wait_failed;     /* a WAIT failed: fail the next launch */
-  struct cua__cmd *last_mark; /* launch thread only: while it scans a batch */
-  unsigned mark_run;          /* and how many marks it skipped in a row */
-  uint64_t marks_applied;     /* MARKs given to the backend; written by the
-                                 thread applying the stream's turn (tests) */
+  _Atomic uint64_t executed; /* applied: the next ticket to run */
+  _Atomic uint64_t exec_seq; /* last seq whose launch was applied */
+  atomic_int wait_failed;    /* a WAIT failed: fail the next launch */
+  struct cua__cmd
+      *last_mark;         /* its launch thread only: while it scans a batch */
+  unsigned mark_run;      /* and how many marks it skipped in a row */
+  uint64_t marks_applied; /* MARKs given to the backend; written by the
+                             thread applying the stream's turn (tests) */
   char exec_end_pad_[CUA__CACHE_LINE];
 } cua__stream;
 
@@ -454,6 +455,10 @@ struct cua__node {
   void **results; /* zip, shared zip, graph launch: cua__node_results() */
   size_t nresults, capresults;
   cua_stream_ctx ctx; /* FUNC: what its stream function gets */
+  void **ptrs;        /* FUNC: its buffers' addresses at launch
+                         (cua__node_ptrs()) */
+  size_t capptrs;
+  void *ptrs_inl[4];
   cua__node *inflight_next;
   cua__node *free_next; /* cua__node_release()'s worklist */
   cua__node *ready_next;
@@ -487,6 +492,9 @@ struct cua__node {
 struct cua_future {
   cua__sub *sub;
 };
+
+/* The largest node list and build order a pooled submission keeps. */
+#define CUA__SUB_KEEP_MAX 1024
 
 /* A submission; also the object behind a future. */
 struct cua__sub {
@@ -527,7 +535,11 @@ struct cua__sub {
   /* The arrays a submission of more nodes than fit inline grew (its node
    * list, its build order), kept for the next one that reuses this block,
    * so that a runtime in steady state does not call the allocator for
-   * them (cua__sub_keep(), freed by cua__sub_fini()). */
+   * them (cua__sub_keep_nodes(), cua__build_free(); freed by
+   * cua__sub_fini()): up to CUA__SUB_KEEP_MAX entries each (8 KB), so
+   * that the blocks of a pool of 4k submissions keep at most 64 MB; a
+   * larger submission grows them again, a few allocations for thousands
+   * of nodes. */
   cua__node **kept_nodes, **kept_order;
   size_t kept_nodes_cap, kept_order_cap;
 };
@@ -571,7 +583,7 @@ typedef struct cua__cmdlist {
   cua__cmd *v;
   size_t n, cap;
   struct cua__cmdlist *box;  /* the runtime's cached holder, if taken */
-  struct cua__cmdlist *next; /* in the launch thread's queue, or deferred */
+  struct cua__cmdlist *next; /* in a launch thread's queue, or deferred */
   cua_runtime *defer_rt;     /* deferred (executor.c): the list's runtime */
 } cua__cmdlist;
 
@@ -603,7 +615,7 @@ typedef struct cua__round {
   size_t chunk_len;    /* launches decided since the last hand-over */
   size_t chunk_at;     /* hand over at this many (commands.c) */
   int no_chunks;       /* a hand-over failed: this thread applies the rest */
-  int handed;          /* handed a chunk to the launch thread: the rest of
+  int handed;          /* handed a chunk to the launch threads: the rest of
                           the list goes there too (commands.c) */
   int pipelined;       /* hands its chunks to the launch threads as it
                           decides them (launch = pipeline; auto, once a
@@ -750,7 +762,7 @@ struct cua_runtime {
   cua__launcher launchers[CUA__LAUNCHERS_MAX];
   atomic_int user_code_at_launch; /* a stream function was launched:
                                      marks are not batched */
-  _Atomic uint64_t lists_handed;  /* lists the launch thread applied
+  _Atomic uint64_t lists_handed;  /* lists the launch threads applied
                                      (cua_stats.lists_handed_over) */
   atomic_int submitting;          /* threads in cua_submit() (launch = auto and
                                      pipeline) */
@@ -962,7 +974,7 @@ cua__cmd *cua__cmd_add(cua__round *r, int kind, cua__stream *s);
 void cua__round_init(cua_runtime *rt, cua__round *r);
 void cua__run_round(cua_runtime *rt, cua__round *r);
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
-/* Whether a round's list @p cl may be offered to the launch thread
+/* Whether a round's list @p cl may be offered to the launch threads
  * (cua__launcher_push() refuses it anyway without one): always but under
  * launch = auto, where only a submission's (@p relock 0) while a stream
  * of them comes from one thread. Under rt->lock. */
@@ -972,10 +984,13 @@ void cua__cmdlist_fini(void *cl);
 
 /* executor.c: applying a command list, with no core lock held. */
 void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
-/* Queues @p cl (emptied) for the launch thread; called under rt->lock, for
- * a list whose rt->executing count the caller took. 0, or -1 when there is
- * no launch thread or this thread is applying a list (then the caller
- * applies it itself). */
+/* Queues @p cl (emptied) for the launch threads: whole for the one of its
+ * streams, or split between those of several (executor.c); called under
+ * rt->lock, for a list whose rt->executing count the caller took. 0, or
+ * -1 with @p cl as it was (the caller applies it itself) when there is no
+ * launch thread, this thread is applying a list, the list is empty,
+ * launches a stream function the backend runs at launch, has no holder,
+ * or could not be split for lack of memory. */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
 /* How many launch threads the commands of @p cl are for (their streams'). */
 int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl);
@@ -984,11 +999,11 @@ int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl);
  * function, on any backend, is noted for good in rt->user_code_at_launch
  * (marks are batched no more). */
 int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl);
-/* In the lists chained from @p h (a batch the launch thread took), marks
+/* In the lists chained from @p h (a batch a launch thread took), marks
  * every MARK that a later MARK of its stream covers as superseded, and
  * gives the last one the first one's prev. */
 void cua__coalesce_marks(cua__cmdlist *h);
-/* Starts / stops (after its queue is applied) the launch thread. */
+/* Starts / stops (after their queues are applied) the launch threads. */
 int cua__launcher_start(cua_runtime *rt);
 void cua__launcher_stop(cua_runtime *rt);
 void cua__exec_wait_recorded(cua_runtime *rt, cua__point *p);
@@ -1078,6 +1093,8 @@ void cua__sub_fini(void *s);
 void cua__sub_keep_nodes(cua__sub *s);
 /* Gives @p n a zeroed array of @p count results (graph.c). */
 int cua__node_results(cua__node *n, size_t count);
+/* Gives @p n room for @p count buffer addresses in n->ptrs (graph.c). */
+int cua__node_ptrs(cua__node *n, size_t count);
 
 /* Lists @p s among the streams the completion thread reads (under
  * rt->lock; rt->active has room for every stream). */

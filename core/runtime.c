@@ -282,7 +282,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   }
   /* Up to 16k ops and nodes (about 10 MB each) and 4k submissions, points
    * and command lists are kept for reuse (a list per submission waits in
-   * the launch thread's queue while one thread streams submissions). Ops
+   * the launch threads' queues while one thread streams submissions). Ops
    * are made on any thread; the rest only under rt->lock, which then
    * guards taking from their pools. */
   cua__pool_init(&rt->op_pool, sizeof(cua_op), 16384, NULL, 0);

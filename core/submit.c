@@ -293,7 +293,7 @@ void *cua_ctx_ptr(const cua_stream_ctx *ctx, size_t i) {
   }
   if (i >= ctx->node->op->nacc)
     return NULL;
-  return cua__buffer_addr(ctx->node->op->acc[i].buf);
+  return ctx->node->ptrs[i];
 }
 
 void cua_ctx_set_result(cua_stream_ctx *ctx, void *result) {

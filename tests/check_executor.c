@@ -29,17 +29,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A runtime of @p text, whatever $CUASYNC_LAUNCH the suite runs with
- * (tests/launchthread/): the launch mode under test is the text's. */
+/* A runtime of @p text, whatever $CUASYNC_LAUNCH and
+ * $CUASYNC_LAUNCH_THREADS the suite runs with (tests/launchthread/,
+ * tests/launchsplit/): the launch mode and threads under test are the
+ * text's (two launch threads where it does not say). */
 static cua_runtime *open_mode(const char *text) {
-  const char *env = getenv("CUASYNC_LAUNCH");
-  char *was = env != NULL ? strdup(env) : NULL;
-  unsetenv("CUASYNC_LAUNCH");
+  static const char *const vars[] = {"CUASYNC_LAUNCH",
+                                     "CUASYNC_LAUNCH_THREADS"};
+  char *was[2];
+  for (int i = 0; i < 2; i++) {
+    const char *env = getenv(vars[i]);
+    was[i] = env != NULL ? strdup(env) : NULL;
+    unsetenv(vars[i]);
+  }
   cua_runtime *rt;
   int rc = open_text(&rt, text);
-  if (was != NULL)
-    setenv("CUASYNC_LAUNCH", was, 1);
-  free(was);
+  for (int i = 0; i < 2; i++) {
+    if (was[i] != NULL)
+      setenv(vars[i], was[i], 1);
+    free(was[i]);
+  }
   ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
   return rt;
 }

@@ -158,6 +158,7 @@ LAUNCHSPLIT_TESTS = \
 	tests/launchsplit/ordering.sh \
 	tests/launchsplit/stress.sh \
 	tests/launchsplit/sched.sh \
+	tests/launchsplit/faults.sh \
 	tests/launchsplit/launchtime_random_dag.sh \
 	tests/launchsplit/cuda_random_dag.sh \
 	tests/launchsplit/cuda_ordering.sh \
