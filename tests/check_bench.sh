@@ -44,6 +44,7 @@ end=$(date +%s)
 expect "$OUT" '^# cuasync-bench [0-9]' "CSV metadata"
 expect "$OUT" '^# cpu: ' "CSV metadata: the machine"
 expect "$OUT" '^# parameters: .*submission whole$' "CSV metadata: --submit"
+expect "$OUT" '^# environment: ' "CSV metadata: the environment's overrides"
 expect "$OUT" '^workload,contender,kind,backend,submit,tasks,' "CSV header"
 for w in $PATTERNS $MICROS; do
   expect "$OUT" "^$w,threads,baseline,host,-," "CSV: $w threads baseline"
@@ -92,6 +93,15 @@ elapsed=$((end - start))
   fail "the quick host run took ${elapsed}s (budget 45s on 2 cores)"
 pass "the quick host run took ${elapsed}s"
 
+# The environment's overrides of the configuration are written with the
+# results (here the launch threads; the suite's own $CUASYNC_MODELS too).
+export CUASYNC_LAUNCH_THREADS=3
+run 0 --quick --backend host --workload trivial --repeat 1 --format csv
+unset CUASYNC_LAUNCH_THREADS
+expect "$OUT" '^# environment: .*CUASYNC_LAUNCH_THREADS=3' \
+  "CSV metadata: \$CUASYNC_LAUNCH_THREADS"
+pass "the environment's overrides are in the metadata"
+
 # JSON: one document that parses, with the system facts and every policy.
 run 0 --quick --backend host --workload trivial,stencil,latency \
   --submit whole,task --format json --output "$TMP/out.json"
@@ -101,7 +111,8 @@ if command -v python3 >/dev/null 2>&1; then
   python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-for key in ("tool", "version", "system", "parameters", "results"):
+for key in ("tool", "version", "system", "parameters", "environment",
+            "results"):
     assert key in d, "no " + key
 assert d["system"]["cpus"] >= 1
 rows = d["results"]

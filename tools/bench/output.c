@@ -92,6 +92,15 @@ static char *fmt_metg(char *buf, size_t len, const bench_row *r) {
   return buf;
 }
 
+/* What the environment changed in the runtimes' configuration
+ * (cuasync.ini(5), ENVIRONMENT), written with the results so that two
+ * result files say whether they ran alike: the launch mode and threads
+ * above all, which move every ratio of the small-op workloads. */
+static const char *const env_vars[] = {
+    "CUASYNC_CONFIG",         "CUASYNC_POLICY", "CUASYNC_LAUNCH",
+    "CUASYNC_LAUNCH_THREADS", "CUASYNC_GRAPHS", "CUASYNC_MODELS"};
+#define NENV_VARS (sizeof env_vars / sizeof *env_vars)
+
 static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
   fprintf(out, "%scuasync-bench %s, %s, host %s, backends %s\n", prefix,
           m->version, m->date, m->hostname, m->backends);
@@ -123,6 +132,16 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
           m->all_devices ? "every device" : "device 0 (multigpu: every device)",
           m->repeat, m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "",
           m->submit);
+  int any = 0;
+  fprintf(out, "%senvironment:", prefix);
+  for (size_t i = 0; i < NENV_VARS; i++) {
+    const char *v = getenv(env_vars[i]);
+    if (v != NULL && *v != '\0') {
+      fprintf(out, " %s=%s", env_vars[i], v);
+      any = 1;
+    }
+  }
+  fprintf(out, "%s\n", any ? "" : " none");
 }
 
 static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
@@ -300,13 +319,24 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"skew\": %u, "
           "\"skew_share\": %u, \"hints\": %s, \"devices\": \"%s\", "
           "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
-          "  \"results\": [",
+          "  \"environment\": {",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "false" : "true",
           m->all_devices ? "all" : "one", m->repeat,
           m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
+  int nenv = 0;
+  for (size_t i = 0; i < NENV_VARS; i++) {
+    const char *v = getenv(env_vars[i]);
+    if (v == NULL || *v == '\0')
+      continue;
+    fputs(nenv++ ? ", " : "", out);
+    json_str(out, env_vars[i]);
+    fputs(": ", out);
+    json_str(out, v);
+  }
+  fputs("},\n  \"results\": [", out);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);
