@@ -538,8 +538,6 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     cfg->launch_threads = n;
     cfg->launch_threads_from_env = 1;
   }
-  if (cfg->launch_threads == 0)
-    cfg->launch_threads = 2;
   if (cfg->pull_depth == 0)
     cfg->pull_depth = 2;
   if (cfg->graph_cache == 0)

@@ -73,8 +73,9 @@ typedef struct cua__config {
   int policy_line;     /* line of `policy =`, 0 if defaulted */
   int launch;          /* CUA__LAUNCH_*; $CUASYNC_LAUNCH overrides it */
   int launch_from_env; /* 1 if $CUASYNC_LAUNCH overrode it */
-  int launch_threads;  /* 1..8, 0 until resolved (default 2);
-                          $CUASYNC_LAUNCH_THREADS overrides it */
+  int launch_threads;  /* 1..8, or 0: auto (the default; see
+                          cua__launcher_start()); $CUASYNC_LAUNCH_THREADS
+                          overrides it */
   int launch_threads_from_env;
   /* models = DIR | memory | off, resolved: "off", "memory" or a directory
    * (a relative one in a file resolved against the file's directory; the
@@ -252,8 +253,8 @@ int cua__conf_name_ok(const char *name);
  * the error recorded. */
 /* CUA__LAUNCH_* for a `launch` value, or -1. */
 int cua__conf_launch_value(const char *value);
-/* The `launch_threads` value of @p value (1..8), or an error code
- * (negative) with the reason in @p err ("9 is out of range [1, 8]"). */
+/* The `launch_threads` value of @p value (1..8, 0 for auto), or an error
+ * code (negative) with the reason in @p err ("9 is out of range [1, 8]"). */
 int cua__conf_launch_threads_value(const char *value, char *err, size_t errlen);
 /* The `launch` value of a CUA__LAUNCH_*. */
 const char *cua__conf_launch_name(int launch);

@@ -197,7 +197,10 @@ static int print_pass(printer *pr, const cua__config *cfg, const char *devices,
          cfg->launch_from_env ? "from $CUASYNC_LAUNCH" : NULL);
   {
     char nl[16];
-    snprintf(nl, sizeof nl, "%d", cfg->launch_threads);
+    if (cfg->launch_threads == 0)
+      snprintf(nl, sizeof nl, "auto");
+    else
+      snprintf(nl, sizeof nl, "%d", cfg->launch_threads);
     put_kv(pr, "runtime", "launch_threads", nl,
            cfg->launch_threads_from_env ? "from $CUASYNC_LAUNCH_THREADS"
                                         : NULL);

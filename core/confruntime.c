@@ -235,17 +235,20 @@ static int set_launch(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* launch_threads = N, 1..8 (CUA__LAUNCHERS_MAX): how many launch threads
- * apply the lists handed over, each the commands of its own streams
- * (core/executor.c). The range, and its message, for the file and
- * $CUASYNC_LAUNCH_THREADS alike (conf.c). */
+/* launch_threads = auto | N, 1..8 (CUA__LAUNCHERS_MAX): how many launch
+ * threads apply the lists handed over, each the commands of its own
+ * streams (core/executor.c); auto is 0 (cua__launcher_start() decides).
+ * The values, and the messages, for the file and $CUASYNC_LAUNCH_THREADS
+ * alike (conf.c). */
 int cua__conf_launch_threads_value(const char *value, char *err,
                                    size_t errlen) {
+  if (strcmp(value, "auto") == 0)
+    return 0;
   char *end;
   errno = 0;
   long v = strtol(value, &end, 10);
   if (*value == '\0' || *end != '\0' || errno != 0) {
-    cua__put_err(err, errlen, "'%.64s' is not an integer", value);
+    cua__put_err(err, errlen, "'%.64s' is not auto or an integer", value);
     return CUA_ERR_CONFIG_BAD_VALUE;
   }
   if (v < 1 || v > CUA__LAUNCHERS_MAX) {

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local int tls_depth; /* applying a list */
 static _Thread_local int tls_user;  /* in a stream function */
@@ -722,10 +723,25 @@ static void *launcher_main(void *arg) {
   return NULL;
 }
 
+/* launch_threads = auto: two launch threads where launches are calls into
+ * a device's driver, which takes launches on different streams from
+ * several threads at once (on an H200, 1.4-1.7x the rate of one thread
+ * with two: doc/results, twenty-fourth session), and where the machine has
+ * the CPUs for them; one on a backend that runs ops on host threads (host,
+ * sim), whose launches are queue pushes: there a second launch thread
+ * only competes with the workers for CPUs (on a 2-core machine, the host
+ * backend's micro-random under round-robin ran 5.5-8.4x the threads
+ * baseline with two against 4.8-5.8x with one). */
+static int auto_launch_threads(const cua_runtime *rt) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return rt->host_exec || cpus < 4 ? 1 : 2;
+}
+
 int cua__launcher_start(cua_runtime *rt) {
   if (rt->cfg->launch == CUA__LAUNCH_CALLER)
     return 0;
-  int n = rt->cfg->launch_threads;
+  int n = rt->cfg->launch_threads > 0 ? rt->cfg->launch_threads
+                                      : auto_launch_threads(rt);
   rt->nlaunchers = n < 1 ? 1 : n > CUA__LAUNCHERS_MAX ? CUA__LAUNCHERS_MAX : n;
   for (int k = 0; k < rt->nlaunchers; k++) {
     cua__launcher *l = &rt->launchers[k];

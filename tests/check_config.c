@@ -482,11 +482,15 @@ START_TEST(env_launch_overrides_the_file) {
 }
 END_TEST
 
-/* launch_threads = 1..8 (default 2), $CUASYNC_LAUNCH_THREADS over it. */
+/* launch_threads = auto (the default, 0: the runtime decides) | 1..8,
+ * $CUASYNC_LAUNCH_THREADS over it. */
 START_TEST(launch_threads_is_one_to_eight) {
   cua__config *cfg = load_ok("[runtime]\n");
-  ck_assert_int_eq(cfg->launch_threads, 2);
+  ck_assert_int_eq(cfg->launch_threads, 0);
   ck_assert_int_eq(cfg->launch_threads_from_env, 0);
+  cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch_threads = auto\n");
+  ck_assert_int_eq(cfg->launch_threads, 0);
   cua__config_free(cfg);
   cfg = load_ok("[runtime]\nlaunch_threads = 1\n");
   ck_assert_int_eq(cfg->launch_threads, 1);
@@ -502,7 +506,8 @@ START_TEST(launch_threads_is_one_to_eight) {
       "<text>:2: ", "[runtime] launch_threads: 9 is out of range [1, 8]");
   expect_text_error(
       "[runtime]\nlaunch_threads = two\n", CUA_ERR_CONFIG_BAD_VALUE,
-      "<text>:2: ", "[runtime] launch_threads: 'two' is not an integer");
+      "<text>:2: ",
+      "[runtime] launch_threads: 'two' is not auto or an integer");
 }
 END_TEST
 
@@ -535,7 +540,7 @@ START_TEST(env_launch_threads_overrides_the_file) {
       {"12", CUA_ERR_CONFIG_OUT_OF_RANGE,
        "$CUASYNC_LAUNCH_THREADS: 12 is out of range [1, 8]"},
       {"many", CUA_ERR_CONFIG_BAD_VALUE,
-       "$CUASYNC_LAUNCH_THREADS: 'many' is not an integer"},
+       "$CUASYNC_LAUNCH_THREADS: 'many' is not auto or an integer"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     setenv("CUASYNC_LAUNCH_THREADS", bad[i].value, 1);

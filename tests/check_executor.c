@@ -415,6 +415,30 @@ START_TEST(pipeline_hands_a_large_submission_over_in_chunks) {
 }
 END_TEST
 
+/* launch_threads = auto: one launch thread on a backend that runs ops on
+ * host threads (host), where launches are queue pushes; what the file
+ * says otherwise. (Two on a device backend with 4 or more CPUs online:
+ * this machine may have fewer.) */
+START_TEST(launch_threads_auto_is_one_on_the_host_backend) {
+  static const struct {
+    const char *text;
+    int n;
+  } cases[] = {
+      {"[runtime]\nbackend = host\nlaunch = thread\n", 1},
+      {"[runtime]\nbackend = host\nlaunch = thread\nlaunch_threads = auto\n",
+       1},
+      {"[runtime]\nbackend = host\nlaunch = thread\nlaunch_threads = 3\n", 3},
+      {"[runtime]\nbackend = host\nlaunch = caller\nlaunch_threads = 3\n", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cua_runtime *rt = open_mode(cases[i].text);
+    ck_assert_msg(rt->nlaunchers == cases[i].n, "%s: %d launch threads",
+                  cases[i].text, rt->nlaunchers);
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
 /* With two launch threads, a list whose commands are for streams of both
  * (gidx 0 and 1: one each) is split when it is queued: each thread
  * applies its own stream's commands, in their order. */
@@ -579,6 +603,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, auto_hands_over_only_a_stream_of_submissions);
   tcase_add_test(tc, pipeline_hands_a_large_submission_over_in_chunks);
   tcase_add_test(tc, the_rule_of_launch_auto);
+  tcase_add_test(tc, launch_threads_auto_is_one_on_the_host_backend);
   tcase_add_test(tc, a_list_for_two_launch_threads_is_split);
   tcase_add_test(tc,
                  auto_hands_a_large_submission_over_to_several_launch_threads);
