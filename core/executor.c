@@ -490,10 +490,9 @@ int cua__user_code_at_launch(cua_runtime *rt, const cua__cmdlist *cl) {
   return 0;
 }
 
-/* The launch thread of stream @p s. */
-static inline cua__launcher *launcher_of(cua_runtime *rt,
-                                         const cua__stream *s) {
-  return &rt->launchers[rt->nlaunchers > 1 ? s->gidx % rt->nlaunchers : 0];
+/* The index of the launch thread of stream @p s. */
+static inline int launcher_of(const cua_runtime *rt, const cua__stream *s) {
+  return rt->nlaunchers > 1 ? s->gidx % rt->nlaunchers : 0;
 }
 
 int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl) {
@@ -502,7 +501,7 @@ int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl) {
   unsigned seen = 0;
   int n = 0;
   for (size_t i = 0; i < cl->n; i++) {
-    unsigned bit = 1u << (cl->v[i].s->gidx % rt->nlaunchers);
+    unsigned bit = 1u << launcher_of(rt, cl->v[i].s);
     if (!(seen & bit)) {
       seen |= bit;
       n++;
@@ -536,7 +535,7 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *part[CUA__LAUNCHERS_MAX] = {NULL};
   int nparts = 0;
   for (size_t i = 0; i < cl->n; i++) {
-    int k = launcher_of(rt, cl->v[i].s)->idx;
+    int k = launcher_of(rt, cl->v[i].s);
     if (part[k] != NULL)
       continue;
     int fresh;
@@ -557,7 +556,7 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
     nparts++;
   }
   for (size_t i = 0; i < cl->n; i++) {
-    cua__cmdlist *h = part[launcher_of(rt, cl->v[i].s)->idx];
+    cua__cmdlist *h = part[launcher_of(rt, cl->v[i].s)];
     if (h->n == h->cap &&
         cua__grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0) {
       for (int m = 0; m < rt->nlaunchers; m++)
@@ -594,14 +593,14 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *h = cl->box;
   if (h == NULL)
     return -1;
-  cua__launcher *l = launcher_of(rt, cl->v[0].s);
+  int k = launcher_of(rt, cl->v[0].s);
   if (rt->nlaunchers > 1)
     for (size_t i = 1; i < cl->n; i++)
-      if (launcher_of(rt, cl->v[i].s) != l)
+      if (launcher_of(rt, cl->v[i].s) != k)
         return push_split(rt, cl);
   *h = *cl;
   memset(cl, 0, sizeof *cl);
-  launcher_queue(l, h);
+  launcher_queue(&rt->launchers[k], h);
   return 0;
 }
 

@@ -69,17 +69,21 @@ void cua__sub_fini(void *p) {
   free(s->kept_order);
 }
 
-void cua__sub_keep_nodes(cua__sub *s) {
-  if (s->nodes != NULL && s->nodes != s->nodes_inl) {
-    free(s->kept_nodes);
-    s->kept_nodes = NULL;
-    if (s->capnodes <= CUA__SUB_KEEP_MAX) {
-      s->kept_nodes = s->nodes;
-      s->kept_nodes_cap = s->capnodes;
-    } else {
-      free(s->nodes);
-    }
+void cua__sub_keep(cua__node ***kept, size_t *kept_cap, cua__node **arr,
+                   size_t cap) {
+  free(*kept);
+  *kept = NULL;
+  if (cap <= CUA__SUB_KEEP_MAX) {
+    *kept = arr;
+    *kept_cap = cap;
+  } else {
+    free(arr);
   }
+}
+
+void cua__sub_keep_nodes(cua__sub *s) {
+  if (s->nodes != NULL && s->nodes != s->nodes_inl)
+    cua__sub_keep(&s->kept_nodes, &s->kept_nodes_cap, s->nodes, s->capnodes);
   s->nodes = NULL;
   s->nnodes = 0;
 }

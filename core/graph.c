@@ -345,17 +345,9 @@ int cua__node_ptrs(cua__node *n, size_t count) {
  * submission's block for the next build made from it (internal.h); the
  * submission lives at least until its builder is done with it. */
 void cua__build_free(cua__build *b) {
-  if (b->order != b->order_inl) {
-    cua__sub *s = b->sub;
-    free(s->kept_order);
-    s->kept_order = NULL;
-    if (b->cap <= CUA__SUB_KEEP_MAX) {
-      s->kept_order = b->order;
-      s->kept_order_cap = b->cap;
-    } else {
-      free(b->order);
-    }
-  }
+  if (b->order != b->order_inl)
+    cua__sub_keep(&b->sub->kept_order, &b->sub->kept_order_cap, b->order,
+                  b->cap);
   b->order = b->order_inl;
 }
 

@@ -1091,6 +1091,11 @@ void cua__sub_fini(void *s);
  * (s->kept_nodes), for the next submission made from it; s->nodes is
  * NULL after. */
 void cua__sub_keep_nodes(cua__sub *s);
+/* Keeps @p arr (a grown node array of @p cap entries) in *@p kept for the
+ * block's next submission, or frees it past CUA__SUB_KEEP_MAX; frees what
+ * *@p kept held. */
+void cua__sub_keep(cua__node ***kept, size_t *kept_cap, cua__node **arr,
+                   size_t cap);
 /* Gives @p n a zeroed array of @p count results (graph.c). */
 int cua__node_results(cua__node *n, size_t count);
 /* Gives @p n room for @p count buffer addresses in n->ptrs (graph.c). */

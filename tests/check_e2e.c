@@ -509,7 +509,7 @@ static cua_op *steady_dag(steady *st, cua_buffer **a, cua_buffer **b, int links,
   cua_op *parts[16];
   ck_assert_int_le(links, 16);
   for (int i = 0; i < links; i++) {
-    cua_op *o[6], *chain;
+    cua_op *o[6];
     cua_access acc = {a[i], CUA_READ};
     ck_assert_int_eq(cua_op_fill(&o[0], a[i], (float)i), 0);
     ck_assert_int_eq(cua_op_func(&o[1], st->rt, counted_fn, st, &acc, 1), 0);
@@ -517,15 +517,7 @@ static cua_op *steady_dag(steady *st, cua_buffer **a, cua_buffer **b, int links,
     ck_assert_int_eq(cua_op_spin(&o[3], st->rt, 0, 1), 0);
     ck_assert_int_eq(cua_op_host(&o[4], st->rt, counted_step, st), 0);
     ck_assert_int_eq(cua_op_memcpy_d2h(&o[5], out + i * 4, b[i], 0, 16), 0);
-    chain = o[0];
-    for (int k = 1; k < 6; k++) {
-      cua_op *t;
-      ck_assert_int_eq(cua_op_then(&t, chain, o[k]), 0);
-      cua_op_destroy(chain);
-      cua_op_destroy(o[k]);
-      chain = t;
-    }
-    parts[i] = chain;
+    parts[i] = then_chain(o, 6);
   }
   cua_op *z;
   ck_assert_int_eq(cua_op_zip(&z, parts, (size_t)links), 0);
@@ -589,14 +581,7 @@ START_TEST(stream_function_gets_its_buffer_before_a_later_free) {
   ck_assert_int_eq(cua_op_spin(&o[1], rt, 20000000, 1), 0);
   ck_assert_int_eq(cua_op_func(&o[2], rt, ptr_seen, &seen, &acc, 1), 0);
   ck_assert_int_eq(cua_op_free(&o[3], b), 0);
-  chain = o[0];
-  for (int k = 1; k < 4; k++) {
-    cua_op *t;
-    ck_assert_int_eq(cua_op_then(&t, chain, o[k]), 0);
-    cua_op_destroy(chain);
-    cua_op_destroy(o[k]);
-    chain = t;
-  }
+  chain = then_chain(o, 4);
   cua_future *f;
   ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
   ck_assert_int_eq(cua_future_wait(f), 0);

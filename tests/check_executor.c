@@ -351,6 +351,17 @@ START_TEST(auto_hands_over_only_a_stream_of_submissions) {
 }
 END_TEST
 
+/* A chain of @p n spins of 0 ns. */
+static cua_op *spin_chain(cua_runtime *rt, int n) {
+  cua_op **ops = calloc((size_t)n, sizeof *ops);
+  ck_assert_ptr_nonnull(ops);
+  for (int i = 0; i < n; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 0, 1), 0);
+  cua_op *chain = then_chain(ops, (size_t)n);
+  free(ops);
+  return chain;
+}
+
 /* One submission of a chain of @p n spins of 0 ns on one stream, under
  * launch = @p launch; returns the lists the launch thread applied, and in
  * *@p marks the marks applied on the stream. */
@@ -361,19 +372,7 @@ static uint64_t chain_handed_over(const char *launch, int n, uint64_t *marks) {
            "policy = single-stream\n",
            launch);
   cua_runtime *rt = open_mode(text);
-  cua_op *chain = NULL;
-  for (int i = 0; i < n; i++) {
-    cua_op *op, *t;
-    ck_assert_int_eq(cua_op_spin(&op, rt, 0, 1), 0);
-    if (chain == NULL) {
-      chain = op;
-      continue;
-    }
-    ck_assert_int_eq(cua_op_then(&t, chain, op), 0);
-    cua_op_destroy(chain);
-    cua_op_destroy(op);
-    chain = t;
-  }
+  cua_op *chain = spin_chain(rt, n);
   uint64_t before = lists_handed_over(rt);
   cua_future *f;
   ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
@@ -496,20 +495,7 @@ static uint64_t chains_handed_over(int threads, int chains, int len) {
   cua_op *parts[8];
   ck_assert_int_le(chains, 8);
   for (int c = 0; c < chains; c++) {
-    cua_op *chain = NULL;
-    for (int i = 0; i < len; i++) {
-      cua_op *op, *t;
-      ck_assert_int_eq(cua_op_spin(&op, rt, 0, 1), 0);
-      if (chain == NULL) {
-        chain = op;
-        continue;
-      }
-      ck_assert_int_eq(cua_op_then(&t, chain, op), 0);
-      cua_op_destroy(chain);
-      cua_op_destroy(op);
-      chain = t;
-    }
-    parts[c] = chain;
+    parts[c] = spin_chain(rt, len);
   }
   cua_op *z;
   ck_assert_int_eq(cua_op_zip(&z, parts, (size_t)chains), 0);

@@ -194,4 +194,17 @@ static inline int run_op(cua_runtime *rt, cua_op *op) {
   cua_op_destroy(op);
   return rc;
 }
+/** then(...then(ops[0], ops[1])..., ops[n - 1]), consuming the caller's
+ * references to @p ops (n >= 1). */
+static inline cua_op *then_chain(cua_op *const *ops, size_t n) {
+  cua_op *chain = ops[0];
+  for (size_t k = 1; k < n; k++) {
+    cua_op *t;
+    ck_assert_int_eq(cua_op_then(&t, chain, ops[k]), 0);
+    cua_op_destroy(chain);
+    cua_op_destroy(ops[k]);
+    chain = t;
+  }
+  return chain;
+}
 #endif /* CUA_TESTS_HELPERS_H */
