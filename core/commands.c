@@ -582,37 +582,44 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
   atomic_fetch_sub(&rt->executing, 1);
 }
 
-/* launch = auto: a submission's list goes to the launch thread only while
- * submissions come faster than they complete (at least AUTO_PENDING of
- * them, this one included, are not done) from one thread (no other
- * thread is in cua_submit()); otherwise the submitting thread applies it,
- * as with launch = caller. So a program that submits and waits (latency)
- * pays no hand-over and no wake-up; one thread that submits many ops
- * without waiting decides while the launch thread launches, which batches
- * the marks of what queued meanwhile; and several submitting threads,
- * which already decide and launch in parallel, apply their own lists as
- * with caller. (Whether they would gain by queueing on the launch thread
- * is not settled: in the twenty-first session's rounds four threads ran
- * at 3.7-6.9 us per submission under thread, 4.8-7.8 under caller, and
- * an A/B of this rule on an H100 showed no difference beyond the
- * spread: doc/results.) A round of the completion thread is applied by
- * the thread that decided it, and so are a large submission's own
- * chunks, unless, with several launch threads, one of them spans the
- * streams of more than one (cua__run_round()). Not done: rt->nsubs -
- * rt->nsubs_done, as a submission that is done may not be removed yet (the
- * completion thread fires its future before it takes rt->lock back to remove
- * it), and a thread that waits for each future would otherwise see it pending.
- * 3: two others not done, so that one long submission in the background
+/* launch = auto: a submission's list goes to the launch threads
+ * - while submissions come faster than they complete (at least
+ *   AUTO_PENDING of them, this one included, are not done) from one
+ *   thread (no other thread is in cua_submit()), or
+ * - while several threads submit at once;
+ * otherwise the submitting thread applies it, as with launch = caller.
+ * So a program that submits and waits (latency) pays no hand-over and no
+ * wake-up on its latency; one thread that submits many ops without
+ * waiting decides while the launch threads launch, which batches the
+ * marks of what queued meanwhile; and several submitting threads decide
+ * one after the other under rt->lock while the launch threads launch,
+ * each on its own streams, instead of each applying its own lists, which
+ * made them take turns on the same streams and compete in the driver: on
+ * an H200 (doc/results, twenty-fifth session, three rounds), four threads
+ * submitting one small kernel each under round-robin took 4.9-5.5 us per
+ * submission applying their own lists and 3.4-4.2 us handing them over,
+ * with two launch threads (one thread alone: 3.0-3.9 us).
+ * A round of the completion thread is applied by the thread that decided
+ * it, and so are a large submission's own chunks, unless, with several
+ * launch threads, one of them spans the streams of more than one
+ * (cua__run_round()). Not done: rt->nsubs - rt->nsubs_done, as a
+ * submission that is done may not be removed yet (the completion thread
+ * fires its future before it takes rt->lock back to remove it), and a
+ * thread that waits for each future would otherwise see it pending. 3:
+ * two others not done, so that one long submission in the background
  * does not turn a submit-and-wait loop beside it into a stream. */
 #define AUTO_PENDING 3
 
 int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
   if (!cua__launch_by_rule(rt->cfg->launch))
     return 1;
-  if (!relock && rt->vclock == NULL &&
-      rt->nsubs - rt->nsubs_done >= AUTO_PENDING &&
-      atomic_load_explicit(&rt->submitting, memory_order_relaxed) == 1)
-    return 1;
+  if (!relock && rt->vclock == NULL) {
+    int submitting =
+        atomic_load_explicit(&rt->submitting, memory_order_relaxed);
+    if (submitting > 1 ||
+        (submitting == 1 && rt->nsubs - rt->nsubs_done >= AUTO_PENDING))
+      return 1;
+  }
   /* Applied here: a stream function among its launches still stops the
    * launch thread from batching marks, as if it had been offered. */
   (void)cua__user_code_at_launch(rt, cl);

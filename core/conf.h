@@ -44,9 +44,10 @@ enum {
   CUA__LAUNCH_AUTO = 2,
   CUA__LAUNCH_PIPELINE = 3
 };
-/* Whether @p launch hands a submission's list to the launch thread by
+/* Whether @p launch hands a submission's list to the launch threads by
  * auto's rule (cua__may_hand_over(): one thread submitting faster than its
- * submissions complete), counting the threads in cua_submit() for it. */
+ * submissions complete, or several threads submitting), counting the
+ * threads in cua_submit() for it. */
 static inline int cua__launch_by_rule(int launch) {
   return launch == CUA__LAUNCH_AUTO || launch == CUA__LAUNCH_PIPELINE;
 }

@@ -16,8 +16,8 @@
  *
  * Who applies a submission's list ([runtime] launch): caller never hands
  * one to the launch thread, thread hands every one over, auto only while
- * submissions come faster than they complete (cua_stats's
- * lists_handed_over counts them).
+ * submissions come faster than they complete, or while several threads
+ * submit at once (cua_stats's lists_handed_over counts them).
  */
 #include "config.h"
 #include "helpers.h"
@@ -351,6 +351,55 @@ START_TEST(auto_hands_over_only_a_stream_of_submissions) {
 }
 END_TEST
 
+/* Several threads submitting at once under auto: a list goes to the
+ * launch thread while another thread is in cua_submit() too (one that
+ * waits for rt->lock is). Two threads that each wait for every
+ * submission never have three pending, so under the one-thread rule
+ * alone none of their lists would go; they start each submission
+ * together (a barrier), so that they overlap. Every future completes. */
+typedef struct {
+  cua_runtime *rt;
+  pthread_barrier_t *go;
+  int n;
+} mt_arg;
+
+static void *mt_submitter(void *p) {
+  mt_arg *a = p;
+  cua_op *op;
+  ck_assert_int_eq(cua_op_spin(&op, a->rt, 1000, 1), 0);
+  for (int i = 0; i < a->n; i++) {
+    cua_future *f;
+    pthread_barrier_wait(a->go);
+    ck_assert_int_eq(cua_submit(&f, a->rt, op, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(f), 0);
+    cua_future_destroy(f);
+  }
+  cua_op_destroy(op);
+  return NULL;
+}
+
+START_TEST(auto_hands_over_the_lists_of_several_submitting_threads) {
+  enum { T = 2, N = 300 };
+  cua_runtime *rt = open_launch("auto");
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, T);
+  pthread_t th[T];
+  mt_arg a = {rt, &go, N};
+  uint64_t before = lists_handed_over(rt);
+  cua_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+  ck_assert_int_eq(cua_runtime_stats(rt, &s0), 0);
+  for (int t = 0; t < T; t++)
+    ck_assert_int_eq(pthread_create(&th[t], NULL, mt_submitter, &a), 0);
+  for (int t = 0; t < T; t++)
+    pthread_join(th[t], NULL);
+  pthread_barrier_destroy(&go);
+  ck_assert_int_eq(cua_runtime_stats(rt, &s1), 0);
+  ck_assert_uint_eq(s1.ops - s0.ops, T * N);
+  ck_assert_uint_gt(lists_handed_over(rt) - before, 0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* A chain of @p n spins of 0 ns. */
 static cua_op *spin_chain(cua_runtime *rt, int n) {
   cua_op **ops = calloc((size_t)n, sizeof *ops);
@@ -525,11 +574,11 @@ START_TEST(auto_hands_a_large_submission_over_to_several_launch_threads) {
 END_TEST
 
 /* The rule of launch = auto (cua__may_hand_over()): a submission's list
- * goes to the launch thread only while three submissions, this one
- * included, are not done (done ones not yet removed do not count) and no
- * other thread is submitting; never a round of the completion thread
- * (relock); pipeline the same. Under caller and thread, every list may be
- * offered. */
+ * goes to the launch threads while three submissions, this one included,
+ * are not done (done ones not yet removed do not count) and no other
+ * thread is submitting, or while several threads submit at once; never a
+ * round of the completion thread (relock); pipeline the same. Under
+ * caller and thread, every list may be offered. */
 START_TEST(the_rule_of_launch_auto) {
   cua_runtime *rt = open_launch("auto");
   cua__cmdlist cl;
@@ -545,8 +594,11 @@ START_TEST(the_rule_of_launch_auto) {
       {2, 0, 1, 0, 0}, /* one other not done */
       {3, 0, 1, 0, 1}, /* a stream */
       {3, 1, 1, 0, 0}, /* one of them done, its future firing */
-      {9, 0, 2, 0, 0}, /* another thread submitting */
-      {9, 0, 1, 1, 0}, /* the completion thread's round */
+      {9, 0, 2, 0, 1}, /* another thread submitting */
+      {1, 0, 2, 0, 1}, /* the same, with nothing else pending */
+      {1, 0, 4, 0, 1}, /* four threads */
+      {9, 0, 2, 1, 0}, /* the completion thread's round */
+      {9, 0, 1, 1, 0}, /* the same */
   };
   /* pipeline hands a submission's list over by the same rule. */
   for (int mode = 0; mode < 2; mode++) {
@@ -587,6 +639,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, caller_keeps_every_list_and_thread_hands_each_over);
   tcase_add_test(tc, auto_hands_over_only_a_stream_of_submissions);
+  tcase_add_test(tc, auto_hands_over_the_lists_of_several_submitting_threads);
   tcase_add_test(tc, pipeline_hands_a_large_submission_over_in_chunks);
   tcase_add_test(tc, the_rule_of_launch_auto);
   tcase_add_test(tc, launch_threads_auto_is_one_on_the_host_backend);
