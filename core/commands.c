@@ -409,6 +409,8 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
   r->handed = 1;
   r->chunk_len = 0;
   r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
+  r->now = 0; /* the next placement reads the clock again, as after a chunk
+               * of its own: its expected start and its trace instant */
 }
 
 /* Places, decides launches and settles until nothing more is ready, then

@@ -262,6 +262,25 @@ grep -q '^Usage: trace-host-costs.py' "$ERR" ||
 rm -rf "$tdir"
 pass "--trace: a valid trace per contender and workload, and its host costs"
 
+# A submission handed to the launch thread in chunks as it is decided
+# (launch = pipeline) places its later ops at later instants: each chunk
+# handed over reads the clock again (they all had the first placement's,
+# and the trace showed no decision time).
+tdir="$OUT.traces"
+rm -rf "$tdir"
+mkdir "$tdir"
+export CUASYNC_LAUNCH=pipeline
+run 0 --quick -b host -p single-stream -w micro-chain --repeat 1 \
+  --trace "$tdir"
+unset CUASYNC_LAUNCH
+python3 "${srcdir:-.}/tools/bench/trace-host-costs.py" \
+  "$tdir/micro-chain-single-stream.json" >"$ERR" 2>&1 ||
+  fail "trace-host-costs.py (pipeline): $(cat "$ERR")"
+grep -Eq ': 1 submission\(s\), 1000 ops: .* decide [1-9][0-9]* ns/op' "$ERR" ||
+  fail "launch = pipeline: no time between the placements: $(cat "$ERR")"
+rm -rf "$tdir"
+pass "--trace under launch = pipeline: placements at their own instants"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
