@@ -13,17 +13,22 @@
 /* Machine without per-op overhead, so that makespans are the closed form. */
 #define EXACT "launch_ns = 0\n"
 
-static cua_runtime *open_sim(const char *policy, const char *sim) {
+static cua_runtime *open_sim_streams(const char *policy, const char *sim,
+                                     int streams) {
   char text[4096];
   snprintf(text, sizeof text,
-           "[runtime]\nbackend = sim\npolicy = %s\n[policy.%s]\nstreams = 4\n"
+           "[runtime]\nbackend = sim\npolicy = %s\n[policy.%s]\nstreams = %d\n"
            "[backend.sim]\n%s",
-           policy, policy, sim);
+           policy, policy, streams, sim);
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, text);
   ck_assert_msg(rc == 0, "runtime: %s: %s", cua_err_name(rc),
                 cua_runtime_error(NULL));
   return rt;
+}
+
+static cua_runtime *open_sim(const char *policy, const char *sim) {
+  return open_sim_streams(policy, sim, 4);
 }
 
 /* Submits every op of @p ops on (device, stream) of @p where (a stream
@@ -252,6 +257,94 @@ START_TEST(host_rounds) {
   for (int i = 0; i < 8; i++)
     cua_op_destroy(ops[i]);
   cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(host_launch_threads) {
+  /* With two modelled launch threads, streams 0 and 2 launch on one and
+   * 1 and 3 on the other: ten 1 us spins over four streams, each launch
+   * 10 us, end 1 us after the fifth launch of each thread: 51 us (101 us
+   * with one, host_time above). */
+  cua_runtime *rt = open_sim(
+      "round-robin", EXACT "host_launch_ns = 10000\nhost_launch_threads = 2\n");
+  cua_op *ops[10];
+  int st[10];
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+    st[i] = i % 4;
+  }
+  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 51000);
+  cua_runtime_destroy(rt);
+  /* Builds, plans and decisions stay on the host thread; each launch
+   * starts once its decision is made and its launch thread is free.
+   * Submission k (one op, on stream k % 4) is decided at 6 (k + 1) us
+   * (1 us build, 3 us plan, 2 us decision, host_rounds above); thread 0
+   * launches ops 0, 2, 4, 6, 8 at 6, 18, 30, 42, 54 us, thread 1 ops 1,
+   * 3, 5, 7, 9 at 12, 24, 36, 48, 60: the last spin ends at 60 + 10 + 1
+   * us (161 us with one thread). */
+  ck_assert_ns(ten_submissions("round-robin",
+                               ROUND_COSTS "host_launch_threads = 2\n", 0),
+               71000);
+}
+END_TEST
+
+START_TEST(a_wait_follows_its_record) {
+  /* then(zip(A, C), B) under round-robin over two streams: A on stream 0,
+   * C on stream 1, B back on stream 0 after a wait for C's record. With
+   * two modelled launch threads (stream 0 on one, stream 1 on the other),
+   * 10 us per launch and 5 us per record and wait: A's launch ends at 10
+   * us on thread 0, C's at 10 us on thread 1 and its record at 15; the
+   * wait, on thread 0, starts only then (the core applies a wait after
+   * its record), ends at 20, and B's launch at 30: B, a 1 us spin, ends
+   * at 31 us. */
+  cua_runtime *rt =
+      open_sim_streams("round-robin",
+                       EXACT "host_launch_ns = 10000\nhost_event_ns = 5000\n"
+                             "host_launch_threads = 2\n",
+                       2);
+  cua_op *a, *b, *c, *z, *root;
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, c}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&root, z, b), 0);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  cua_op_destroy(c);
+  cua_op_destroy(z);
+  int st[1] = {-1};
+  ck_assert_ns(run_on(rt, &root, 1, NULL, st), 31000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+START_TEST(peer_wait) {
+  /* then(zip(A, B), C) under round-robin over two GPUs with one stream
+   * each: A on GPU 0, B on GPU 1, C back on GPU 0 after both, waiting
+   * for B's record across GPUs. With B a 10 us spin and A and C 1 us: C
+   * ends at 10 + 1 us, and with peer_wait_ns = 5000 at 10 + 5 + 1 us.
+   * With A the 10 us spin and B 1 us, B's record was reached at 1 us and
+   * its wait is over at 6 us, before A ends: 11 us either way. */
+  for (int late = 0; late < 2; late++)
+    for (int pw = 0; pw < 2; pw++) {
+      cua_runtime *rt = open_sim_streams(
+          "round-robin",
+          pw ? EXACT "gpus = 2\npeer_wait_ns = 5000\n" : EXACT "gpus = 2\n", 1);
+      cua_op *a, *b, *c, *z, *root;
+      ck_assert_int_eq(cua_op_spin(&a, rt, late ? 1000 : 10000, 1), 0);
+      ck_assert_int_eq(cua_op_spin(&b, rt, late ? 10000 : 1000, 1), 0);
+      ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
+      ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
+      ck_assert_int_eq(cua_op_then(&root, z, c), 0);
+      cua_op_destroy(a);
+      cua_op_destroy(b);
+      cua_op_destroy(c);
+      cua_op_destroy(z);
+      int st[1] = {-1};
+      uint64_t want = late && pw ? 16000 : 11000;
+      ck_assert_ns(run_on(rt, &root, 1, NULL, st), want);
+      cua_runtime_destroy(rt);
+    }
 }
 END_TEST
 
@@ -513,6 +606,9 @@ START_TEST(bad_sections) {
   refused("host_plan_ns = a b=3\n", CUA_ERR_CONFIG_BAD_VALUE,
           "host_plan_ns: 'a b' is not a policy name");
   refused("host_build_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "host_build_ns");
+  refused("host_launch_threads = 9\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "host_launch_threads: 9 is out of range [1, 8]");
+  refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
           "/nonexistent/m.ini");
   char path[256], line[512];
@@ -600,6 +696,9 @@ int main(void) {
   tcase_add_test(tc, peer_and_network);
   tcase_add_test(tc, host_time);
   tcase_add_test(tc, host_rounds);
+  tcase_add_test(tc, host_launch_threads);
+  tcase_add_test(tc, peer_wait);
+  tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);
   tcase_add_test(tc, deterministic);

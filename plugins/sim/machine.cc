@@ -83,6 +83,16 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "host time of a policy's decision on each op it places, before the "
      "launch: 'NS' (0 if left out), then 'POLICY=NS' for those that differ "
      "('900, dmda=2000')", 0},
+    {"host_launch_threads", CUA_PARAM_INT, "1", 1, 8, nullptr,
+     "modelled launch threads ([runtime] launch_threads): with 1, every "
+     "host cost takes turns on one modelled host thread; with N, the "
+     "builds, plans and decisions stay on it, and the launches, records "
+     "and waits of a stream take turns on launch thread (stream's index "
+     "modulo N), each after its decision", 0},
+    {"peer_wait_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
+     "device time of a wait for an event recorded on another GPU, ns: "
+     "the waiting stream goes on this long after the recording was "
+     "reached (0: at once)", 0},
 };
 /* clang-format on */
 
@@ -301,6 +311,8 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->host_build_ns = vals[SIM_PARAM_HOST_BUILD_NS].i;
   m->host_plan = vals[SIM_PARAM_HOST_PLAN_NS].c;
   m->host_decide = vals[SIM_PARAM_HOST_DECIDE_NS].c;
+  m->host_launch_threads = (int)vals[SIM_PARAM_HOST_LAUNCH_THREADS].i;
+  m->peer_wait_ns = vals[SIM_PARAM_PEER_WAIT_NS].i;
   return 0;
 }
 

@@ -24,7 +24,12 @@
  * thread: a submission's round (round(), ABI 1.11) first charges it the
  * build of every node and the policy's plan, then each launch the
  * decision of the policy that placed the op (cua_backend_op::policy) and
- * the launch, each record and wait host_event_ns.
+ * the launch, each record and wait host_event_ns. With host_launch_threads
+ * above 1, the launches, records and waits take their turns on their
+ * stream's modelled launch thread instead (launch_call()), after their
+ * decision, and a wait after the record it waits for. On the device, a
+ * wait for an event recorded on another GPU ends peer_wait_ns after that
+ * recording was reached.
  *
  * Time. Virtual time moves on only when the gateway blocks on "the next
  * end", which it does only when every session has nothing running or (1)
@@ -83,8 +88,14 @@ struct SimEvent {
   std::atomic<uint64_t> rec_gen{0};  /* recordings enqueued */
   std::atomic<uint64_t> done_gen{0}; /* recordings reached */
   std::atomic<int> refs{1};          /* the core's + queued items' */
+  uint64_t rec_host = 0; /* under g.mu: when its last record's host call
+                            ends (a wait's starts no earlier) */
   /* Sim thread only: the streams waiting for a generation of it. */
   std::vector<std::pair<SimStream *, uint64_t>> waiters;
+  /* Sim thread only: the GPU of its last recording, and when each recent
+   * generation was reached (peer_wait_ns). */
+  int dev = -1;
+  std::deque<std::pair<uint64_t, uint64_t>> reached; /* generation, ns */
 };
 
 struct Item {
@@ -138,7 +149,9 @@ struct SimState {
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
-  std::vector<uint64_t> used;    /* bytes allocated per machine GPU */
+  /* When each modelled launch thread is free (host_launch_threads). */
+  uint64_t launch_cursor[8] = {0};
+  std::vector<uint64_t> used; /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
   /* Sim thread only. */
@@ -349,6 +362,10 @@ void stream_main(SimState *st, SimStream *s) {
       break;
     case IT_RECORD: {
       SimEvent *e = it.ev;
+      e->dev = s->device;
+      e->reached.emplace_back(it.value, to_ns(sg4::Engine::get_clock()));
+      if (e->reached.size() > 64)
+        e->reached.pop_front();
       if (it.value > e->done_gen.load())
         e->done_gen.store(it.value, std::memory_order_release);
       /* Wakes the streams this recording lets go, and only them. */
@@ -369,6 +386,20 @@ void stream_main(SimState *st, SimStream *s) {
         it.ev->waiters.emplace_back(s, it.value);
         g.nblocked++; /* the record that wakes it counts it off */
         s->sem->acquire();
+      }
+      if (st->m.peer_wait_ns > 0 && it.ev->dev >= 0 &&
+          it.ev->dev != s->device) {
+        /* Across GPUs, the wait ends peer_wait_ns after the recording
+         * it waits for was reached. */
+        uint64_t at = 0;
+        for (const auto &r : it.ev->reached)
+          if (r.first >= it.value) {
+            at = r.second;
+            break;
+          }
+        uint64_t until = at + (uint64_t)st->m.peer_wait_ns;
+        if (at != 0 && until > to_ns(sg4::Engine::get_clock()))
+          sleep_until_ns(st, until);
       }
       ev_release(it.ev);
       break;
@@ -665,9 +696,31 @@ uint64_t host_call(SimState *st, long long ns) {
   return st->host_cursor;
 }
 
-void push(SimStream *s, Item it, long long host_ns = 0) {
+/* Under g.mu: with host_launch_threads above 1, the virtual time at
+ * which a call to stream @p s ends whose decision (@p decide_ns) is made
+ * on the modelled host thread and whose launch (@p launch_ns) then takes
+ * its turn on the stream's modelled launch thread; with 1, both take
+ * turns on the host thread. */
+uint64_t launch_call(SimStream *s, long long decide_ns, long long launch_ns,
+                     uint64_t after = 0) {
+  SimState *st = s->st;
+  int n = st->m.host_launch_threads;
+  if (n <= 1)
+    return host_call(st, decide_ns + launch_ns);
+  uint64_t decided = host_call(st, decide_ns);
+  uint64_t now = g.vnow.load();
+  uint64_t &cur = st->launch_cursor[s->index % n];
+  uint64_t start = std::max({now, decided, cur, after});
+  if (launch_ns <= 0)
+    return start > now ? start : 0;
+  cur = start + (uint64_t)launch_ns;
+  return cur;
+}
+
+void push(SimStream *s, Item it, long long host_ns = 0,
+          long long decide_ns = 0) {
   pthread_mutex_lock(&g.mu);
-  it.ready = host_call(s->st, host_ns);
+  it.ready = launch_call(s, decide_ns, host_ns);
   s->q.push_back(it);
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
@@ -881,7 +934,8 @@ int sim_event_record(void *state, cua_backend_event *be,
    * wait captured later always finds its record queued. */
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
-  it.ready = host_call(SS(s)->st, SS(s)->st->m.host_event_ns);
+  it.ready = launch_call(SS(s), 0, SS(s)->st->m.host_event_ns);
+  e->rec_host = it.ready;
   SS(s)->q.push_back(it);
   wake_locked(SS(s));
   pthread_mutex_unlock(&g.mu);
@@ -902,7 +956,14 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   it.ev = e;
   it.value = gen;
   e->refs.fetch_add(1);
-  push(SS(s), it, SS(s)->st->m.host_event_ns);
+  /* The core applies a wait only after the record it waits for (its
+   * turns, core/executor.c): on another modelled launch thread, its host
+   * call starts once the record's ended. */
+  pthread_mutex_lock(&g.mu);
+  it.ready = launch_call(SS(s), 0, SS(s)->st->m.host_event_ns, e->rec_host);
+  SS(s)->q.push_back(it);
+  wake_locked(SS(s));
+  pthread_mutex_unlock(&g.mu);
   return 0;
 }
 
@@ -1005,7 +1066,7 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
       op->size >= offsetof(cua_backend_op, policy) + sizeof op->policy
           ? op->policy
           : nullptr;
-  push(SS(s), it, st->m.host_launch_ns + st->m.host_decide.get(pol));
+  push(SS(s), it, st->m.host_launch_ns, st->m.host_decide.get(pol));
   return 0;
 }
 

@@ -51,6 +51,8 @@ enum {
   SIM_PARAM_HOST_BUILD_NS,
   SIM_PARAM_HOST_PLAN_NS,
   SIM_PARAM_HOST_DECIDE_NS,
+  SIM_PARAM_HOST_LAUNCH_THREADS,
+  SIM_PARAM_PEER_WAIT_NS,
   SIM_PARAM_COUNT
 };
 
@@ -76,6 +78,8 @@ struct sim_machine {
   long long launch_ns, kernel_ns, pcie_lat_ns, nvlink_lat_ns, net_lat_ns;
   unsigned long long seed;
   long long host_launch_ns, host_event_ns, host_build_ns;
+  int host_launch_threads;
+  long long peer_wait_ns;
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
