@@ -420,8 +420,8 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   /* Pipeline hands a submission's chunks over while it is the only thread
-   * submitting (several submitting threads already decide and launch in
-   * parallel). Auto applies a large round in its own chunks, as without a
+   * submitting (with several, their whole lists go to the launch threads:
+   * cua__may_hand_over()). Auto applies a large round in its own chunks, as without a
    * launch thread, unless there are several launch threads and a chunk's
    * commands are for the streams of more than one of them: then the rest
    * of the round goes as under pipeline, and its launches on different

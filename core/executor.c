@@ -580,13 +580,16 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
 }
 
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
-  if (!rt->launcher_started || tls_depth > 0 || cl->n == 0)
+  if (!rt->launcher_started || cl->n == 0)
     return -1;
   /* A stream function that the backend runs at launch would hold the
    * launch thread, and every list queued behind it, for as long as it
    * runs: lists that launch one are applied by the thread that decided
-   * them, as without a launch thread. */
-  if (cua__user_code_at_launch(rt, cl))
+   * them, as without a launch thread. Looked for before any other
+   * refusal, so that a stream function launched by a list refused for
+   * another reason (below) still stops the launch threads from batching
+   * marks. */
+  if (cua__user_code_at_launch(rt, cl) || tls_depth > 0)
     return -1;
   /* The list travels in its holder (a list without one, whose holder
    * could not be had, is applied by the caller). */

@@ -976,8 +976,9 @@ void cua__run_round(cua_runtime *rt, cua__round *r);
 void cua__round_flush(cua_runtime *rt, cua__round *r, int relock);
 /* Whether a round's list @p cl may be offered to the launch threads
  * (cua__launcher_push() refuses it anyway without one): always but under
- * launch = auto, where only a submission's (@p relock 0) while a stream
- * of them comes from one thread. Under rt->lock. */
+ * launch = auto and pipeline, where only a submission's (@p relock 0),
+ * while a stream of them comes from one thread or while several threads
+ * submit. Under rt->lock. */
 int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock);
 void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl);
 void cua__cmdlist_fini(void *cl);

@@ -253,7 +253,7 @@ static void runtime_free(cua_runtime *rt);
  * 3.3-3.6 us per submission with it against 3.4-4.2 us without; one
  * thread, the same. */
 static void init_runtime_lock(pthread_mutex_t *mu) {
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+#if defined(__GLIBC__) && defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
   pthread_mutexattr_t a;
   if (pthread_mutexattr_init(&a) == 0) {
     int ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP) == 0 &&

@@ -283,6 +283,60 @@ static int batching_after_a_stream_function(const char *backend,
   return batching;
 }
 
+/* A stream function of one runtime that submits a stream function to
+ * another, whose list the launch threads would take (several submissions
+ * pending there): the list is applied by the stream function's thread,
+ * and the other runtime still notes that it launched a stream function. */
+typedef struct {
+  cua_runtime *other;
+  int rc;
+} nested_arg;
+
+static int submit_func_to_other(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  nested_arg *a = arg;
+  cua_op *g;
+  cua_future *f;
+  a->rc = cua_op_func(&g, a->other, nop, NULL, NULL, 0);
+  if (a->rc == 0) {
+    a->rc = cua_submit(&f, a->other, g, NULL);
+    cua_op_destroy(g);
+    if (a->rc == 0)
+      cua_future_destroy(f);
+  }
+  return 0;
+}
+
+START_TEST(a_nested_submission_notes_its_stream_function) {
+  const char *text = "[runtime]\nbackend = launchtime\nlaunch = auto\n"
+                     "policy = round-robin\n";
+  cua_runtime *r1 = open_mode(text), *r2 = open_mode(text);
+  /* Three long spins pending on r2: its next submission's list would go
+   * to its launch thread by auto's rule. */
+  cua_future *sp[3];
+  for (int i = 0; i < 3; i++) {
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, r2, 200000000, 1), 0);
+    ck_assert_int_eq(cua_submit(&sp[i], r2, op, NULL), 0);
+    cua_op_destroy(op);
+  }
+  ck_assert_int_eq(atomic_load(&r2->user_code_at_launch), 0);
+  nested_arg a = {r2, -1};
+  cua_op *f;
+  ck_assert_int_eq(cua_op_func(&f, r1, submit_func_to_other, &a, NULL, 0), 0);
+  ck_assert_int_eq(cua_submit_wait(r1, f, NULL, NULL), 0);
+  cua_op_destroy(f);
+  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(atomic_load(&r2->user_code_at_launch), 1);
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(cua_future_wait(sp[i]), 0);
+    cua_future_destroy(sp[i]);
+  }
+  cua_runtime_destroy(r1);
+  cua_runtime_destroy(r2);
+}
+END_TEST
+
 START_TEST(no_batching_once_a_stream_function_is_launched) {
   /* The host backend runs stream functions on its own workers, the
    * launchtime one at launch; either way such a function may poll a
@@ -634,6 +688,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_long_batch_keeps_a_mark_in_every_sixteen);
   tcase_add_test(tc, the_launch_thread_applies_one_mark_per_stream_per_batch);
   tcase_add_test(tc, no_batching_once_a_stream_function_is_launched);
+  tcase_add_test(tc, a_nested_submission_notes_its_stream_function);
   suite_add_tcase(s, tc);
   tc = tcase_create("modes");
   tcase_set_timeout(tc, 60);

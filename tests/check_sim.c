@@ -345,6 +345,23 @@ START_TEST(peer_wait) {
       ck_assert_ns(run_on(rt, &root, 1, NULL, st), want);
       cua_runtime_destroy(rt);
     }
+  /* Within one GPU (two streams), a wait costs no device time. */
+  cua_runtime *rt =
+      open_sim_streams("round-robin", EXACT "peer_wait_ns = 5000
+", 2);
+  cua_op *a, *b, *c, *z, *root;
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, 10000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&root, z, c), 0);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  cua_op_destroy(c);
+  cua_op_destroy(z);
+  int st[1] = {-1};
+  ck_assert_ns(run_on(rt, &root, 1, NULL, st), 11000);
+  cua_runtime_destroy(rt);
 }
 END_TEST
 
@@ -608,7 +625,11 @@ START_TEST(bad_sections) {
   refused("host_build_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "host_build_ns");
   refused("host_launch_threads = 9\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "host_launch_threads: 9 is out of range [1, 8]");
+  refused("host_launch_threads = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "host_launch_threads: 0 is out of range [1, 8]");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
+  refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "peer_wait_ns: 1000000001 is out of range");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
           "/nonexistent/m.ini");
   char path[256], line[512];
@@ -621,6 +642,10 @@ START_TEST(bad_sections) {
   write_file(path, "gpus = 4\n\nsms = many\n");
   snprintf(want, sizeof want, "%s:3: sms: 'many' is not an integer", path);
   refused(line, CUA_ERR_CONFIG_BAD_VALUE, want);
+  write_file(path, "gpus = 4\nhost_launch_threads = 12\n");
+  snprintf(want, sizeof want, "%s:2: host_launch_threads: 12 is out of range",
+           path);
+  refused(line, CUA_ERR_CONFIG_OUT_OF_RANGE, want);
   write_file(path, "gpus = 4\nnet_gbps = -3\n");
   snprintf(want, sizeof want, "%s:2: net_gbps: -3 is out of range", path);
   refused(line, CUA_ERR_CONFIG_OUT_OF_RANGE, want);

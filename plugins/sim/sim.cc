@@ -92,10 +92,14 @@ struct SimEvent {
                             ends (a wait's starts no earlier) */
   /* Sim thread only: the streams waiting for a generation of it. */
   std::vector<std::pair<SimStream *, uint64_t>> waiters;
-  /* Sim thread only: the GPU of its last recording, and when each recent
-   * generation was reached (peer_wait_ns). */
-  int dev = -1;
-  std::deque<std::pair<uint64_t, uint64_t>> reached; /* generation, ns */
+  /* Sim thread only, with peer_wait_ns: the generations reached within
+   * the last peer_wait_ns, each with when and on which GPU (a wait for
+   * one reached earlier has nothing left to wait for). */
+  struct Reached {
+    uint64_t gen, ns;
+    int dev;
+  };
+  std::deque<Reached> reached;
 };
 
 struct Item {
@@ -362,10 +366,13 @@ void stream_main(SimState *st, SimStream *s) {
       break;
     case IT_RECORD: {
       SimEvent *e = it.ev;
-      e->dev = s->device;
-      e->reached.emplace_back(it.value, to_ns(sg4::Engine::get_clock()));
-      if (e->reached.size() > 64)
-        e->reached.pop_front();
+      if (st->m.peer_wait_ns > 0) {
+        uint64_t now = to_ns(sg4::Engine::get_clock());
+        while (!e->reached.empty() &&
+               e->reached.front().ns + (uint64_t)st->m.peer_wait_ns <= now)
+          e->reached.pop_front();
+        e->reached.push_back({it.value, now, s->device});
+      }
       if (it.value > e->done_gen.load())
         e->done_gen.store(it.value, std::memory_order_release);
       /* Wakes the streams this recording lets go, and only them. */
@@ -387,19 +394,16 @@ void stream_main(SimState *st, SimStream *s) {
         g.nblocked++; /* the record that wakes it counts it off */
         s->sem->acquire();
       }
-      if (st->m.peer_wait_ns > 0 && it.ev->dev >= 0 &&
-          it.ev->dev != s->device) {
+      if (st->m.peer_wait_ns > 0) {
         /* Across GPUs, the wait ends peer_wait_ns after the recording
          * it waits for was reached. */
-        uint64_t at = 0;
-        for (const auto &r : it.ev->reached)
-          if (r.first >= it.value) {
-            at = r.second;
+        for (const SimEvent::Reached &r : it.ev->reached)
+          if (r.gen == it.value) {
+            uint64_t until = r.ns + (uint64_t)st->m.peer_wait_ns;
+            if (r.dev != s->device && until > to_ns(sg4::Engine::get_clock()))
+              sleep_until_ns(st, until);
             break;
           }
-        uint64_t until = at + (uint64_t)st->m.peer_wait_ns;
-        if (at != 0 && until > to_ns(sg4::Engine::get_clock()))
-          sleep_until_ns(st, until);
       }
       ev_release(it.ev);
       break;
@@ -948,9 +952,10 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   SimEvent *e = SE(be);
   pthread_mutex_lock(&g.mu);
   uint64_t gen = e->rec_gen.load();
-  pthread_mutex_unlock(&g.mu);
-  if (gen == 0)
+  if (gen == 0) {
+    pthread_mutex_unlock(&g.mu);
     return 0; /* never recorded: nothing to wait for */
+  }
   Item it{};
   it.kind = IT_WAIT;
   it.ev = e;
@@ -959,7 +964,6 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   /* The core applies a wait only after the record it waits for (its
    * turns, core/executor.c): on another modelled launch thread, its host
    * call starts once the record's ended. */
-  pthread_mutex_lock(&g.mu);
   it.ready = launch_call(SS(s), 0, SS(s)->st->m.host_event_ns, e->rec_host);
   SS(s)->q.push_back(it);
   wake_locked(SS(s));
