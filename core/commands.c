@@ -421,9 +421,10 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   /* Pipeline hands a submission's chunks over while it is the only thread
    * submitting (with several, their whole lists go to the launch threads:
-   * cua__may_hand_over()). Auto applies a large round in its own chunks, as without a
-   * launch thread, unless there are several launch threads and a chunk's
-   * commands are for the streams of more than one of them: then the rest
+   * cua__may_hand_over()). Auto applies a large round in its own chunks,
+   * as without a launch thread, unless there are several launch threads
+   * and a chunk's commands are for the streams of more than one of them:
+   * then the rest
    * of the round goes as under pipeline, and its launches on different
    * streams run in parallel (on an H200, doc/results, twenty-fourth
    * session: micro-random under round-robin on 4 streams at 0.90-1.19x
