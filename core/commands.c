@@ -424,9 +424,8 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
    * cua__may_hand_over()). Auto applies a large round in its own chunks,
    * as without a launch thread, unless there are several launch threads
    * and a chunk's commands are for the streams of more than one of them:
-   * then the rest
-   * of the round goes as under pipeline, and its launches on different
-   * streams run in parallel (on an H200, doc/results, twenty-fourth
+   * then the rest of the round goes as under pipeline, and its launches on
+   * different streams run in parallel (on an H200, doc/results, twenty-fourth
    * session: micro-random under round-robin on 4 streams at 0.90-1.19x
    * raw-streams with two launch threads, against 0.96-1.58x with one). */
   int solo = r->chunked && rt->launcher_started &&

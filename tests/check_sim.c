@@ -347,8 +347,7 @@ START_TEST(peer_wait) {
     }
   /* Within one GPU (two streams), a wait costs no device time. */
   cua_runtime *rt =
-      open_sim_streams("round-robin", EXACT "peer_wait_ns = 5000
-", 2);
+      open_sim_streams("round-robin", EXACT "peer_wait_ns = 5000\n", 2);
   cua_op *a, *b, *c, *z, *root;
   ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
   ck_assert_int_eq(cua_op_spin(&b, rt, 10000, 1), 0);
