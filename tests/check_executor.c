@@ -415,20 +415,25 @@ typedef struct {
   cua_runtime *rt;
   pthread_barrier_t *go;
   int n;
+  int rc; /* the first failure (checked by the test's thread) */
 } mt_arg;
 
 static void *mt_submitter(void *p) {
   mt_arg *a = p;
-  cua_op *op;
-  ck_assert_int_eq(cua_op_spin(&op, a->rt, 1000, 1), 0);
+  cua_op *op = NULL;
+  int rc = cua_op_spin(&op, a->rt, 1000, 1);
   for (int i = 0; i < a->n; i++) {
-    cua_future *f;
+    /* (every thread reaches every barrier, whatever failed) */
     pthread_barrier_wait(a->go);
-    ck_assert_int_eq(cua_submit(&f, a->rt, op, NULL), 0);
-    ck_assert_int_eq(cua_future_wait(f), 0);
-    cua_future_destroy(f);
+    cua_future *f;
+    if (rc == 0 && (rc = cua_submit(&f, a->rt, op, NULL)) == 0) {
+      rc = cua_future_wait(f);
+      cua_future_destroy(f);
+    }
   }
-  cua_op_destroy(op);
+  if (op != NULL)
+    cua_op_destroy(op);
+  a->rc = rc;
   return NULL;
 }
 
@@ -438,14 +443,18 @@ START_TEST(auto_hands_over_the_lists_of_several_submitting_threads) {
   pthread_barrier_t go;
   pthread_barrier_init(&go, NULL, T);
   pthread_t th[T];
-  mt_arg a = {rt, &go, N};
+  mt_arg a[T];
   uint64_t before = lists_handed_over(rt);
   cua_stats s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
   ck_assert_int_eq(cua_runtime_stats(rt, &s0), 0);
-  for (int t = 0; t < T; t++)
-    ck_assert_int_eq(pthread_create(&th[t], NULL, mt_submitter, &a), 0);
-  for (int t = 0; t < T; t++)
+  for (int t = 0; t < T; t++) {
+    a[t] = (mt_arg){rt, &go, N, -1};
+    ck_assert_int_eq(pthread_create(&th[t], NULL, mt_submitter, &a[t]), 0);
+  }
+  for (int t = 0; t < T; t++) {
     pthread_join(th[t], NULL);
+    ck_assert_int_eq(a[t].rc, 0);
+  }
   pthread_barrier_destroy(&go);
   ck_assert_int_eq(cua_runtime_stats(rt, &s1), 0);
   ck_assert_uint_eq(s1.ops - s0.ops, T * N);
