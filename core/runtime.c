@@ -245,10 +245,10 @@ static int open_policies(cua_runtime *rt) {
 static void runtime_free(cua_runtime *rt);
 
 /* rt->lock spins briefly before it sleeps where the C library offers it
- * (glibc's adaptive mutex): every submitting thread, the completion
- * thread and the launch threads take it for a few microseconds at a time,
- * and with several submitting threads, sleeping and waking on it cost
- * more than the work it guards. On an H200 (doc/results, twenty-fifth
+ * (glibc's adaptive mutex): every submitting thread and the completion
+ * thread take it for a few microseconds at a time, and with several
+ * submitting threads, sleeping and waking on it cost more than the work
+ * it guards. On an H200 (doc/results, twenty-fifth
  * session, three rounds), four threads submitting small kernels took
  * 3.3-3.6 us per submission with it against 3.4-4.2 us without; one
  * thread, the same. */
