@@ -281,6 +281,20 @@ grep -Eq ': 1 submission\(s\), 1000 ops: .* decide [1-9][0-9]* ns/op' "$ERR" ||
 rm -rf "$tdir"
 pass "--trace under launch = pipeline: placements at their own instants"
 
+# tools/bench/targets.awk reads the issue's ratios from a CSV: on the host
+# backend, which has no raw CUDA rows, the ratios between two policies.
+run 0 --quick -b host -p round-robin -p least-loaded \
+  -w micro-chain,micro-random --repeat 1 --format csv
+awk -F, -f "${srcdir:-.}/tools/bench/targets.awk" "$OUT" >"$ERR" 2>&1 ||
+  fail "targets.awk: $(cat "$ERR")"
+for t in "micro-chain ll/rr" "micro-random ll/rr"; do
+  grep -Eq "^$t \(<=1\.15\) +[0-9]+\.[0-9]{3}$" "$ERR" ||
+    fail "targets.awk: no ratio for $t: $(cat "$ERR")"
+done
+grep -Eq '^submit raw/rr \(>=0\.9\) +-1\.000$' "$ERR" ||
+  fail "targets.awk: a missing row is not -1: $(cat "$ERR")"
+pass "tools/bench/targets.awk: the ratios of one run"
+
 # Bad usage: exit 2, with a message.
 for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \

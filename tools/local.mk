@@ -52,7 +52,8 @@ noinst_PROGRAMS += %reldir%/bench-ops
 	%reldir%/bench/workloads.c \
 	%reldir%/bench/cuasync_run.c
 %canon_reldir%_bench_ops_LDADD = libcuasync.la -lm
-EXTRA_DIST += %reldir%/bench/callgrind-per-op.sh %reldir%/bench/trace-host-costs.py
+EXTRA_DIST += %reldir%/bench/callgrind-per-op.sh %reldir%/bench/trace-host-costs.py \
+	%reldir%/bench/targets.awk
 # A sampling profiler for machines without perf (built by hand: see it).
 EXTRA_DIST += %reldir%/prof/sample.c %reldir%/prof/report.py
 
