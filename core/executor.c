@@ -531,6 +531,18 @@ static void launcher_queue(cua__launcher *l, cua__cmdlist *h) {
  * commands of one stream and a wait after its record across threads, as
  * between submitting threads (the file's opening). Under rt->lock. 0, or
  * -1 (nothing queued) when a holder could not be had. */
+/* Gives the holders of a split that failed back to the pool (from a
+ * copy: releasing clears the list it is given, and the holder itself goes
+ * back); -1. */
+static int split_failed(cua_runtime *rt, cua__cmdlist **part) {
+  for (int m = 0; m < rt->nlaunchers; m++)
+    if (part[m] != NULL) {
+      cua__cmdlist tmp = *part[m];
+      cua__cmdlist_release(rt, &tmp);
+    }
+  return -1;
+}
+
 static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *part[CUA__LAUNCHERS_MAX] = {NULL};
   int nparts = 0;
@@ -540,14 +552,8 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
       continue;
     int fresh;
     cua__cmdlist *h = cua__pool_get(&rt->list_pool, &fresh);
-    if (h == NULL) {
-      for (int m = 0; m < rt->nlaunchers; m++)
-        if (part[m] != NULL) {
-          part[m]->n = 0;
-          cua__pool_put(&rt->list_pool, part[m]);
-        }
-      return -1;
-    }
+    if (h == NULL)
+      return split_failed(rt, part);
     if (fresh)
       memset(h, 0, sizeof *h);
     h->n = 0;
@@ -558,16 +564,8 @@ static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
   for (size_t i = 0; i < cl->n; i++) {
     cua__cmdlist *h = part[launcher_of(rt, cl->v[i].s)];
     if (h->n == h->cap &&
-        cua__grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0) {
-      for (int m = 0; m < rt->nlaunchers; m++)
-        if (part[m] != NULL) {
-          /* (from a copy: releasing clears the list it is given, and
-           * the holder goes back to the pool) */
-          cua__cmdlist tmp = *part[m];
-          cua__cmdlist_release(rt, &tmp);
-        }
-      return -1;
-    }
+        cua__grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0)
+      return split_failed(rt, part);
     h->v[h->n++] = cl->v[i];
   }
   /* The caller counted one list executing; each part is one. */

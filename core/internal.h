@@ -588,13 +588,12 @@ typedef struct cua__cmdlist {
 } cua__cmdlist;
 
 /* A launch thread (executor.c): it applies the commands of the streams
- * whose gidx modulo rt->nlaunchers is its idx, from lists queued in
- * decision order under rt->lock (a list of several launch threads' streams
- * is split when it is queued: cua__launcher_push()). */
+ * whose gidx modulo rt->nlaunchers is its index in rt->launchers, from lists
+ * queued in decision order under rt->lock (a list of several launch threads'
+ * streams is split when it is queued: cua__launcher_push()). */
 #define CUA__LAUNCHERS_MAX 8
 typedef struct cua__launcher {
   cua_runtime *rt;
-  int idx;
   pthread_t thread;
   pthread_mutex_t mu;         /* guards the queue; a leaf lock */
   pthread_cond_t cv;          /* wakes it asleep */

@@ -248,10 +248,9 @@ static void runtime_free(cua_runtime *rt);
  * (glibc's adaptive mutex): every submitting thread and the completion
  * thread take it for a few microseconds at a time, and with several
  * submitting threads, sleeping and waking on it cost more than the work
- * it guards. On an H200 (doc/results, twenty-fifth
- * session, three rounds), four threads submitting small kernels took
- * 3.3-3.6 us per submission with it against 3.4-4.2 us without; one
- * thread, the same. */
+ * it guards. On an H200 (doc/results, twenty-fifth session, three
+ * rounds), four threads submitting small kernels took 3.3-3.6 us per
+ * submission with it against 3.4-4.2 us without; one thread, the same. */
 static void init_runtime_lock(pthread_mutex_t *mu) {
 #if defined(__GLIBC__) && defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
   pthread_mutexattr_t a;
@@ -297,7 +296,6 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   for (int k = 0; k < CUA__LAUNCHERS_MAX; k++) {
     cua__launcher *l = &rt->launchers[k];
     l->rt = rt;
-    l->idx = k;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     atomic_init(&l->queued, 0);

@@ -83,7 +83,7 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "host time of a policy's decision on each op it places, before the "
      "launch: 'NS' (0 if left out), then 'POLICY=NS' for those that differ "
      "('900, dmda=2000')", 0},
-    {"host_launch_threads", CUA_PARAM_INT, "1", 1, 8, nullptr,
+    {"host_launch_threads", CUA_PARAM_INT, "1", 1, SIM_LAUNCH_THREADS_MAX, nullptr,
      "modelled launch threads ([runtime] launch_threads): with 1, every "
      "host cost takes turns on one modelled host thread; with N, the "
      "builds, plans and decisions stay on it, and the launches, records "

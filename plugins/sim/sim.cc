@@ -154,7 +154,7 @@ struct SimState {
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
   /* When each modelled launch thread is free (host_launch_threads). */
-  uint64_t launch_cursor[8] = {0};
+  uint64_t launch_cursor[SIM_LAUNCH_THREADS_MAX] = {0};
   std::vector<uint64_t> used; /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */

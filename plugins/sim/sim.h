@@ -71,6 +71,10 @@ struct sim_costs {
  * CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
 int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why);
 
+/** The most modelled launch threads (host_launch_threads), as the core's
+ * launch threads (CUA__LAUNCHERS_MAX). */
+#define SIM_LAUNCH_THREADS_MAX 8
+
 /** The simulated machine. */
 struct sim_machine {
   int gpus, gpus_per_node, nodes, sms, memory_gb, data_real;
