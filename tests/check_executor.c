@@ -358,6 +358,18 @@ static uint64_t lists_handed_over(cua_runtime *rt) {
   return st.lists_handed_over;
 }
 
+/* Submits @p root (which it destroys), waits for it; the lists the launch
+ * threads applied meanwhile. */
+static uint64_t submit_counting_handed(cua_runtime *rt, cua_op *root) {
+  uint64_t before = lists_handed_over(rt);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, root, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua_op_destroy(root);
+  return lists_handed_over(rt) - before;
+}
+
 /* Submits @p n spins of @p ns each, waiting for each one before the next
  * if @p wait, else for all of them at the end; returns the lists the
  * launch thread applied meanwhile. */
@@ -484,14 +496,7 @@ static uint64_t chain_handed_over(const char *launch, int n, uint64_t *marks) {
            "policy = single-stream\n",
            launch);
   cua_runtime *rt = open_mode(text);
-  cua_op *chain = spin_chain(rt, n);
-  uint64_t before = lists_handed_over(rt);
-  cua_future *f;
-  ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
-  ck_assert_int_eq(cua_future_wait(f), 0);
-  cua_future_destroy(f);
-  cua_op_destroy(chain);
-  uint64_t handed = lists_handed_over(rt) - before;
+  uint64_t handed = submit_counting_handed(rt, spin_chain(rt, n));
   cua_runtime_synchronize(rt);
   pthread_mutex_lock(&rt->lock);
   ck_assert_int_eq(rt->nstreams, 1);
@@ -613,13 +618,7 @@ static uint64_t chains_handed_over(int threads, int chains, int len) {
   ck_assert_int_eq(cua_op_zip(&z, parts, (size_t)chains), 0);
   for (int c = 0; c < chains; c++)
     cua_op_destroy(parts[c]);
-  uint64_t before = lists_handed_over(rt);
-  cua_future *f;
-  ck_assert_int_eq(cua_submit(&f, rt, z, NULL), 0);
-  ck_assert_int_eq(cua_future_wait(f), 0);
-  cua_future_destroy(f);
-  cua_op_destroy(z);
-  uint64_t handed = lists_handed_over(rt) - before;
+  uint64_t handed = submit_counting_handed(rt, z);
   cua_runtime_destroy(rt);
   return handed;
 }

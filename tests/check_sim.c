@@ -288,6 +288,29 @@ START_TEST(host_launch_threads) {
 }
 END_TEST
 
+/* then(zip(spin of @p a_ns, spin of @p b_ns), spin of @p c_ns) under
+ * round-robin over @p streams streams per device of [backend.sim] @p sim:
+ * the first two on the first two streams (or devices), the third after
+ * both; the virtual time it takes. */
+static uint64_t join_of_spins(const char *sim, int streams, uint64_t a_ns,
+                              uint64_t b_ns, uint64_t c_ns) {
+  cua_runtime *rt = open_sim_streams("round-robin", sim, streams);
+  cua_op *a, *b, *c, *z, *root;
+  ck_assert_int_eq(cua_op_spin(&a, rt, a_ns, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, b_ns, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&c, rt, c_ns, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
+  ck_assert_int_eq(cua_op_then(&root, z, c), 0);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  cua_op_destroy(c);
+  cua_op_destroy(z);
+  int st[1] = {-1};
+  uint64_t t = run_on(rt, &root, 1, NULL, st);
+  cua_runtime_destroy(rt);
+  return t;
+}
+
 START_TEST(a_wait_follows_its_record) {
   /* then(zip(A, C), B) under round-robin over two streams: A on stream 0,
    * C on stream 1, B back on stream 0 after a wait for C's record. With
@@ -297,24 +320,11 @@ START_TEST(a_wait_follows_its_record) {
    * wait, on thread 0, starts only then (the core applies a wait after
    * its record), ends at 20, and B's launch at 30: B, a 1 us spin, ends
    * at 31 us. */
-  cua_runtime *rt =
-      open_sim_streams("round-robin",
-                       EXACT "host_launch_ns = 10000\nhost_event_ns = 5000\n"
-                             "host_launch_threads = 2\n",
-                       2);
-  cua_op *a, *b, *c, *z, *root;
-  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
-  ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
-  ck_assert_int_eq(cua_op_spin(&b, rt, 1000, 1), 0);
-  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, c}, 2), 0);
-  ck_assert_int_eq(cua_op_then(&root, z, b), 0);
-  cua_op_destroy(a);
-  cua_op_destroy(b);
-  cua_op_destroy(c);
-  cua_op_destroy(z);
-  int st[1] = {-1};
-  ck_assert_ns(run_on(rt, &root, 1, NULL, st), 31000);
-  cua_runtime_destroy(rt);
+  ck_assert_ns(join_of_spins(EXACT "host_launch_ns = 10000\n"
+                                   "host_event_ns = 5000\n"
+                                   "host_launch_threads = 2\n",
+                             2, 1000, 1000, 1000),
+               31000);
 }
 END_TEST
 
@@ -327,40 +337,17 @@ START_TEST(peer_wait) {
    * its wait is over at 6 us, before A ends: 11 us either way. */
   for (int late = 0; late < 2; late++)
     for (int pw = 0; pw < 2; pw++) {
-      cua_runtime *rt = open_sim_streams(
-          "round-robin",
-          pw ? EXACT "gpus = 2\npeer_wait_ns = 5000\n" : EXACT "gpus = 2\n", 1);
-      cua_op *a, *b, *c, *z, *root;
-      ck_assert_int_eq(cua_op_spin(&a, rt, late ? 1000 : 10000, 1), 0);
-      ck_assert_int_eq(cua_op_spin(&b, rt, late ? 10000 : 1000, 1), 0);
-      ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
-      ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
-      ck_assert_int_eq(cua_op_then(&root, z, c), 0);
-      cua_op_destroy(a);
-      cua_op_destroy(b);
-      cua_op_destroy(c);
-      cua_op_destroy(z);
-      int st[1] = {-1};
       uint64_t want = late && pw ? 16000 : 11000;
-      ck_assert_ns(run_on(rt, &root, 1, NULL, st), want);
-      cua_runtime_destroy(rt);
+      ck_assert_ns(join_of_spins(pw ? EXACT "gpus = 2\npeer_wait_ns = 5000\n"
+                                    : EXACT "gpus = 2\n",
+                                 1, late ? 1000 : 10000, late ? 10000 : 1000,
+                                 1000),
+                   want);
     }
   /* Within one GPU (two streams), a wait costs no device time. */
-  cua_runtime *rt =
-      open_sim_streams("round-robin", EXACT "peer_wait_ns = 5000\n", 2);
-  cua_op *a, *b, *c, *z, *root;
-  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
-  ck_assert_int_eq(cua_op_spin(&b, rt, 10000, 1), 0);
-  ck_assert_int_eq(cua_op_spin(&c, rt, 1000, 1), 0);
-  ck_assert_int_eq(cua_op_zip(&z, (cua_op *[]){a, b}, 2), 0);
-  ck_assert_int_eq(cua_op_then(&root, z, c), 0);
-  cua_op_destroy(a);
-  cua_op_destroy(b);
-  cua_op_destroy(c);
-  cua_op_destroy(z);
-  int st[1] = {-1};
-  ck_assert_ns(run_on(rt, &root, 1, NULL, st), 11000);
-  cua_runtime_destroy(rt);
+  ck_assert_ns(
+      join_of_spins(EXACT "peer_wait_ns = 5000\n", 2, 1000, 10000, 1000),
+      11000);
 }
 END_TEST
 
