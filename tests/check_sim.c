@@ -288,6 +288,56 @@ START_TEST(host_launch_threads) {
 }
 END_TEST
 
+/* One submission of a zip of twelve 1 us spins under single-stream (all
+ * on stream 0), each decision 1 us of host time, with [backend.sim]
+ * extra keys @p chunks; the virtual time it takes. */
+static uint64_t twelve_on_one_stream(const char *chunks) {
+  char sim[256];
+  snprintf(sim, sizeof sim, EXACT "host_decide_ns = 1000\n%s", chunks);
+  cua_runtime *rt = open_sim_streams("round-robin", sim, 1);
+  cua_op *ops[12], *z;
+  for (int i = 0; i < 12; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&z, ops, 12), 0);
+  for (int i = 0; i < 12; i++)
+    cua_op_destroy(ops[i]);
+  int st[1] = {-1};
+  uint64_t t = run_on(rt, &z, 1, NULL, st);
+  cua_runtime_destroy(rt);
+  return t;
+}
+
+START_TEST(host_chunks) {
+  /* Without chunks, spin k starts once its own decision is made, at
+   * k + 1 us: the twelfth ends at 13 us. */
+  ck_assert_ns(twelve_on_one_stream(""), 13000);
+  /* In chunks of 2, 4, 4 and 2 launches (the first after 2, each next
+   * twice as long, at most 4), which reach the stream once their last
+   * decision is made, at 2, 6, 10 and 12 us: spins 0-1 run from 2 to 4,
+   * 2-5 from 6 to 10, 6-9 from 10 to 14, 10-11 from 14 to 16. */
+  ck_assert_ns(twelve_on_one_stream("host_chunk_first = 2\n"
+                                    "host_chunk_max = 4\n"),
+               16000);
+  /* Uncapped, the third chunk holds the last six, sent at 12 us: 18 us. */
+  ck_assert_ns(twelve_on_one_stream("host_chunk_first = 2\n"
+                                    "host_chunk_max = 1000\n"),
+               18000);
+  /* One-op submissions are their own chunks: as without. */
+  cua_runtime *rt = open_sim_streams("round-robin",
+                                     EXACT "host_decide_ns = 1000\n"
+                                           "host_chunk_first = 2\n",
+                                     1);
+  cua_op *ops[12];
+  int st[12];
+  for (int i = 0; i < 12; i++) {
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
+    st[i] = -1;
+  }
+  ck_assert_ns(run_on(rt, ops, 12, NULL, st), 13000);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* then(zip(spin of @p a_ns, spin of @p b_ns), spin of @p c_ns) under
  * round-robin over @p streams streams per device of [backend.sim] @p sim:
  * the first two on the first two streams (or devices), the third after
@@ -613,6 +663,13 @@ START_TEST(bad_sections) {
           "host_launch_threads: 9 is out of range [1, 8]");
   refused("host_launch_threads = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "host_launch_threads: 0 is out of range [1, 8]");
+  refused("host_chunk_first = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_chunk_first: -1 is out of range");
+  refused("host_chunk_max = 0\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_chunk_max: 0 is out of range");
+  refused("host_chunk_first = 16\nhost_chunk_max = 8\n",
+          CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_chunk_max: 8 is below host_chunk_first (16)");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "peer_wait_ns: 1000000001 is out of range");
@@ -708,6 +765,7 @@ int main(void) {
   tcase_add_test(tc, host_time);
   tcase_add_test(tc, host_rounds);
   tcase_add_test(tc, host_launch_threads);
+  tcase_add_test(tc, host_chunks);
   tcase_add_test(tc, peer_wait);
   tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);

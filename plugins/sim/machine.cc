@@ -93,6 +93,15 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "device time of a wait for an event recorded on another GPU, ns: "
      "the waiting stream goes on this long after the recording was "
      "reached (0: at once)", 0},
+    {"host_chunk_first", CUA_PARAM_INT, "0", 0, 1e6, nullptr,
+     "a submission's launches reach their streams in chunks, as the "
+     "runtime hands them over (its own: 16): the first once this many "
+     "are decided, each next one twice as long, the rest when the round "
+     "ends; a launch's host call starts after its chunk's last decision "
+     "(0: after its own decision)", 0},
+    {"host_chunk_max", CUA_PARAM_INT, "256", 1, 1e6, nullptr,
+     "the most launches in a chunk (the runtime's: 256); not below "
+     "host_chunk_first", 0},
 };
 /* clang-format on */
 
@@ -313,6 +322,15 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->host_decide = vals[SIM_PARAM_HOST_DECIDE_NS].c;
   m->host_launch_threads = (int)vals[SIM_PARAM_HOST_LAUNCH_THREADS].i;
   m->peer_wait_ns = vals[SIM_PARAM_PEER_WAIT_NS].i;
+  m->host_chunk_first = vals[SIM_PARAM_HOST_CHUNK_FIRST].i;
+  m->host_chunk_max = vals[SIM_PARAM_HOST_CHUNK_MAX].i;
+  if (m->host_chunk_first > m->host_chunk_max) {
+    set_err(err,
+            "[backend.sim] host_chunk_max: %lld is below host_chunk_first "
+            "(%lld), from the section or its machine file",
+            m->host_chunk_max, m->host_chunk_first);
+    return CUA_ERR_CONFIG_OUT_OF_RANGE;
+  }
   return 0;
 }
 

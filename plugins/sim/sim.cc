@@ -27,9 +27,12 @@
  * the launch, each record and wait host_event_ns. With host_launch_threads
  * above 1, the launches, records and waits take their turns on their
  * stream's modelled launch thread instead (launch_call()), after their
- * decision, and a wait after the record it waits for. On the device, a
- * wait for an event recorded on another GPU ends peer_wait_ns after that
- * recording was reached.
+ * decision, and a wait after the record it waits for. With
+ * host_chunk_first, a submission's calls are held in its open chunk
+ * (SimState::pending) and reach their streams once the chunk's last
+ * decision is made, as the runtime hands a large submission over in
+ * chunks (push_locked()). On the device, a wait for an event recorded on
+ * another GPU ends peer_wait_ns after that recording was reached.
  *
  * Time. Virtual time moves on only when the gateway blocks on "the next
  * end", which it does only when every session has nothing running or (1)
@@ -44,8 +47,8 @@
  *
  * Locks: g.mu (a pthread mutex, a leaf) guards the queues, the gateway's
  * lists of new and woken streams, the sessions' step counters, flags,
- * changed lists and memory accounts, between the core's threads and the
- * sim thread; g.life serialises the start and stop of the simulation.
+ * changed lists, open chunks and memory accounts, between the core's threads
+ * and the sim thread; g.life serialises the start and stop of the simulation.
  * No SimGrid call is made with g.mu held (a call switches to other actors,
  * which take it). Events' generations and streams' progress are atomics,
  * read by any thread; the counters of the simulation (g.nactors,
@@ -155,6 +158,19 @@ struct SimState {
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
   /* When each modelled launch thread is free (host_launch_threads). */
   uint64_t launch_cursor[SIM_LAUNCH_THREADS_MAX] = {0};
+  /* A submission's round is open (round()) and hands its commands over in
+   * chunks (host_chunk_first): its launches, records, waits, marks and
+   * frees wait in `pending`, their host calls not yet made, until the
+   * chunk is full (chunk_len launches of chunk_at) and the next launch
+   * comes, the next round begins, or the program waits. */
+  struct Pending {
+    SimStream *s;
+    Item it;
+    long long host_ns;
+  };
+  bool chunking = false;
+  long long chunk_at = 0, chunk_len = 0;
+  std::vector<Pending> pending;
   std::vector<uint64_t> used; /* bytes allocated per machine GPU */
   std::vector<uint64_t> next_addr;
   std::unordered_map<uintptr_t, std::pair<int, size_t>> sizes; /* by addr */
@@ -507,12 +523,18 @@ void publish() {
   }
 }
 
+void end_round(SimState *st);
+
 void gateway_main() {
   /* Every SimGrid call is a switch to the simulation, where other actors
    * run and take g.mu: none is made with it held. */
   std::vector<SimStream *> fresh, wake;
   pthread_mutex_lock(&g.mu);
   for (;;) {
+    /* A round whose program now waits has applied all of its list. */
+    for (SimState *st : g.sessions)
+      if ((st->chunking || !st->pending.empty()) && session_ready(st))
+        end_round(st);
     take_ready(g.fresh, fresh);
     take_ready(g.wake, wake);
     for (SimStream *s : wake)
@@ -721,12 +743,62 @@ uint64_t launch_call(SimStream *s, long long decide_ns, long long launch_ns,
   return cur;
 }
 
+/* Under g.mu: queues @p it on its stream @p s, its host call (@p host_ns)
+ * after every decision made so far (and a wait's after its record's). */
+void enqueue_locked(SimStream *s, Item &it, long long host_ns) {
+  uint64_t after = it.kind == IT_WAIT ? it.ev->rec_host : 0;
+  it.ready = launch_call(s, 0, host_ns, after);
+  if (it.kind == IT_RECORD)
+    it.ev->rec_host = it.ready;
+  s->q.push_back(it);
+  wake_locked(s);
+}
+
+/* Under g.mu: the open chunk of session @p st goes to its streams, in the
+ * order the core applied it, once its last decision is made. */
+void flush_chunk(SimState *st) {
+  for (SimState::Pending &p : st->pending)
+    enqueue_locked(p.s, p.it, p.host_ns);
+  st->pending.clear();
+  st->chunk_len = 0;
+}
+
+/* Under g.mu: the round of session @p st ends (the next begins, the
+ * program waits, a stream or the session goes): what it still holds goes
+ * out, and commands are queued at once again until the next round. */
+void end_round(SimState *st) {
+  flush_chunk(st);
+  st->chunking = false;
+}
+
+/* Under g.mu: @p it for stream @p s, after the decision (@p decide_ns, on
+ * the modelled host thread) of a launch, if it is one: queued at once, or
+ * held in the round's open chunk. A launch that finds the chunk full sends
+ * it first, before its own decision: the chunk holds the records and
+ * marks that came after its last launch, as the core's chunk does. */
+void push_locked(SimStream *s, Item &it, long long host_ns,
+                 long long decide_ns) {
+  SimState *st = s->st;
+  if (!st->chunking) {
+    (void)host_call(st, decide_ns);
+    enqueue_locked(s, it, host_ns);
+    return;
+  }
+  if (it.kind == IT_OP) {
+    if (st->chunk_len >= st->chunk_at) {
+      flush_chunk(st);
+      st->chunk_at = std::min(st->chunk_at * 2, st->m.host_chunk_max);
+    }
+    st->chunk_len++;
+  }
+  (void)host_call(st, decide_ns);
+  st->pending.push_back({s, it, host_ns});
+}
+
 void push(SimStream *s, Item it, long long host_ns = 0,
           long long decide_ns = 0) {
   pthread_mutex_lock(&g.mu);
-  it.ready = launch_call(s, decide_ns, host_ns);
-  s->q.push_back(it);
-  wake_locked(s);
+  push_locked(s, it, host_ns, decide_ns);
   pthread_mutex_unlock(&g.mu);
 }
 
@@ -812,6 +884,7 @@ void sim_destroy(void *state) {
   SimState *st = S(state);
   pthread_mutex_lock(&g.life);
   pthread_mutex_lock(&g.mu);
+  end_round(st);
   st->closing = true;
   /* Its stream actors end once their queues are empty. */
   for (SimStream *s : st->streams) {
@@ -898,6 +971,7 @@ void sim_stream_destroy(void *state, cua_backend_stream *bs) {
   (void)state;
   SimStream *s = SS(bs);
   pthread_mutex_lock(&g.mu);
+  end_round(s->st); /* its commands still come before its end */
   s->gone = true;
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
@@ -938,10 +1012,7 @@ int sim_event_record(void *state, cua_backend_event *be,
    * wait captured later always finds its record queued. */
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
-  it.ready = launch_call(SS(s), 0, SS(s)->st->m.host_event_ns);
-  e->rec_host = it.ready;
-  SS(s)->q.push_back(it);
-  wake_locked(SS(s));
+  push_locked(SS(s), it, SS(s)->st->m.host_event_ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
 }
@@ -963,10 +1034,8 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   e->refs.fetch_add(1);
   /* The core applies a wait only after the record it waits for (its
    * turns, core/executor.c): on another modelled launch thread, its host
-   * call starts once the record's ended. */
-  it.ready = launch_call(SS(s), 0, SS(s)->st->m.host_event_ns, e->rec_host);
-  SS(s)->q.push_back(it);
-  wake_locked(SS(s));
+   * call starts once the record's ended (enqueue_locked()). */
+  push_locked(SS(s), it, SS(s)->st->m.host_event_ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
 }
@@ -1198,6 +1267,9 @@ void sim_round(void *state, size_t nodes, const char *policy) {
   SimState *st = S(state);
   long long per = st->m.host_build_ns + st->m.host_plan.get(policy);
   pthread_mutex_lock(&g.mu);
+  end_round(st);
+  st->chunking = st->m.host_chunk_first > 0;
+  st->chunk_at = st->m.host_chunk_first;
   (void)host_call(st, per * (long long)nodes);
   pthread_mutex_unlock(&g.mu);
 }

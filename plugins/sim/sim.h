@@ -53,6 +53,8 @@ enum {
   SIM_PARAM_HOST_DECIDE_NS,
   SIM_PARAM_HOST_LAUNCH_THREADS,
   SIM_PARAM_PEER_WAIT_NS,
+  SIM_PARAM_HOST_CHUNK_FIRST,
+  SIM_PARAM_HOST_CHUNK_MAX,
   SIM_PARAM_COUNT
 };
 
@@ -84,6 +86,7 @@ struct sim_machine {
   long long host_launch_ns, host_event_ns, host_build_ns;
   int host_launch_threads;
   long long peer_wait_ns;
+  long long host_chunk_first, host_chunk_max;
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
