@@ -206,6 +206,8 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
   c->point = p;
   atomic_fetch_add(&p->users, 1);
   r->rt->stats.event_waits++;
+  if (s->device != t->device)
+    r->rt->stats.peer_waits++;
   if (r->rt->obs != NULL && r->waiter != NULL) {
     cua_obs_record o = {.kind = CUA_OBS_WAIT,
                         .t_ns = cua__rt_now(r->rt),

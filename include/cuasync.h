@@ -202,6 +202,11 @@ typedef struct cua_stats {
                                    that decided them; a list split
                                    between launch threads counts once
                                    for each */
+  uint64_t peer_waits;        /**< of event_waits, those for an event
+                                   recorded on another device: the
+                                   dependencies a placement puts across
+                                   devices (cuasync-bench's
+                                   peer_waits_per_kop) */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

@@ -343,7 +343,7 @@ END_TEST
  * the first two on the first two streams (or devices), the third after
  * both; the virtual time it takes. */
 static uint64_t join_of_spins(const char *sim, int streams, uint64_t a_ns,
-                              uint64_t b_ns, uint64_t c_ns) {
+                              uint64_t b_ns, uint64_t c_ns, cua_stats *st) {
   cua_runtime *rt = open_sim_streams("round-robin", sim, streams);
   cua_op *a, *b, *c, *z, *root;
   ck_assert_int_eq(cua_op_spin(&a, rt, a_ns, 1), 0);
@@ -355,8 +355,12 @@ static uint64_t join_of_spins(const char *sim, int streams, uint64_t a_ns,
   cua_op_destroy(b);
   cua_op_destroy(c);
   cua_op_destroy(z);
-  int st[1] = {-1};
-  uint64_t t = run_on(rt, &root, 1, NULL, st);
+  int where[1] = {-1};
+  uint64_t t = run_on(rt, &root, 1, NULL, where);
+  if (st != NULL) {
+    st->size = sizeof *st;
+    ck_assert_int_eq(cua_runtime_stats(rt, st), 0);
+  }
   cua_runtime_destroy(rt);
   return t;
 }
@@ -373,7 +377,7 @@ START_TEST(a_wait_follows_its_record) {
   ck_assert_ns(join_of_spins(EXACT "host_launch_ns = 10000\n"
                                    "host_event_ns = 5000\n"
                                    "host_launch_threads = 2\n",
-                             2, 1000, 1000, 1000),
+                             2, 1000, 1000, 1000, NULL),
                31000);
 }
 END_TEST
@@ -391,13 +395,28 @@ START_TEST(peer_wait) {
       ck_assert_ns(join_of_spins(pw ? EXACT "gpus = 2\npeer_wait_ns = 5000\n"
                                     : EXACT "gpus = 2\n",
                                  1, late ? 1000 : 10000, late ? 10000 : 1000,
-                                 1000),
+                                 1000, NULL),
                    want);
     }
   /* Within one GPU (two streams), a wait costs no device time. */
   ck_assert_ns(
-      join_of_spins(EXACT "peer_wait_ns = 5000\n", 2, 1000, 10000, 1000),
+      join_of_spins(EXACT "peer_wait_ns = 5000\n", 2, 1000, 10000, 1000, NULL),
       11000);
+}
+END_TEST
+
+START_TEST(stats_count_waits_across_devices) {
+  /* then(zip(A, B), C): C waits for B on another stream, of another GPU
+   * over two GPUs of one stream, of the same GPU over one of two. */
+  cua_stats st;
+  memset(&st, 0, sizeof st);
+  (void)join_of_spins(EXACT "gpus = 2\n", 1, 1000, 1000, 1000, &st);
+  ck_assert_uint_eq(st.event_waits, 1);
+  ck_assert_uint_eq(st.peer_waits, 1);
+  memset(&st, 0, sizeof st);
+  (void)join_of_spins(EXACT, 2, 1000, 1000, 1000, &st);
+  ck_assert_uint_eq(st.event_waits, 1);
+  ck_assert_uint_eq(st.peer_waits, 0);
 }
 END_TEST
 
@@ -767,6 +786,7 @@ int main(void) {
   tcase_add_test(tc, host_launch_threads);
   tcase_add_test(tc, host_chunks);
   tcase_add_test(tc, peer_wait);
+  tcase_add_test(tc, stats_count_waits_across_devices);
   tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);

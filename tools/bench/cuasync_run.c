@@ -607,6 +607,7 @@ static void stats_delta(const cua_stats *a, const cua_stats *b,
   out->ops_failed = b->ops_failed - a->ops_failed;
   out->events_recorded = b->events_recorded - a->events_recorded;
   out->event_waits = b->event_waits - a->event_waits;
+  out->peer_waits = b->peer_waits - a->peer_waits;
   out->events_created = b->events_created - a->events_created;
   out->streams = b->streams - a->streams;
   out->host_steps = b->host_steps - a->host_steps;

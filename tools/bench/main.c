@@ -378,6 +378,7 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
                     &row->concurrency,
                     &row->events_per_kop,
                     &row->waits_per_kop,
+                    &row->peer_waits_per_kop,
                     &row->ratio,
                     &row->build_ns_per_op,
                     &row->capture_ns_per_op,
@@ -429,7 +430,8 @@ typedef struct series {
 
 typedef struct measure {
   double makespan_ns;
-  double events_per_kop, waits_per_kop, build_ns_per_op, capture_ns_per_op;
+  double events_per_kop, waits_per_kop, peer_waits_per_kop, build_ns_per_op,
+      capture_ns_per_op;
   double create_vs_raw, create_vs_same, vs_same_graph;
 } measure;
 
@@ -544,7 +546,7 @@ typedef struct series_run {
   bench_threads *th;
   bench_cua *g;
   uint64_t *t, *ts; /* t[0] is the warm-up */
-  uint64_t build, events, waits;
+  uint64_t build, events, waits, peer_waits;
   measure m;
   int rc;
 } series_run;
@@ -560,6 +562,7 @@ static void series_open(series_run *r, const series *s, const bench_dag *dag,
   r->repeat = repeat;
   r->rc = -1;
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
+  m->peer_waits_per_kop = NAN;
   m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
   m->create_vs_same = m->vs_same_graph = NAN;
   if ((r->t = calloc((size_t)repeat + 1, sizeof *r->t)) == NULL) {
@@ -615,6 +618,7 @@ static void series_step(series_run *r, int i, char *err, size_t len) {
     if (r->rc == 0 && i > 0) {
       r->events += delta.events_recorded;
       r->waits += delta.event_waits;
+      r->peer_waits += delta.peer_waits;
     }
     /* The same schedule captured by hand, run in turn with it. */
     if (r->rc == 0 && r->same != NULL)
@@ -640,6 +644,7 @@ static void series_close(series_run *r) {
     if (s->kind == S_CUASYNC) {
       m->events_per_kop = 1000.0 * (double)r->events / ops;
       m->waits_per_kop = 1000.0 * (double)r->waits / ops;
+      m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
       m->build_ns_per_op =
@@ -773,6 +778,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   }
   row->events_per_kop = m->events_per_kop;
   row->waits_per_kop = m->waits_per_kop;
+  row->peer_waits_per_kop = m->peer_waits_per_kop;
   row->build_ns_per_op = m->build_ns_per_op;
   row->capture_ns_per_op = m->capture_ns_per_op;
   row->create_vs_raw = m->create_vs_raw;

@@ -24,7 +24,8 @@ static const char *const csv_columns =
     "waits_per_kop,ratio_vs_best_raw,best_raw,build_ns_per_op,"
     "capture_ns_per_op,create_vs_raw_graph,create_vs_raw_same,"
     "vs_raw_same_graph,lat_p50_ns,"
-    "lat_p99_ns,metg_ns,metg_state,thread_scaling,lpt_ns,vs_lpt,valid,error";
+    "lat_p99_ns,metg_ns,metg_state,thread_scaling,lpt_ns,vs_lpt,"
+    "peer_waits_per_kop,valid,error";
 
 static const char *metg_state_name(int s) {
   switch (s) {
@@ -257,6 +258,8 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_num(out, r->lpt_ns);
     fputc(',', out);
     csv_num(out, r->vs_lpt);
+    fputc(',', out);
+    csv_num(out, r->peer_waits_per_kop);
     fprintf(out, ",%d,", r->valid);
     csv_str(out, r->error);
     fputc('\n', out);
@@ -364,6 +367,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "concurrency", r->concurrency, 1);
     json_num(out, "events_per_kop", r->events_per_kop, 1);
     json_num(out, "waits_per_kop", r->waits_per_kop, 1);
+    json_num(out, "peer_waits_per_kop", r->peer_waits_per_kop, 1);
     json_num(out, "ratio_vs_best_raw", r->ratio, 1);
     json_num(out, "thread_scaling", r->scaling, 1);
     json_num(out, "lpt_ns", r->lpt_ns, 1);
