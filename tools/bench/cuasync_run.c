@@ -53,6 +53,7 @@ struct bench_cua {
   uint64_t capture_ns; /* graph: of which the backend's capture */
   uint64_t wrap_ns;    /* task, level: wrappers, summed over runs */
   uint64_t wrap_runs;
+  uint64_t submit_ns; /* the last run's host time in cua_submit() */
   cua_buffer **bufs;  /* dag->nbuf */
   cua_buffer **x;     /* per device: AXPY's shared input */
   void **hin, **hout; /* per buffer: pinned host chunks (pipeline) */
@@ -457,6 +458,10 @@ uint64_t bench_cua_capture_ns(const bench_cua *g) {
   return g->capture_ns;
 }
 
+uint64_t bench_cua_submit_ns(const bench_cua *g) {
+  return g->submit_ns;
+}
+
 uint64_t bench_cua_build_ns(const bench_cua *g) {
   return g->build_ns + (g->wrap_runs ? g->wrap_ns / g->wrap_runs : 0);
 }
@@ -576,10 +581,11 @@ static int run_split(bench_cua *g, uint64_t *ns, char *err, size_t len) {
   g->wrap_runs++;
   cua_runtime_synchronize(g->rt);
   /* The runtime's clock: CLOCK_MONOTONIC, or virtual time on sim. */
-  uint64_t t0 = cua_runtime_now_ns(g->rt);
+  uint64_t t0 = cua_runtime_now_ns(g->rt), s0 = bench_now_ns();
   for (; made < nsub; made++)
     if ((rc = cua_submit(&g->futs[made], g->rt, sub[made], NULL)) != 0)
       break;
+  g->submit_ns = bench_now_ns() - s0;
   for (size_t i = 0; i < made; i++) {
     int w = cua_future_wait(g->futs[i]);
     if (w != 0 && !failed && rc == 0) {
@@ -629,11 +635,12 @@ int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
     if (run_split(g, ns, err, len) != 0)
       return -1;
   } else {
-    uint64_t t0 = cua_runtime_now_ns(g->rt);
+    uint64_t t0 = cua_runtime_now_ns(g->rt), h0 = bench_now_ns();
     if (g->graph != NULL)
       rc = cua_graph_launch(&fut, g->graph);
     else
       rc = cua_submit(&fut, g->rt, g->root, NULL);
+    g->submit_ns = bench_now_ns() - h0;
     if (rc)
       return fail(err, len, g->rt,
                   g->graph != NULL ? "cua_graph_launch" : "cua_submit", rc);

@@ -19,6 +19,9 @@ int bench_cua_open(bench_cua **g, cua_runtime *rt, const bench_dag *dag,
 /** Build cost: the ops, plus (task and level modes) the mean cost of the
  * shared wrappers each run makes before its clock starts. */
 uint64_t bench_cua_build_ns(const bench_cua *g);
+/** The last run's host time in cua_submit() (all of a run's submissions,
+ * or cua_graph_launch() in graph mode), ns. */
+uint64_t bench_cua_submit_ns(const bench_cua *g);
 /** Graph mode: what cua_graph_create() alone took (placement, capture,
  * instantiation), the ops already built, the fastest of BENCH_CAPTURES; 0
  * in the other modes. */

@@ -379,6 +379,7 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
                     &row->events_per_kop,
                     &row->waits_per_kop,
                     &row->peer_waits_per_kop,
+                    &row->submit_ns_per_op,
                     &row->ratio,
                     &row->build_ns_per_op,
                     &row->capture_ns_per_op,
@@ -430,8 +431,8 @@ typedef struct series {
 
 typedef struct measure {
   double makespan_ns;
-  double events_per_kop, waits_per_kop, peer_waits_per_kop, build_ns_per_op,
-      capture_ns_per_op;
+  double events_per_kop, waits_per_kop, peer_waits_per_kop, submit_ns_per_op,
+      build_ns_per_op, capture_ns_per_op;
   double create_vs_raw, create_vs_same, vs_same_graph;
 } measure;
 
@@ -546,7 +547,7 @@ typedef struct series_run {
   bench_threads *th;
   bench_cua *g;
   uint64_t *t, *ts; /* t[0] is the warm-up */
-  uint64_t build, events, waits, peer_waits;
+  uint64_t build, events, waits, peer_waits, submit_ns;
   measure m;
   int rc;
 } series_run;
@@ -562,7 +563,7 @@ static void series_open(series_run *r, const series *s, const bench_dag *dag,
   r->repeat = repeat;
   r->rc = -1;
   m->makespan_ns = m->events_per_kop = m->waits_per_kop = NAN;
-  m->peer_waits_per_kop = NAN;
+  m->peer_waits_per_kop = m->submit_ns_per_op = NAN;
   m->build_ns_per_op = m->capture_ns_per_op = m->create_vs_raw = NAN;
   m->create_vs_same = m->vs_same_graph = NAN;
   if ((r->t = calloc((size_t)repeat + 1, sizeof *r->t)) == NULL) {
@@ -619,6 +620,7 @@ static void series_step(series_run *r, int i, char *err, size_t len) {
       r->events += delta.events_recorded;
       r->waits += delta.event_waits;
       r->peer_waits += delta.peer_waits;
+      r->submit_ns += bench_cua_submit_ns(r->g);
     }
     /* The same schedule captured by hand, run in turn with it. */
     if (r->rc == 0 && r->same != NULL)
@@ -645,6 +647,7 @@ static void series_close(series_run *r) {
       m->events_per_kop = 1000.0 * (double)r->events / ops;
       m->waits_per_kop = 1000.0 * (double)r->waits / ops;
       m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
+      m->submit_ns_per_op = (double)r->submit_ns / ops;
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
       m->build_ns_per_op =
@@ -779,6 +782,7 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->events_per_kop = m->events_per_kop;
   row->waits_per_kop = m->waits_per_kop;
   row->peer_waits_per_kop = m->peer_waits_per_kop;
+  row->submit_ns_per_op = m->submit_ns_per_op;
   row->build_ns_per_op = m->build_ns_per_op;
   row->capture_ns_per_op = m->capture_ns_per_op;
   row->create_vs_raw = m->create_vs_raw;

@@ -25,7 +25,7 @@ static const char *const csv_columns =
     "capture_ns_per_op,create_vs_raw_graph,create_vs_raw_same,"
     "vs_raw_same_graph,lat_p50_ns,"
     "lat_p99_ns,metg_ns,metg_state,thread_scaling,lpt_ns,vs_lpt,"
-    "peer_waits_per_kop,valid,error";
+    "peer_waits_per_kop,submit_ns_per_op,valid,error";
 
 static const char *metg_state_name(int s) {
   switch (s) {
@@ -260,6 +260,8 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_num(out, r->vs_lpt);
     fputc(',', out);
     csv_num(out, r->peer_waits_per_kop);
+    fputc(',', out);
+    csv_num(out, r->submit_ns_per_op);
     fprintf(out, ",%d,", r->valid);
     csv_str(out, r->error);
     fputc('\n', out);
@@ -368,6 +370,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "events_per_kop", r->events_per_kop, 1);
     json_num(out, "waits_per_kop", r->waits_per_kop, 1);
     json_num(out, "peer_waits_per_kop", r->peer_waits_per_kop, 1);
+    json_num(out, "submit_ns_per_op", r->submit_ns_per_op, 1);
     json_num(out, "ratio_vs_best_raw", r->ratio, 1);
     json_num(out, "thread_scaling", r->scaling, 1);
     json_num(out, "lpt_ns", r->lpt_ns, 1);
