@@ -405,6 +405,28 @@ START_TEST(peer_wait) {
 }
 END_TEST
 
+START_TEST(host_peer_wait) {
+  /* then(zip(A, B), C) over two GPUs of one stream each, two modelled
+   * launch threads: A on GPU 0 (thread 0), B on GPU 1 (thread 1), C on
+   * GPU 0 after a wait for B's record. 10 us per launch, 5 us per record
+   * and wait: B's record ends at 15 us, the wait at 20, C's launch at 30,
+   * C at 31 us (as a_wait_follows_its_record within one GPU). With
+   * host_peer_wait_ns = 20000 the wait, for a record on another GPU,
+   * ends at 35: C at 46 us. Within one GPU it changes nothing. */
+#define PEER_COSTS                                                             \
+  EXACT "host_launch_ns = 10000\nhost_event_ns = 5000\n"                       \
+        "host_launch_threads = 2\n"
+  ck_assert_ns(
+      join_of_spins(PEER_COSTS "gpus = 2\n", 1, 1000, 1000, 1000, NULL), 31000);
+  ck_assert_ns(join_of_spins(PEER_COSTS "gpus = 2\nhost_peer_wait_ns = 20000\n",
+                             1, 1000, 1000, 1000, NULL),
+               46000);
+  ck_assert_ns(join_of_spins(PEER_COSTS "host_peer_wait_ns = 20000\n", 2, 1000,
+                             1000, 1000, NULL),
+               31000);
+}
+END_TEST
+
 START_TEST(stats_count_waits_across_devices) {
   /* then(zip(A, B), C): C waits for B on another stream, of another GPU
    * over two GPUs of one stream, of the same GPU over one of two. */
@@ -689,6 +711,8 @@ START_TEST(bad_sections) {
   refused("host_chunk_first = 16\nhost_chunk_max = 8\n",
           CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] host_chunk_max: 8 is below host_chunk_first (16)");
+  refused("host_peer_wait_ns = -2\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_peer_wait_ns: -2 is out of range");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "peer_wait_ns: 1000000001 is out of range");
@@ -787,6 +811,7 @@ int main(void) {
   tcase_add_test(tc, host_chunks);
   tcase_add_test(tc, peer_wait);
   tcase_add_test(tc, stats_count_waits_across_devices);
+  tcase_add_test(tc, host_peer_wait);
   tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);

@@ -102,6 +102,9 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"host_chunk_max", CUA_PARAM_INT, "256", 1, 1e6, nullptr,
      "the most launches in a chunk (the runtime's: 256); not below "
      "host_chunk_first", 0},
+    {"host_peer_wait_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
+     "host time of a wait for an event recorded on another GPU, ns, in "
+     "place of host_event_ns (-1: host_event_ns)", 0},
 };
 /* clang-format on */
 
@@ -324,6 +327,7 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->peer_wait_ns = vals[SIM_PARAM_PEER_WAIT_NS].i;
   m->host_chunk_first = vals[SIM_PARAM_HOST_CHUNK_FIRST].i;
   m->host_chunk_max = vals[SIM_PARAM_HOST_CHUNK_MAX].i;
+  m->host_peer_wait_ns = vals[SIM_PARAM_HOST_PEER_WAIT_NS].i;
   if (m->host_chunk_first > m->host_chunk_max) {
     set_err(err,
             "[backend.sim] host_chunk_max: %lld is below host_chunk_first "

@@ -93,6 +93,7 @@ struct SimEvent {
   std::atomic<int> refs{1};          /* the core's + queued items' */
   uint64_t rec_host = 0; /* under g.mu: when its last record's host call
                             ends (a wait's starts no earlier) */
+  int rec_dev = -1;      /* under g.mu: the GPU of its last record */
   /* Sim thread only: the streams waiting for a generation of it. */
   std::vector<std::pair<SimStream *, uint64_t>> waiters;
   /* Sim thread only, with peer_wait_ns: the generations reached within
@@ -1012,6 +1013,7 @@ int sim_event_record(void *state, cua_backend_event *be,
    * wait captured later always finds its record queued. */
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
+  e->rec_dev = SS(s)->device;
   push_locked(SS(s), it, SS(s)->st->m.host_event_ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
@@ -1034,8 +1036,14 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   e->refs.fetch_add(1);
   /* The core applies a wait only after the record it waits for (its
    * turns, core/executor.c): on another modelled launch thread, its host
-   * call starts once the record's ended (enqueue_locked()). */
-  push_locked(SS(s), it, SS(s)->st->m.host_event_ns, 0);
+   * call starts once the record's ended (enqueue_locked()). A wait for
+   * a record on another GPU costs host_peer_wait_ns when that is set. */
+  const sim_machine &m = SS(s)->st->m;
+  long long ns =
+      m.host_peer_wait_ns >= 0 && e->rec_dev >= 0 && e->rec_dev != SS(s)->device
+          ? m.host_peer_wait_ns
+          : m.host_event_ns;
+  push_locked(SS(s), it, ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
 }

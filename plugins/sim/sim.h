@@ -55,6 +55,7 @@ enum {
   SIM_PARAM_PEER_WAIT_NS,
   SIM_PARAM_HOST_CHUNK_FIRST,
   SIM_PARAM_HOST_CHUNK_MAX,
+  SIM_PARAM_HOST_PEER_WAIT_NS,
   SIM_PARAM_COUNT
 };
 
@@ -87,6 +88,7 @@ struct sim_machine {
   int host_launch_threads;
   long long peer_wait_ns;
   long long host_chunk_first, host_chunk_max;
+  long long host_peer_wait_ns; /* -1: host_event_ns */
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
