@@ -200,6 +200,12 @@ static uint64_t costs_of(const heft_state *s, const cua_dag_op *op,
   return s->ndev > 0 ? (uint64_t)(sum / s->ndev) : 0;
 }
 
+/* Whether costs_of() would ask the models the same of @p a and @p b. */
+static int same_costs(const cua_dag_op *a, const cua_dag_op *b) {
+  return a->host == b->host && a->kind == b->kind && a->name == b->name &&
+         a->tag == b->tag && a->cost_ns == b->cost_ns && a->bytes == b->bytes;
+}
+
 /* What a dependency on an op placed on (@p from_dev, @p from_str) adds
  * for an op on (@p dev, @p str): nothing on the same stream, which runs
  * its ops in order; else an event recorded and waited for. */
@@ -329,14 +335,25 @@ static void heft_begin(void *state, const cua_dag *dag) {
     free(slots);
     goto out;
   }
-  /* Upward ranks: successors come later in the DAG's order. */
+  /* Upward ranks: successors come later in the DAG's order. An op that
+   * asks the models what the op before it asked (the same kind, name,
+   * tag and hints: a DAG's tasks mostly do) gets the same answers, which
+   * cannot change while the core plans (under its lock). */
+  const cua_dag_op *prev = NULL;
+  uint64_t prev_mean = 0;
   for (size_t i = n; i-- > 0;) {
     const cua_dag_op *op = &dag->ops[i];
     uint64_t best = 0;
     for (size_t k = 0; k < op->nsuccessors; k++)
       if (rank[op->successors[k]] > best)
         best = rank[op->successors[k]];
-    rank[i] = costs_of(s, op, w + i * nd) + best;
+    if (prev != NULL && same_costs(prev, op)) {
+      memcpy(w + i * nd, w + (size_t)(prev - dag->ops) * nd, nd * sizeof *w);
+    } else {
+      prev_mean = costs_of(s, op, w + i * nd);
+      prev = op;
+    }
+    rank[i] = prev_mean + best;
   }
   if (s->by_rank) {
     for (size_t i = 0; i < n; i++) {
