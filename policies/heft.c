@@ -200,10 +200,15 @@ static uint64_t costs_of(const heft_state *s, const cua_dag_op *op,
   return s->ndev > 0 ? (uint64_t)(sum / s->ndev) : 0;
 }
 
+static int same_str(const char *a, const char *b) {
+  return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 /* Whether costs_of() would ask the models the same of @p a and @p b. */
 static int same_costs(const cua_dag_op *a, const cua_dag_op *b) {
-  return a->host == b->host && a->kind == b->kind && a->name == b->name &&
-         a->tag == b->tag && a->cost_ns == b->cost_ns && a->bytes == b->bytes;
+  return a->host == b->host && a->kind == b->kind && a->cost_ns == b->cost_ns &&
+         a->bytes == b->bytes && same_str(a->name, b->name) &&
+         same_str(a->tag, b->tag);
 }
 
 /* What a dependency on an op placed on (@p from_dev, @p from_str) adds

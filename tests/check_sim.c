@@ -8,6 +8,7 @@
  */
 #include "helpers.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Machine without per-op overhead, so that makespans are the closed form. */
@@ -402,6 +403,79 @@ START_TEST(peer_wait) {
   ck_assert_ns(
       join_of_spins(EXACT "peer_wait_ns = 5000\n", 2, 1000, 10000, 1000, NULL),
       11000);
+}
+END_TEST
+
+/* A submission made from a completion callback while the program waits
+ * in cua_runtime_synchronize(): the core counts the program as waiting
+ * while that submission decides, which must not end its chunks early. */
+typedef struct cb_submit {
+  cua_runtime *rt;
+  cua_op *big;
+  cua_future *_Atomic fut;
+  _Atomic uint64_t done_ns;
+} cb_submit;
+
+static void big_done(cua_future *f, int status, void *arg) {
+  (void)f;
+  (void)status;
+  cb_submit *c = arg;
+  atomic_store(&c->done_ns, cua_runtime_now_ns(c->rt));
+}
+
+static void submit_big(cua_future *f, int status, void *arg) {
+  (void)f;
+  (void)status;
+  cb_submit *c = arg;
+  cua_future *x = NULL;
+  if (cua_submit(&x, c->rt, c->big, NULL) != 0)
+    abort();
+  if (cua_future_on_complete(x, big_done, c) != 0)
+    abort();
+  atomic_store(&c->fut, x);
+}
+
+/* The virtual time at which the callback's zip of 400 spins ends. */
+static uint64_t submitted_while_waiting(void) {
+  cua_runtime *rt =
+      open_sim_streams("round-robin",
+                       EXACT "host_decide_ns = 1000\nhost_launch_ns = 500\n"
+                             "host_chunk_first = 4\n",
+                       2);
+  cb_submit c = {.rt = rt};
+  cua_op *ops[400], *a;
+  for (int i = 0; i < 400; i++)
+    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 2000, 1), 0);
+  ck_assert_int_eq(cua_op_zip(&c.big, ops, 400), 0);
+  for (int i = 0; i < 400; i++)
+    cua_op_destroy(ops[i]);
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  cua_future *fa;
+  ck_assert_int_eq(cua_submit_on(&fa, rt, a, 0, 0), 0);
+  ck_assert_int_eq(cua_future_on_complete(fa, submit_big, &c), 0);
+  ck_assert_int_eq(cua_runtime_synchronize(rt), 0);
+  while (atomic_load(&c.fut) == NULL)
+    usleep(100);
+  ck_assert_int_eq(cua_future_wait(atomic_load(&c.fut)), 0);
+  while (atomic_load(&c.done_ns) == 0)
+    usleep(100);
+  uint64_t t = atomic_load(&c.done_ns) - t0;
+  cua_future_destroy(atomic_load(&c.fut));
+  cua_future_destroy(fa);
+  cua_op_destroy(a);
+  cua_op_destroy(c.big);
+  cua_runtime_destroy(rt);
+  return t;
+}
+
+START_TEST(chunks_keep_runs_identical) {
+  uint64_t first = submitted_while_waiting();
+  for (int i = 0; i < 3; i++) {
+    uint64_t t = submitted_while_waiting();
+    ck_assert_msg(t == first, "run %d: %llu ns, the first %llu ns", i + 2,
+                  (unsigned long long)t, (unsigned long long)first);
+  }
 }
 END_TEST
 
@@ -812,6 +886,7 @@ int main(void) {
   tcase_add_test(tc, peer_wait);
   tcase_add_test(tc, stats_count_waits_across_devices);
   tcase_add_test(tc, host_peer_wait);
+  tcase_add_test(tc, chunks_keep_runs_identical);
   tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);
   tcase_add_test(tc, data_real);

@@ -100,8 +100,9 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "ends; a launch's host call starts after its chunk's last decision "
      "(0: after its own decision)", 0},
     {"host_chunk_max", CUA_PARAM_INT, "256", 1, 1e6, nullptr,
-     "the most launches in a chunk (the runtime's: 256); not below "
-     "host_chunk_first", 0},
+     "the most launches in a chunk (the runtime's chunks handed to its "
+     "launch threads: 256; those its submitting thread applies itself "
+     "double without a cap); not below host_chunk_first", 0},
     {"host_peer_wait_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a wait for an event recorded on another GPU, ns, in "
      "place of host_event_ns (-1: host_event_ns)", 0},

@@ -487,6 +487,9 @@ void take_ready(std::vector<SimStream *> &from, std::vector<SimStream *> &out) {
  * running, or its completion thread has seen every step and its program
  * waits with nothing left to launch. */
 bool session_may_step(SimState *st) {
+  /* (a chunk still held goes out first: gateway_main()) */
+  if (!st->pending.empty())
+    return false;
   if (st->inflight == 0)
     return true;
   return st->cwaiting && st->acked == st->evt_seq && program_waits(st);
@@ -532,9 +535,15 @@ void gateway_main() {
   std::vector<SimStream *> fresh, wake;
   pthread_mutex_lock(&g.mu);
   for (;;) {
-    /* A round whose program now waits has applied all of its list. */
+    /* A round whose program now waits has applied all of its list: in
+     * virtual time the core applies a round's list only once it is all
+     * decided, and the program counts as waiting only while no list is
+     * being applied, so what the session holds is the whole list. (Not
+     * while it holds nothing: a thread that submits while another waits
+     * decides with the program counted as waiting, and ending its round
+     * then would depend on when this thread looked.) */
     for (SimState *st : g.sessions)
-      if ((st->chunking || !st->pending.empty()) && session_ready(st))
+      if (!st->pending.empty() && session_ready(st))
         end_round(st);
     take_ready(g.fresh, fresh);
     take_ready(g.wake, wake);
@@ -774,9 +783,10 @@ void end_round(SimState *st) {
 
 /* Under g.mu: @p it for stream @p s, after the decision (@p decide_ns, on
  * the modelled host thread) of a launch, if it is one: queued at once, or
- * held in the round's open chunk. A launch that finds the chunk full sends
- * it first, before its own decision: the chunk holds the records and
- * marks that came after its last launch, as the core's chunk does. */
+ * held in the round's open chunk. A launch, or a wait (the core decides an
+ * op's waits just before its launch), that finds the chunk full sends it
+ * first, before its own decision: the chunk keeps the records and marks
+ * that came after its last launch, as the core's chunk does. */
 void push_locked(SimStream *s, Item &it, long long host_ns,
                  long long decide_ns) {
   SimState *st = s->st;
@@ -785,13 +795,13 @@ void push_locked(SimStream *s, Item &it, long long host_ns,
     enqueue_locked(s, it, host_ns);
     return;
   }
-  if (it.kind == IT_OP) {
-    if (st->chunk_len >= st->chunk_at) {
-      flush_chunk(st);
-      st->chunk_at = std::min(st->chunk_at * 2, st->m.host_chunk_max);
-    }
-    st->chunk_len++;
+  if ((it.kind == IT_OP || it.kind == IT_WAIT) &&
+      st->chunk_len >= st->chunk_at) {
+    flush_chunk(st);
+    st->chunk_at = std::min(st->chunk_at * 2, st->m.host_chunk_max);
   }
+  if (it.kind == IT_OP)
+    st->chunk_len++;
   (void)host_call(st, decide_ns);
   st->pending.push_back({s, it, host_ns});
 }
@@ -972,7 +982,7 @@ void sim_stream_destroy(void *state, cua_backend_stream *bs) {
   (void)state;
   SimStream *s = SS(bs);
   pthread_mutex_lock(&g.mu);
-  end_round(s->st); /* its commands still come before its end */
+  flush_chunk(s->st); /* its commands still come before its end */
   s->gone = true;
   wake_locked(s);
   pthread_mutex_unlock(&g.mu);
