@@ -487,8 +487,10 @@ void take_ready(std::vector<SimStream *> &from, std::vector<SimStream *> &out) {
  * running, or its completion thread has seen every step and its program
  * waits with nothing left to launch. */
 bool session_may_step(SimState *st) {
-  /* (a chunk still held goes out first: gateway_main()) */
-  if (!st->pending.empty())
+  /* A chunk held by a program that now waits goes out first, at this
+   * instant (gateway_main()). One whose program does not wait (it may be
+   * waiting for another session's work) holds no one else up. */
+  if (!st->pending.empty() && session_ready(st))
     return false;
   if (st->inflight == 0)
     return true;
