@@ -665,7 +665,8 @@ int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
 }
 
 int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
-                      uint64_t *samples, char *err, size_t len) {
+                      uint64_t *samples, uint64_t *submit, char *err,
+                      size_t len) {
   cua_op *op = NULL;
   int rc = cua_op_spin(&op, rt, 0, 1);
   if (rc)
@@ -675,6 +676,7 @@ int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
     cua_future *fut = NULL;
     uint64_t t0 = bench_now_ns();
     rc = cua_submit(&fut, rt, op, NULL);
+    uint64_t ts = bench_now_ns();
     if (rc) {
       cua_op_destroy(op);
       return fail(err, len, rt, "cua_submit", rc);
@@ -689,8 +691,11 @@ int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
       return -1;
     }
     cua_future_destroy(fut);
-    if (i >= warmup)
+    if (i >= warmup) {
       samples[i - warmup] = t1 - t0;
+      if (submit != NULL)
+        submit[i - warmup] = ts - t0;
+    }
   }
   cua_op_destroy(op);
   return 0;

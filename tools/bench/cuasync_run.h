@@ -47,9 +47,11 @@ int bench_cua_run(bench_cua *g, uint64_t *ns, cua_stats *delta, char *err,
 /** Waits for the runtime, then frees the ops, buffers and host chunks. */
 void bench_cua_close(bench_cua *g);
 /** Future completion latency: @p warmup + @p iters times, submit a spin op
- * of 0 ns and wait; samples[i] is submit-to-wait-return. */
+ * of 0 ns and wait; samples[i] is submit-to-wait-return, and submit[i]
+ * (unless NULL) the part of it spent in cua_submit(). */
 int bench_cua_latency(cua_runtime *rt, size_t iters, size_t warmup,
-                      uint64_t *samples, char *err, size_t len);
+                      uint64_t *samples, uint64_t *submit, char *err,
+                      size_t len);
 
 /** Submission rate: @p nthreads threads at once submit one spin op of 0 ns
  * @p n times in all (each submission its own future), then each waits for

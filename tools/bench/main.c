@@ -1123,8 +1123,13 @@ static void turn_fail(bench *b, turn_row *t, const char *err) {
   row_fail(&b->rows, &b->rows.v[t->at], err);
 }
 
-static void latency_row(bench *b, bench_row *row, uint64_t *v, size_t n) {
+static void latency_row(bench *b, bench_row *row, uint64_t *v, uint64_t *sv,
+                        size_t n) {
   qsort(v, n, sizeof *v, cmp_u64);
+  if (sv != NULL) {
+    qsort(sv, n, sizeof *sv, cmp_u64);
+    row->submit_ns_per_op = percentile(sv, n, 50);
+  }
   row->tasks = n;
   row->repeat = b->o->repeat;
   row->streams = 1;
@@ -1136,9 +1141,9 @@ static void latency_row(bench *b, bench_row *row, uint64_t *v, size_t n) {
 /* One latency row's sampler: block @p n samples of baseline @p k (0
  * raw-sync, 1 raw-callback, 2 threads) or of contender @p c. */
 static int latency_block(const contender *c, int k, size_t n, uint64_t *v,
-                         char *err, size_t len) {
+                         uint64_t *sv, char *err, size_t len) {
   if (c != NULL)
-    return bench_cua_latency(c->rt_one, n, 10, v, err, len);
+    return bench_cua_latency(c->rt_one, n, 10, v, sv, err, len);
   return k == 0   ? bench_raw_sync_latency(n, v, err, len)
          : k == 1 ? bench_raw_callback_latency(n, v, err, len)
                   : bench_threads_latency(n, v, err, len);
@@ -1156,9 +1161,11 @@ static void run_latency(bench *b, const group *gr) {
   int cuda = strcmp(gr->backend, "cuda") == 0;
   size_t nrows = (cuda ? 2 : 1) + b->ncont, n = 0;
   uint64_t *v = calloc(iters * nrows, sizeof *v);
+  uint64_t *sv = calloc(iters * nrows, sizeof *sv); /* in cua_submit() */
   turn_row *t = calloc(nrows, sizeof *t);
-  if (v == NULL || t == NULL) {
+  if (v == NULL || sv == NULL || t == NULL) {
     free(v);
+    free(sv);
     free(t);
     return;
   }
@@ -1178,14 +1185,16 @@ static void run_latency(bench *b, const group *gr) {
     for (size_t j = 0; j < n; j++) {
       turn_row *r = &t[in_turn(j, blk, n)];
       size_t i = (size_t)(r - t);
-      if (r->ok && latency_block(r->who, r->kind, m, v + i * iters + blk * per,
-                                 err, sizeof err) != 0)
+      if (r->ok &&
+          latency_block(r->who, r->kind, m, v + i * iters + blk * per,
+                        sv + i * iters + blk * per, err, sizeof err) != 0)
         turn_fail(b, r, err);
     }
   }
   for (size_t i = 0; i < n; i++)
     if (t[i].ok)
-      latency_row(b, &b->rows.v[t[i].at], v + i * iters, iters);
+      latency_row(b, &b->rows.v[t[i].at], v + i * iters,
+                  t[i].who != NULL ? sv + i * iters : NULL, iters);
   const bench_row *base = &b->rows.v[first];
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
@@ -1195,6 +1204,7 @@ static void run_latency(bench *b, const group *gr) {
     }
   }
   free(v);
+  free(sv);
   free(t);
 }
 
