@@ -167,22 +167,6 @@ START_TEST(peer_and_network) {
 }
 END_TEST
 
-START_TEST(host_time) {
-  /* Launches take turns on the modelled host: ten 1 us spins over four
-   * streams, each launch 10 us of host time, end 1 us after the tenth
-   * launch: 101 us. Event records and waits cost host_event_ns too. */
-  cua_runtime *rt = open_sim("round-robin", EXACT "host_launch_ns = 10000\n");
-  cua_op *ops[10];
-  int st[10];
-  for (int i = 0; i < 10; i++) {
-    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
-    st[i] = i % 4;
-  }
-  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 101000);
-  cua_runtime_destroy(rt);
-}
-END_TEST
-
 /* The modelled host's round (ABI 1.11): each submission first builds its
  * nodes and makes its policy's plan, then each launch costs the decision
  * of the policy that placed the op and the launch itself. */
@@ -206,6 +190,16 @@ static uint64_t ten_submissions(const char *policy, const char *sim,
   cua_runtime_destroy(rt);
   return t;
 }
+
+START_TEST(host_time) {
+  /* Launches take turns on the modelled host: ten 1 us spins over four
+   * streams, each launch 10 us of host time, end 1 us after the tenth
+   * launch: 101 us. Event records and waits cost host_event_ns too. */
+  ck_assert_ns(
+      ten_submissions("round-robin", EXACT "host_launch_ns = 10000\n", 1),
+      101000);
+}
+END_TEST
 
 START_TEST(host_rounds) {
   /* round-robin: each submission costs 1 node x (1 us build + 3 us plan),
@@ -266,16 +260,11 @@ START_TEST(host_launch_threads) {
    * 1 and 3 on the other: ten 1 us spins over four streams, each launch
    * 10 us, end 1 us after the fifth launch of each thread: 51 us (101 us
    * with one, host_time above). */
-  cua_runtime *rt = open_sim(
-      "round-robin", EXACT "host_launch_ns = 10000\nhost_launch_threads = 2\n");
-  cua_op *ops[10];
-  int st[10];
-  for (int i = 0; i < 10; i++) {
-    ck_assert_int_eq(cua_op_spin(&ops[i], rt, 1000, 1), 0);
-    st[i] = i % 4;
-  }
-  ck_assert_ns(run_on(rt, ops, 10, NULL, st), 51000);
-  cua_runtime_destroy(rt);
+  ck_assert_ns(ten_submissions("round-robin",
+                               EXACT "host_launch_ns = 10000\n"
+                                     "host_launch_threads = 2\n",
+                               1),
+               51000);
   /* Builds, plans and decisions stay on the host thread; each launch
    * starts once its decision is made and its launch thread is free.
    * Submission k (one op, on stream k % 4) is decided at 6 (k + 1) us
@@ -289,8 +278,8 @@ START_TEST(host_launch_threads) {
 }
 END_TEST
 
-/* One submission of a zip of twelve 1 us spins under single-stream (all
- * on stream 0), each decision 1 us of host time, with [backend.sim]
+/* One submission of a zip of twelve 1 us spins under round-robin over
+ * one stream, each decision 1 us of host time, with [backend.sim]
  * extra keys @p chunks; the virtual time it takes. */
 static uint64_t twelve_on_one_stream(const char *chunks) {
   char sim[256];
