@@ -524,13 +524,6 @@ static void launcher_queue(cua__launcher *l, cua__cmdlist *h) {
   pthread_mutex_unlock(&l->mu);
 }
 
-/* A list whose commands are for the streams of several launch threads is
- * split into one list per launch thread, each in a holder from the
- * runtime's pool, its commands in their order: each launch thread applies
- * its streams' commands in decision order, and the tickets order the
- * commands of one stream and a wait after its record across threads, as
- * between submitting threads (the file's opening). Under rt->lock. 0, or
- * -1 (nothing queued) when a holder could not be had. */
 /* Gives the holders of a split that failed back to the pool (from a
  * copy: releasing clears the list it is given, and the holder itself goes
  * back); -1. */
@@ -543,6 +536,13 @@ static int split_failed(cua_runtime *rt, cua__cmdlist **part) {
   return -1;
 }
 
+/* A list whose commands are for the streams of several launch threads is
+ * split into one list per launch thread, each in a holder from the
+ * runtime's pool, its commands in their order: each launch thread applies
+ * its streams' commands in decision order, and the tickets order the
+ * commands of one stream and a wait after its record across threads, as
+ * between submitting threads (the file's opening). Under rt->lock. 0, or
+ * -1 (nothing queued) when a holder could not be had. */
 static int push_split(cua_runtime *rt, cua__cmdlist *cl) {
   cua__cmdlist *part[CUA__LAUNCHERS_MAX] = {NULL};
   int nparts = 0;

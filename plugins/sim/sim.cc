@@ -792,19 +792,18 @@ void end_round(SimState *st) {
 void push_locked(SimStream *s, Item &it, long long host_ns,
                  long long decide_ns) {
   SimState *st = s->st;
-  if (!st->chunking) {
-    (void)host_call(st, decide_ns);
-    enqueue_locked(s, it, host_ns);
-    return;
-  }
-  if ((it.kind == IT_OP || it.kind == IT_WAIT) &&
+  if (st->chunking && (it.kind == IT_OP || it.kind == IT_WAIT) &&
       st->chunk_len >= st->chunk_at) {
     flush_chunk(st);
     st->chunk_at = std::min(st->chunk_at * 2, st->m.host_chunk_max);
   }
+  (void)host_call(st, decide_ns);
+  if (!st->chunking) {
+    enqueue_locked(s, it, host_ns);
+    return;
+  }
   if (it.kind == IT_OP)
     st->chunk_len++;
-  (void)host_call(st, decide_ns);
   st->pending.push_back({s, it, host_ns});
 }
 
@@ -1021,8 +1020,9 @@ int sim_event_record(void *state, cua_backend_event *be,
   it.kind = IT_RECORD;
   it.ev = e;
   e->refs.fetch_add(1);
-  /* The generation is taken under g.mu with the item queued, so that a
-   * wait captured later always finds its record queued. */
+  /* The generation is taken under g.mu with the item queued (or held in
+   * the session's open chunk, which goes out in order), so that a wait
+   * captured later always finds its record ahead of it. */
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
   e->rec_dev = SS(s)->device;
