@@ -8,8 +8,15 @@
 #
 # Every ratio is within that one run (makespans, or p50 latencies, of two
 # rows); submit-mt's is the bench's thread_scaling (four threads' aggregate
-# rate over one thread's). A missing row prints -1.
-!/^#/ && $1 != "workload" { k = $1 "/" $2; ms[k] = $14; p50[k] = $30; ts[k] = $34 }
+# rate over one thread's). Columns are found by their names in the header
+# row. A missing row prints -1.
+!/^#/ && $1 == "workload" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+!/^#/ {
+  k = $1 "/" $2
+  ms[k] = $col["makespan_ns"]
+  p50[k] = $col["lat_p50_ns"]
+  ts[k] = $col["thread_scaling"]
+}
 function r(a, b) { return (b > 0) ? a / b : -1 }
 function line(what, v) { printf "%-42s %.3f\n", what, v }
 END {
