@@ -218,9 +218,10 @@ int bench_raw_submit(int nthreads, size_t n, int nstreams, uint64_t *ns,
                      char *err, size_t len);
 /** Launch + synchronise latency: @p iters times, a spin kernel of 0 ns then
  * cudaStreamSynchronize() on one idle stream; samples[i] from the launch
- * call to the synchronisation's return. */
-int bench_raw_sync_latency(size_t iters, uint64_t *samples, char *err,
-                           size_t len);
+ * call to the synchronisation's return, and launch[i] (unless @p launch is
+ * NULL) from the launch call to its return. */
+int bench_raw_sync_latency(size_t iters, uint64_t *samples, uint64_t *launch,
+                           char *err, size_t len);
 /** Host-callback latency: @p iters times, an empty kernel then
  * cudaLaunchHostFunc() on one idle stream; samples[i] is the time from the
  * kernel's launch call to the callback's first instruction. */

@@ -1144,7 +1144,7 @@ static int latency_block(const contender *c, int k, size_t n, uint64_t *v,
                          uint64_t *sv, char *err, size_t len) {
   if (c != NULL)
     return bench_cua_latency(c->rt_one, n, 10, v, sv, err, len);
-  return k == 0   ? bench_raw_sync_latency(n, v, err, len)
+  return k == 0   ? bench_raw_sync_latency(n, v, sv, err, len)
          : k == 1 ? bench_raw_callback_latency(n, v, err, len)
                   : bench_threads_latency(n, v, err, len);
 }
@@ -1194,7 +1194,8 @@ static void run_latency(bench *b, const group *gr) {
   for (size_t i = 0; i < n; i++)
     if (t[i].ok)
       latency_row(b, &b->rows.v[t[i].at], v + i * iters,
-                  t[i].who != NULL ? sv + i * iters : NULL, iters);
+                  t[i].who != NULL || t[i].kind == 0 ? sv + i * iters : NULL,
+                  iters);
   const bench_row *base = &b->rows.v[first];
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];

@@ -74,10 +74,11 @@ int bench_raw_submit(int nthreads, size_t n, int nstreams, uint64_t *ns,
   return -1;
 }
 
-int bench_raw_sync_latency(size_t iters, uint64_t *samples, char *err,
-                           size_t len) {
+int bench_raw_sync_latency(size_t iters, uint64_t *samples, uint64_t *launch,
+                           char *err, size_t len) {
   (void)iters;
   (void)samples;
+  (void)launch;
   snprintf(err, len, "%s", no_cuda);
   return -1;
 }

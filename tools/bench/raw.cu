@@ -637,7 +637,7 @@ extern "C" int bench_raw_submit(int nthreads, size_t n, int nstreams,
 }
 
 extern "C" int bench_raw_sync_latency(size_t iters, uint64_t *samples,
-                                      char *err, size_t len) {
+                                      uint64_t *launch, char *err, size_t len) {
   cudaStream_t s = NULL;
   const size_t warmup = 10;
   if (ck(cudaSetDevice(0), "cudaSetDevice", err, len) ||
@@ -648,11 +648,15 @@ extern "C" int bench_raw_sync_latency(size_t iters, uint64_t *samples,
   int rc = 0;
   for (size_t i = 0; i < warmup + iters && rc == 0; i++) {
     uint64_t t0 = bench_now_ns();
-    rc = ck_int(cua__kernel_spin(0, 1, s), "spin launch", err, len) ||
-         ck(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, len);
+    rc = ck_int(cua__kernel_spin(0, 1, s), "spin launch", err, len);
+    uint64_t tl = bench_now_ns();
+    rc = rc || ck(cudaStreamSynchronize(s), "cudaStreamSynchronize", err, len);
     uint64_t t1 = bench_now_ns();
-    if (rc == 0 && i >= warmup)
+    if (rc == 0 && i >= warmup) {
       samples[i - warmup] = t1 - t0;
+      if (launch != NULL)
+        launch[i - warmup] = tl - t0;
+    }
   }
   cudaStreamDestroy(s);
   return rc ? -1 : 0;
