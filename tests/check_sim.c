@@ -490,6 +490,63 @@ START_TEST(host_peer_wait) {
 }
 END_TEST
 
+START_TEST(host_record_costs) {
+  /* As a_wait_follows_its_record, with host_record_ns = 15000: C's
+   * record, on thread 1, ends at 25 us, the wait at 30, B's launch at 40:
+   * B ends at 41 us. host_event_ns still prices the wait. */
+  ck_assert_ns(join_of_spins(EXACT "host_launch_ns = 10000\n"
+                                   "host_event_ns = 5000\n"
+                                   "host_record_ns = 15000\n"
+                                   "host_launch_threads = 2\n",
+                             2, 1000, 1000, 1000, NULL),
+               41000);
+}
+END_TEST
+
+START_TEST(host_contention) {
+  /* then(zip(A, B), C), round-robin over two streams, A a 20 us spin, B
+   * and C 1 us; 10 us per decision and per launch, two launch threads.
+   * The host thread decides A, B and C from 0 to 30 us. Without
+   * contention A's launch runs from 10 to 20 us and A to 40, C after it
+   * on A's stream: 41 us. With host_contention = 1, calls on the launch
+   * threads take twice as long until 30 us: A's launch, from 10 us, ends
+   * at 30, A at 50, C at 51 (B's launch, from 20 us, ends at 35: 10 us of
+   * work at half speed until 30, the rest at full). With one modelled
+   * launch thread the launches are the host thread's own: no contention,
+   * and A's launch ends at 20, B's decision at 30, its launch at 40 and
+   * C's decision and launch at 60: C ends at 61 us either way. */
+#define CONTENTION_COSTS                                                       \
+  EXACT "host_decide_ns = 10000\nhost_launch_ns = 10000\n"
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_launch_threads = 2\n", 2,
+                             20000, 1000, 1000, NULL),
+               41000);
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_launch_threads = 2\n"
+                                              "host_contention = 1\n",
+                             2, 20000, 1000, 1000, NULL),
+               51000);
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_contention = 1\n", 2,
+                             20000, 1000, 1000, NULL),
+               join_of_spins(CONTENTION_COSTS, 2, 20000, 1000, 1000, NULL));
+}
+END_TEST
+
+START_TEST(host_launch_cold) {
+  /* then(zip(A, B), C) over two streams and two launch threads, 10 us
+   * per launch: A and B go to idle streams, so with host_launch_cold_ns
+   * = 30000 their launches end at 30 us; C follows A on its stream, which
+   * has A queued: 10 us, from 30 to 40, and C ends at 41 (21 without). */
+  ck_assert_ns(join_of_spins(EXACT "host_launch_ns = 10000\n"
+                                   "host_launch_threads = 2\n",
+                             2, 1000, 1000, 1000, NULL),
+               21000);
+  ck_assert_ns(join_of_spins(EXACT "host_launch_ns = 10000\n"
+                                   "host_launch_cold_ns = 30000\n"
+                                   "host_launch_threads = 2\n",
+                             2, 1000, 1000, 1000, NULL),
+               41000);
+}
+END_TEST
+
 START_TEST(stats_count_waits_across_devices) {
   /* then(zip(A, B), C): C waits for B on another stream, of another GPU
    * over two GPUs of one stream, of the same GPU over one of two. */
@@ -776,6 +833,14 @@ START_TEST(bad_sections) {
           "[backend.sim] host_chunk_max: 8 is below host_chunk_first (16)");
   refused("host_peer_wait_ns = -2\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] host_peer_wait_ns: -2 is out of range");
+  refused("host_record_ns = -2\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_record_ns: -2 is out of range");
+  refused("host_launch_cold_ns = -2\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_launch_cold_ns: -2 is out of range");
+  refused("host_contention = 11\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_contention: 11 is out of range");
+  refused("host_contention = -0.5\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_contention: -0.5 is out of range");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "peer_wait_ns: 1000000001 is out of range");
@@ -875,6 +940,9 @@ int main(void) {
   tcase_add_test(tc, peer_wait);
   tcase_add_test(tc, stats_count_waits_across_devices);
   tcase_add_test(tc, host_peer_wait);
+  tcase_add_test(tc, host_record_costs);
+  tcase_add_test(tc, host_contention);
+  tcase_add_test(tc, host_launch_cold);
   tcase_add_test(tc, chunks_keep_runs_identical);
   tcase_add_test(tc, a_wait_follows_its_record);
   tcase_add_test(tc, time_stands_still_while_submitting);

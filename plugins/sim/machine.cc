@@ -106,6 +106,17 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"host_peer_wait_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a wait for an event recorded on another GPU, ns, in "
      "place of host_event_ns (-1: host_event_ns)", 0},
+    {"host_record_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
+     "host time of each event record, ns, in place of host_event_ns "
+     "(-1: host_event_ns)", 0},
+    {"host_contention", CUA_PARAM_DOUBLE, "0", 0, 10, nullptr,
+     "with host_launch_threads above 1: while the modelled host thread "
+     "builds, plans and decides a submission, each launch, record and wait "
+     "on a launch thread takes 1 + host_contention times as long (0: no "
+     "slowdown)", 0},
+    {"host_launch_cold_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
+     "host time of a launch onto a stream with no op queued or running, "
+     "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},
 };
 /* clang-format on */
 
@@ -329,6 +340,9 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->host_chunk_first = vals[SIM_PARAM_HOST_CHUNK_FIRST].i;
   m->host_chunk_max = vals[SIM_PARAM_HOST_CHUNK_MAX].i;
   m->host_peer_wait_ns = vals[SIM_PARAM_HOST_PEER_WAIT_NS].i;
+  m->host_record_ns = vals[SIM_PARAM_HOST_RECORD_NS].i;
+  m->host_contention = vals[SIM_PARAM_HOST_CONTENTION].d;
+  m->host_launch_cold_ns = vals[SIM_PARAM_HOST_LAUNCH_COLD_NS].i;
   if (m->host_chunk_first > m->host_chunk_max) {
     set_err(err,
             "[backend.sim] host_chunk_max: %lld is below host_chunk_first "

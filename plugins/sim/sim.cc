@@ -24,7 +24,8 @@
  * thread: a submission's round (round(), ABI 1.11) first charges it the
  * build of every node and the policy's plan, then each launch the
  * decision of the policy that placed the op (cua_backend_op::policy) and
- * the launch, each record and wait host_event_ns. With host_launch_threads
+ * the launch, each record and wait host_event_ns (or host_record_ns and
+ * host_peer_wait_ns). With host_launch_threads
  * above 1, the launches, records and waits take their turns on their
  * stream's modelled launch thread instead (launch_call()), after their
  * decision, and a wait after the record it waits for. With
@@ -131,6 +132,8 @@ struct SimStream {
   bool woken = false;  /* under g.mu: listed in g.wake */
   bool listed = false; /* under g.mu: in its session's changed list */
   bool gone = false;   /* under g.mu: stream_destroy() or the session ends */
+  uint64_t ops_pushed = 0; /* under g.mu: its launches so far */
+  std::atomic<uint64_t> ops_done{0}; /* of them, run to their end */
   /* Sim thread only. */
   sg4::SemaphorePtr sem;
   bool idle = false;
@@ -157,6 +160,9 @@ struct SimState {
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
+  /* When the modelled host thread is expected to end the current
+   * submission's build, plan and decisions (host_contention). */
+  uint64_t busy_until = 0;
   /* When each modelled launch thread is free (host_launch_threads). */
   uint64_t launch_cursor[SIM_LAUNCH_THREADS_MAX] = {0};
   /* A submission's round is open (round()) and hands its commands over in
@@ -371,6 +377,7 @@ void stream_main(SimState *st, SimStream *s) {
     switch (it.kind) {
     case IT_OP:
       run_op(st, s, it.op);
+      s->ops_done.fetch_add(1, std::memory_order_release);
       break;
     case IT_MARK:
       /* Published by the gateway once the instant is over (publish()):
@@ -734,6 +741,23 @@ uint64_t host_call(SimState *st, long long ns) {
   return st->host_cursor;
 }
 
+/* Under g.mu: how long a launch thread's call of @p ns starting at @p start
+ * takes (host_contention): 1 + host_contention times as long while the
+ * modelled host thread is still busy with the submission's build, plan
+ * and decisions (until the later of its cursor and busy_until), as long as
+ * usual after. */
+uint64_t contended(const SimState *st, uint64_t start, long long ns) {
+  uint64_t busy = std::max(st->host_cursor, st->busy_until);
+  double c = st->m.host_contention;
+  if (c <= 0 || busy <= start)
+    return (uint64_t)ns;
+  double slow = 1.0 + c, window = (double)(busy - start);
+  double stretched = (double)ns * slow;
+  if (stretched <= window)
+    return (uint64_t)std::llround(stretched);
+  return (uint64_t)std::llround(window + (double)ns - window / slow);
+}
+
 /* Under g.mu: with host_launch_threads above 1, the virtual time at
  * which a call to stream @p s ends whose decision (@p decide_ns) is made
  * on the modelled host thread and whose launch (@p launch_ns) then takes
@@ -751,7 +775,7 @@ uint64_t launch_call(SimStream *s, long long decide_ns, long long launch_ns,
   uint64_t start = std::max({now, decided, cur, after});
   if (launch_ns <= 0)
     return start > now ? start : 0;
-  cur = start + (uint64_t)launch_ns;
+  cur = start + contended(st, start, launch_ns);
   return cur;
 }
 
@@ -1026,7 +1050,9 @@ int sim_event_record(void *state, cua_backend_event *be,
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
   e->rec_dev = SS(s)->device;
-  push_locked(SS(s), it, SS(s)->st->m.host_event_ns, 0);
+  const sim_machine &m = SS(s)->st->m;
+  push_locked(SS(s), it,
+              m.host_record_ns >= 0 ? m.host_record_ns : m.host_event_ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
 }
@@ -1159,7 +1185,18 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
       op->size >= offsetof(cua_backend_op, policy) + sizeof op->policy
           ? op->policy
           : nullptr;
-  push(SS(s), it, st->m.host_launch_ns, st->m.host_decide.get(pol));
+  SimStream *ss = SS(s);
+  pthread_mutex_lock(&g.mu);
+  /* A launch onto a stream with nothing queued or running costs
+   * host_launch_cold_ns when that is set. */
+  long long launch_ns =
+      st->m.host_launch_cold_ns >= 0 &&
+              ss->ops_pushed == ss->ops_done.load(std::memory_order_acquire)
+          ? st->m.host_launch_cold_ns
+          : st->m.host_launch_ns;
+  ss->ops_pushed++;
+  push_locked(ss, it, launch_ns, st->m.host_decide.get(pol));
+  pthread_mutex_unlock(&g.mu);
   return 0;
 }
 
@@ -1290,7 +1327,11 @@ void sim_round(void *state, size_t nodes, const char *policy) {
   end_round(st);
   st->chunking = st->m.host_chunk_first > 0;
   st->chunk_at = st->m.host_chunk_first;
-  (void)host_call(st, per * (long long)nodes);
+  uint64_t built = host_call(st, per * (long long)nodes);
+  /* The decisions that follow, for host_contention (an op of a later
+   * round, made ready by a completion, is not counted here). */
+  st->busy_until = std::max(built, g.vnow.load()) +
+                   (uint64_t)(st->m.host_decide.get(policy) * (long long)nodes);
   pthread_mutex_unlock(&g.mu);
 }
 

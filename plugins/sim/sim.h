@@ -56,6 +56,9 @@ enum {
   SIM_PARAM_HOST_CHUNK_FIRST,
   SIM_PARAM_HOST_CHUNK_MAX,
   SIM_PARAM_HOST_PEER_WAIT_NS,
+  SIM_PARAM_HOST_RECORD_NS,
+  SIM_PARAM_HOST_CONTENTION,
+  SIM_PARAM_HOST_LAUNCH_COLD_NS,
   SIM_PARAM_COUNT
 };
 
@@ -89,6 +92,9 @@ struct sim_machine {
   long long peer_wait_ns;
   long long host_chunk_first, host_chunk_max;
   long long host_peer_wait_ns; /* -1: host_event_ns */
+  long long host_record_ns;    /* -1: host_event_ns */
+  double host_contention;      /* launch threads' slowdown, 0: none */
+  long long host_launch_cold_ns; /* onto an idle stream; -1: as any */
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
