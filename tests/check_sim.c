@@ -524,8 +524,8 @@ START_TEST(host_contention) {
                                               "host_contention = 1\n",
                              2, 20000, 1000, 1000, NULL),
                51000);
-  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_contention = 1\n", 2,
-                             20000, 1000, 1000, NULL),
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_contention = 1\n", 2, 20000,
+                             1000, 1000, NULL),
                join_of_spins(CONTENTION_COSTS, 2, 20000, 1000, 1000, NULL));
 }
 END_TEST

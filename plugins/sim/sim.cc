@@ -132,7 +132,7 @@ struct SimStream {
   bool woken = false;  /* under g.mu: listed in g.wake */
   bool listed = false; /* under g.mu: in its session's changed list */
   bool gone = false;   /* under g.mu: stream_destroy() or the session ends */
-  uint64_t ops_pushed = 0; /* under g.mu: its launches so far */
+  uint64_t ops_pushed = 0;           /* under g.mu: its launches so far */
   std::atomic<uint64_t> ops_done{0}; /* of them, run to their end */
   /* Sim thread only. */
   sg4::SemaphorePtr sem;
