@@ -1,5 +1,5 @@
-# sim-s27-calibrate.py DIR [BASE.machine]: the sim's host costs of two
-# H200s, computed (no fit to makespans) from the twenty-seventh session's
+# sim-s27-calibrate.py DIR [BASE.machine]: the sim's host costs of a
+# machine (two H200s, one H200), computed (no fit to makespans) from the twenty-seventh session's
 # calibration runs in DIR: cal-prof-W-P-R.err (an instrumented build that
 # times every backend call on the launch threads, the calls made while
 # the submitting thread builds and decides apart, the first launch on an
@@ -123,7 +123,6 @@ host = {
     "host_launch_cold_ns": "%d" % round(cold + overhead, -1),
     "host_record_ns": "%d" % round(record * idle, -1),
     "host_event_ns": "%d" % round(wait * idle + overhead, -1),
-    "host_peer_wait_ns": "%d" % round(peer * idle + overhead, -1),
     "host_contention": "%.2f" % contention,
     "host_build_ns": "%d" % round(statistics.mean(build), -1),
     # Only heft plans (the others' hazard step is about 10 ns per task).
@@ -131,7 +130,8 @@ host = {
     "host_decide_ns": "%d, " % round(decide["round-robin"], -1) +
                       ", ".join("%s=%d" % (p, round(decide[p], -1)) for p in pols if p != "round-robin"),
 }
-print("# %s: computed by sim-s27-calibrate.py from %d calibration runs in %s" % ("two H200s", len(runs), d))
+print("# computed by sim-s27-calibrate.py from %d calibration runs in %s, device lines from %s" %
+      (len(runs), os.path.basename(os.path.normpath(d)), os.path.basename(base)))
 print("# (contention %.2f from %d launch and %d wait ratios; %.0f ns of the launch"
       " threads' own work per command; %.1f%% of waits while deciding)" %
       (contention, len(c_l), len(c_w), overhead, 100 * f_dec))
@@ -140,5 +140,8 @@ for line in open(base):
     if line.startswith("#") or k.startswith("host_"):
         continue
     print(line.rstrip())
+npeer, _ = pooled("peerwait")
+if npeer > 0:  # (none on one GPU)
+    host["host_peer_wait_ns"] = "%d" % round(peer * idle + overhead, -1)
 for k, v in host.items():
     print("%s = %s" % (k, v))
