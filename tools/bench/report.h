@@ -43,9 +43,9 @@ typedef struct bench_row {
   double vs_lpt;      /**< makespan / lpt_ns (0: no LPT) */
   double concurrency; /**< compute tasks * task_ns / makespan */
   double events_per_kop, waits_per_kop, peer_waits_per_kop;
-  double submit_ns_per_op; /* host time in cua_submit() per op (raw-sync
-                           * latency: in the launch) */
-  double ratio;            /**< makespan (or p50) / best raw baseline's */
+  /** host time in cua_submit() per op (raw-sync latency: the launch's) */
+  double submit_ns_per_op;
+  double ratio;       /**< makespan (or p50) / best raw baseline's */
   double scaling;     /**< submit-mt: rate / the same row's one-thread rate */
   char best_raw[160]; /**< which baseline that was */
   double build_ns_per_op;
