@@ -49,9 +49,9 @@
  * whose expected end, with the op's inputs' expected ends, lets it finish
  * first.
  *
- * Cost: O((V + E) * D * S) per submission for V ops, E edges, D devices
- * and S streams (each input's wait is counted for each candidate stream),
- * and a binary search per place().
+ * Cost: O((V + E) * D + V * D * S) per submission for V ops, E edges, D
+ * devices and S streams (an op's inputs are read once per device, not
+ * once per candidate stream), and a binary search per place().
  */
 #include <cuasync/errors.h>
 #include <cuasync/policy.h>
@@ -236,6 +236,51 @@ static uint64_t plan_ready(const heft_state *s, const cua_dag_op *op,
   return ready;
 }
 
+/* plan_ready() for every stream of device @p dev at once, in O(inputs +
+ * streams): an input on another device (or none: a host step) adds its
+ * wait to every stream alike; one on this device adds wait_ns on every
+ * stream but its own. So a stream's readiness is the largest of: what the
+ * other devices' inputs give (@c base), and what this device's give, which
+ * is their largest finish + wait_ns (@c hi, from an input on stream
+ * @c hs) on any stream but @c hs, and on @c hs the larger of its own
+ * inputs' finishes and the other streams' largest finish + wait_ns. The
+ * same values as plan_ready(), so the same plan. */
+static void plan_ready_device(const heft_state *s, const cua_dag_op *op,
+                              const uint64_t *finish, const int *pdev,
+                              const int *pstr, int dev, uint64_t now,
+                              uint64_t *ready) {
+  uint64_t base = now, hi = 0, own = 0, other = 0;
+  int hs = -1;
+  for (size_t k = 0; k < op->ninputs; k++) {
+    size_t j = op->inputs[k];
+    if (pdev[j] != dev) {
+      uint64_t t = finish[j] + (pdev[j] < 0 ? 0 : s->device_wait_ns);
+      if (t > base)
+        base = t;
+    } else if (hs < 0 || finish[j] + s->wait_ns > hi) {
+      hi = finish[j] + s->wait_ns;
+      hs = pstr[j];
+    }
+  }
+  if (hs >= 0)
+    for (size_t k = 0; k < op->ninputs; k++) {
+      size_t j = op->inputs[k];
+      if (pdev[j] != dev)
+        continue;
+      if (pstr[j] == hs) {
+        if (finish[j] > own)
+          own = finish[j];
+      } else if (finish[j] + s->wait_ns > other) {
+        other = finish[j] + s->wait_ns;
+      }
+    }
+  for (int st = 0; st < s->streams; st++) {
+    uint64_t r = base;
+    uint64_t mine = st == hs ? (own > other ? own : other) : hs >= 0 ? hi : 0;
+    ready[st] = mine > r ? mine : r;
+  }
+}
+
 static int cmp_slot(const void *a, const void *b) {
   uint64_t x = ((const heft_slot *)a)->op_id, y = ((const heft_slot *)b)->op_id;
   return x < y ? -1 : x > y;
@@ -331,8 +376,12 @@ static void heft_begin(void *state, const cua_dag *dag) {
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
   uint64_t *w = calloc((n + 1) * nd, sizeof *w);
   uint64_t *on = w != NULL ? w + n * nd : NULL;
+  /* Each stream's readiness for the op being placed, one device at a
+   * time. */
+  uint64_t *at_st = calloc((size_t)s->streams, sizeof *at_st);
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
-      slots == NULL || pdev == NULL || pstr == NULL || w == NULL) {
+      slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
+      at_st == NULL) {
     /* Without a plan, place() decides on the live loads. */
     s->host->log(s->host->core, CUA_LOG_WARN,
                  "out of memory planning submission %" PRIu64, dag->submission);
@@ -425,9 +474,10 @@ static void heft_begin(void *state, const cua_dag *dag) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
         continue;
       uint64_t extra = on[d];
+      plan_ready_device(s, op, finish, pdev, pstr, d, now, at_st);
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
-        uint64_t at = plan_ready(s, op, finish, pdev, pstr, d, st, now);
+        uint64_t at = at_st[st];
         uint64_t end = (f > at ? f : at) + extra;
         if (end < best) {
           best = end;
@@ -471,6 +521,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
   s->last_span = span - now;
 
 out:
+  free(at_st);
   free(w);
   free(rank);
   free(finish);
