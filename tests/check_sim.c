@@ -510,9 +510,10 @@ START_TEST(host_contention) {
    * contention A's launch runs from 10 to 20 us and A to 40, C after it
    * on A's stream: 41 us. With host_contention = 1, calls on the launch
    * threads take twice as long until 30 us: A's launch, from 10 us, ends
-   * at 30, A at 50, C at 51 (B's launch, from 20 us, ends at 35: 10 us of
-   * work at half speed until 30, the rest at full). With one modelled
-   * launch thread the launches are the host thread's own: no contention,
+   * at 30, A at 50, C at 51 (B's launch, from 20 us, ends at 35: 5 us of
+   * its work at half speed until 30, the other 5 at full). With one
+   * modelled launch thread the launches are the host thread's own: no
+   * contention,
    * and A's launch ends at 20, B's decision at 30, its launch at 40 and
    * C's decision and launch at 60: C ends at 61 us either way. */
 #define CONTENTION_COSTS                                                       \
@@ -544,6 +545,28 @@ START_TEST(host_launch_cold) {
                                    "host_launch_threads = 2\n",
                              2, 1000, 1000, 1000, NULL),
                41000);
+  /* A stream whose ops have all ended is idle again: one-op submissions
+   * on it, each waited for, pay the cold launch every time (31 us each,
+   * 11 without the key). */
+  for (int cold = 0; cold < 2; cold++) {
+    cua_runtime *rt = open_sim_streams(
+        "round-robin",
+        cold ? EXACT "host_launch_ns = 10000\nhost_launch_cold_ns = 30000\n"
+             : EXACT "host_launch_ns = 10000\n",
+        1);
+    cua_op *op;
+    ck_assert_int_eq(cua_op_spin(&op, rt, 1000, 1), 0);
+    for (int i = 0; i < 3; i++) {
+      uint64_t t0 = cua_runtime_now_ns(rt);
+      cua_future *f;
+      ck_assert_int_eq(cua_submit_on(&f, rt, op, 0, 0), 0);
+      ck_assert_int_eq(cua_future_wait(f), 0);
+      cua_future_destroy(f);
+      ck_assert_ns(cua_runtime_now_ns(rt) - t0, cold ? 31000 : 11000);
+    }
+    cua_op_destroy(op);
+    cua_runtime_destroy(rt);
+  }
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 # sim-s27-calibrate.py DIR [BASE.machine]: the sim's host costs of a
-# machine (two H200s, one H200), computed (no fit to makespans) from the twenty-seventh session's
-# calibration runs in DIR: cal-prof-W-P-R.err (an instrumented build that
+# machine (two H200s, one H200), computed (no fit to makespans) from the
+# twenty-seventh session's calibration runs in DIR: cal-prof-W-P-R.err (an instrumented build that
 # times every backend call on the launch threads, the calls made while
 # the submitting thread builds and decides apart, the first launch on an
 # idle stream apart, and the core's stages per submission) and
@@ -17,7 +17,10 @@
 #     command (lean build's time applying lists, less the calls' time and
 #     the turn waits, per command; a record is part of its launch's
 #     command), marks spread over the launches;
-#   cold launch: the first launch on a stream with nothing in flight;
+#   cold launch: the first launch on a stream with nothing in flight
+#     (made while the submitting thread decides: divided by 1 +
+#     contention, as the sim stretches it again), plus what a launch
+#     gets of the executor and the marks;
 #   contention: calls made while the submitting thread decides, over the
 #     same calls made while it does not, less 1 (launches without the
 #     cold ones, and waits);
@@ -32,20 +35,24 @@ base = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file
 
 def tasks(csvpath):
     col = None
-    for r in csv.reader(l for l in open(csvpath) if not l.startswith("#")):
-        if r[0] == "workload":
-            col = {k: i for i, k in enumerate(r)}
-        elif r[col["kind"]] == "cuasync":
-            return int(r[col["tasks"]])
+    with open(csvpath) as f:
+        for r in csv.reader(l for l in f if not l.startswith("#")):
+            if r[0] == "workload":
+                col = {k: i for i, k in enumerate(r)}
+            elif col is not None and r[col["kind"]] == "cuasync":
+                return int(r[col["tasks"]])
     raise SystemExit("no cuasync row in " + csvpath)
 
 
 def parse(path):
-    t = open(path).read()
+    with open(path) as f:
+        t = f.read()
     pc = {m[0]: (int(m[1]), float(m[2]) * 1e6) for m in re.findall(r"PC (\S+)\s+n=(\d+) total_ms=([\d.]+)", t)}
     spb = {m[0]: (int(m[1]), float(m[2]), float(m[3]) * 1e6)
            for m in re.findall(r"SPB (\S*)\s+n=(\d+) mean=(\d+) total_ms=([\d.]+)", t)}
-    spb["cmds"] = next((int(0), 0.0, float(m) * 1e6) for m in re.findall(r"SPB\s+n=\d+ mean=\d+ total_ms=([\d.]+)", t))
+    # The lean build's unnamed bucket: its total is the commands / 1e6.
+    cmds = re.findall(r"SPB\s+n=\d+ mean=\d+ total_ms=([\d.]+)", t)
+    spb["cmds"] = (0, 0.0, float(cmds[0]) * 1e6 if cmds else 0.0)
     sp = {m[0]: float(m[1]) for m in re.findall(r"SP (\S+)\s+n=\d+ p50=(\d+)", t)}
     return pc, spb, sp
 
@@ -109,7 +116,11 @@ for x in runs:
 overhead = max(0.0, over_t / over_c)
 
 launch = launch_idle + mark * nm / nl + overhead
+cold_launch = cold / (1.0 + contention) + mark * nm / nl + overhead
 pols = sorted(set(x["pol"] for x in runs))
+for need in ("round-robin", "heft"):
+    if need not in pols:
+        raise SystemExit("no %s runs in %s" % (need, d))
 build, plan, decide = [], {}, {}
 for pol in pols:
     xs = [x for x in runs if x["pol"] == pol]
@@ -120,7 +131,7 @@ for pol in pols:
 host = {
     "host_launch_threads": "2",
     "host_launch_ns": "%d" % round(launch, -1),
-    "host_launch_cold_ns": "%d" % round(cold + overhead, -1),
+    "host_launch_cold_ns": "%d" % round(cold_launch, -1),
     "host_record_ns": "%d" % round(record * idle, -1),
     "host_event_ns": "%d" % round(wait * idle + overhead, -1),
     "host_contention": "%.2f" % contention,
@@ -135,11 +146,12 @@ print("# computed by sim-s27-calibrate.py from %d calibration runs in %s, device
 print("# (contention %.2f from %d launch and %d wait ratios; %.0f ns of the launch"
       " threads' own work per command; %.1f%% of waits while deciding)" %
       (contention, len(c_l), len(c_w), overhead, 100 * f_dec))
-for line in open(base):
-    k = line.split("=")[0].strip()
-    if line.startswith("#") or k.startswith("host_"):
-        continue
-    print(line.rstrip())
+with open(base) as f:
+    for line in f:
+        k = line.split("=")[0].strip()
+        if line.startswith("#") or k.startswith("host_"):
+            continue
+        print(line.rstrip())
 npeer, _ = pooled("peerwait")
 if npeer > 0:  # (none on one GPU)
     host["host_peer_wait_ns"] = "%d" % round(peer * idle + overhead, -1)

@@ -112,8 +112,8 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"host_contention", CUA_PARAM_DOUBLE, "0", 0, 10, nullptr,
      "with host_launch_threads above 1: while the modelled host thread "
      "builds, plans and decides a submission, each launch, record and wait "
-     "on a launch thread takes 1 + host_contention times as long (0: no "
-     "slowdown)", 0},
+     "on a launch thread takes 1 + host_contention times as long, for the "
+     "part of it that falls then (0: no slowdown)", 0},
     {"host_launch_cold_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a launch onto a stream with no op queued or running, "
      "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},

@@ -24,11 +24,14 @@
  * thread: a submission's round (round(), ABI 1.11) first charges it the
  * build of every node and the policy's plan, then each launch the
  * decision of the policy that placed the op (cua_backend_op::policy) and
- * the launch, each record and wait host_event_ns (or host_record_ns and
+ * the launch (host_launch_cold_ns onto a stream with nothing queued or
+ * running), each record and wait host_event_ns (or host_record_ns and
  * host_peer_wait_ns). With host_launch_threads
  * above 1, the launches, records and waits take their turns on their
  * stream's modelled launch thread instead (launch_call()), after their
- * decision, and a wait after the record it waits for. With
+ * decision, and a wait after the record it waits for; with
+ * host_contention, those that start while the submission is still being
+ * decided take longer (contended()). With
  * host_chunk_first, a submission's calls are held in its open chunk
  * (SimState::pending) and reach their streams once the chunk's last
  * decision is made, as the runtime hands a large submission over in
@@ -51,8 +54,9 @@
  * changed lists, open chunks and memory accounts, between the core's threads
  * and the sim thread; g.life serialises the start and stop of the simulation.
  * No SimGrid call is made with g.mu held (a call switches to other actors,
- * which take it). Events' generations and streams' progress are atomics,
- * read by any thread; the counters of the simulation (g.nactors,
+ * which take it). Events' generations, streams' progress and the count of
+ * their ops run to their end (SimStream::ops_done, for
+ * host_launch_cold_ns) are atomics, read by any thread; the counters of the simulation (g.nactors,
  * g.nblocked, a session's inflight) are the sim thread's.
  */
 #ifdef HAVE_CONFIG_H
@@ -160,8 +164,9 @@ struct SimState {
   bool cwake = false;    /* wake() */
   std::vector<uint32_t> changed; /* streams whose progress moved */
   uint64_t host_cursor = 0;      /* when the modelled host thread is free */
-  /* When the modelled host thread is expected to end the current
-   * submission's build, plan and decisions (host_contention). */
+  /* When the modelled host thread is expected to end the last
+   * submission's build, plan and decisions (host_contention): an upper
+   * bound, one decision per node. */
   uint64_t busy_until = 0;
   /* When each modelled launch thread is free (host_launch_threads). */
   uint64_t launch_cursor[SIM_LAUNCH_THREADS_MAX] = {0};
@@ -742,12 +747,13 @@ uint64_t host_call(SimState *st, long long ns) {
 }
 
 /* Under g.mu: how long a launch thread's call of @p ns starting at @p start
- * takes (host_contention): 1 + host_contention times as long while the
- * modelled host thread is still busy with the submission's build, plan
- * and decisions (until the later of its cursor and busy_until), as long as
- * usual after. */
+ * takes (host_contention): 1 + host_contention times as long for the part
+ * of it that falls while the modelled host thread is still expected to be
+ * busy with the submission's build, plan and decisions (busy_until; a call
+ * starts after its own decision, so the host cursor itself never reaches
+ * past it), as long as usual after. */
 uint64_t contended(const SimState *st, uint64_t start, long long ns) {
-  uint64_t busy = std::max(st->host_cursor, st->busy_until);
+  uint64_t busy = st->busy_until;
   double c = st->m.host_contention;
   if (c <= 0 || busy <= start)
     return (uint64_t)ns;
@@ -1328,7 +1334,8 @@ void sim_round(void *state, size_t nodes, const char *policy) {
   st->chunking = st->m.host_chunk_first > 0;
   st->chunk_at = st->m.host_chunk_first;
   uint64_t built = host_call(st, per * (long long)nodes);
-  /* The decisions that follow, for host_contention (an op of a later
+  /* The decisions that follow, for host_contention: at most one per node
+   * (the host and virtual nodes among them get none, and an op of a later
    * round, made ready by a completion, is not counted here). */
   st->busy_until = std::max(built, g.vnow.load()) +
                    (uint64_t)(st->m.host_decide.get(policy) * (long long)nodes);
