@@ -56,8 +56,9 @@
  * No SimGrid call is made with g.mu held (a call switches to other actors,
  * which take it). Events' generations, streams' progress and the count of
  * their ops run to their end (SimStream::ops_done, for
- * host_launch_cold_ns) are atomics, read by any thread; the counters of the simulation (g.nactors,
- * g.nblocked, a session's inflight) are the sim thread's.
+ * host_launch_cold_ns) are atomics, read by any thread; the counters of the
+ * simulation (g.nactors, g.nblocked, a session's inflight) are the sim
+ * thread's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
