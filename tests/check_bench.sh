@@ -183,6 +183,24 @@ awk -F, 'NR == 1 { n = NF; next }
   fail "--submit task,level: invalid or failed rows"
 pass "--submit task,level runs every pattern, dependencies honoured"
 
+# Graph mode: a graph's launches record and wait for no events of the
+# runtime, so its rows count those its placement needs, as raw-streams'
+# are counted: under round-robin on stencil, the same as the runtime
+# counts for the same placement submitted whole.
+run 0 --quick --backend host --workload stencil --tasks 64 --repeat 1 \
+  --policy round-robin --submit whole,graph --format csv
+grep -v '^#' "$OUT" >"$TMP/graph.csv"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  $3 == "cuasync" { e[$5] = $c["events_per_kop"]; w[$5] = $c["waits_per_kop"];
+    p[$5] = $c["peer_waits_per_kop"] }
+  END { if (e["graph"] == "" || e["graph"] + 0 == 0 || e["graph"] != e["whole"] ||
+            w["graph"] != w["whole"] || p["graph"] != "0") {
+          print "graph " e["graph"] "/" w["graph"] "/" p["graph"] \
+            ", whole " e["whole"] "/" w["whole"]; exit 1 } }' \
+  "$TMP/graph.csv" >"$ERR" ||
+  fail "--submit graph: events and waits of its placement"
+pass "--submit graph counts its placement's events and waits"
+
 # METG with one submission per task, over 2 streams, beside the threads
 # baseline (issue 9's host target), in the table.
 run 0 --quick --backend host --workload stencil --tasks 16 --streams 2 \

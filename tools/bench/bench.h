@@ -148,6 +148,8 @@ int bench_plan_placed(bench_plan *plan, const bench_dag *dag, int nstreams,
                       int ndevices, const int32_t *given, char *err,
                       size_t len);
 void bench_plan_free(bench_plan *plan);
+/** Of @p plan's waits, those for a producer on another device. */
+size_t bench_plan_peer_waits(const bench_plan *plan, size_t ntasks);
 
 /** Monotonic clock in nanoseconds (CLOCK_MONOTONIC, the clock every part of
  * the bench and the host callbacks use). */

@@ -657,6 +657,21 @@ static void series_close(series_run *r) {
       if (s->submit == BENCH_SUBMIT_GRAPH && bench_cua_capture_ns(r->g) > 0)
         m->capture_ns_per_op =
             (double)bench_cua_capture_ns(r->g) / (double)dag->n;
+      /* A graph's launches record and wait for no events of the runtime:
+       * its placement's, as a plan of that schedule needs them (as
+       * raw-streams' are counted), empty if it cannot be read. */
+      if (s->submit == BENCH_SUBMIT_GRAPH) {
+        char err[256];
+        bench_plan placed;
+        m->events_per_kop = m->waits_per_kop = m->peer_waits_per_kop = NAN;
+        if (bench_cua_placed_plan(r->g, &placed, err, sizeof err) == 0) {
+          m->events_per_kop = 1000.0 * (double)placed.nrecords / dag->n;
+          m->waits_per_kop = 1000.0 * (double)placed.nwaits / dag->n;
+          m->peer_waits_per_kop =
+              1000.0 * (double)bench_plan_peer_waits(&placed, dag->n) / dag->n;
+          bench_plan_free(&placed);
+        }
+      }
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
     } else if (s->kind != S_THREADS) {

@@ -473,6 +473,16 @@ int bench_plan_placed(bench_plan *pl, const bench_dag *d, int nstreams,
   return 0;
 }
 
+size_t bench_plan_peer_waits(const bench_plan *pl, size_t n) {
+  size_t peer = 0;
+  for (size_t k = 0; k < n; k++)
+    for (size_t w = pl->wait_off[k]; w < pl->wait_off[k + 1]; w++)
+      if (pl->stream[pl->wait[w]] / pl->nstreams !=
+          pl->stream[k] / pl->nstreams)
+        peer++;
+  return peer;
+}
+
 void bench_plan_free(bench_plan *pl) {
   free(pl->stream);
   free(pl->record);
