@@ -339,10 +339,14 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->peer_wait_ns = vals[SIM_PARAM_PEER_WAIT_NS].i;
   m->host_chunk_first = vals[SIM_PARAM_HOST_CHUNK_FIRST].i;
   m->host_chunk_max = vals[SIM_PARAM_HOST_CHUNK_MAX].i;
-  m->host_peer_wait_ns = vals[SIM_PARAM_HOST_PEER_WAIT_NS].i;
-  m->host_record_ns = vals[SIM_PARAM_HOST_RECORD_NS].i;
+  /* -1 (the default) of these three: the general cost, resolved here. */
+  long long v = vals[SIM_PARAM_HOST_PEER_WAIT_NS].i;
+  m->host_peer_wait_ns = v >= 0 ? v : m->host_event_ns;
+  v = vals[SIM_PARAM_HOST_RECORD_NS].i;
+  m->host_record_ns = v >= 0 ? v : m->host_event_ns;
+  v = vals[SIM_PARAM_HOST_LAUNCH_COLD_NS].i;
+  m->host_launch_cold_ns = v >= 0 ? v : m->host_launch_ns;
   m->host_contention = vals[SIM_PARAM_HOST_CONTENTION].d;
-  m->host_launch_cold_ns = vals[SIM_PARAM_HOST_LAUNCH_COLD_NS].i;
   if (m->host_chunk_first > m->host_chunk_max) {
     set_err(err,
             "[backend.sim] host_chunk_max: %lld is below host_chunk_first "

@@ -1057,9 +1057,7 @@ int sim_event_record(void *state, cua_backend_event *be,
   pthread_mutex_lock(&g.mu);
   it.value = e->rec_gen.fetch_add(1) + 1;
   e->rec_dev = SS(s)->device;
-  const sim_machine &m = SS(s)->st->m;
-  push_locked(SS(s), it,
-              m.host_record_ns >= 0 ? m.host_record_ns : m.host_event_ns, 0);
+  push_locked(SS(s), it, SS(s)->st->m.host_record_ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
 }
@@ -1082,12 +1080,11 @@ int sim_stream_wait_event(void *state, cua_backend_stream *s,
   /* The core applies a wait only after the record it waits for (its
    * turns, core/executor.c): on another modelled launch thread, its host
    * call starts once the record's ended (enqueue_locked()). A wait for
-   * a record on another GPU costs host_peer_wait_ns when that is set. */
+   * a record on another GPU costs host_peer_wait_ns. */
   const sim_machine &m = SS(s)->st->m;
-  long long ns =
-      m.host_peer_wait_ns >= 0 && e->rec_dev >= 0 && e->rec_dev != SS(s)->device
-          ? m.host_peer_wait_ns
-          : m.host_event_ns;
+  long long ns = e->rec_dev >= 0 && e->rec_dev != SS(s)->device
+                     ? m.host_peer_wait_ns
+                     : m.host_event_ns;
   push_locked(SS(s), it, ns, 0);
   pthread_mutex_unlock(&g.mu);
   return 0;
@@ -1195,10 +1192,9 @@ int sim_launch(void *state, cua_backend_stream *s, const cua_backend_op *op,
   SimStream *ss = SS(s);
   pthread_mutex_lock(&g.mu);
   /* A launch onto a stream with nothing queued or running costs
-   * host_launch_cold_ns when that is set. */
+   * host_launch_cold_ns. */
   long long launch_ns =
-      st->m.host_launch_cold_ns >= 0 &&
-              ss->ops_pushed == ss->ops_done.load(std::memory_order_acquire)
+      ss->ops_pushed == ss->ops_done.load(std::memory_order_acquire)
           ? st->m.host_launch_cold_ns
           : st->m.host_launch_ns;
   ss->ops_pushed++;

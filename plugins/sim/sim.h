@@ -91,10 +91,11 @@ struct sim_machine {
   int host_launch_threads;
   long long peer_wait_ns;
   long long host_chunk_first, host_chunk_max;
-  long long host_peer_wait_ns;   /* -1: host_event_ns */
-  long long host_record_ns;      /* -1: host_event_ns */
+  /* Their -1 in the section is resolved when the machine is read. */
+  long long host_peer_wait_ns;   /* a wait across GPUs */
+  long long host_record_ns;      /* a record */
+  long long host_launch_cold_ns; /* a launch onto an idle stream */
   double host_contention;        /* launch threads' slowdown, 0: none */
-  long long host_launch_cold_ns; /* onto an idle stream; -1: as any */
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
