@@ -221,30 +221,16 @@ static uint64_t wait_cost(const heft_state *s, int from_dev, int from_str,
   return from_dev == dev ? s->wait_ns : s->device_wait_ns;
 }
 
-/* When the inputs of @p op in the plan are ready for stream (@p dev,
- * @p str): the last of their finishes, each with its wait_cost(). */
-static uint64_t plan_ready(const heft_state *s, const cua_dag_op *op,
-                           const uint64_t *finish, const int *pdev,
-                           const int *pstr, int dev, int str, uint64_t now) {
-  uint64_t ready = now;
-  for (size_t k = 0; k < op->ninputs; k++) {
-    size_t j = op->inputs[k];
-    uint64_t t = finish[j] + wait_cost(s, pdev[j], pstr[j], dev, str);
-    if (t > ready)
-      ready = t;
-  }
-  return ready;
-}
-
-/* plan_ready() for every stream of device @p dev at once, in O(inputs +
- * streams): an input on another device (or none: a host step) adds its
- * wait to every stream alike; one on this device adds wait_ns on every
- * stream but its own. So a stream's readiness is the largest of: what the
- * other devices' inputs give (@c base), and what this device's give, which
- * is their largest finish + wait_ns (@c hi, from an input on stream
- * @c hs) on any stream but @c hs, and on @c hs the larger of its own
- * inputs' finishes and the other streams' largest finish + wait_ns. The
- * same values as plan_ready(), so the same plan. */
+/* When the inputs of @p op in the plan are ready for each stream of device
+ * @p dev, into ready[stream]: the last of their finishes, each with its
+ * wait_cost() (and @p now at the earliest), in O(inputs + streams). An
+ * input on another device (or none: a host step) adds its wait to every
+ * stream alike; one on this device adds wait_ns on every stream but its
+ * own. So a stream's readiness is the largest of: what the other devices'
+ * inputs give (@c base), and what this device's give, which is their
+ * largest finish + wait_ns (@c hi, from an input on stream @c hs) on any
+ * stream but @c hs, and on @c hs the larger of its own inputs' finishes
+ * and the other streams' largest finish + wait_ns. */
 static void plan_ready_device(const heft_state *s, const cua_dag_op *op,
                               const uint64_t *finish, const int *pdev,
                               const int *pstr, int dev, uint64_t now,
@@ -376,9 +362,8 @@ static void heft_begin(void *state, const cua_dag *dag) {
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
   uint64_t *w = calloc((n + 1) * nd, sizeof *w);
   uint64_t *on = w != NULL ? w + n * nd : NULL;
-  /* Each stream's readiness for the op being placed, one device at a
-   * time. */
-  uint64_t *at_st = calloc((size_t)s->streams, sizeof *at_st);
+  /* Each stream's readiness for the op being placed, by device. */
+  uint64_t *at_st = calloc(nd * (size_t)s->streams, sizeof *at_st);
   if (rank == NULL || finish == NULL || order == NULL || plan == NULL ||
       slots == NULL || pdev == NULL || pstr == NULL || w == NULL ||
       at_st == NULL) {
@@ -457,27 +442,28 @@ static void heft_begin(void *state, const cua_dag *dag) {
     }
     int bd = -1, bs = -1;
     uint64_t best = UINT64_MAX;
-    /* on[d] for each device it may use. */
+    /* on[d] and the streams' readiness for each device it may use. */
     for (int d = 0; d < s->ndev; d++)
-      if (op->restrict_device < 0 || d == op->restrict_device)
+      if (op->restrict_device < 0 || d == op->restrict_device) {
         on[d] = w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
+        plan_ready_device(s, op, finish, pdev, pstr, d, now,
+                          at_st + (size_t)d * (size_t)s->streams);
+      }
     /* The last input's stream first, so that a tie keeps it. */
     if (last != SIZE_MAX && pdev[last] >= 0 &&
         (op->restrict_device < 0 || op->restrict_device == pdev[last])) {
       bd = pdev[last];
       bs = pstr[last];
-      uint64_t f = s->free_at[(size_t)bd * (size_t)s->streams + (size_t)bs];
-      uint64_t at = plan_ready(s, op, finish, pdev, pstr, bd, bs, now);
-      best = (f > at ? f : at) + on[bd];
+      size_t k = (size_t)bd * (size_t)s->streams + (size_t)bs;
+      best = (s->free_at[k] > at_st[k] ? s->free_at[k] : at_st[k]) + on[bd];
     }
     for (int d = 0; d < s->ndev; d++) {
       if (op->restrict_device >= 0 && d != op->restrict_device)
         continue;
       uint64_t extra = on[d];
-      plan_ready_device(s, op, finish, pdev, pstr, d, now, at_st);
       for (int st = 0; st < s->streams; st++) {
         uint64_t f = s->free_at[(size_t)d * (size_t)s->streams + (size_t)st];
-        uint64_t at = at_st[st];
+        uint64_t at = at_st[(size_t)d * (size_t)s->streams + (size_t)st];
         uint64_t end = (f > at ? f : at) + extra;
         if (end < best) {
           best = end;
