@@ -644,9 +644,11 @@ static void series_close(series_run *r) {
       m->vs_same_graph = m->makespan_ns / median(r->ts + 1, (size_t)repeat);
     double ops = (double)dag->n * repeat;
     if (s->kind == S_CUASYNC) {
-      m->events_per_kop = 1000.0 * (double)r->events / ops;
-      m->waits_per_kop = 1000.0 * (double)r->waits / ops;
-      m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
+      if (s->submit != BENCH_SUBMIT_GRAPH) {
+        m->events_per_kop = 1000.0 * (double)r->events / ops;
+        m->waits_per_kop = 1000.0 * (double)r->waits / ops;
+        m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
+      }
       m->submit_ns_per_op = (double)r->submit_ns / ops;
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
@@ -659,11 +661,11 @@ static void series_close(series_run *r) {
             (double)bench_cua_capture_ns(r->g) / (double)dag->n;
       /* A graph's launches record and wait for no events of the runtime:
        * its placement's, as a plan of that schedule needs them (as
-       * raw-streams' are counted), empty if it cannot be read. */
+       * raw-streams' are counted), empty (NAN, from series_open()) if it
+       * cannot be read. */
       if (s->submit == BENCH_SUBMIT_GRAPH) {
         char err[256];
         bench_plan placed;
-        m->events_per_kop = m->waits_per_kop = m->peer_waits_per_kop = NAN;
         if (bench_cua_placed_plan(r->g, &placed, err, sizeof err) == 0) {
           m->events_per_kop = 1000.0 * (double)placed.nrecords / dag->n;
           m->waits_per_kop = 1000.0 * (double)placed.nwaits / dag->n;
