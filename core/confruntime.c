@@ -377,7 +377,9 @@ int cua__conf_add_observer(cua__config *cfg, const char *name, size_t n) {
 
 /* observers = NAME[, NAME...] (commas or blanks between names): the
  * observer modules the runtime opens, in order. A name given twice is
- * refused; an empty value means none. */
+ * refused, and so is one with a '"' (no module's name or path has one,
+ * and the list, written back by confprint.c, must not start with one: a
+ * leading '"' would read as a quoted value); an empty value means none. */
 static int set_observers(cua__conf_parser *p, const char *value) {
   const char *s = value;
   while (*s != '\0') {
@@ -389,6 +391,11 @@ static int set_observers(cua__conf_parser *p, const char *value) {
     while (*e != '\0' && *e != ',' && !isspace((unsigned char)*e))
       e++;
     size_t n = (size_t)(e - s);
+    if (memchr(s, '"', n) != NULL)
+      return cua__conf_fail(p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
+                            "[runtime] observers: '%.*s' is not a module "
+                            "name or path: it holds a '\"'",
+                            (int)n, s);
     for (size_t i = 0; i < p->cfg->nobservers; i++)
       if (strlen(p->cfg->observers[i]) == n &&
           memcmp(p->cfg->observers[i], s, n) == 0)

@@ -243,6 +243,10 @@ START_TEST(refusals) {
   ck_assert_err(NULL, OPEN("observers = perfetto, perfetto\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
                 "[runtime] observers: 'perfetto' is named twice");
+  ck_assert_err(NULL, OPEN("observers = perfetto,\"x\n"),
+                CUA_ERR_CONFIG_BAD_VALUE,
+                "[runtime] observers: '\"x' is not a module name or path: "
+                "it holds a '\"'");
   ck_assert_err(NULL, OPEN("observers = perfetto\nobserver_times = exact\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
                 "[runtime] observer_times: 'exact' is not one of ends, "
