@@ -395,6 +395,43 @@ START_TEST(peer_wait) {
 }
 END_TEST
 
+START_TEST(peer_wait_busy) {
+  /* As peer_wait, with peer_wait_busy_ns = 3000: once the wait across
+   * GPUs is over (peer_wait_ns after B's record), stream 0 spends 3 us
+   * more on it. B late (10 us): C starts at 10 + 5 + 3 and ends at 19 us.
+   * B early (1 us): the wait is over at 6 us, but A holds stream 0 until
+   * 10: C starts at 10 + 3, ends at 14 us (the wait was launched before B
+   * ended, so the driver could not drop it). */
+  ck_assert_ns(join_of_spins(EXACT "gpus = 2\npeer_wait_ns = 5000\n"
+                                   "peer_wait_busy_ns = 3000\n",
+                             1, 1000, 10000, 1000, NULL),
+               19000);
+  ck_assert_ns(join_of_spins(EXACT "gpus = 2\npeer_wait_ns = 5000\n"
+                                   "peer_wait_busy_ns = 3000\n",
+                             1, 10000, 1000, 1000, NULL),
+               14000);
+  /* Without peer_wait_ns, the busy time alone: 10 + 3 + 1 us. */
+  ck_assert_ns(join_of_spins(EXACT "gpus = 2\npeer_wait_busy_ns = 3000\n", 1,
+                             1000, 10000, 1000, NULL),
+               14000);
+  /* Within one GPU, none. */
+  ck_assert_ns(join_of_spins(EXACT "peer_wait_busy_ns = 3000\n", 2, 1000, 10000,
+                             1000, NULL),
+               11000);
+  /* A wait launched after its record was reached is dropped. One
+   * modelled host thread, 10 us per launch, 5 us per record and wait: A
+   * launched at 10 us (runs 10-11), B at 20 (runs 20-21), B's record at
+   * 25, the wait at 30, C at 40: C ends at 41 us. B was reached at 21, before
+   * the wait's launch ended, so its 20 us on the stream are not spent
+   * (they would end at 50, C at 51). */
+  ck_assert_ns(join_of_spins(EXACT "gpus = 2\nhost_launch_ns = 10000\n"
+                                   "host_event_ns = 5000\n"
+                                   "peer_wait_busy_ns = 20000\n",
+                             1, 1000, 1000, 1000, NULL),
+               41000);
+}
+END_TEST
+
 /* A submission made from a completion callback while the program waits
  * in cua_runtime_synchronize(): the core counts the program as waiting
  * while that submission decides, which must not end its chunks early. */
@@ -865,6 +902,8 @@ START_TEST(bad_sections) {
   refused("host_contention = -0.5\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] host_contention: -0.5 is out of range");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
+  refused("peer_wait_busy_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] peer_wait_busy_ns: -1 is out of range");
   refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "peer_wait_ns: 1000000001 is out of range");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
@@ -961,6 +1000,7 @@ int main(void) {
   tcase_add_test(tc, host_launch_threads);
   tcase_add_test(tc, host_chunks);
   tcase_add_test(tc, peer_wait);
+  tcase_add_test(tc, peer_wait_busy);
   tcase_add_test(tc, stats_count_waits_across_devices);
   tcase_add_test(tc, host_peer_wait);
   tcase_add_test(tc, host_record_costs);

@@ -1,5 +1,6 @@
 # sim-s25-compare.py SIM.csv REAL.csv...: each cell of the simulated makespans over each real run, and the orders of
-# two policies that hold in every real run (twenty-fifth session).
+# two policies that hold in every real run (twenty-fifth session), and of
+# those whose real runs do not overlap at all (twenty-eighth session).
 import csv, sys, statistics
 def load(p):
     d = {}
@@ -35,3 +36,20 @@ for w in W:
                 else:
                     bad.append("%s: %s vs %s" % (w, a, b))
 print("orders held in every real run: %d; the sim keeps %d; not: %s" % (tot, keep, "; ".join(bad)))
+# the same, only for pairs whose real runs do not overlap: every run of one
+# policy below every run of the other (twenty-eighth session)
+keep = tot = 0
+bad = []
+for w in W:
+    for i in range(len(pols)):
+        for j in range(i+1, len(pols)):
+            a, b = pols[i], pols[j]
+            ra = [r[(w, a)] for r in reals]
+            rb = [r[(w, b)] for r in reals]
+            if max(ra) < min(rb) or max(rb) < min(ra):
+                tot += 1
+                if (sim[(w, a)] < sim[(w, b)]) == (max(ra) < min(rb)):
+                    keep += 1
+                else:
+                    bad.append("%s: %s vs %s" % (w, a, b))
+print("orders whose real runs do not overlap: %d; the sim keeps %d; not: %s" % (tot, keep, "; ".join(bad)))

@@ -117,6 +117,11 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"host_launch_cold_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a launch onto a stream with no op queued or running, "
      "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},
+    {"peer_wait_busy_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
+     "device time a stream spends on a wait for an event recorded on "
+     "another GPU, ns, once peer_wait_ns after the recording is over; none "
+     "when the recording was reached before the wait's launch ended (the "
+     "driver drops such a wait) (0: none)", 0},
 };
 /* clang-format on */
 
@@ -337,6 +342,7 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->host_decide = vals[SIM_PARAM_HOST_DECIDE_NS].c;
   m->host_launch_threads = (int)vals[SIM_PARAM_HOST_LAUNCH_THREADS].i;
   m->peer_wait_ns = vals[SIM_PARAM_PEER_WAIT_NS].i;
+  m->peer_wait_busy_ns = vals[SIM_PARAM_PEER_WAIT_BUSY_NS].i;
   m->host_chunk_first = vals[SIM_PARAM_HOST_CHUNK_FIRST].i;
   m->host_chunk_max = vals[SIM_PARAM_HOST_CHUNK_MAX].i;
   /* -1 (the default) of these three: the general cost, resolved here. */

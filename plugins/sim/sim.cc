@@ -36,7 +36,9 @@
  * (SimState::pending) and reach their streams once the chunk's last
  * decision is made, as the runtime hands a large submission over in
  * chunks (push_locked()). On the device, a wait for an event recorded on
- * another GPU ends peer_wait_ns after that recording was reached.
+ * another GPU ends peer_wait_ns after that recording was reached, then
+ * keeps its stream peer_wait_busy_ns more, unless the recording was
+ * reached before the wait's host call ended (the driver drops it).
  *
  * Time. Virtual time moves on only when the gateway blocks on "the next
  * end", which it does only when every session has nothing running or (1)
@@ -122,6 +124,17 @@ struct Item {
 };
 
 struct SimState;
+
+/* How long a recording stays in its event's list of those reached: a wait
+ * for one reached earlier is over at once. With peer_wait_busy_ns, a wait
+ * can still cost its stream that long after (it comes later on a busy
+ * stream): 1 ms, beyond the gaps of the patterns it was measured on. */
+inline uint64_t reached_kept(const sim_machine &m) {
+  uint64_t kept = (uint64_t)m.peer_wait_ns;
+  if (m.peer_wait_busy_ns > 0 && kept < 1000000)
+    kept = 1000000;
+  return kept;
+}
 
 struct SimStream {
   SimState *st;
@@ -396,10 +409,10 @@ void stream_main(SimState *st, SimStream *s) {
       break;
     case IT_RECORD: {
       SimEvent *e = it.ev;
-      if (st->m.peer_wait_ns > 0) {
+      if (st->m.peer_wait_ns > 0 || st->m.peer_wait_busy_ns > 0) {
         uint64_t now = to_ns(sg4::Engine::get_clock());
         while (!e->reached.empty() &&
-               e->reached.front().ns + (uint64_t)st->m.peer_wait_ns <= now)
+               e->reached.front().ns + reached_kept(st->m) <= now)
           e->reached.pop_front();
         e->reached.push_back({it.value, now, s->device});
       }
@@ -424,13 +437,22 @@ void stream_main(SimState *st, SimStream *s) {
         g.nblocked++; /* the record that wakes it counts it off */
         s->sem->acquire();
       }
-      if (st->m.peer_wait_ns > 0) {
+      if (st->m.peer_wait_ns > 0 || st->m.peer_wait_busy_ns > 0) {
         /* Across GPUs, the wait ends peer_wait_ns after the recording
-         * it waits for was reached. */
+         * it waits for was reached, and the stream then spends
+         * peer_wait_busy_ns on it, unless that recording was reached
+         * before the wait's launch ended (its host call, it.ready): the
+         * driver drops a wait for work already done. */
         for (const SimEvent::Reached &r : it.ev->reached)
           if (r.gen == it.value) {
-            uint64_t until = r.ns + (uint64_t)st->m.peer_wait_ns;
-            if (r.dev != s->device && until > to_ns(sg4::Engine::get_clock()))
+            if (r.dev == s->device)
+              break;
+            uint64_t now = to_ns(sg4::Engine::get_clock());
+            uint64_t until = std::max(now, r.ns + (uint64_t)st->m.peer_wait_ns);
+            if (st->m.peer_wait_busy_ns > 0 &&
+                !(it.ready != 0 && r.ns < it.ready))
+              until += (uint64_t)st->m.peer_wait_busy_ns;
+            if (until > now)
               sleep_until_ns(st, until);
             break;
           }

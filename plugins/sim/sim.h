@@ -59,6 +59,7 @@ enum {
   SIM_PARAM_HOST_RECORD_NS,
   SIM_PARAM_HOST_CONTENTION,
   SIM_PARAM_HOST_LAUNCH_COLD_NS,
+  SIM_PARAM_PEER_WAIT_BUSY_NS,
   SIM_PARAM_COUNT
 };
 
@@ -90,6 +91,7 @@ struct sim_machine {
   long long host_launch_ns, host_event_ns, host_build_ns;
   int host_launch_threads;
   long long peer_wait_ns;
+  long long peer_wait_busy_ns; /* a wait across GPUs, on its stream */
   long long host_chunk_first, host_chunk_max;
   /* Their -1 in the section is resolved when the machine is read. */
   long long host_peer_wait_ns;   /* a wait across GPUs */
