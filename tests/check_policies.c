@@ -988,6 +988,81 @@ START_TEST(test_ll_time_uses_measured_durations) {
 }
 END_TEST
 
+/* heft plans each op when place() first asks for it or for a later op
+ * of its order, and that plan is the one made all at once: a random DAG
+ * of HEFT_OPS ops over two devices, placed in DAG order by one instance
+ * and in reverse by another (each place() then plans up to its op, most
+ * of the DAG at once). After begin and one place(), only that op is
+ * planned. */
+#define HEFT_OPS 300
+START_TEST(test_heft_plans_as_asked) {
+  static cua_dag_op ops[HEFT_OPS];
+  static size_t ins[HEFT_OPS * 3], succ[HEFT_OPS * 3], nsucc[HEFT_OPS];
+  size_t nin = 0;
+  srand(11);
+  memset(ops, 0, sizeof ops);
+  memset(nsucc, 0, sizeof nsucc);
+  uint64_t base = next_op_id;
+  for (size_t i = 0; i < HEFT_OPS; i++) {
+    cua_dag_op *op = &ops[i];
+    op->op_id = base + i;
+    op->kind = CUA_OP_FUNC;
+    op->preferred_device = op->data_device = op->restrict_device = -1;
+    op->cost_ns = 1000 * (uint64_t)(1 + rand() % 50);
+    op->inputs = &ins[nin];
+    for (int k = 0; i > 0 && k < rand() % 4; k++) {
+      size_t j = (size_t)rand() % i;
+      int dup = 0;
+      for (size_t q = 0; q < op->ninputs; q++)
+        dup |= op->inputs[q] == j;
+      if (dup)
+        continue;
+      ins[nin++] = j;
+      op->ninputs++;
+      if (ops[j].level + 1 > op->level)
+        op->level = ops[j].level + 1;
+      nsucc[j]++;
+    }
+  }
+  next_op_id = base + HEFT_OPS;
+  size_t off = 0;
+  for (size_t i = 0; i < HEFT_OPS; i++) {
+    ops[i].successors = &succ[off];
+    off += nsucc[i];
+  }
+  for (size_t i = 0; i < HEFT_OPS; i++)
+    for (size_t k = 0; k < ops[i].ninputs; k++) {
+      cua_dag_op *in = &ops[ops[i].inputs[k]];
+      ((size_t *)in->successors)[in->nsuccessors++] = i;
+    }
+  cua_dag dag = {
+      .size = sizeof dag, .submission = 1, .ops = ops, .nops = HEFT_OPS};
+  cua_placement got[2][HEFT_OPS];
+  for (int way = 0; way < 2; way++) {
+    fake *f = fake_new(2);
+    inst p;
+    open_ok(&p, f, "heft", NULL);
+    p.d->submission_begin(p.state, &dag);
+    cua_op_info op = op_new();
+    for (size_t r = 0; r < HEFT_OPS; r++) {
+      size_t i = way == 0 ? r : HEFT_OPS - 1 - r;
+      op.op_id = ops[i].op_id;
+      op.cost_ns = ops[i].cost_ns;
+      got[way][i] = place(&p, f, &op);
+      if (way == 0 && r == 0)
+        ck_assert_msg(strstr(dump_text(&p), "ops planned 1,") != NULL,
+                      "after one place(): %s", dump_text(&p));
+    }
+    ck_assert_ptr_nonnull(strstr(dump_text(&p), "ops planned 300,"));
+    p.d->submission_end(p.state, 1);
+    inst_close(&p);
+    free(f);
+  }
+  for (size_t i = 0; i < HEFT_OPS; i++)
+    assert_at(got[1][i], got[0][i].device, got[0][i].stream);
+}
+END_TEST
+
 /* dmda takes the core's model over a cost hint, per device, and the
  * transfer model over peer_gbps. (heft plans whole DAGs, which this
  * harness does not give; check_models runs it on a runtime.) */
@@ -1647,6 +1722,7 @@ static Suite *suite(void) {
   tcase_add_test(t, test_ll_time_avoids_long_op);
   tcase_add_test(t, test_ll_time_uses_measured_durations);
   tcase_add_test(t, test_dmda_asks_the_models);
+  tcase_add_test(t, test_heft_plans_as_asked);
   tcase_add_test(t, test_ll_time_chain_wins_ties);
   suite_add_tcase(s, t);
 
