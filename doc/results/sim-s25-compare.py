@@ -21,35 +21,26 @@ for w in W:
         lo = min(lo, min(rat)); hi = max(hi, max(rat))
         print("%-9s %-13s %8.3f %8.3f %8.3f %8.3f  %s" % (w, p, s/1e6, min(rv)/1e6, max(rv)/1e6, max(rv)/min(rv), " ".join("%.3f" % x for x in rat)))
 print("sim/real range %.3f-%.3f" % (lo, hi))
-# ranking: pairs that keep their order in every real run
-keep = tot = 0
-bad = []
-for w in W:
-    for i in range(len(pols)):
-        for j in range(i+1, len(pols)):
-            a, b = pols[i], pols[j]
-            signs = set((r[(w, a)] < r[(w, b)]) for r in reals)
-            if len(signs) == 1:
-                tot += 1
-                if (sim[(w, a)] < sim[(w, b)]) == signs.pop():
-                    keep += 1
-                else:
-                    bad.append("%s: %s vs %s" % (w, a, b))
-print("orders held in every real run: %d; the sim keeps %d; not: %s" % (tot, keep, "; ".join(bad)))
-# the same, only for pairs whose real runs do not overlap: every run of one
-# policy below every run of the other (twenty-eighth session)
-keep = tot = 0
-bad = []
+# ranking: pairs that keep their order in every real run, and of those the
+# pairs whose real runs do not overlap at all, every run of one policy
+# below every run of the other (twenty-eighth session)
+held, apart = [0, 0, []], [0, 0, []]
 for w in W:
     for i in range(len(pols)):
         for j in range(i+1, len(pols)):
             a, b = pols[i], pols[j]
             ra = [r[(w, a)] for r in reals]
             rb = [r[(w, b)] for r in reals]
-            if max(ra) < min(rb) or max(rb) < min(ra):
-                tot += 1
-                if (sim[(w, a)] < sim[(w, b)]) == (max(ra) < min(rb)):
-                    keep += 1
-                else:
-                    bad.append("%s: %s vs %s" % (w, a, b))
-print("orders whose real runs do not overlap: %d; the sim keeps %d; not: %s" % (tot, keep, "; ".join(bad)))
+            signs = set(x < y for x, y in zip(ra, rb))
+            if len(signs) != 1:
+                continue
+            order = signs.pop()
+            kept = (sim[(w, a)] < sim[(w, b)]) == order
+            for c, counts in ((True, held), (max(ra) < min(rb) or max(rb) < min(ra), apart)):
+                if c:
+                    counts[0] += 1
+                    counts[1] += kept
+                    if not kept:
+                        counts[2].append("%s: %s vs %s" % (w, a, b))
+print("orders held in every real run: %d; the sim keeps %d; not: %s" % (held[0], held[1], "; ".join(held[2])))
+print("orders whose real runs do not overlap: %d; the sim keeps %d; not: %s" % (apart[0], apart[1], "; ".join(apart[2])))
