@@ -488,7 +488,8 @@ static int plan_copy(heft_state *s, heft_plan *p, const cua_dag *dag,
   for (size_t i = 0; i < n; i++) {
     const cua_dag_op *op = &dag->ops[i];
     p->in_off[i] = e;
-    memcpy(p->in + e, op->inputs, op->ninputs * sizeof *op->inputs);
+    if (op->ninputs > 0) /* (a DAG without edges may give inputs NULL) */
+      memcpy(p->in + e, op->inputs, op->ninputs * sizeof *op->inputs);
     e += op->ninputs;
     p->host[i] = op->host != 0;
     p->restrict_dev[i] = op->restrict_device;
@@ -623,6 +624,10 @@ static void heft_end(void *state, uint64_t submission) {
   for (heft_plan **pp = &s->plans; *pp != NULL; pp = &(*pp)->next)
     if ((*pp)->submission == submission) {
       heft_plan *p = *pp;
+      /* Ops never asked for (host steps last in the order, failed ones)
+       * leave the planner unfinished: the span of what it planned. */
+      if (p->order != NULL)
+        s->last_span = p->span - p->now;
       *pp = p->next;
       plan_free(p);
       return;

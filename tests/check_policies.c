@@ -1060,6 +1060,34 @@ START_TEST(test_heft_plans_as_asked) {
   }
   for (size_t i = 0; i < HEFT_OPS; i++)
     assert_at(got[1][i], got[0][i].device, got[0][i].stream);
+  /* A DAG without edges (the core may give every op inputs NULL): each op
+   * where it finishes first, the three of them on three streams. */
+  cua_dag_op lone[3];
+  memset(lone, 0, sizeof lone);
+  for (size_t i = 0; i < 3; i++) {
+    lone[i].op_id = next_op_id + i;
+    lone[i].kind = CUA_OP_FUNC;
+    lone[i].preferred_device = lone[i].data_device = -1;
+    lone[i].restrict_device = -1;
+    lone[i].cost_ns = 10000;
+  }
+  cua_dag flat = {.size = sizeof flat, .submission = 2, .ops = lone, .nops = 3};
+  fake *f = fake_new(1);
+  inst p;
+  open_ok(&p, f, "heft", NULL);
+  p.d->submission_begin(p.state, &flat);
+  int used = 0;
+  for (size_t i = 0; i < 3; i++) {
+    cua_op_info op = op_new();
+    op.submission = 2;
+    op.op_id = lone[i].op_id;
+    op.cost_ns = 10000;
+    used |= 1 << place(&p, f, &op).stream;
+  }
+  ck_assert_int_eq(used, 7);
+  p.d->submission_end(p.state, 2);
+  inst_close(&p);
+  free(f);
 }
 END_TEST
 

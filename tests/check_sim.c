@@ -418,15 +418,23 @@ START_TEST(peer_wait_busy) {
   ck_assert_ns(join_of_spins(EXACT "peer_wait_busy_ns = 3000\n", 2, 1000, 10000,
                              1000, NULL),
                11000);
-  /* A wait launched after its record was reached is dropped. One
-   * modelled host thread, 10 us per launch, 5 us per record and wait: A
-   * launched at 10 us (runs 10-11), B at 20 (runs 20-21), B's record at
-   * 25, the wait at 30, C at 40: C ends at 41 us. B was reached at 21, before
-   * the wait's launch ended, so its 20 us on the stream are not spent
-   * (they would end at 50, C at 51). */
+  /* A wait issued after its record was reached is dropped. One modelled
+   * host thread, 10 us per launch, 5 us per record and wait: A launched
+   * at 10 us (runs 10-11), B at 20 (runs 20-21), B's record at 25 (its
+   * host call: the record is reached then), the wait issued at 30, C
+   * launched at 40: C ends at 41 us. Had the wait been kept, its 20 us on
+   * the stream would end at 50, C at 51; with peer_wait_ns = 20000 as
+   * well, at 25 + 20 + 1 = 46, C at 47: a dropped wait costs nothing at
+   * all. */
   ck_assert_ns(join_of_spins(EXACT "gpus = 2\nhost_launch_ns = 10000\n"
                                    "host_event_ns = 5000\n"
                                    "peer_wait_busy_ns = 20000\n",
+                             1, 1000, 1000, 1000, NULL),
+               41000);
+  ck_assert_ns(join_of_spins(EXACT "gpus = 2\nhost_launch_ns = 10000\n"
+                                   "host_event_ns = 5000\n"
+                                   "peer_wait_ns = 20000\n"
+                                   "peer_wait_busy_ns = 1000\n",
                              1, 1000, 1000, 1000, NULL),
                41000);
 }
@@ -904,6 +912,8 @@ START_TEST(bad_sections) {
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_busy_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] peer_wait_busy_ns: -1 is out of range");
+  refused("peer_wait_busy_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "peer_wait_busy_ns: 1000000001 is out of range");
   refused("peer_wait_ns = 1000000001\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "peer_wait_ns: 1000000001 is out of range");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,

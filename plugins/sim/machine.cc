@@ -119,9 +119,9 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},
     {"peer_wait_busy_ns", CUA_PARAM_INT, "0", 0, 1e9, nullptr,
      "device time a stream spends on a wait for an event recorded on "
-     "another GPU, ns, once peer_wait_ns after the recording is over; none "
-     "when the recording was reached before the wait's launch ended (the "
-     "driver drops such a wait) (0: none)", 0},
+     "another GPU, ns, after the wait ends (peer_wait_ns after the "
+     "recording); with it, a wait whose recording was reached before the "
+     "wait was issued costs nothing (the driver drops it) (0: none)", 0},
 };
 /* clang-format on */
 

@@ -116,8 +116,9 @@ struct SimEvent {
 
 struct Item {
   ItemKind kind;
-  uint64_t ready; /* virtual time its host call ended (host_*_ns) */
-  uint64_t value; /* MARK: progress; RECORD/WAIT: generation */
+  uint64_t ready;  /* virtual time its host call ended (host_*_ns) */
+  uint64_t issued; /* the same, or when it was queued if that was later */
+  uint64_t value;  /* MARK: progress; RECORD/WAIT: generation */
   SimEvent *ev;
   void *ptr; /* FREE */
   cua_backend_op op;
@@ -125,10 +126,13 @@ struct Item {
 
 struct SimState;
 
-/* How long a recording stays in its event's list of those reached: a wait
- * for one reached earlier is over at once. With peer_wait_busy_ns, a wait
- * can still cost its stream that long after (it comes later on a busy
- * stream): 1 ms, beyond the gaps of the patterns it was measured on. */
+/* How long a recording stays in its event's list of those reached (a
+ * later recording of the event prunes it): a wait for one reached earlier
+ * is over at once. With peer_wait_busy_ns, a wait issued before its
+ * recording was reached still costs its stream that much when it comes
+ * later on a busy stream: 1 ms, beyond the gaps of the patterns it was
+ * measured on (a wait that comes more than 1 ms after its recording, with
+ * the event recorded again since, costs nothing). */
 inline uint64_t reached_kept(const sim_machine &m) {
   uint64_t kept = (uint64_t)m.peer_wait_ns;
   if (m.peer_wait_busy_ns > 0 && kept < 1000000)
@@ -440,18 +444,19 @@ void stream_main(SimState *st, SimStream *s) {
       if (st->m.peer_wait_ns > 0 || st->m.peer_wait_busy_ns > 0) {
         /* Across GPUs, the wait ends peer_wait_ns after the recording
          * it waits for was reached, and the stream then spends
-         * peer_wait_busy_ns on it, unless that recording was reached
-         * before the wait's launch ended (its host call, it.ready): the
-         * driver drops a wait for work already done. */
+         * peer_wait_busy_ns on it. With peer_wait_busy_ns, a wait whose
+         * recording was reached before it was issued (its host call
+         * over, it.issued) costs nothing: the driver drops a wait for
+         * work already done. */
         for (const SimEvent::Reached &r : it.ev->reached)
           if (r.gen == it.value) {
-            if (r.dev == s->device)
+            bool busy = st->m.peer_wait_busy_ns > 0;
+            if (r.dev == s->device || (busy && r.ns < it.issued))
               break;
             uint64_t now = to_ns(sg4::Engine::get_clock());
-            uint64_t until = std::max(now, r.ns + (uint64_t)st->m.peer_wait_ns);
-            if (st->m.peer_wait_busy_ns > 0 &&
-                !(it.ready != 0 && r.ns < it.ready))
-              until += (uint64_t)st->m.peer_wait_busy_ns;
+            uint64_t until =
+                std::max(now, r.ns + (uint64_t)st->m.peer_wait_ns) +
+                (busy ? (uint64_t)st->m.peer_wait_busy_ns : 0);
             if (until > now)
               sleep_until_ns(st, until);
             break;
@@ -813,6 +818,8 @@ uint64_t launch_call(SimStream *s, long long decide_ns, long long launch_ns,
 void enqueue_locked(SimStream *s, Item &it, long long host_ns) {
   uint64_t after = it.kind == IT_WAIT ? it.ev->rec_host : 0;
   it.ready = launch_call(s, 0, host_ns, after);
+  /* (launch_call() says 0 for a call over at once.) */
+  it.issued = std::max(it.ready, g.vnow.load());
   if (it.kind == IT_RECORD)
     it.ev->rec_host = it.ready;
   s->q.push_back(it);
