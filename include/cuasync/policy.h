@@ -420,9 +420,11 @@ typedef struct cua_policy_descriptor {
   void (*dump)(void *state, FILE *out);
   /** Optional (default: nothing). A submission this instance places (as
    * its cua_submit_options::policy or the runtime's policy) begins: the
-   * whole DAG, before the first place() of its ops. Not called for a
-   * submission whose ops all ran before, nor for a nested or [device.N]
-   * policy. */
+   * whole DAG, before the first place() of its ops. No op of the
+   * submission is launched before it returns, so a plan made here whole
+   * delays the first launch by all of it (heft plans each op when place()
+   * first asks for it instead). Not called for a submission whose ops all
+   * ran before, nor for a nested or [device.N] policy. */
   void (*submission_begin)(void *state, const cua_dag *dag);
   /** Optional (default: nothing). Every op of the submission
    * submission_begin() announced has been placed (or failed). */
