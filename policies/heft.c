@@ -87,37 +87,44 @@ static const cua_param_spec heft_params[] = {
      "time a dependency between streams of two devices adds", 0},
 };
 
-/* One op's place in a plan. */
+/* An op of a plan, by op id: its index in the submission's DAG. */
 typedef struct heft_slot {
   uint64_t op_id;
-  int device, stream;
+  size_t i;
 } heft_slot;
 
-/* A slot's device before its op is planned. */
+/* An op's device before the planner gets to it. */
 #define UNPLANNED (-2)
 
-/* The plan of one submission: a slot per op, sorted by op id, each
- * UNPLANNED until the planner (plan_one()) gets to it, then its device
- * and stream (device -1: a host step, or an op that must run on a device
- * the runtime lacks, which place() decides on the live loads). The
- * planner's state lives here until every op is planned. */
+/* An op and its rank, to sort by decreasing rank (ties: DAG order, inputs
+ * first). */
+typedef struct ranked {
+  uint64_t rank;
+  size_t i;
+} ranked;
+
+/* The plan of one submission: per DAG index, the device and stream, each
+ * UNPLANNED until the planner (plan_one()) gets to it (device -1: a host
+ * step, or an op that must run on a device the runtime lacks, which
+ * place() decides on the live loads), and the ops by op id for place().
+ * The planner's state lives here until every op is planned. */
 typedef struct heft_plan {
   uint64_t submission;
-  heft_slot *slots;
+  heft_slot *slots; /* sorted by op id */
   size_t n;
+  int *pdev, *pstr; /* per DAG index: planned device and stream */
   struct heft_plan *next;
+  uint64_t now, span;
+  /* The planner's state (planner_free()). */
   size_t cursor;       /* the next op of order[] to plan */
-  size_t *order;       /* DAG indexes, in the order they are planned */
-  size_t *slot_of;     /* DAG index -> slot */
+  ranked *order;       /* the order they are planned in */
   uint64_t *finish;    /* per DAG index: planned finish */
-  int *pdev, *pstr;    /* per DAG index: planned device and stream */
   uint64_t *on;        /* n * devices: w(i, d) + remote(i, d) */
   size_t *in_off, *in; /* inputs of op i: in[in_off[i] .. in_off[i + 1]) */
   unsigned char *host; /* per DAG index: a host step */
   int *restrict_dev;   /* per DAG index: cua_dag_op::restrict_device */
   uint64_t *free_at;   /* devices * streams: when each stream is free */
   uint64_t *at_st;     /* devices * streams: the op's readiness */
-  uint64_t now, span;
 } heft_plan;
 
 typedef struct heft_state {
@@ -161,10 +168,7 @@ static int heft_create(const cua_policy_host *host,
 /* The planner's state, once every op is planned (or the plan goes). */
 static void planner_free(heft_plan *p) {
   free(p->order);
-  free(p->slot_of);
   free(p->finish);
-  free(p->pdev);
-  free(p->pstr);
   free(p->on);
   free(p->in_off);
   free(p->in);
@@ -172,15 +176,18 @@ static void planner_free(heft_plan *p) {
   free(p->restrict_dev);
   free(p->free_at);
   free(p->at_st);
-  p->order = p->slot_of = p->in_off = p->in = NULL;
+  p->order = NULL;
+  p->in_off = p->in = NULL;
   p->finish = p->on = p->free_at = p->at_st = NULL;
-  p->pdev = p->pstr = p->restrict_dev = NULL;
+  p->restrict_dev = NULL;
   p->host = NULL;
 }
 
 static void plan_free(heft_plan *p) {
   planner_free(p);
   free(p->slots);
+  free(p->pdev);
+  free(p->pstr);
   free(p);
 }
 
@@ -315,13 +322,6 @@ static int cmp_slot(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* An op and its rank, to sort by decreasing rank (ties: DAG order, inputs
- * first). */
-typedef struct ranked {
-  uint64_t rank;
-  size_t i;
-} ranked;
-
 static int cmp_rank(const void *a, const void *b) {
   const ranked *x = a, *y = b;
   if (x->rank != y->rank)
@@ -388,12 +388,11 @@ static int placement_order(const cua_dag *dag, ranked *order) {
  * use, where it would finish first (ties: the stream of its input that
  * finishes last, which saves an event). */
 static void plan_one(heft_state *s, heft_plan *p) {
-  size_t i = p->order[p->cursor++];
+  size_t i = p->order[p->cursor++].i;
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
   size_t ns = (size_t)s->streams;
   const size_t *inputs = p->in + p->in_off[i];
   size_t ninputs = p->in_off[i + 1] - p->in_off[i];
-  heft_slot *slot = &p->slots[p->slot_of[i]];
   uint64_t ready = p->now;
   size_t last = SIZE_MAX; /* the input that finishes last */
   for (size_t k = 0; k < ninputs; k++) {
@@ -404,7 +403,6 @@ static void plan_one(heft_state *s, heft_plan *p) {
     }
   }
   p->pdev[i] = p->pstr[i] = -1;
-  slot->device = slot->stream = -1;
   if (p->host[i]) {
     p->finish[i] = ready;
     return;
@@ -449,29 +447,26 @@ static void plan_one(heft_state *s, heft_plan *p) {
   p->pdev[i] = bd;
   p->pstr[i] = bs;
   p->free_at[(size_t)bd * ns + (size_t)bs] = best;
-  slot->device = bd;
-  slot->stream = bs;
   s->planned++;
 }
 
-/* Plans @p p's ops up to the one in slot @p slot (an op is planned after
- * every op before it in the plan's order, so the plan is the same however
- * far ahead of place() it is made); the planner's state goes once every
- * op is planned. */
-static void plan_to(heft_state *s, heft_plan *p, const heft_slot *slot) {
-  while (slot->device == UNPLANNED && p->cursor < p->n)
+/* Plans @p p's ops up to DAG op @p i (an op is planned after every op
+ * before it in the plan's order, so the plan is the same however far
+ * ahead of place() it is made); the planner's state goes once every op is
+ * planned. */
+static void plan_to(heft_state *s, heft_plan *p, size_t i) {
+  while (p->pdev[i] == UNPLANNED && p->cursor < p->n)
     plan_one(s, p);
-  if (p->order != NULL && p->cursor == p->n) {
-    s->last_span = p->span - p->now;
+  if (p->order != NULL && p->cursor == p->n)
     planner_free(p);
-  }
 }
 
 /* What the planner needs of the DAG, which is only valid during
  * submission_begin(): each op's inputs, whether it is a host step, where
- * it must run, and w(i, d) + remote(i, d) for each device it may use. */
+ * it must run, and w(i, d) + remote(i, d) for each device it may use
+ * (@p w, w(i, d), becomes p->on). */
 static int plan_copy(heft_state *s, heft_plan *p, const cua_dag *dag,
-                     const uint64_t *w) {
+                     uint64_t *w) {
   size_t n = dag->nops, e = 0;
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
   for (size_t i = 0; i < n; i++)
@@ -480,9 +475,9 @@ static int plan_copy(heft_state *s, heft_plan *p, const cua_dag *dag,
   p->in = calloc(e ? e : 1, sizeof *p->in);
   p->host = calloc(n, sizeof *p->host);
   p->restrict_dev = calloc(n, sizeof *p->restrict_dev);
-  p->on = calloc(n * nd, sizeof *p->on);
+  p->on = w;
   if (p->in_off == NULL || p->in == NULL || p->host == NULL ||
-      p->restrict_dev == NULL || p->on == NULL)
+      p->restrict_dev == NULL)
     return -1;
   e = 0;
   for (size_t i = 0; i < n; i++) {
@@ -497,8 +492,7 @@ static int plan_copy(heft_state *s, heft_plan *p, const cua_dag *dag,
       continue;
     for (int d = 0; d < s->ndev; d++)
       if (op->restrict_device < 0 || d == op->restrict_device)
-        p->on[i * nd + (size_t)d] =
-            w[i * nd + (size_t)d] + remote_ns(s, dag, op, d);
+        p->on[i * nd + (size_t)d] += remote_ns(s, dag, op, d);
   }
   p->in_off[n] = e;
   return 0;
@@ -515,24 +509,23 @@ static void heft_begin(void *state, const cua_dag *dag) {
   size_t nd = s->ndev > 0 ? (size_t)s->ndev : 1;
   size_t nst = nd * (size_t)s->streams;
   uint64_t *rank = calloc(n, sizeof *rank);
-  ranked *order = calloc(n, sizeof *order);
   /* w(i, d), asked of the models once per op and device: the ranks need
-   * every device's, the placement each device's again. */
+   * every device's, the placement each device's again (plan_copy() hands
+   * it to the plan). */
   uint64_t *w = calloc(n * nd, sizeof *w);
   heft_plan *plan = calloc(1, sizeof *plan);
-  int ok = rank != NULL && order != NULL && w != NULL && plan != NULL;
+  int ok = rank != NULL && w != NULL && plan != NULL;
   if (ok) {
     plan->slots = calloc(n, sizeof *plan->slots);
     plan->order = calloc(n, sizeof *plan->order);
-    plan->slot_of = calloc(n, sizeof *plan->slot_of);
     plan->finish = calloc(n, sizeof *plan->finish);
     plan->pdev = calloc(n, sizeof *plan->pdev);
     plan->pstr = calloc(n, sizeof *plan->pstr);
     plan->free_at = calloc(nst, sizeof *plan->free_at);
     plan->at_st = calloc(nst, sizeof *plan->at_st);
-    ok = plan->slots != NULL && plan->order != NULL && plan->slot_of != NULL &&
-         plan->finish != NULL && plan->pdev != NULL && plan->pstr != NULL &&
-         plan->free_at != NULL && plan->at_st != NULL;
+    ok = plan->slots != NULL && plan->order != NULL && plan->finish != NULL &&
+         plan->pdev != NULL && plan->pstr != NULL && plan->free_at != NULL &&
+         plan->at_st != NULL;
   }
   if (ok) {
     /* Upward ranks: successors come later in the DAG's order. An op that
@@ -557,16 +550,18 @@ static void heft_begin(void *state, const cua_dag *dag) {
     }
     if (s->by_rank) {
       for (size_t i = 0; i < n; i++) {
-        order[i].rank = rank[i];
-        order[i].i = i;
+        plan->order[i].rank = rank[i];
+        plan->order[i].i = i;
       }
-      qsort(order, n, sizeof *order, cmp_rank);
+      qsort(plan->order, n, sizeof *plan->order, cmp_rank);
     } else {
-      ok = placement_order(dag, order) == 0;
+      ok = placement_order(dag, plan->order) == 0;
     }
   }
-  if (ok)
+  if (ok) {
     ok = plan_copy(s, plan, dag, w) == 0;
+    w = NULL; /* the plan's now */
+  }
   if (!ok) {
     /* Without a plan, place() decides on the live loads. */
     s->host->log(s->host->core, CUA_LOG_WARN,
@@ -575,8 +570,6 @@ static void heft_begin(void *state, const cua_dag *dag) {
       plan_free(plan);
     goto out;
   }
-  for (size_t r = 0; r < n; r++)
-    plan->order[r] = order[r].i;
 
   /* Streams are free at their expected end, or now. */
   plan->now = plan->span = s->host->now_ns(s->host->core);
@@ -592,7 +585,7 @@ static void heft_begin(void *state, const cua_dag *dag) {
       plan->free_at[(size_t)d * (size_t)s->streams + (size_t)st] = at;
     }
 
-  /* The slots by op id, for place()'s binary search, each unplanned.
+  /* The ops by op id, for place()'s binary search, each unplanned.
    * Today's core numbers a DAG's ops in its order, so they come sorted;
    * they are sorted here only if they do not. */
   int sorted = 1;
@@ -600,13 +593,11 @@ static void heft_begin(void *state, const cua_dag *dag) {
     if (i > 0 && dag->ops[i - 1].op_id >= dag->ops[i].op_id)
       sorted = 0;
     plan->slots[i].op_id = dag->ops[i].op_id;
-    plan->slots[i].device = UNPLANNED;
-    plan->slots[i].stream = (int)i; /* the DAG index, until sorted */
+    plan->slots[i].i = i;
+    plan->pdev[i] = UNPLANNED;
   }
   if (!sorted)
     qsort(plan->slots, n, sizeof *plan->slots, cmp_slot);
-  for (size_t k = 0; k < n; k++)
-    plan->slot_of[plan->slots[k].stream] = k;
   plan->n = n;
   plan->submission = dag->submission;
   plan->next = s->plans;
@@ -616,7 +607,6 @@ static void heft_begin(void *state, const cua_dag *dag) {
 out:
   free(w);
   free(rank);
-  free(order);
 }
 
 static void heft_end(void *state, uint64_t submission) {
@@ -624,18 +614,18 @@ static void heft_end(void *state, uint64_t submission) {
   for (heft_plan **pp = &s->plans; *pp != NULL; pp = &(*pp)->next)
     if ((*pp)->submission == submission) {
       heft_plan *p = *pp;
-      /* Ops never asked for (host steps last in the order, failed ones)
-       * leave the planner unfinished: the span of what it planned. */
-      if (p->order != NULL)
-        s->last_span = p->span - p->now;
+      /* (Of what it planned: ops never asked for, host steps last in the
+       * order or failed ones, may leave the planner unfinished.) */
+      s->last_span = p->span - p->now;
       *pp = p->next;
       plan_free(p);
       return;
     }
 }
 
-/* @p op's slot in its submission's plan, planned (NULL: none). */
-static const heft_slot *planned(heft_state *s, const cua_op_info *op) {
+/* Where @p op's submission's plan puts it, into *@p out, planned now if
+ * it was not yet: 1, or 0 when no plan places it. */
+static int planned(heft_state *s, const cua_op_info *op, cua_placement *out) {
   for (heft_plan *p = s->plans; p != NULL; p = p->next) {
     if (p->submission != op->submission)
       continue;
@@ -648,11 +638,14 @@ static const heft_slot *planned(heft_state *s, const cua_op_info *op) {
         hi = mid;
     }
     if (lo == p->n || p->slots[lo].op_id != op->op_id)
-      return NULL;
-    plan_to(s, p, &p->slots[lo]);
-    return p->slots[lo].device >= 0 ? &p->slots[lo] : NULL;
+      return 0;
+    size_t i = p->slots[lo].i;
+    plan_to(s, p, i);
+    out->device = p->pdev[i];
+    out->stream = p->pstr[i];
+    return out->device >= 0;
   }
-  return NULL;
+  return 0;
 }
 
 /* When the inputs of @p op are ready for stream (@p dev, @p str), on the
@@ -674,11 +667,11 @@ static uint64_t live_ready(const heft_state *s, const cua_op_info *op, int dev,
 
 static int heft_place(void *state, const cua_op_info *op, cua_placement *out) {
   heft_state *s = state;
-  const heft_slot *sl = planned(s, op);
-  if (sl != NULL &&
-      (op->restrict_device < 0 || op->restrict_device == sl->device)) {
-    out->device = sl->device;
-    out->stream = sl->stream;
+  cua_placement pl;
+  if (planned(s, op, &pl) &&
+      (op->restrict_device < 0 || op->restrict_device == pl.device)) {
+    out->device = pl.device;
+    out->stream = pl.stream;
     s->from_plan++;
     return 0;
   }
