@@ -116,9 +116,9 @@ struct SimEvent {
 
 struct Item {
   ItemKind kind;
-  uint64_t ready;  /* virtual time its host call ended (host_*_ns) */
-  uint64_t issued; /* the same, or when it was queued if that was later */
-  uint64_t value;  /* MARK: progress; RECORD/WAIT: generation */
+  uint64_t ready; /* virtual time its host call ended (host_*_ns), or it
+                     was queued if that was later: when it was issued */
+  uint64_t value; /* MARK: progress; RECORD/WAIT: generation */
   SimEvent *ev;
   void *ptr; /* FREE */
   cua_backend_op op;
@@ -395,7 +395,7 @@ void stream_main(SimState *st, SimStream *s) {
       s->sem->acquire();
       continue;
     }
-    if (it.ready != 0 && it.ready > to_ns(sg4::Engine::get_clock()))
+    if (it.ready > to_ns(sg4::Engine::get_clock()))
       sleep_until_ns(st, it.ready); /* its host call has not ended yet */
     switch (it.kind) {
     case IT_OP:
@@ -445,13 +445,12 @@ void stream_main(SimState *st, SimStream *s) {
         /* Across GPUs, the wait ends peer_wait_ns after the recording
          * it waits for was reached, and the stream then spends
          * peer_wait_busy_ns on it. With peer_wait_busy_ns, a wait whose
-         * recording was reached before it was issued (its host call
-         * over, it.issued) costs nothing: the driver drops a wait for
-         * work already done. */
+         * recording was reached before it was issued (it.ready) costs
+         * nothing: the driver drops a wait for work already done. */
         for (const SimEvent::Reached &r : it.ev->reached)
           if (r.gen == it.value) {
             bool busy = st->m.peer_wait_busy_ns > 0;
-            if (r.dev == s->device || (busy && r.ns < it.issued))
+            if (r.dev == s->device || (busy && r.ns < it.ready))
               break;
             uint64_t now = to_ns(sg4::Engine::get_clock());
             uint64_t until =
@@ -817,9 +816,8 @@ uint64_t launch_call(SimStream *s, long long decide_ns, long long launch_ns,
  * after every decision made so far (and a wait's after its record's). */
 void enqueue_locked(SimStream *s, Item &it, long long host_ns) {
   uint64_t after = it.kind == IT_WAIT ? it.ev->rec_host : 0;
-  it.ready = launch_call(s, 0, host_ns, after);
   /* (launch_call() says 0 for a call over at once.) */
-  it.issued = std::max(it.ready, g.vnow.load());
+  it.ready = std::max(launch_call(s, 0, host_ns, after), g.vnow.load());
   if (it.kind == IT_RECORD)
     it.ev->rec_host = it.ready;
   s->q.push_back(it);
