@@ -644,11 +644,6 @@ static void series_close(series_run *r) {
       m->vs_same_graph = m->makespan_ns / median(r->ts + 1, (size_t)repeat);
     double ops = (double)dag->n * repeat;
     if (s->kind == S_CUASYNC) {
-      if (s->submit != BENCH_SUBMIT_GRAPH) {
-        m->events_per_kop = 1000.0 * (double)r->events / ops;
-        m->waits_per_kop = 1000.0 * (double)r->waits / ops;
-        m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
-      }
       m->submit_ns_per_op = (double)r->submit_ns / ops;
       /* Graph mode: the capture alone, as raw-graph's is its capture and
        * instantiation of a plan already made. */
@@ -673,6 +668,10 @@ static void series_close(series_run *r) {
               1000.0 * (double)bench_plan_peer_waits(&placed, dag->n) / dag->n;
           bench_plan_free(&placed);
         }
+      } else {
+        m->events_per_kop = 1000.0 * (double)r->events / ops;
+        m->waits_per_kop = 1000.0 * (double)r->waits / ops;
+        m->peer_waits_per_kop = 1000.0 * (double)r->peer_waits / ops;
       }
     } else if (s->kind == S_RAW_SERIAL) {
       m->events_per_kop = m->waits_per_kop = 0;
