@@ -10,7 +10,9 @@
 # lists timed), both beside this script. Then, on all the machine's GPUs:
 #
 #   OUTDIR/cal-{prof,lean}-{stencil,random}-POLICY-{1,2}.{csv,err}
-#       the calibration: stencil and random of width 16, 1024 tasks of
+#       the calibration: stencil and random of width 16 (CAL_WIDTH, if
+#       set: the twenty-ninth session's runs used 8, with CAL_SEED 2
+#       for the random pattern's seed), 1024 tasks of
 #       50 us, under round-robin, least-loaded, heft and dmda, twice;
 #   OUTDIR/val-run{1,2,3}.csv
 #       the validation: the bench's stencil, random, tree (and, with two
@@ -49,7 +51,7 @@ for r in 1 2; do
       for v in prof lean; do
         B=$work/$v/tree
         CUA_SP=1 CUASYNC_MODULE_PATH=$B/policies/.libs:$B/plugins/.libs \
-          "$B/tools/cuasync-bench" -b cuda --devices all -w "$w" -W 16 \
+          "$B/tools/cuasync-bench" -b cuda --devices all -w "$w" -W "${CAL_WIDTH:-16}" -s "${CAL_SEED:-1}" \
           -p "$p" -n 1024 -d 50us -r 5 -f csv \
           -o "$out/cal-$v-$w-$p-$r.csv" >/dev/null \
           2>"$out/cal-$v-$w-$p-$r.err" ||
