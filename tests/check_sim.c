@@ -573,6 +573,22 @@ START_TEST(host_contention) {
   ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_contention = 1\n", 2, 20000,
                              1000, 1000, NULL),
                join_of_spins(CONTENTION_COSTS, 2, 20000, 1000, 1000, NULL));
+  /* Per policy: the submission's policy (round-robin here) takes its own
+   * factor, a policy not listed the first item's. */
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_launch_threads = 2\n"
+                                              "host_contention = 0, "
+                                              "round-robin=1\n",
+                             2, 20000, 1000, 1000, NULL),
+               51000);
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_launch_threads = 2\n"
+                                              "host_contention = 1, dmda=0\n",
+                             2, 20000, 1000, 1000, NULL),
+               51000);
+  ck_assert_ns(join_of_spins(CONTENTION_COSTS "host_launch_threads = 2\n"
+                                              "host_contention = 1, "
+                                              "round-robin = 0\n",
+                             2, 20000, 1000, 1000, NULL),
+               41000);
 }
 END_TEST
 
@@ -909,6 +925,16 @@ START_TEST(bad_sections) {
           "[backend.sim] host_contention: 11 is out of range");
   refused("host_contention = -0.5\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] host_contention: -0.5 is out of range");
+  refused("host_contention = 0.5, dmda=12\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_contention: 12 is out of range [0, 10]");
+  refused("host_contention = 0.5, dmda=much\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_contention: 'much' is not a number; write 'X' "
+          "then 'POLICY=X', comma-separated");
+  refused("host_contention = dmda=0.4, 0.5\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "host_contention: '0.5': only the first item may be a bare X");
+  refused("host_contention = 0.5, dmda=0.4, dmda=0.3\n",
+          CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_contention: policy 'dmda' given twice");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_busy_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] peer_wait_busy_ns: -1 is out of range");
@@ -939,6 +965,10 @@ START_TEST(bad_sections) {
   snprintf(want, sizeof want, "%s:2: host_decide_ns: '=3' names no policy",
            path);
   refused(line, CUA_ERR_CONFIG_BAD_VALUE, want);
+  write_file(path, "gpus = 4\nhost_contention = 0.4, heft=10.5\n");
+  snprintf(want, sizeof want,
+           "%s:2: host_contention: 10.5 is out of range [0, 10]", path);
+  refused(line, CUA_ERR_CONFIG_OUT_OF_RANGE, want);
   write_file(path, "gpus 4\n");
   snprintf(want, sizeof want, "%s:1: expected 'key = value'", path);
   refused(line, CUA_ERR_CONFIG_SYNTAX, want);

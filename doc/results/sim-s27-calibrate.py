@@ -23,7 +23,9 @@
 #     gets of the executor and the marks;
 #   contention: calls made while the submitting thread decides, over the
 #     same calls made while it does not, less 1 (launches without the
-#     cold ones, and waits);
+#     cold ones, and waits): each policy's from its own runs (the
+#     host_contention line, round-robin's first), and all runs' together
+#     for the corrections above;
 #   build, plan, decide: the core's stages per submission (medians),
 #     per task: build + cycle check + wiring, heft's plan (made where
 #     the others record hazards), and the round (the decisions).
@@ -82,6 +84,40 @@ for x in runs:
     if spb["wait-idle"][1] > 0:
         c_w.append(spb["wait-dec"][1] / spb["wait-idle"][1] - 1)
 contention = statistics.median(c_l + c_w)
+# The same per policy, from its own runs (from the twenty-ninth session
+# on, the sim takes a list): a policy that decides faster hands its
+# commands over faster, and the launch threads are slowed more while it
+# decides (round-robin 0.57-0.89 against dmda 0.39-0.43 over seven
+# machines' calibrations).
+c_pol = {}
+for x in runs:
+    pc, spb, sp = x["prof"]
+    n0, m0, _ = spb["depth0"]
+    nd, md, _ = spb["launch-dec"]
+    ni, mi, _ = spb["launch-idle"]
+    cs = c_pol.setdefault(x["pol"], [])
+    if nd > n0 and mi > 0:
+        cs.append(((nd * md - n0 * m0) / (nd - n0)) / mi - 1)
+    if spb["wait-idle"][1] > 0:
+        cs.append(spb["wait-dec"][1] / spb["wait-idle"][1] - 1)
+
+# The same, launches and waits compared at the same queue depth of their
+# stream (the prof build's L* and W* buckets, from the twenty-ninth
+# session on): a check that the calls made while the submitting thread
+# decides are not slower only because they come first, into shorter
+# queues. Printed as a comment; the lines use the contention above.
+def matched(x, pre):
+    spb = x["prof"][1]
+    num = den = 0.0
+    for b in ("1-2", "3-8", "9-32", "33+") + (("0",) if pre == "W" else ()):
+        i, d = spb.get("%s%s-idle" % (pre, b)), spb.get("%s%s-dec" % (pre, b))
+        if i and d and i[0] >= 20 and d[0] >= 20 and i[1] > 0:
+            num += d[0] * (d[1] / i[1] - 1)
+            den += d[0]
+    return num / den if den else None
+
+
+c_m = [c for x in runs for c in (matched(x, "L"), matched(x, "W")) if c is not None]
 
 
 def pooled(kind):
@@ -134,7 +170,9 @@ host = {
     "host_launch_cold_ns": "%d" % round(cold_launch, -1),
     "host_record_ns": "%d" % round(record * idle, -1),
     "host_event_ns": "%d" % round(wait * idle + overhead, -1),
-    "host_contention": "%.2f" % contention,
+    "host_contention": "%.2f, " % statistics.median(c_pol["round-robin"]) +
+                       ", ".join("%s=%.2f" % (p, statistics.median(c_pol[p])) for p in pols
+                                 if p != "round-robin" and c_pol.get(p)),
     "host_build_ns": "%d" % round(statistics.mean(build), -1),
     # Only heft plans (the others' hazard step is about 10 ns per task).
     "host_plan_ns": "0, heft=%d" % round(plan["heft"], -1),
@@ -143,9 +181,11 @@ host = {
 }
 print("# computed by sim-s27-calibrate.py from %d calibration runs in %s, device lines from %s" %
       (len(runs), os.path.basename(os.path.normpath(d)), os.path.basename(base)))
-print("# (contention %.2f from %d launch and %d wait ratios; %.0f ns of the launch"
+print("# (contention %.2f from %d launch and %d wait ratios, all policies; %.0f ns of the launch"
       " threads' own work per command; %.1f%% of waits while deciding)" %
       (contention, len(c_l), len(c_w), overhead, 100 * f_dec))
+if c_m:
+    print("# (contention at matched queue depth: %.2f from %d ratios)" % (statistics.median(c_m), len(c_m)))
 with open(base) as f:
     for line in f:
         k = line.split("=")[0].strip()

@@ -109,11 +109,13 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"host_record_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of each event record, ns, in place of host_event_ns "
      "(-1: host_event_ns)", 0},
-    {"host_contention", CUA_PARAM_DOUBLE, "0", 0, 10, nullptr,
+    {"host_contention", CUA_PARAM_STRING, "0", 0, 0, nullptr,
      "with host_launch_threads above 1: while the modelled host thread "
      "builds, plans and decides a submission, each launch, record and wait "
-     "on a launch thread takes 1 + host_contention times as long, for the "
-     "part of it that falls then (0: no slowdown)", 0},
+     "on a launch thread takes 1 + X times as long, for the part of it "
+     "that falls then: 'X' for every policy (0 if left out), then "
+     "'POLICY=X' for those that differ ('0.5, dmda=0.4'), the policy "
+     "being the submission's, each X in [0, 10] (0: no slowdown)", 0},
     {"host_launch_cold_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a launch onto a stream with no op queued or running, "
      "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},
@@ -140,7 +142,8 @@ struct Val {
   bool set = false;
   double d = 0;
   long long i = 0;
-  sim_costs c; /* STRING: the host cost lists */
+  sim_costs c;   /* STRING: the host cost lists */
+  sim_factors f; /* STRING: host_contention */
 };
 
 std::string trim(const std::string &s) {
@@ -204,7 +207,9 @@ int parse_value(int k, const std::string &text, Val *v, std::string &why) {
     return CUA_ERR_CONFIG_BAD_VALUE;
   }
   if (p.type == CUA_PARAM_STRING) {
-    int rc = sim_costs_parse(text, &v->c, why);
+    int rc = k == SIM_PARAM_HOST_CONTENTION
+                 ? sim_factors_parse(text, 0, 10, &v->f, why)
+                 : sim_costs_parse(text, &v->c, why);
     v->set = rc == 0;
     return rc;
   }
@@ -307,7 +312,7 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
         if (sim_params[k].type == CUA_PARAM_STRING) {
           std::string why;
           int rc =
-              sim_costs_parse(params[k].s ? params[k].s : "", &vals[k].c, why);
+              parse_value(k, params[k].s ? params[k].s : "", &vals[k], why);
           if (rc != 0) {
             set_err(err, "[backend.sim] %s: %s", sim_params[k].name,
                     why.c_str());
@@ -352,7 +357,7 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
   m->host_record_ns = v >= 0 ? v : m->host_event_ns;
   v = vals[SIM_PARAM_HOST_LAUNCH_COLD_NS].i;
   m->host_launch_cold_ns = v >= 0 ? v : m->host_launch_ns;
-  m->host_contention = vals[SIM_PARAM_HOST_CONTENTION].d;
+  m->host_contention = vals[SIM_PARAM_HOST_CONTENTION].f;
   if (m->host_chunk_first > m->host_chunk_max) {
     set_err(err,
             "[backend.sim] host_chunk_max: %lld is below host_chunk_first "
@@ -374,25 +379,59 @@ long long sim_costs::get(const char *name) const {
   return dflt;
 }
 
-int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
-  sim_costs out;
+double sim_factors::get(const char *name) const {
+  if (name != nullptr)
+    for (const auto &b : by)
+      if (b.first == name)
+        return b.second;
+  return dflt;
+}
+
+namespace {
+
+/* Parses @p text as a number in [@p min, @p max] into @p *out; 0, or
+ * CUA_ERR_CONFIG_BAD_VALUE / CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
+int parse_double(const std::string &text, double min, double max, double *out,
+                 std::string &why) {
+  const char *s = text.c_str();
+  char *end = nullptr;
+  errno = 0;
+  double d = strtod(s, &end);
+  if (end == s || *end != '\0' || errno != 0 || !std::isfinite(d)) {
+    why = "'" + text + "' is not a number";
+    return CUA_ERR_CONFIG_BAD_VALUE;
+  }
+  if (d < min || d > max)
+    return out_of_range(text, min, max, why);
+  *out = d;
+  return 0;
+}
+
+/* The lists of sim_costs and sim_factors: a first item that may be bare
+ * (the default), then "POLICY=V" items. @p num parses one value; @p v
+ * names it in messages ("NS", "X"). */
+template <class List, class T, class Num>
+int parse_list(const std::string &text, List *c, const char *v, Num num,
+               std::string &why) {
+  List out;
   bool have_dflt = false;
   size_t pos = 0;
-  const char *form = "; write 'NS' then 'POLICY=NS', comma-separated";
+  std::string form = std::string("; write '") + v + "' then 'POLICY=" + v +
+                     "', comma-separated";
   for (;;) {
     size_t comma = text.find(',', pos);
     std::string item = trim(
         text.substr(pos, comma == std::string::npos ? comma : comma - pos));
     std::string name;
     size_t eq = item.find('=');
-    std::string num = item;
+    std::string numtext = item;
     if (item.empty()) {
-      why = "an empty item" + std::string(form);
+      why = "an empty item" + form;
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
     if (eq != std::string::npos) {
       name = trim(item.substr(0, eq));
-      num = trim(item.substr(eq + 1));
+      numtext = trim(item.substr(eq + 1));
       if (name.empty()) {
         why = "'" + item + "' names no policy" + form;
         return CUA_ERR_CONFIG_BAD_VALUE;
@@ -411,21 +450,21 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
           return CUA_ERR_CONFIG_BAD_VALUE;
         }
     } else if (have_dflt || !out.by.empty()) {
-      why = "'" + item + "': only the first item may be a bare NS" + form;
+      why = "'" + item + "': only the first item may be a bare " + v + form;
       return CUA_ERR_CONFIG_BAD_VALUE;
     }
-    long long v = 0;
-    int rc = parse_int(num, 0, 1e9, &v, why);
+    T val = 0;
+    int rc = num(numtext, &val, why);
     if (rc != 0) {
       if (rc == CUA_ERR_CONFIG_BAD_VALUE)
         why += form;
       return rc;
     }
     if (name.empty()) {
-      out.dflt = v;
+      out.dflt = val;
       have_dflt = true;
     } else {
-      out.by.emplace_back(name, v);
+      out.by.emplace_back(name, val);
     }
     if (comma == std::string::npos)
       break;
@@ -433,6 +472,27 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
   }
   *c = out;
   return 0;
+}
+
+} /* namespace */
+
+int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why) {
+  return parse_list<sim_costs, long long>(
+      text, c, "NS",
+      [](const std::string &t, long long *out, std::string &w) {
+        return parse_int(t, 0, 1e9, out, w);
+      },
+      why);
+}
+
+int sim_factors_parse(const std::string &text, double min, double max,
+                      sim_factors *f, std::string &why) {
+  return parse_list<sim_factors, double>(
+      text, f, "X",
+      [min, max](const std::string &t, double *out, std::string &w) {
+        return parse_double(t, min, max, out, w);
+      },
+      why);
 }
 
 /* ------------------------------------------------------------ platform */

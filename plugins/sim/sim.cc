@@ -186,6 +186,8 @@ struct SimState {
    * submission's build, plan and decisions (host_contention): an upper
    * bound, one decision per node. */
   uint64_t busy_until = 0;
+  /* host_contention for that submission's policy. */
+  double busy_contention = 0;
   /* When each modelled launch thread is free (host_launch_threads). */
   uint64_t launch_cursor[SIM_LAUNCH_THREADS_MAX] = {0};
   /* A submission's round is open (round()) and hands its commands over in
@@ -774,14 +776,15 @@ uint64_t host_call(SimState *st, long long ns) {
 }
 
 /* Under g.mu: how long a launch thread's call of @p ns starting at @p start
- * takes (host_contention): 1 + host_contention times as long for the part
- * of it that falls while the modelled host thread is still expected to be
- * busy with the submission's build, plan and decisions (busy_until; a call
+ * takes (host_contention): 1 + X times as long, X the last submission's
+ * policy's (busy_contention), for the part of it that falls while the
+ * modelled host thread is still expected to be busy with that
+ * submission's build, plan and decisions (busy_until; a call
  * starts after its own decision, so the host cursor itself never reaches
  * past it), as long as usual after. */
 uint64_t contended(const SimState *st, uint64_t start, long long ns) {
   uint64_t busy = st->busy_until;
-  double c = st->m.host_contention;
+  double c = st->busy_contention;
   if (c <= 0 || busy <= start)
     return (uint64_t)ns;
   double slow = 1.0 + c, window = (double)(busy - start);
@@ -1363,6 +1366,7 @@ void sim_round(void *state, size_t nodes, const char *policy) {
    * round, made ready by a completion, is not counted here). */
   st->busy_until = std::max(built, g.vnow.load()) +
                    (uint64_t)(st->m.host_decide.get(policy) * (long long)nodes);
+  st->busy_contention = st->m.host_contention.get(policy);
   pthread_mutex_unlock(&g.mu);
 }
 

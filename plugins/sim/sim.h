@@ -78,6 +78,21 @@ struct sim_costs {
  * CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
 int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why);
 
+/** A factor per policy, as sim_costs: "X" for every policy (0 if left
+ * out), then "POLICY=X" for the ones that differ ("0.5, dmda=0.4"). */
+struct sim_factors {
+  double dflt = 0;
+  std::vector<std::pair<std::string, double>> by;
+  /** The factor for policy @p name; the first item's for a policy not
+   * listed, and for none (NULL). */
+  double get(const char *name) const;
+};
+
+/** Parses @p text into @p f, each factor in [@p min, @p max]; 0, or
+ * CUA_ERR_CONFIG_BAD_VALUE / CUA_ERR_CONFIG_OUT_OF_RANGE with @p why. */
+int sim_factors_parse(const std::string &text, double min, double max,
+                      sim_factors *f, std::string &why);
+
 /** The most modelled launch threads (host_launch_threads), as the core's
  * launch threads (CUA__LAUNCHERS_MAX). */
 #define SIM_LAUNCH_THREADS_MAX 8
@@ -97,7 +112,7 @@ struct sim_machine {
   long long host_peer_wait_ns;   /* a wait across GPUs */
   long long host_record_ns;      /* a record */
   long long host_launch_cold_ns; /* a launch onto an idle stream */
-  double host_contention;        /* launch threads' slowdown, 0: none */
+  sim_factors host_contention;   /* launch threads' slowdown, 0: none */
   sim_costs host_plan, host_decide;
   std::vector<int> sel; /* runtime device index -> machine GPU */
 };
