@@ -948,7 +948,7 @@ START_TEST(bad_sections) {
   snprintf(path, sizeof path, "sim-machine-%d.ini", (int)getpid());
   snprintf(line, sizeof line, "machine = %s\n", path);
   write_file(path, "# two nodes\ngpus = 4\ngpus_per_node = 2\nsmz = 3\n");
-  char want[300];
+  char want[400];
   snprintf(want, sizeof want, "%s:4: unknown key 'smz'", path);
   refused(line, CUA_ERR_CONFIG_UNKNOWN_KEY, want);
   write_file(path, "gpus = 4\n\nsms = many\n");
