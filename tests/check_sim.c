@@ -548,6 +548,8 @@ START_TEST(host_record_costs) {
 }
 END_TEST
 
+static void write_file(const char *path, const char *text);
+
 START_TEST(host_contention) {
   /* then(zip(A, B), C), round-robin over two streams, A a 20 us spin, B
    * and C 1 us; 10 us per decision and per launch, two launch threads.
@@ -589,6 +591,20 @@ START_TEST(host_contention) {
                                               "round-robin = 0\n",
                              2, 20000, 1000, 1000, NULL),
                41000);
+  /* A list in a machine file, and the section's key replacing the whole
+   * list (not merged with it). An underflow is about 0. */
+  char path[256], sim[1024];
+  snprintf(path, sizeof path, "sim-contention-%d.ini", (int)getpid());
+  write_file(path, "host_contention = 0, round-robin=1, dmda=0\n");
+  snprintf(sim, sizeof sim,
+           CONTENTION_COSTS "host_launch_threads = 2\nmachine = %s\n", path);
+  ck_assert_ns(join_of_spins(sim, 2, 20000, 1000, 1000, NULL), 51000);
+  snprintf(sim, sizeof sim,
+           CONTENTION_COSTS "host_launch_threads = 2\nmachine = %s\n"
+                            "host_contention = 1e-400, dmda=1\n",
+           path);
+  ck_assert_ns(join_of_spins(sim, 2, 20000, 1000, 1000, NULL), 41000);
+  unlink(path);
 }
 END_TEST
 
@@ -935,6 +951,10 @@ START_TEST(bad_sections) {
   refused("host_contention = 0.5, dmda=0.4, dmda=0.3\n",
           CUA_ERR_CONFIG_BAD_VALUE,
           "[backend.sim] host_contention: policy 'dmda' given twice");
+  refused("host_contention = 1e999\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
+          "[backend.sim] host_contention: 1e999 is out of range [0, 10]");
+  refused("host_contention = 0.5,\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "[backend.sim] host_contention: an empty item");
   refused("peer_wait_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE, "peer_wait_ns");
   refused("peer_wait_busy_ns = -1\n", CUA_ERR_CONFIG_OUT_OF_RANGE,
           "[backend.sim] peer_wait_busy_ns: -1 is out of range");

@@ -397,11 +397,14 @@ int parse_double(const std::string &text, double min, double max, double *out,
   char *end = nullptr;
   errno = 0;
   double d = strtod(s, &end);
-  if (end == s || *end != '\0' || errno != 0 || !std::isfinite(d)) {
+  /* As the core's doubles: an underflow is a number (about 0), an
+   * overflow one out of range. */
+  if (end == s || *end != '\0' || std::isnan(d) ||
+      (std::isinf(d) && errno != ERANGE)) {
     why = "'" + text + "' is not a number";
     return CUA_ERR_CONFIG_BAD_VALUE;
   }
-  if (d < min || d > max)
+  if ((errno == ERANGE && std::isinf(d)) || d < min || d > max)
     return out_of_range(text, min, max, why);
   *out = d;
   return 0;
