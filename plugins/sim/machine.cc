@@ -115,7 +115,8 @@ const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
      "on a launch thread takes 1 + X times as long, for the part of it "
      "that falls then: 'X' for every policy (0 if left out), then "
      "'POLICY=X' for those that differ ('0.5, dmda=0.4'), the policy "
-     "being the submission's, each X in [0, 10] (0: no slowdown)", 0},
+     "being the last submission's, each X in [0, 10] (0: no slowdown)",
+     0},
     {"host_launch_cold_ns", CUA_PARAM_INT, "-1", -1, 1e9, nullptr,
      "host time of a launch onto a stream with no op queued or running, "
      "ns, in place of host_launch_ns (-1: host_launch_ns)", 0},
