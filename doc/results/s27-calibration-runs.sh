@@ -18,6 +18,13 @@
 #       the validation: the bench's stencil, random, tree (and, with two
 #       GPUs or more, multigpu) patterns of width 8, release build.
 #
+# The instrumented builds count the calls of every submission of a
+# process, the bench's warm-up run included, as every machine file of the
+# twenty-seventh to twenty-ninth sessions was calibrated; with
+# CUA_SP_TIMED=1 in the environment, only those of the timed runs (the
+# twenty-ninth session: the launch threads' slowdown while a submission
+# is decided is then about 0.06, not 0.5: it was the warm-up run's).
+#
 # Then: sim-s27-calibrate.py OUTDIR [BASE.machine] > my.machine, and
 # cuasync-bench -b sim --machine my.machine --devices all -w ... -n 1024
 # -d 50us -r 1 -f csv -o sim.csv; sim-s25-compare.py sim.csv

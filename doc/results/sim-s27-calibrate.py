@@ -85,11 +85,12 @@ for x in runs:
         c_w.append(spb["wait-dec"][1] / spb["wait-idle"][1] - 1)
 contention = statistics.median(c_l + c_w)
 # The same per policy, from its own runs (from the twenty-ninth session
-# on, the sim takes a list): a policy that decides faster hands its
-# commands over faster, and the launch threads are slowed more while it
-# decides (round-robin 0.61-0.82 against dmda 0.36-0.51 over eleven
-# calibrations of two H200s). The cold launch below is still undone with
-# the pooled value.
+# on, the sim takes a list): round-robin 0.61-0.82 against dmda
+# 0.36-0.51 over eleven calibrations of two H200s, every submission of
+# a run counted. With CUA_SP_TIMED=1 in the calibration runs (the timed
+# runs alone) it is about 0.06: the slowdown was the warm-up run's
+# (doc/results, twenty-ninth session). The cold launch below is still
+# undone with the pooled value.
 c_pol = {}
 for x in runs:
     pc, spb, sp = x["prof"]
