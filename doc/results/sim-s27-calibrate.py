@@ -73,16 +73,19 @@ if not runs:
 # Contention: calls made while the submitting thread decides, over the
 # others, less 1. Launches: without the cold ones (all made while it
 # decides: a run starts with its streams idle).
-c_l, c_w = [], []
-for x in runs:
-    pc, spb, sp = x["prof"]
+def ratios(x):
+    """The run's launch and wait ratios (None where it has no calls)."""
+    spb = x["prof"][1]
     n0, m0, _ = spb["depth0"]
     nd, md, _ = spb["launch-dec"]
     ni, mi, _ = spb["launch-idle"]
-    if nd > n0 and mi > 0:
-        c_l.append(((nd * md - n0 * m0) / (nd - n0)) / mi - 1)
-    if spb["wait-idle"][1] > 0:
-        c_w.append(spb["wait-dec"][1] / spb["wait-idle"][1] - 1)
+    lr = ((nd * md - n0 * m0) / (nd - n0)) / mi - 1 if nd > n0 and mi > 0 else None
+    wr = spb["wait-dec"][1] / spb["wait-idle"][1] - 1 if spb["wait-idle"][1] > 0 else None
+    return lr, wr
+
+
+c_l = [r for r in (ratios(x)[0] for x in runs) if r is not None]
+c_w = [r for r in (ratios(x)[1] for x in runs) if r is not None]
 contention = statistics.median(c_l + c_w)
 # The same per policy, from its own runs (from the twenty-ninth session
 # on, the sim takes a list): round-robin 0.61-0.82 against dmda
@@ -93,15 +96,7 @@ contention = statistics.median(c_l + c_w)
 # undone with the pooled value.
 c_pol = {}
 for x in runs:
-    pc, spb, sp = x["prof"]
-    n0, m0, _ = spb["depth0"]
-    nd, md, _ = spb["launch-dec"]
-    ni, mi, _ = spb["launch-idle"]
-    cs = c_pol.setdefault(x["pol"], [])
-    if nd > n0 and mi > 0:
-        cs.append(((nd * md - n0 * m0) / (nd - n0)) / mi - 1)
-    if spb["wait-idle"][1] > 0:
-        cs.append(spb["wait-dec"][1] / spb["wait-idle"][1] - 1)
+    c_pol.setdefault(x["pol"], []).extend(r for r in ratios(x) if r is not None)
 
 # The same, launches and waits compared at the same queue depth of their
 # stream (the prof build's L* and W* buckets, from the twenty-ninth
