@@ -548,7 +548,12 @@ START_TEST(host_record_costs) {
 }
 END_TEST
 
-static void write_file(const char *path, const char *text);
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
 
 START_TEST(host_contention) {
   /* then(zip(A, B), C), round-robin over two streams, A a 20 us spin, B
@@ -877,13 +882,6 @@ START_TEST(many_streams_keep_order) {
   cua_runtime_destroy(rt);
 }
 END_TEST
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 static void refused(const char *sim, int code, const char *needle) {
   char text[2048];
