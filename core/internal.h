@@ -133,10 +133,25 @@ void cua__pool_init(cua__pool *p, size_t size, size_t max, void (*fini)(void *),
  * for fault injection). */
 void *cua__pool_get(cua__pool *p, int *fresh);
 void cua__pool_put(cua__pool *p, void *obj);
-int cua__pool_array_grow(cua__pool *p, size_t block, void *arr, size_t *cap,
-                         size_t need, size_t size, void *inl);
-void cua__pool_array_free(cua__pool *p, size_t block, void *a, size_t cap,
-                          void *inl);
+/* An array of @p size-byte entries (*arr, *cap of them: @p inl, its
+ * inline storage, or a block of @p block entries from @p p, or an
+ * allocation past that) grown to @p need entries; freed the same way.
+ * The common cases (room enough, the inline storage) are inline. */
+int cua__pool_array_grow_slow(cua__pool *p, size_t block, void *arr,
+                              size_t *cap, size_t need, size_t size, void *inl);
+void cua__pool_array_free_slow(cua__pool *p, size_t block, void *a, size_t cap);
+static inline int cua__pool_array_grow(cua__pool *p, size_t block, void *arr,
+                                       size_t *cap, size_t need, size_t size,
+                                       void *inl) {
+  return need <= *cap
+             ? 0
+             : cua__pool_array_grow_slow(p, block, arr, cap, need, size, inl);
+}
+static inline void cua__pool_array_free(cua__pool *p, size_t block, void *a,
+                                        size_t cap, void *inl) {
+  if (a != inl && a != NULL)
+    cua__pool_array_free_slow(p, block, a, cap);
+}
 /* Whether pools keep blocks (not under AddressSanitizer). */
 int cua__pool_keeps(void);
 void cua__pool_drain(cua__pool *p);
@@ -254,19 +269,31 @@ typedef struct cua__access {
 } cua__access;
 
 struct cua_op {
+  /* What building a submission reads of every op first, on one cache
+   * line, then its inline inputs and accesses, then its hints: a large
+   * submission's build misses the cache on each line it touches
+   * (doc/results, thirtieth session). */
   atomic_int refs;
   atomic_int frozen; /* 0, 1 once frozen, 2 while set_hints writes: op.c */
   cua_op_kind kind;
-  cua_runtime *rt;
-  cua_hints hints;
-  char *name, *tag;
-  cua__access *acc; /* acc_inl, or an allocation once it outgrows it */
-  size_t nacc, capacc;
+  /* Its node in the submission being built, when build_sub is that
+   * submission's id (graph.c); under rt->lock. */
+  uint64_t build_sub;
+  cua__node *build_node;
   cua_op **inputs; /* combinator inputs, then's (first, next); inputs_inl
                       or an allocation */
-  size_t ninputs, capinputs;
-  cua__access acc_inl[2];
+  size_t ninputs;
+  /* SHARED: the node of its one run, once submitted. ZIP: the node of its
+   * unzips' shared wrapper's run, kept once that wrapper is gone (op.c). */
+  cua__node *shared_node;
+  cua_runtime *rt;
   cua_op *inputs_inl[4];
+  size_t capinputs;
+  cua__access *acc; /* acc_inl, or an allocation once it outgrows it */
+  size_t nacc, capacc;
+  cua_hints hints;
+  char *name, *tag;
+  cua__access acc_inl[2];
   /* Kind-specific parameters: one group per family of kinds. */
   union {
     struct {      /* FILL, MEMSET, COPY, AXPY, MEMCPY_*, SPIN */
@@ -303,16 +330,9 @@ struct cua_op {
       struct cua__gparams *gparams; /* held */
     };
   };
-  /* SHARED: the node of its one run, once submitted. ZIP: the node of its
-   * unzips' shared wrapper's run, kept once that wrapper is gone (op.c). */
-  cua__node *shared_node;
   /* ZIP: the shared wrapper its unzips use (weak, see op.c). */
   cua_op *unzip_shared;
   cua_op *free_next; /* cua_op_destroy()'s worklist */
-  /* Its node in the submission being built, when build_sub is that
-   * submission's id (graph.c); under rt->lock. */
-  uint64_t build_sub;
-  cua__node *build_node;
 };
 
 struct cua_module {
@@ -409,81 +429,85 @@ struct cua_stream_ctx {
 };
 
 struct cua__node {
+  /* The fields every stage reads or writes for every node (building,
+   * wiring, placement, completion) come first, on as few cache lines as
+   * they fit: a large submission's passes over its nodes miss the cache
+   * on each line they touch (doc/results, thirtieth session). */
   atomic_int refs;
-  cua_runtime *rt; /* held (cua__runtime_hold()): its pool outlives us */
-  cua_op *op;      /* dropped once done: see finish_node() */
-  char *name;      /* the op's hinted name, kept once op is dropped */
-  cua_op_kind kind;
   int cls;
+  cua_op_kind kind;
   int state;
+  int code;
+  uint32_t level;
+  unsigned want; /* dependents cua__reserve_hazards() will reserve; 0
+                    between calls */
+  int queued;
+  int scratch;        /* cycle check of its submission's build */
+  uint32_t input_gen; /* place.c: listed among an op's inputs already */
+  cua_op *op;         /* dropped once done: see finish_node() */
+  cua_runtime *rt;    /* held (cua__runtime_hold()): its pool outlives us */
+  uint64_t sub_id;    /* the submission that made it */
   uint64_t op_id;
   cua__dep *deps; /* deps_inl, or an allocation once it outgrows it */
   size_t ndeps, capdeps;
   size_t unresolved;
   cua__dependent *dependents;
   size_t ndependents, capdependents;
+  cua__node *q_next;   /* in a round's queue */
   cua__sub **watchers; /* submissions waiting for this node */
   size_t nwatchers, capwatchers;
   cua__dep deps_inl[CUA__INLINE_EDGES];
   cua__dependent dependents_inl[CUA__INLINE_EDGES];
   cua__sub *watchers_inl[2];
-  uint32_t level;
-  uint32_t input_gen;  /* place.c: listed among an op's inputs already */
-  uint64_t est_end;    /* expected end (cua_op_input::expected_end_ns) */
-  size_t dag_idx;      /* dag.c: index in its submission's cua_dag */
-  cua__node *then_src; /* weak: also a dependency; then_of is its placement */
-  /* Placement, once enqueued. */
+  /* Placement, once enqueued, and what the executor reads at launch. */
   cua__stream *stream;
   uint64_t seq;
-  cua__point *point; /* weak: the event recorded right after it, if any */
   cua_placement pl;
   cua__polinst *placed_by;
-  uint64_t sub_id; /* the submission that made it */
-  uint64_t duration_ns;
-  uint64_t start_ns; /* when it started, if the backend said (observers) */
-  uint64_t end_ns;   /* when it ended, if the backend said (observers) */
-  uint64_t obs_dur;  /* its run time for observers only, where duration_ns
-                        is not measured (an explicitly placed op) */
-  uint64_t obs_end;  /* when it ended as told to observers (a virtual node:
-                        its last part's), under rt->lock */
-  uint64_t obs_cap;  /* observers: it ended by then at the latest (an op
-                        depending on it was seen done first), 0 unknown */
-  /* Outcome. */
-  int code;
-  char *msg;
-  void *result;
-  void **results; /* zip, shared zip, graph launch: cua__node_results() */
-  size_t nresults, capresults;
-  cua_stream_ctx ctx; /* FUNC: what its stream function gets */
-  void **ptrs;        /* FUNC: its buffers' addresses at launch
-                         (cua__node_ptrs()) */
-  size_t capptrs;
-  void *ptrs_inl[4];
-  cua__node *inflight_next;
-  cua__node *free_next; /* cua__node_release()'s worklist */
-  cua__node *ready_next;
-  int on_ready;
-  atomic_int doomed;  /* failed: the executor must not launch it */
-  atomic_int nstates; /* buffer states (writers, readers) that hold it */
-  uint64_t vc_gen;    /* its stream's vc_gen when it was decided */
-  uint64_t t_launch;  /* when decided, if durations are measured */
-  int dur_estimated;  /* duration_ns is the completion thread's estimate,
-                         a share of an interval (complete.c), not the
-                         backend's timing */
-  uint64_t est_cost;  /* expected duration, counted in its stream's load */
-  void *mfam;         /* its performance model's class (models.c), if any */
+  cua__point *point;   /* weak: the event recorded right after it, if any */
+  uint64_t est_end;    /* expected end (cua_op_input::expected_end_ns) */
+  uint64_t est_cost;   /* expected duration, counted in its stream's load */
+  cua__node *then_src; /* weak: also a dependency; then_of is its placement */
+  void *mfam;          /* its performance model's class (models.c), if any */
+  size_t cmd;          /* its LAUNCH command in the round deciding it */
+  size_t dag_idx;      /* dag.c: index in its submission's cua_dag */
   int pulled;  /* pull.c: 1 held by a pull-mode policy, 2 given to a stream
                   by pop() (a MARK follows its launch), else 0 */
   int sampled; /* measured alone for the models: timed by the backend
                   (duration_ns), a MARK follows its launch, the executor
                   sets t_exec */
+  atomic_int doomed; /* failed: the executor must not launch it */
+  int dur_estimated; /* duration_ns is the completion thread's estimate,
+                        a share of an interval (complete.c), not the
+                        backend's timing */
+  uint64_t duration_ns;
+  uint64_t t_launch;       /* when decided, if durations are measured */
   _Atomic uint64_t t_exec; /* when the executor launched it, if sampled */
-  size_t cmd;              /* its LAUNCH command in the round deciding it */
-  cua__node *q_next;       /* in a round's queue */
-  int queued;
-  int scratch;   /* cycle check of its submission's build */
-  unsigned want; /* dependents cua__reserve_hazards() will reserve; 0
-                    between calls */
+  uint64_t vc_gen;         /* its stream's vc_gen when it was decided */
+  cua__node *inflight_next;
+  /* Outcome, and what fewer nodes use. */
+  char *msg;
+  char *name; /* the op's hinted name, kept once op is dropped */
+  void *result;
+  void **results; /* zip, shared zip, graph launch: cua__node_results() */
+  size_t nresults, capresults;
+  uint64_t start_ns;  /* when it started, if the backend said (observers) */
+  uint64_t end_ns;    /* when it ended, if the backend said (observers) */
+  uint64_t obs_dur;   /* its run time for observers only, where duration_ns
+                         is not measured (an explicitly placed op) */
+  uint64_t obs_end;   /* when it ended as told to observers (a virtual node:
+                         its last part's), under rt->lock */
+  uint64_t obs_cap;   /* observers: it ended by then at the latest (an op
+                         depending on it was seen done first), 0 unknown */
+  cua_stream_ctx ctx; /* FUNC: what its stream function gets */
+  void **ptrs;        /* FUNC: its buffers' addresses at launch
+                         (cua__node_ptrs()) */
+  size_t capptrs;
+  void *ptrs_inl[4];
+  cua__node *free_next; /* cua__node_release()'s worklist */
+  cua__node *ready_next;
+  int on_ready;
+  atomic_int nstates; /* buffer states (writers, readers) that hold it */
   cua_backend_event *ext_event; /* WAIT_NATIVE: recorded on the native
                                    stream, waited for by the node's */
 };

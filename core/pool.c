@@ -173,8 +173,9 @@ void cua__pool_put(cua__pool *p, void *obj) {
  * the one array whose capacity is exactly @p nblock (the allocator's start
  * at twice that). @p arr points at the array pointer, @p inl is the
  * object's inline array, @p size an entry's size. */
-int cua__pool_array_grow(cua__pool *p, size_t nblock, void *arr, size_t *cap,
-                         size_t need, size_t size, void *inl) {
+int cua__pool_array_grow_slow(cua__pool *p, size_t nblock, void *arr,
+                              size_t *cap, size_t need, size_t size,
+                              void *inl) {
   void **a = arr;
   if (need <= *cap)
     return 0;
@@ -207,10 +208,8 @@ int cua__pool_array_grow(cua__pool *p, size_t nblock, void *arr, size_t *cap,
   return 0;
 }
 
-void cua__pool_array_free(cua__pool *p, size_t nblock, void *a, size_t cap,
-                          void *inl) {
-  if (a == inl)
-    return;
+void cua__pool_array_free_slow(cua__pool *p, size_t nblock, void *a,
+                               size_t cap) {
   if (cap == nblock)
     cua__pool_put(p, a);
   else
