@@ -352,7 +352,9 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * submitting thread applying its own chunks) ran 1.34-1.44x; micro-chain
  * 1.01-1.07x raw in 3 rounds, 1.15-1.38x in the others (auto 1.02-1.45x).
  * With the marks at the end, or every 64 launches, or batched, it gained
- * nothing. */
+ * nothing. What decides is where the launch thread runs: on those
+ * machines the same launch takes 20-35% longer on some vCPUs than on
+ * others (doc/results, thirtieth session). */
 #define CHUNK_FIRST 16
 #define CHUNK_MAX 256
 #define CHUNK_MARK_EVERY 16
