@@ -129,8 +129,8 @@ static int ensure_allocated(cua_runtime *rt, cua_buffer *b, cua__stream *s,
 /* Inlined into launch_node(), the hot path; cua__backend_op() for graph
  * replays. */
 static inline int backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
-                             void **params, void **ptrs, const char *name,
-                             char *msg, size_t len) {
+                             void **params, void **ptrs, const cua__node *n,
+                             const char *name, char *msg, size_t len) {
   memset(bo, 0, sizeof *bo);
   bo->size = sizeof *bo;
   bo->kind = op->kind;
@@ -166,7 +166,9 @@ static inline int backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
     break;
   case CUA_OP_KERNEL:
     if (op->nargs > 64) {
-      snprintf(msg, len, "kernel '%s': more than 64 arguments", name);
+      /* (the node's name only here: naming it costs every launch) */
+      snprintf(msg, len, "kernel '%s': more than 64 arguments",
+               name != NULL ? name : cua__node_name(n));
       return CUA_ERR_INVAL;
     }
     for (size_t i = 0; i < op->nargs; i++) {
@@ -192,7 +194,7 @@ static inline int backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
 int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
                     void **params, void **ptrs, const char *name, char *msg,
                     size_t len) {
-  return backend_op(op, seq, bo, params, ptrs, name, msg, len);
+  return backend_op(op, seq, bo, params, ptrs, NULL, name, msg, len);
 }
 
 static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
@@ -253,7 +255,7 @@ static int launch_node(cua_runtime *rt, cua__node *n, char *msg, size_t len) {
     bo.func = ctx_func;
     bo.func_ctx = &n->ctx;
   } else {
-    rc = backend_op(op, n->seq, &bo, params, ptrs, cua__node_name(n), msg, len);
+    rc = backend_op(op, n->seq, &bo, params, ptrs, n, NULL, msg, len);
     if (rc)
       return rc;
   }
@@ -329,7 +331,9 @@ static void exec_launch(cua_runtime *rt, cua__cmd *c) {
   cua__stream *s = c->s;
   char msg[CUA__ERRLEN];
   int rc = 0;
-  if (atomic_exchange(&s->wait_failed, 0)) {
+  /* (read first: an exchange writes the stream's line at every launch) */
+  if (atomic_load_explicit(&s->wait_failed, memory_order_relaxed) &&
+      atomic_exchange(&s->wait_failed, 0)) {
     snprintf(msg, sizeof msg, "inserting a cross-stream wait failed");
     rc = CUA_ERR_BACKEND;
   } else if (!atomic_load(&n->doomed)) {

@@ -79,8 +79,9 @@ static uint64_t to_u64(double x) {
 
 /* ------------------------------------------------------------ families */
 
-mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
-                     const char *name, const char *tag, unsigned cb, int add) {
+mfam *cua__mfam_find_slow(cua__models *m, int transfer, int dev, int from,
+                          int kind, const char *name, const char *tag,
+                          unsigned cb, int add) {
   mfam *l = m->last;
   if (l != NULL && l->kind == kind && l->dev == dev && l->from == from &&
       l->transfer == transfer && l->cb == cb && str_eq(l->name, name) &&

@@ -71,8 +71,21 @@ static inline void stat_add(mstat *a, const mstat *b) {
 
 /* models.c: the family of a class on a device (a transfer: to, from), made
  * when @p add and there is room; a size bucket of it. */
-mfam *cua__mfam_find(cua__models *m, int transfer, int dev, int from, int kind,
-                     const char *name, const char *tag, unsigned cb, int add);
+mfam *cua__mfam_find_slow(cua__models *m, int transfer, int dev, int from,
+                          int kind, const char *name, const char *tag,
+                          unsigned cb, int add);
+/* (Ops come in runs of one class, usually with the same name and tag
+ * strings: the family found last, compared by pointer, inline.) */
+static inline mfam *cua__mfam_find(cua__models *m, int transfer, int dev,
+                                   int from, int kind, const char *name,
+                                   const char *tag, unsigned cb, int add) {
+  mfam *l = m->last;
+  if (l != NULL && l->kind == kind && l->dev == dev && l->from == from &&
+      l->transfer == transfer && l->cb == cb && l->name == name &&
+      l->tag == tag)
+    return l;
+  return cua__mfam_find_slow(m, transfer, dev, from, kind, name, tag, cb, add);
+}
 mbucket *cua__mbucket_find(mfam *f, unsigned b, int add);
 void cua__mfam_free(mfam *f);
 
