@@ -352,7 +352,7 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * submitting thread applying its own chunks) ran 1.34-1.44x; micro-chain
  * 1.01-1.07x raw in 3 rounds, 1.15-1.38x in the others (auto 1.02-1.45x).
  * With the marks at the end, or every 64 launches, or batched, it gained
- * nothing. What decides is where the launch thread runs: on those
+ * nothing. A likely cause is where the launch thread runs: on such
  * machines the same launch takes 20-35% longer on some vCPUs than on
  * others (doc/results, thirtieth session). */
 #define CHUNK_FIRST 16

@@ -136,7 +136,9 @@ void cua__pool_put(cua__pool *p, void *obj);
 /* An array of @p size-byte entries (*arr, *cap of them: @p inl, its
  * inline storage, or a block of @p block entries from @p p, or an
  * allocation past that) grown to @p need entries; freed the same way.
- * The common cases (room enough, the inline storage) are inline. */
+ * The common cases (room enough, the inline storage) are inline; the
+ * _slow functions are for the rest (free_slow only for an array that
+ * is neither NULL nor the inline storage). */
 int cua__pool_array_grow_slow(cua__pool *p, size_t block, void *arr,
                               size_t *cap, size_t need, size_t size, void *inl);
 void cua__pool_array_free_slow(cua__pool *p, size_t block, void *a, size_t cap);
@@ -269,10 +271,11 @@ typedef struct cua__access {
 } cua__access;
 
 struct cua_op {
-  /* What building a submission reads of every op first, on one cache
-   * line, then its inline inputs and accesses, then its hints: a large
-   * submission's build misses the cache on each line it touches
-   * (doc/results, thirtieth session). */
+  /* What building a submission reads of every op first (64 bytes: one
+   * cache line where the block is 64-byte aligned; pool blocks are
+   * 16-byte aligned), then its inline inputs and its access list, then
+   * its hints: a large submission's build misses the cache on each line
+   * it touches (doc/results, thirtieth session). */
   atomic_int refs;
   atomic_int frozen; /* 0, 1 once frozen, 2 while set_hints writes: op.c */
   cua_op_kind kind;
@@ -459,7 +462,8 @@ struct cua__node {
   cua__dep deps_inl[CUA__INLINE_EDGES];
   cua__dependent dependents_inl[CUA__INLINE_EDGES];
   cua__sub *watchers_inl[2];
-  /* Placement, once enqueued, and what the executor reads at launch. */
+  /* Placement, once enqueued, what the executor reads at launch, and
+   * what placement, the models and dag.c keep per node. */
   cua__stream *stream;
   uint64_t seq;
   cua_placement pl;

@@ -74,8 +74,10 @@ static inline void stat_add(mstat *a, const mstat *b) {
 mfam *cua__mfam_find_slow(cua__models *m, int transfer, int dev, int from,
                           int kind, const char *name, const char *tag,
                           unsigned cb, int add);
-/* (Ops come in runs of one class, usually with the same name and tag
- * strings: the family found last, compared by pointer, inline.) */
+/* (Ops come in runs of one class: the family found last is checked
+ * inline, its name and tag by pointer, which catches unnamed ops and
+ * transfers (both NULL); a family keeps its own copies of names, so a
+ * named op takes the call, which compares them as strings.) */
 static inline mfam *cua__mfam_find(cua__models *m, int transfer, int dev,
                                    int from, int kind, const char *name,
                                    const char *tag, unsigned cb, int add) {
