@@ -371,23 +371,6 @@ int sim_machine_from_params(sim_machine *m, const cua_param_value *params,
 
 /* ------------------------------------------------------------ host costs */
 
-long long sim_costs::get(const char *name) const {
-  if (name == nullptr)
-    return 0;
-  for (const auto &b : by)
-    if (b.first == name)
-      return b.second;
-  return dflt;
-}
-
-double sim_factors::get(const char *name) const {
-  if (name != nullptr)
-    for (const auto &b : by)
-      if (b.first == name)
-        return b.second;
-  return dflt;
-}
-
 namespace {
 
 /* Parses @p text as a number in [@p min, @p max] into @p *out; 0, or

@@ -65,13 +65,29 @@ enum {
 
 extern const cua_param_spec sim_params[SIM_PARAM_COUNT];
 
+/** A value per policy: the first item's for every policy (0 if left
+ * out), then "POLICY=V" for the ones that differ. */
+template <class T> struct sim_by_policy {
+  T dflt = 0;
+  std::vector<std::pair<std::string, T>> by;
+  /** Policy @p name's value: its own if listed, else the first item's
+   * (NULL included). */
+  T listed(const char *name) const {
+    if (name != nullptr)
+      for (const auto &b : by)
+        if (b.first == name)
+          return b.second;
+    return dflt;
+  }
+};
+
 /** A host cost per policy: "NS" for every policy (0 if left out), then
  * "POLICY=NS" for the ones that differ ("900, heft=2500"). */
-struct sim_costs {
-  long long dflt = 0;
-  std::vector<std::pair<std::string, long long>> by;
+struct sim_costs : sim_by_policy<long long> {
   /** The cost for policy @p name; 0 for none (NULL: no policy decided). */
-  long long get(const char *name) const;
+  long long get(const char *name) const {
+    return name != nullptr ? listed(name) : 0;
+  }
 };
 
 /** Parses @p text into @p c; 0, or CUA_ERR_CONFIG_BAD_VALUE /
@@ -80,12 +96,12 @@ int sim_costs_parse(const std::string &text, sim_costs *c, std::string &why);
 
 /** A factor per policy, as sim_costs: "X" for every policy (0 if left
  * out), then "POLICY=X" for the ones that differ ("0.5, dmda=0.4"). */
-struct sim_factors {
-  double dflt = 0;
-  std::vector<std::pair<std::string, double>> by;
+struct sim_factors : sim_by_policy<double> {
   /** The factor for policy @p name; the first item's for a policy not
    * listed, and for none (NULL). */
-  double get(const char *name) const;
+  double get(const char *name) const {
+    return listed(name);
+  }
 };
 
 /** Parses @p text into @p f, each factor in [@p min, @p max]; 0, or
