@@ -20,6 +20,13 @@
  * submission's round calls it between chunks of its decisions too
  * (apply_chunk()), when the round holds nothing but nodes ready to be
  * placed.
+ *
+ * A relayed round (launch = relay, and auto on driver backends:
+ * relay_start()) goes on being decided by a launch thread, under rt->lock
+ * (cua__decide_rest()), while the submitting thread applies its chunks
+ * without it (relay_apply()); their queue, the round's cua__relay, is
+ * guarded by its own mu, a leaf lock, and the round itself belongs to the
+ * launch thread from the hand-over until it sets relay->done.
  */
 #include "config.h"
 #include "internal.h"
@@ -415,6 +422,140 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
                * of its own: its expected start and its trace instant */
 }
 
+/* [runtime] decide = thread: a submission's round with at least RELAY_MIN
+ * device nodes left to decide at its first chunk goes on deciding on a
+ * launch thread, while the submitting thread applies the chunks it
+ * decides (relay_apply()). The launches stay on the submitting thread,
+ * as a program's own would be, and the deciding, several times faster
+ * than the launches it decides, runs beside them instead of between them. */
+#define RELAY_MIN 128
+#define RELAY_SPIN_NS 20000u
+
+/* A launch thread's chunk of a relayed round goes to the submitting
+ * thread (under rt->lock, which the launch thread holds). A list without
+ * a holder stays in r->cmds and grows into the next chunk. */
+static void relay_push(cua_runtime *rt, cua__round *r) {
+  (void)cua__exact_points(r);
+  cua__cmdlist *h = r->cmds.box;
+  if (h == NULL || r->cmds.n == 0)
+    return;
+  atomic_fetch_add(&rt->executing, 1);
+  *h = r->cmds;
+  h->next = NULL;
+  memset(&r->cmds, 0, sizeof r->cmds);
+  r->first_launch = 0;
+  r->chunk_len = 0;
+  r->chunk_at *= 2;
+  r->now = 0;
+  cua__relay *q = r->relay;
+  pthread_mutex_lock(&q->mu);
+  if (q->tail != NULL)
+    q->tail->next = h;
+  else
+    q->head = h;
+  q->tail = h;
+  atomic_fetch_add_explicit(&q->queued, 1, memory_order_release);
+  if (q->sleeping)
+    pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* The submitting thread's part of a relayed round: applies @p first (its
+ * first chunk) and every chunk the launch thread decides, in decision
+ * order, with rt->lock released, until the round is decided; then takes
+ * rt->lock back, with the round's last list in r->cmds. */
+static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
+  cua__relay *q = r->relay;
+  atomic_fetch_add(&rt->executing, 1);
+  pthread_mutex_unlock(&rt->lock);
+  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
+  pthread_cond_signal(&rt->work);
+  cua__exec(rt, first);
+  cua__cmdlist_release(rt, first);
+  for (;;) {
+    if (atomic_load_explicit(&q->queued, memory_order_acquire) == 0) {
+      uint64_t until = cua__now_ns() + RELAY_SPIN_NS;
+      for (unsigned i = 1;
+           atomic_load_explicit(&q->queued, memory_order_acquire) == 0; i++) {
+        cua__cpu_relax();
+        if (i % 64 == 0 && cua__now_ns() >= until)
+          break;
+      }
+    }
+    pthread_mutex_lock(&q->mu);
+    while (q->head == NULL && !q->done) {
+      q->sleeping = 1;
+      pthread_cond_wait(&q->cv, &q->mu);
+      q->sleeping = 0;
+    }
+    cua__cmdlist *h = q->head;
+    int done = q->done;
+    q->head = q->tail = NULL;
+    pthread_mutex_unlock(&q->mu);
+    if (h == NULL && done)
+      break;
+    while (h != NULL) {
+      cua__cmdlist *next = h->next;
+      atomic_fetch_sub_explicit(&q->queued, 1, memory_order_relaxed);
+      cua__cmdlist cl = *h;
+      cl.next = NULL;
+      cua__exec(rt, &cl);
+      cua__cmdlist_release(rt, &cl);
+      h = next;
+    }
+    atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
+    pthread_cond_signal(&rt->work);
+  }
+  pthread_mutex_lock(&rt->lock);
+  rt->open_rounds--;
+}
+
+/* Hands the rest of @p r's deciding to a launch thread (the submitting
+ * thread then applies its chunks: relay_apply()); 0 when it cannot. */
+static int relay_start(cua_runtime *rt, cua__round *r) {
+  cua__relay q;
+  memset(&q, 0, sizeof q);
+  pthread_mutex_init(&q.mu, NULL);
+  pthread_cond_init(&q.cv, NULL);
+  atomic_init(&q.queued, 0);
+  (void)cua__exact_points(r);
+  cua__cmdlist first = r->cmds;
+  memset(&r->cmds, 0, sizeof r->cmds);
+  r->first_launch = 0;
+  r->chunk_len = 0;
+  r->chunk_at *= 2;
+  r->now = 0;
+  r->relay = &q;
+  rt->open_rounds++;
+  if (cua__launcher_decide(rt, r) != 0) {
+    rt->open_rounds--;
+    r->relay = NULL;
+    r->cmds = first;
+    pthread_cond_destroy(&q.cv);
+    pthread_mutex_destroy(&q.mu);
+    return 0;
+  }
+  rt->stats.rounds_relayed++;
+  relay_apply(rt, r, &first);
+  r->relay = NULL;
+  pthread_cond_destroy(&q.cv);
+  pthread_mutex_destroy(&q.mu);
+  return 1;
+}
+
+void cua__decide_rest(cua_runtime *rt, cua__round *r) {
+  cua__relay *q = r->relay;
+  pthread_mutex_lock(&rt->lock);
+  cua__run_round(rt, r);
+  pthread_mutex_unlock(&rt->lock);
+  /* r is the submitting thread's again from here. */
+  pthread_mutex_lock(&q->mu);
+  q->done = 1;
+  if (q->sleeping)
+    pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
 /* Places, decides launches and settles until nothing more is ready, then
  * marks every stream that got work. Commands go to r->cmds; the caller
  * applies them with cua__round_flush() once it may release rt->lock (with
@@ -475,6 +616,8 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       else
         snprintf(msg, sizeof msg, "%s", n->msg ? n->msg : "");
       n->stream->launched = n->seq;
+      if (r->left > 0)
+        r->left--;
       if (rc != 0)
         cua__fail_node(rt, n, rc, msg);
       rt->stats.ops++;
@@ -497,11 +640,16 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
        * placed, which no other round touches while rt->lock is out. */
       if (own && ++r->chunk_len >= r->chunk_at && r->place.head != NULL &&
           r->launch.head == NULL && r->settle.head == NULL) {
-        if (may_pipeline && !r->no_chunks &&
-            cua__launcher_spread(rt, &r->cmds) > 1) {
+        if (r->relay != NULL) {
+          relay_push(rt, r);
+        } else if (may_pipeline && !r->no_chunks &&
+                   cua__launcher_spread(rt, &r->cmds) > 1) {
           r->pipelined = 1;
           handing = 1;
           hand_over(rt, r);
+        } else if (rt->decide_relay && solo && r->left >= RELAY_MIN &&
+                   relay_start(rt, r)) {
+          return; /* decided on the launch thread, its tail included */
         } else {
           apply_chunk(rt, r);
         }

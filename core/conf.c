@@ -502,7 +502,7 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
     if (l < 0) {
       cua__put_err(err, errlen,
                    "$CUASYNC_LAUNCH: '%.64s' is not one of caller, thread, "
-                   "auto, pipeline",
+                   "auto, pipeline, relay",
                    env);
       return CUA_ERR_CONFIG_BAD_VALUE;
     }

@@ -37,19 +37,21 @@ typedef struct cua__section {
 /** on_policy_error = error | fallback */
 enum { CUA__ON_POLICY_ERROR_FAIL = 0, CUA__ON_POLICY_ERROR_FALLBACK = 1 };
 
-/** launch = caller | thread | auto | pipeline */
+/** launch = caller | thread | auto | pipeline | relay */
 enum {
   CUA__LAUNCH_CALLER = 0,
   CUA__LAUNCH_THREAD = 1,
   CUA__LAUNCH_AUTO = 2,
-  CUA__LAUNCH_PIPELINE = 3
+  CUA__LAUNCH_PIPELINE = 3,
+  CUA__LAUNCH_RELAY = 4
 };
 /* Whether @p launch hands a submission's list to the launch threads by
  * auto's rule (cua__may_hand_over(): one thread submitting faster than its
  * submissions complete, or several threads submitting), counting the
  * threads in cua_submit() for it. */
 static inline int cua__launch_by_rule(int launch) {
-  return launch == CUA__LAUNCH_AUTO || launch == CUA__LAUNCH_PIPELINE;
+  return launch == CUA__LAUNCH_AUTO || launch == CUA__LAUNCH_PIPELINE ||
+         launch == CUA__LAUNCH_RELAY;
 }
 enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 

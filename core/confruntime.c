@@ -202,7 +202,7 @@ static int set_on_policy_error(cua__conf_parser *p, const char *value) {
   return 0;
 }
 
-/* launch = caller | thread | auto | pipeline: who applies a round's
+/* launch = caller | thread | auto | pipeline | relay: who applies a round's
  * commands (see core/commands.c and core/executor.c). */
 int cua__conf_launch_value(const char *value) {
   if (strcmp(value, "caller") == 0)
@@ -213,6 +213,8 @@ int cua__conf_launch_value(const char *value) {
     return CUA__LAUNCH_AUTO;
   if (strcmp(value, "pipeline") == 0)
     return CUA__LAUNCH_PIPELINE;
+  if (strcmp(value, "relay") == 0)
+    return CUA__LAUNCH_RELAY;
   return -1;
 }
 
@@ -220,6 +222,7 @@ const char *cua__conf_launch_name(int launch) {
   return launch == CUA__LAUNCH_THREAD     ? "thread"
          : launch == CUA__LAUNCH_AUTO     ? "auto"
          : launch == CUA__LAUNCH_PIPELINE ? "pipeline"
+         : launch == CUA__LAUNCH_RELAY    ? "relay"
                                           : "caller";
 }
 
@@ -229,7 +232,7 @@ static int set_launch(cua__conf_parser *p, const char *value) {
     return cua__conf_fail(
         p, CUA_ERR_CONFIG_BAD_VALUE, p->line,
         "[runtime] launch: '%s' is not one of caller, thread, "
-        "auto, pipeline",
+        "auto, pipeline, relay",
         value);
   p->cfg->launch = v;
   return 0;

@@ -609,6 +609,19 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   return 0;
 }
 
+int cua__launcher_decide(cua_runtime *rt, struct cua__round *r) {
+  if (!rt->launcher_started || tls_depth > 0)
+    return -1;
+  cua__launcher *l = &rt->launchers[rt->nlaunchers - 1];
+  pthread_mutex_lock(&l->mu);
+  l->job = r;
+  atomic_fetch_add_explicit(&l->queued, 1, memory_order_release);
+  if (l->sleeping)
+    pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
 /* Of the MARKs of one stream in a batch of lists taken at once, only the
  * last of every MARK_RUN is applied: a mark says that the stream got to
  * its value, so it covers every earlier one, and each mark the device
@@ -677,7 +690,7 @@ static void *launcher_main(void *arg) {
   cua_runtime *rt = l->rt;
   pthread_mutex_lock(&l->mu);
   for (;;) {
-    if (l->head == NULL && !l->stop) {
+    if (l->head == NULL && l->job == NULL && !l->stop) {
       /* Watch the queue for a while, then sleep. */
       pthread_mutex_unlock(&l->mu);
       uint64_t until = cua__now_ns() + LAUNCHER_SPIN_NS;
@@ -693,11 +706,22 @@ static void *launcher_main(void *arg) {
           sched_yield();
       }
       pthread_mutex_lock(&l->mu);
-      while (l->head == NULL && !l->stop) {
+      while (l->head == NULL && l->job == NULL && !l->stop) {
         l->sleeping = 1;
         pthread_cond_wait(&l->cv, &l->mu);
         l->sleeping = 0;
       }
+    }
+    if (l->head == NULL && l->job != NULL) {
+      /* A round to go on deciding, once the lists queued before it are
+       * applied (their tickets come first). */
+      struct cua__round *r = l->job;
+      l->job = NULL;
+      atomic_fetch_sub_explicit(&l->queued, 1, memory_order_relaxed);
+      pthread_mutex_unlock(&l->mu);
+      cua__decide_rest(rt, r);
+      pthread_mutex_lock(&l->mu);
+      continue;
     }
     if (l->head == NULL)
       break; /* stopping, and everything queued is applied */
@@ -756,6 +780,11 @@ int cua__launcher_start(cua_runtime *rt) {
     }
   }
   rt->launcher_started = 1;
+  /* (auto: where launches are driver calls, which cost several times the
+   * deciding; a host backend's launches are queue pushes, and there the
+   * submitting thread would mostly wait for the launch thread) */
+  rt->decide_relay = rt->cfg->launch == CUA__LAUNCH_RELAY ||
+                     (rt->cfg->launch == CUA__LAUNCH_AUTO && !rt->host_exec);
   return 0;
 }
 

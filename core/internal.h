@@ -627,10 +627,25 @@ typedef struct cua__launcher {
   pthread_cond_t cv;          /* wakes it asleep */
   cua__cmdlist *head, *tail;  /* queued lists, in decision order */
   int sleeping, stop;         /* under mu */
-  atomic_int queued;          /* lists in the queue, watched spinning */
+  atomic_int queued;          /* lists in the queue (and a round to decide),
+                                 watched spinning */
+  struct cua__round *job;     /* a round to go on deciding (commands.c,
+                                 cua__decide_rest()), under mu */
   _Atomic uint64_t applied;   /* lists it applied (tests) */
   char pad_[CUA__CACHE_LINE]; /* what another launch thread watches */
 } cua__launcher;
+
+/* A large round whose deciding a launch thread goes on with, while the
+ * submitting thread applies the chunks it decides (commands.c,
+ * [runtime] decide). On the submitting thread's stack. */
+typedef struct cua__relay {
+  pthread_mutex_t mu;        /* guards the queue; a leaf lock */
+  pthread_cond_t cv;         /* wakes the submitting thread */
+  cua__cmdlist *head, *tail; /* chunks decided, in decision order */
+  atomic_int queued;         /* chunks in the queue, watched spinning */
+  int done;                  /* the round is decided (under mu) */
+  int sleeping;              /* the submitting thread waits on cv */
+} cua__relay;
 
 typedef struct cua__round {
   cua_runtime *rt;
@@ -650,6 +665,8 @@ typedef struct cua__round {
   int chunked;         /* a submission's: applies its own chunks (no launch
                           thread, or it refused one), or under pipeline
                           hands them over (commands.c) */
+  size_t left;         /* a submission's: device nodes not yet decided */
+  cua__relay *relay;   /* decided on a launch thread: its chunks go here */
   int defer_marks;     /* the completion thread's: marks no stream while a
                           submission applies a chunk (commands.c) */
   int kick;            /* wake the completion thread at the flush */
@@ -785,6 +802,8 @@ struct cua_runtime {
    * keeps decision order, and they apply them while the deciding thread
    * goes on, each the commands of its own streams. */
   int launcher_started; /* running */
+  int decide_relay;     /* a large round's deciding goes on on a launch
+                           thread ([runtime] decide; commands.c) */
   int nlaunchers;       /* how many run: cfg->launch_threads */
   cua__launcher launchers[CUA__LAUNCHERS_MAX];
   atomic_int user_code_at_launch; /* a stream function was launched:
@@ -1020,6 +1039,14 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * launches a stream function the backend runs at launch, has no holder,
  * or could not be split for lack of memory. */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
+/* Hands the rest of round @p r's deciding to a launch thread, which calls
+ * cua__decide_rest() (commands.c); called under rt->lock, which the
+ * caller then releases. 0, or -1 when there is no launch thread or this
+ * thread is applying a list. */
+int cua__launcher_decide(cua_runtime *rt, struct cua__round *r);
+/* commands.c: a launch thread goes on deciding @p r (cua__launcher_decide()),
+ * taking rt->lock. */
+void cua__decide_rest(cua_runtime *rt, struct cua__round *r);
 /* How many launch threads the commands of @p cl are for (their streams'). */
 int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl);
 /* Whether @p cl launches a stream function that the backend runs at launch

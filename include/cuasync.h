@@ -207,6 +207,12 @@ typedef struct cua_stats {
                                    dependencies a placement puts across
                                    devices (cuasync-bench's
                                    peer_waits_per_kop) */
+  uint64_t rounds_relayed;    /**< submissions whose deciding a launch
+                                   thread went on with while the
+                                   submitting thread launched what it
+                                   decided ([runtime] launch = relay,
+                                   or auto on a backend whose launches
+                                   are driver calls, cuasync.ini(5)) */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

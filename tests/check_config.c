@@ -425,7 +425,7 @@ START_TEST(bad_on_policy_error_is_refused) {
 }
 END_TEST
 
-START_TEST(launch_is_caller_thread_auto_or_pipeline) {
+START_TEST(launch_is_caller_thread_auto_pipeline_or_relay) {
   cua__config *cfg = load_ok("[runtime]\nlaunch = thread\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_THREAD);
   cua__config_free(cfg);
@@ -440,13 +440,17 @@ START_TEST(launch_is_caller_thread_auto_or_pipeline) {
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_PIPELINE);
   ck_assert_str_eq(cua__conf_launch_name(cfg->launch), "pipeline");
   cua__config_free(cfg);
+  cfg = load_ok("[runtime]\nlaunch = relay\n");
+  ck_assert_int_eq(cfg->launch, CUA__LAUNCH_RELAY);
+  ck_assert_str_eq(cua__conf_launch_name(cfg->launch), "relay");
+  cua__config_free(cfg);
   cfg = load_ok("[runtime]\n");
   ck_assert_int_eq(cfg->launch, CUA__LAUNCH_AUTO);
   cua__config_free(cfg);
   expect_text_error(
       "[runtime]\nlaunch = later\n", CUA_ERR_CONFIG_BAD_VALUE, "<text>:2: ",
       "[runtime] launch: 'later' is not one of caller, thread, auto, "
-      "pipeline");
+      "pipeline, relay");
 }
 END_TEST
 
@@ -478,7 +482,8 @@ START_TEST(env_launch_overrides_the_file) {
   ck_assert_ptr_null(cfg);
   ck_assert_str_eq(
       err,
-      "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread, auto, pipeline");
+      "$CUASYNC_LAUNCH: 'soon' is not one of caller, thread, auto, pipeline, "
+      "relay");
 }
 END_TEST
 
@@ -1661,7 +1666,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_policy_is_refused);
   tcase_add_test(tc, bad_policy_path_is_refused);
   tcase_add_test(tc, bad_on_policy_error_is_refused);
-  tcase_add_test(tc, launch_is_caller_thread_auto_or_pipeline);
+  tcase_add_test(tc, launch_is_caller_thread_auto_pipeline_or_relay);
   tcase_add_test(tc, launch_threads_is_one_to_eight);
   tcase_add_test(tc, env_launch_threads_overrides_the_file);
   tcase_add_test(tc, env_launch_overrides_the_file);

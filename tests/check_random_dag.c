@@ -107,6 +107,8 @@ static int dags_per_policy(void) {
 /* DAGs of min_ops to max_ops ops, dags_per_policy() / fewer of them; the
  * chunk test makes fewer, larger ones. */
 static int min_ops = 1, max_ops = 8, fewer = 1;
+/* run_policy() leaves rt open, for the caller to read its stats. */
+static int keep_open;
 
 static void run_policy(const char *policy, const char *extra, int devices) {
   rt = open_policy(policy, extra);
@@ -160,7 +162,8 @@ static void run_policy(const char *policy, const char *extra, int devices) {
          policy, ndags, checked);
   for (int b = 0; b < NBUF; b++)
     cua_buffer_destroy(bufs[b]);
-  cua_runtime_destroy(rt);
+  if (!keep_open)
+    cua_runtime_destroy(rt);
 }
 
 START_TEST(scatter_matches_sequential) {
@@ -221,6 +224,41 @@ START_TEST(large_dags_in_chunks_match_sequential) {
 }
 END_TEST
 
+/* launch = relay: DAGs of 150 to 400 ops, several in flight, each
+ * decided on a launch thread after its first chunk while this thread
+ * applies the chunks (commands.c). Under $CUASYNC_LAUNCH (the launch*
+ * wrappers) the variable's mode runs instead, and nothing relays. */
+START_TEST(relayed_dags_match_sequential) {
+  min_ops = 150;
+  max_ops = 400;
+  fewer = 20; /* (50 DAGs by default) */
+  const char *env = getenv("CUASYNC_LAUNCH");
+  /* (the sim backend decides a round whole, in virtual time) */
+  int relays = (env == NULL || *env == '\0' || strcmp(env, "relay") == 0) &&
+               strcmp(test_backend(), "sim") != 0;
+  const char *extra[] = {
+      "launch = relay\n[policy.scatter]\nstreams = 4\n",
+      "launch = relay\n",
+  };
+  const char *policy[] = {"scatter", "single-stream"};
+  for (int i = 0; i < 2; i++) {
+    keep_open = 1;
+    run_policy(policy[i], extra[i], 1);
+    cua_stats st = {.size = sizeof st};
+    ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+    if (relays)
+      ck_assert_uint_gt(st.rounds_relayed, 0);
+    else
+      ck_assert_uint_eq(st.rounds_relayed, 0);
+    cua_runtime_destroy(rt);
+    keep_open = 0;
+  }
+  min_ops = 1;
+  max_ops = 8;
+  fewer = 1;
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("random_dag");
   TCase *tc = tcase_create("property");
@@ -232,6 +270,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, single_stream_matches_sequential);
   tcase_add_test(tc, work_stealing_matches_sequential);
   tcase_add_test(tc, large_dags_in_chunks_match_sequential);
+  tcase_add_test(tc, relayed_dags_match_sequential);
   suite_add_tcase(s, tc);
   return s;
 }

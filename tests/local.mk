@@ -49,7 +49,8 @@ UNIT_TESTS = \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS) \
-	$(LAUNCHCALLER_TESTS) $(LAUNCHPIPELINE_TESTS) $(LAUNCHSPLIT_TESTS)
+	$(LAUNCHCALLER_TESTS) $(LAUNCHPIPELINE_TESTS) $(LAUNCHSPLIT_TESTS) \
+	$(LAUNCHRELAY_TESTS)
 
 # The sim backend (plugins/sim/, built with SimGrid): its own suite, and the
 # op, ordering, property and conformance suites again on it, with
@@ -147,6 +148,22 @@ LAUNCHPIPELINE_TESTS = \
 	tests/launchpipeline/cuda_random_dag.sh \
 	tests/launchpipeline/cuda_sched.sh
 EXTRA_DIST += $(LAUNCHPIPELINE_TESTS)
+
+# The suites again with launch = relay, whose submissions of 144 ops or
+# more go on deciding on a launch thread while the submitting thread
+# applies the chunks (commands.c): on the host backend, on the launchtime
+# backend (stream functions at launch, run by the submitting thread), and
+# on CUDA (skipped without a GPU).
+LAUNCHRELAY_TESTS = \
+	tests/launchrelay/ops.sh \
+	tests/launchrelay/random_dag.sh \
+	tests/launchrelay/sched.sh \
+	tests/launchrelay/stress.sh \
+	tests/launchrelay/launchtime_random_dag.sh \
+	tests/launchrelay/cuda_random_dag.sh \
+	tests/launchrelay/cuda_sched.sh \
+	tests/launchrelay/cuda_ordering.sh
+EXTRA_DIST += $(LAUNCHRELAY_TESTS)
 
 # The suites with several launch threads ([runtime] launch_threads), each
 # applying the commands of its own streams: under launch = thread every

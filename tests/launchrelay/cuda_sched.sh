@@ -1,0 +1,4 @@
+#!/bin/sh
+# check_sched on the CUDA backend with launch = relay (through
+# $CUASYNC_LAUNCH); exit 77 without a GPU.
+CUASYNC_TEST_BACKEND=cuda CUASYNC_LAUNCH=relay exec ./tests/check_sched "$@"
