@@ -422,23 +422,27 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
                * of its own: its expected start and its trace instant */
 }
 
-/* [runtime] decide = thread: a submission's round with at least RELAY_MIN
- * device nodes left to decide at its first chunk goes on deciding on a
- * launch thread, while the submitting thread applies the chunks it
- * decides (relay_apply()). The launches stay on the submitting thread,
- * as a program's own would be, and the deciding, several times faster
- * than the launches it decides, runs beside them instead of between them. */
+/* launch = relay (and auto on driver backends): a submission's round with
+ * at least RELAY_MIN nodes of its build left to decide at its first chunk
+ * goes on deciding on a launch thread, while the submitting thread
+ * applies the chunks it decides (relay_apply()). The launches stay on the
+ * submitting thread, as a program's own would be, and the deciding,
+ * several times faster than the launches it decides, runs beside them
+ * instead of between them. */
 #define RELAY_MIN 128
 #define RELAY_SPIN_NS 20000u
 
 /* A launch thread's chunk of a relayed round goes to the submitting
  * thread (under rt->lock, which the launch thread holds). A list without
- * a holder stays in r->cmds and grows into the next chunk. */
+ * a holder stays in r->cmds and grows into the next chunk, or the tail. */
 static void relay_push(cua_runtime *rt, cua__round *r) {
   (void)cua__exact_points(r);
   cua__cmdlist *h = r->cmds.box;
   if (h == NULL || r->cmds.n == 0)
     return;
+  /* (a stream function among its launches stops launch threads from
+   * batching marks, as when a list is offered to them) */
+  (void)cua__user_code_at_launch(rt, &r->cmds);
   atomic_fetch_add(&rt->executing, 1);
   *h = r->cmds;
   h->next = NULL;
@@ -460,17 +464,30 @@ static void relay_push(cua_runtime *rt, cua__round *r) {
   pthread_mutex_unlock(&q->mu);
 }
 
-/* The submitting thread's part of a relayed round: applies @p first (its
- * first chunk) and every chunk the launch thread decides, in decision
- * order, with rt->lock released, until the round is decided; then takes
- * rt->lock back, with the round's last list in r->cmds. */
+/* Wakes the completion thread after a chunk, as unlock_and_kick() does
+ * after a list (its marks' progress, host steps made ready). */
+static void kick_now(cua_runtime *rt) {
+  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
+  pthread_cond_signal(&rt->work);
+}
+
+/* The submitting thread's part of a relayed round: with rt->lock
+ * released, applies @p first (its first chunk), every chunk the launch
+ * thread decides, in decision order, and once the round is decided its
+ * tail (r->cmds: exact points and marks), then takes rt->lock back with
+ * nothing left to apply. All of them in one executor scope
+ * (cua__exec_open()): a stream function among them that submits has its
+ * lists applied after the tail, since they are decided after the whole
+ * round (the launch thread holds rt->lock until then). So every list of
+ * the round is applied by this thread, in decision order, and none is
+ * handed to a launch thread behind a list decided later. */
 static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   cua__relay *q = r->relay;
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
-  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
-  pthread_cond_signal(&rt->work);
-  cua__exec(rt, first);
+  kick_now(rt);
+  cua__exec_open();
+  cua__exec_in(rt, first);
   cua__cmdlist_release(rt, first);
   for (;;) {
     if (atomic_load_explicit(&q->queued, memory_order_acquire) == 0) {
@@ -497,28 +514,44 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
     while (h != NULL) {
       cua__cmdlist *next = h->next;
       atomic_fetch_sub_explicit(&q->queued, 1, memory_order_relaxed);
+      /* Applied from a copy: releasing clears the list it is given, and
+       * the holder itself goes back to the pool. */
       cua__cmdlist cl = *h;
       cl.next = NULL;
-      cua__exec(rt, &cl);
+      cua__exec_in(rt, &cl);
       cua__cmdlist_release(rt, &cl);
       h = next;
     }
-    atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
-    pthread_cond_signal(&rt->work);
+    kick_now(rt);
   }
+  /* The tail: the round is this thread's again (relay->done). */
+  if (r->cmds.n > 0) {
+    (void)cua__user_code_at_launch(rt, &r->cmds);
+    atomic_fetch_add(&rt->executing, 1);
+    cua__exec_in(rt, &r->cmds);
+  }
+  cua__cmdlist_release(rt, &r->cmds);
+  r->first_launch = 0;
+  cua__exec_close();
+  kick_now(rt);
   pthread_mutex_lock(&rt->lock);
   rt->open_rounds--;
 }
 
 /* Hands the rest of @p r's deciding to a launch thread (the submitting
- * thread then applies its chunks: relay_apply()); 0 when it cannot. */
+ * thread then applies its chunks: relay_apply()); 0 when it cannot: no
+ * launch thread, or this thread is applying a list already (a stream
+ * function submitting). */
 static int relay_start(cua_runtime *rt, cua__round *r) {
+  if (!rt->launcher_started || cua__exec_depth() > 0)
+    return 0;
   cua__relay q;
   memset(&q, 0, sizeof q);
   pthread_mutex_init(&q.mu, NULL);
   pthread_cond_init(&q.cv, NULL);
   atomic_init(&q.queued, 0);
   (void)cua__exact_points(r);
+  (void)cua__user_code_at_launch(rt, &r->cmds);
   cua__cmdlist first = r->cmds;
   memset(&r->cmds, 0, sizeof r->cmds);
   r->first_launch = 0;
@@ -527,15 +560,8 @@ static int relay_start(cua_runtime *rt, cua__round *r) {
   r->now = 0;
   r->relay = &q;
   rt->open_rounds++;
-  if (cua__launcher_decide(rt, r) != 0) {
-    rt->open_rounds--;
-    r->relay = NULL;
-    r->cmds = first;
-    pthread_cond_destroy(&q.cv);
-    pthread_mutex_destroy(&q.mu);
-    return 0;
-  }
   rt->stats.rounds_relayed++;
+  cua__launcher_decide(rt, r);
   relay_apply(rt, r, &first);
   r->relay = NULL;
   pthread_cond_destroy(&q.cv);
@@ -548,7 +574,7 @@ void cua__decide_rest(cua_runtime *rt, cua__round *r) {
   pthread_mutex_lock(&rt->lock);
   cua__run_round(rt, r);
   pthread_mutex_unlock(&rt->lock);
-  /* r is the submitting thread's again from here. */
+  /* r is the submitting thread's again from here, its tail in r->cmds. */
   pthread_mutex_lock(&q->mu);
   q->done = 1;
   if (q->sleeping)
@@ -649,7 +675,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
           hand_over(rt, r);
         } else if (rt->decide_relay && solo && r->left >= RELAY_MIN &&
                    relay_start(rt, r)) {
-          return; /* decided on the launch thread, its tail included */
+          return; /* decided on the launch thread and applied */
         } else {
           apply_chunk(rt, r);
         }

@@ -439,10 +439,26 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl) {
   /* (A list without a holder, which could not be had for lack of memory,
    * is applied now, which is safe unless a command waits for the stream
    * this stream function runs on.) */
+  cua__exec_open();
+  cua__exec_in(rt, cl);
+  cua__exec_close();
+}
+
+void cua__exec_open(void) {
   tls_depth++;
+}
+
+void cua__exec_in(cua_runtime *rt, cua__cmdlist *cl) {
   apply_list(rt, cl);
   /* The caller, which gives the list back, holds rt. */
   atomic_fetch_sub(&rt->executing, 1);
+}
+
+int cua__exec_depth(void) {
+  return tls_depth;
+}
+
+void cua__exec_close(void) {
   if (tls_depth == 1) {
     while (tls_head != NULL) {
       cua__cmdlist *h = tls_head;
@@ -517,6 +533,7 @@ int cua__launcher_spread(const cua_runtime *rt, const cua__cmdlist *cl) {
 static void launcher_queue(cua__launcher *l, cua__cmdlist *h) {
   h->next = NULL;
   pthread_mutex_lock(&l->mu);
+  l->nqueued++;
   if (l->tail != NULL)
     l->tail->next = h;
   else
@@ -609,17 +626,15 @@ int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl) {
   return 0;
 }
 
-int cua__launcher_decide(cua_runtime *rt, struct cua__round *r) {
-  if (!rt->launcher_started || tls_depth > 0)
-    return -1;
+void cua__launcher_decide(cua_runtime *rt, struct cua__round *r) {
   cua__launcher *l = &rt->launchers[rt->nlaunchers - 1];
   pthread_mutex_lock(&l->mu);
   l->job = r;
+  l->job_after = l->nqueued;
   atomic_fetch_add_explicit(&l->queued, 1, memory_order_release);
   if (l->sleeping)
     pthread_cond_signal(&l->cv);
   pthread_mutex_unlock(&l->mu);
-  return 0;
 }
 
 /* Of the MARKs of one stream in a batch of lists taken at once, only the
@@ -712,9 +727,11 @@ static void *launcher_main(void *arg) {
         l->sleeping = 0;
       }
     }
-    if (l->head == NULL && l->job != NULL) {
+    if (l->job != NULL && (l->head == NULL || l->taken >= l->job_after)) {
       /* A round to go on deciding, once the lists queued before it are
-       * applied (their tickets come first). */
+       * applied (their tickets come first; the batch taken last held
+       * them all if it was taken after the round came), not after those
+       * queued since, which may be many. */
       struct cua__round *r = l->job;
       l->job = NULL;
       atomic_fetch_sub_explicit(&l->queued, 1, memory_order_relaxed);
@@ -727,6 +744,7 @@ static void *launcher_main(void *arg) {
       break; /* stopping, and everything queued is applied */
     cua__cmdlist *h = l->head;
     l->head = l->tail = NULL;
+    l->taken = l->nqueued;
     pthread_mutex_unlock(&l->mu);
     /* (its batch holds only its own streams' commands: no other launch
      * thread scans these streams' marks) */

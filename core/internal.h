@@ -631,13 +631,16 @@ typedef struct cua__launcher {
                                  watched spinning */
   struct cua__round *job;     /* a round to go on deciding (commands.c,
                                  cua__decide_rest()), under mu */
+  uint64_t nqueued, taken;    /* lists queued ever, and of them taken in
+                                 batches so far (under mu) */
+  uint64_t job_after;         /* nqueued when job came: taken after them */
   _Atomic uint64_t applied;   /* lists it applied (tests) */
   char pad_[CUA__CACHE_LINE]; /* what another launch thread watches */
 } cua__launcher;
 
 /* A large round whose deciding a launch thread goes on with, while the
  * submitting thread applies the chunks it decides (commands.c,
- * [runtime] decide). On the submitting thread's stack. */
+ * launch = relay). On the submitting thread's stack. */
 typedef struct cua__relay {
   pthread_mutex_t mu;        /* guards the queue; a leaf lock */
   pthread_cond_t cv;         /* wakes the submitting thread */
@@ -665,7 +668,8 @@ typedef struct cua__round {
   int chunked;         /* a submission's: applies its own chunks (no launch
                           thread, or it refused one), or under pipeline
                           hands them over (commands.c) */
-  size_t left;         /* a submission's: device nodes not yet decided */
+  size_t left;         /* a submission's: nodes of its build, less the
+                          launches decided (about the ops left: relay) */
   cua__relay *relay;   /* decided on a launch thread: its chunks go here */
   int defer_marks;     /* the completion thread's: marks no stream while a
                           submission applies a chunk (commands.c) */
@@ -803,7 +807,8 @@ struct cua_runtime {
    * goes on, each the commands of its own streams. */
   int launcher_started; /* running */
   int decide_relay;     /* a large round's deciding goes on on a launch
-                           thread ([runtime] decide; commands.c) */
+                           thread (launch = relay, or auto on driver backends;
+                           commands.c) */
   int nlaunchers;       /* how many run: cfg->launch_threads */
   cua__launcher launchers[CUA__LAUNCHERS_MAX];
   atomic_int user_code_at_launch; /* a stream function was launched:
@@ -1031,6 +1036,15 @@ void cua__cmdlist_fini(void *cl);
 
 /* executor.c: applying a command list, with no core lock held. */
 void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
+/* Several lists applied in one scope (a relayed round's, commands.c):
+ * cua__exec_in() applies each (its rt->executing count taken by the
+ * caller), and lists that stream functions among them submit are applied
+ * at cua__exec_close(), after them all. cua__exec_depth() says whether
+ * this thread is in such a scope (or in cua__exec()). */
+void cua__exec_open(void);
+void cua__exec_in(cua_runtime *rt, cua__cmdlist *cl);
+void cua__exec_close(void);
+int cua__exec_depth(void);
 /* Queues @p cl (emptied) for the launch threads: whole for the one of its
  * streams, or split between those of several (executor.c); called under
  * rt->lock, for a list whose rt->executing count the caller took. 0, or
@@ -1039,11 +1053,11 @@ void cua__exec(cua_runtime *rt, cua__cmdlist *cl);
  * launches a stream function the backend runs at launch, has no holder,
  * or could not be split for lack of memory. */
 int cua__launcher_push(cua_runtime *rt, cua__cmdlist *cl);
-/* Hands the rest of round @p r's deciding to a launch thread, which calls
- * cua__decide_rest() (commands.c); called under rt->lock, which the
- * caller then releases. 0, or -1 when there is no launch thread or this
- * thread is applying a list. */
-int cua__launcher_decide(cua_runtime *rt, struct cua__round *r);
+/* Hands the rest of round @p r's deciding to the last launch thread,
+ * which calls cua__decide_rest() (commands.c) once the lists queued to it
+ * before are applied; called under rt->lock, which the caller then
+ * releases, with the launch threads started. */
+void cua__launcher_decide(cua_runtime *rt, struct cua__round *r);
 /* commands.c: a launch thread goes on deciding @p r (cua__launcher_decide()),
  * taking rt->lock. */
 void cua__decide_rest(cua_runtime *rt, struct cua__round *r);

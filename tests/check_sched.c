@@ -216,6 +216,167 @@ START_TEST(stream_function_may_submit_but_not_wait) {
 }
 END_TEST
 
+/* ------------------------------------------------------- relayed rounds */
+
+/* Whether a runtime opened with "launch = relay" relays: not under another
+ * $CUASYNC_LAUNCH (the launch* wrappers), nor in virtual time. */
+static int relays(void) {
+  const char *env = getenv("CUASYNC_LAUNCH");
+  return (env == NULL || *env == '\0' || strcmp(env, "relay") == 0) &&
+         strcmp(test_backend(), "sim") != 0;
+}
+
+static uint64_t rounds_relayed(cua_runtime *rt) {
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  return st.rounds_relayed;
+}
+
+/* A chain of @p n fills of @p b (values 0 .. n-1), with @p mid, if not
+ * NULL, in place of the fill at index @p at. */
+static cua_op *fill_chain(cua_buffer *b, int n, cua_op *mid, int at) {
+  cua_op *chain = NULL;
+  for (int i = 0; i < n; i++) {
+    cua_op *op = NULL;
+    if (mid != NULL && i == at)
+      op = cua_op_retain(mid);
+    else
+      ck_assert_int_eq(cua_op_fill(&op, b, (float)i), 0);
+    if (chain == NULL) {
+      chain = op;
+      continue;
+    }
+    cua_op *t = NULL;
+    ck_assert_int_eq(cua_op_then(&t, chain, op), 0);
+    cua_op_destroy(chain);
+    cua_op_destroy(op);
+    chain = t;
+  }
+  return chain;
+}
+
+/* launch = relay: a stream function in a relayed round submits. On a
+ * backend that runs it at launch (launchtime, CUDA) it runs on the
+ * submitting thread while a launch thread decides the rest of the round,
+ * which holds rt->lock until the round is decided: the nested submission
+ * is decided after the whole round, and its list is applied after the
+ * round's (a list applied at once would wait for commands this thread had
+ * not applied yet: a deadlock, found in review). */
+START_TEST(a_stream_function_submits_inside_a_relayed_round) {
+  cua_runtime *rt = open_policy("single-stream", "launch = relay\n");
+  nested n;
+  memset(&n, 0, sizeof n);
+  n.rt = rt;
+  n.buf = buffer(rt);
+  cua_buffer *b = buffer(rt);
+  cua_op *fn = NULL;
+  ck_assert_int_eq(cua_op_func(&fn, rt, submitting_fn, &n, NULL, 0), 0);
+  cua_op *chain = fill_chain(b, 600, fn, 200);
+  cua_op_destroy(fn);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
+  ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+  ck_assert_int_eq(n.rc, 0);
+  ck_assert_ptr_nonnull(n.fut);
+  ck_assert_int_eq(n.wait_rc, CUA_ERR_BUSY);
+  ck_assert_int_eq(cua_future_wait(n.fut), 0);
+  ck_assert(first_value(rt, n.buf) == 5.0f);
+  ck_assert(first_value(rt, b) == 599.0f);
+  if (relays())
+    ck_assert_uint_eq(rounds_relayed(rt), 1);
+  cua_future_destroy(n.fut);
+  cua_future_destroy(f);
+  cua_op_destroy(chain);
+  cua_buffer_destroy(b);
+  cua_buffer_destroy(n.buf);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+typedef struct beside {
+  cua_runtime *rt;
+  cua_buffer *buf;
+  atomic_int stop;
+  long submitted;
+  int rc;
+} beside;
+
+/* Submits one fill after another, 64 in flight at most, until told to
+ * stop. */
+static void *submit_beside(void *arg) {
+  beside *bs = arg;
+  cua_future *fs[64];
+  int nf = 0;
+  while (!atomic_load(&bs->stop) && bs->rc == 0) {
+    cua_op *op = NULL;
+    bs->rc = cua_op_fill(&op, bs->buf, 1.0f);
+    if (bs->rc == 0)
+      bs->rc = cua_submit(&fs[nf], bs->rt, op, NULL);
+    cua_op_destroy(op);
+    if (bs->rc == 0) {
+      nf++;
+      bs->submitted++;
+    }
+    if (nf == 64 || bs->rc != 0) {
+      for (int i = 0; i < nf; i++) {
+        int w = cua_future_wait(fs[i]);
+        if (bs->rc == 0)
+          bs->rc = w;
+        cua_future_destroy(fs[i]);
+      }
+      nf = 0;
+    }
+  }
+  for (int i = 0; i < nf; i++) {
+    int w = cua_future_wait(fs[i]);
+    if (bs->rc == 0)
+      bs->rc = w;
+    cua_future_destroy(fs[i]);
+  }
+  return NULL;
+}
+
+/* launch = relay with another thread submitting small ops meanwhile:
+ * once the launch thread has decided a relayed round and released
+ * rt->lock, the other thread's submissions are decided while the
+ * submitting thread still applies the round's chunks, and go to the
+ * launch thread; the round's tail is applied by its submitting thread,
+ * not queued to the launch thread behind them (which waited for the
+ * tail's commands forever: a deadlock, found in review). Every chain's
+ * last value arrives. */
+START_TEST(relayed_rounds_beside_another_submitting_thread) {
+  cua_runtime *rt = open_policy("single-stream", "launch = relay\n");
+  beside bs;
+  memset(&bs, 0, sizeof bs);
+  bs.rt = rt;
+  bs.buf = buffer(rt);
+  cua_buffer *b = buffer(rt);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, submit_beside, &bs), 0);
+  for (int round = 0; round < 30; round++) {
+    cua_op *chain = fill_chain(b, 600, NULL, 0);
+    cua_future *f = NULL;
+    ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
+    ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+    cua_future_destroy(f);
+    cua_op_destroy(chain);
+    ck_assert(first_value(rt, b) == 599.0f);
+  }
+  atomic_store(&bs.stop, 1);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert_int_eq(bs.rc, 0);
+  ck_assert_int_gt(bs.submitted, 0);
+  ck_assert(first_value(rt, bs.buf) == 1.0f);
+  /* (a round is relayed only while no other thread is in cua_submit() at
+   * its first chunk: some are, not all) */
+  if (relays())
+    ck_assert_uint_gt(rounds_relayed(rt), 0);
+  cua_buffer_destroy(b);
+  cua_buffer_destroy(bs.buf);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ----------------------------------------------- a large DAG starts early */
 
 /* "counter": places every op on stream 0 of device 0 and counts its
@@ -1270,6 +1431,8 @@ int main(void) {
   tcase_add_test(tc, later_consumer_waits_for_its_producer_only);
   tcase_add_test(tc, stream_function_blocks_no_other_submission);
   tcase_add_test(tc, stream_function_may_submit_but_not_wait);
+  tcase_add_test(tc, a_stream_function_submits_inside_a_relayed_round);
+  tcase_add_test(tc, relayed_rounds_beside_another_submitting_thread);
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
   tcase_add_test(tc, submit_options_without_size_are_refused);
