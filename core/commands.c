@@ -23,10 +23,13 @@
  *
  * A relayed round (launch = relay, and auto on driver backends:
  * relay_start()) goes on being decided by a launch thread, under rt->lock
- * (cua__decide_rest()), while the submitting thread applies its chunks
- * without it (relay_apply()); their queue, the round's cua__relay, is
- * guarded by its own mu, a leaf lock, and the round itself belongs to the
- * launch thread from the hand-over until it sets relay->done.
+ * (cua__decide_rest()), while the submitting thread applies its chunks,
+ * and then its tail, with no core lock, in one executor scope
+ * (relay_apply(), which calls the executor, and so the backend and stream
+ * functions, as cua__round_flush() does); their queue, the round's
+ * cua__relay, is guarded by its own mu, a leaf lock, and the round itself
+ * belongs to the launch thread from the hand-over until it sets
+ * relay->done.
  */
 #include "config.h"
 #include "internal.h"

@@ -31,9 +31,11 @@
  * Owns: s->executed, s->exec_seq, s->wait_failed, point->users and
  * point->failed (atomics); s->last_mark and cmd->superseded, which only
  * the stream's launch thread touches, while it batches marks
- * (cua__coalesce_marks()); each launch thread's queue (its mu).
- * Takes rt->lock only to fail a node whose launch failed, or to hand a
- * failed mark back.
+ * (cua__coalesce_marks()); each launch thread's queue (its mu), and the
+ * round it may be given to go on deciding (launch = relay: its job, which
+ * it decides under rt->lock in commands.c, cua__decide_rest()). Applying
+ * a list takes rt->lock only to fail a node whose launch failed, or to
+ * hand a failed mark back.
  */
 #include "config.h"
 #include "internal.h"
