@@ -296,6 +296,11 @@ struct cua_op {
   size_t nacc, capacc;
   cua_hints hints;
   char *name, *tag;
+  /* As a submission's root: the nodes and edges its DAG builds, recorded
+   * by its second build and instantiated by the next ones (graph.c); NULL
+   * before, CUA__PLAN_SEEN after the first, CUA__PLAN_NONE for a DAG that
+   * is built every time. Under rt->lock; freed with the op. */
+  struct cua__plan *plan;
   cua__access acc_inl[2];
   /* Kind-specific parameters: one group per family of kinds. */
   union {
@@ -682,6 +687,12 @@ typedef struct cua__round {
                           then), 0 outside such a pass */
 } cua__round;
 
+/* A DAG's build, kept on its root op (graph.c). */
+typedef struct cua__plan cua__plan;
+#define CUA__PLAN_NONE ((cua__plan *)(uintptr_t)1)
+#define CUA__PLAN_SEEN ((cua__plan *)(uintptr_t)2)
+void cua__plan_free(cua__plan *plan);
+
 /* What one submission's build produced (graph.c). */
 typedef struct cua__build {
   cua_runtime *rt;
@@ -690,6 +701,7 @@ typedef struct cua__build {
   size_t n, cap;
   /* op -> node, for this submission: in the ops (cua__build_get()). */
   int backward; /* a then edge runs to an earlier node: look for cycles */
+  int shared;   /* a shared op's node is in it: no plan (graph.c) */
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
 } cua__build;

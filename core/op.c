@@ -591,6 +591,7 @@ void cua_op_destroy(cua_op *op) {
                          op->capinputs, op->inputs_inl);
     free(op->name);
     free(op->tag);
+    cua__plan_free(op->plan);
     cua_runtime *rt = op->rt;
     cua__pool_put(&rt->op_pool, op);
     cua__runtime_release(rt);

@@ -27,6 +27,43 @@ static uint32_t rnd(uint32_t n) {
   return (uint32_t)(rng % n);
 }
 
+/* What one random op does to the buffers, kept so that a DAG submitted
+ * again can be applied to the reference again (effect()). */
+typedef struct effect_rec {
+  int kind, d, s;
+  float v;
+  size_t off, n;
+} effect_rec;
+static effect_rec effects[512];
+static size_t neffects;
+
+static void effect(const effect_rec *e) {
+  switch (e->kind) {
+  case 0: /* fill */
+    for (int i = 0; i < ELEMS; i++)
+      ref[e->d][i] = e->v;
+    break;
+  case 1: { /* axpy */
+    float tmp[ELEMS];
+    for (int i = 0; i < ELEMS; i++)
+      tmp[i] = e->v * ref[e->s][i] + ref[e->d][i];
+    memcpy(ref[e->d], tmp, sizeof tmp);
+    break;
+  }
+  case 2: /* copy, or a byte range of one */
+    memcpy(&ref[e->d][e->off], &ref[e->s][e->off], e->n * 4);
+    break;
+  }
+}
+
+/* Applies @p e to the reference, and keeps it (the first 512 of a DAG). */
+static void apply_effect(effect_rec e) {
+  effect(&e);
+  if (neffects < sizeof effects / sizeof *effects)
+    effects[neffects] = e;
+  neffects++;
+}
+
 /* One random op, applied to the reference as it is built (the reference
  * order is the submission's post-order, which the builder follows). */
 static cua_op *random_op(void) {
@@ -36,25 +73,21 @@ static cua_op *random_op(void) {
   case 0: { /* fill: write */
     float v = (float)rnd(100);
     ck_assert_int_eq(cua_op_fill(&op, bufs[d], v), 0);
-    for (int i = 0; i < ELEMS; i++)
-      ref[d][i] = v;
+    apply_effect((effect_rec){.kind = 0, .d = d, .v = v});
     break;
   }
   case 1: /* axpy: read-write d, read s */
   case 2: {
     float a = rnd(2) ? 1.0f : -1.0f;
     ck_assert_int_eq(cua_op_axpy(&op, bufs[d], a, bufs[s]), 0);
-    float tmp[ELEMS];
-    for (int i = 0; i < ELEMS; i++)
-      tmp[i] = a * ref[s][i] + ref[d][i];
-    memcpy(ref[d], tmp, sizeof tmp);
+    apply_effect((effect_rec){.kind = 1, .d = d, .s = s, .v = a});
     break;
   }
   case 3: { /* copy: write d, read s */
     if (s == d)
       s = (d + 1) % NBUF;
     ck_assert_int_eq(cua_op_copy(&op, bufs[d], bufs[s]), 0);
-    memcpy(ref[d], ref[s], sizeof ref[d]);
+    apply_effect((effect_rec){.kind = 2, .d = d, .s = s, .n = ELEMS});
     break;
   }
   case 4: { /* a byte range copy between buffers */
@@ -63,7 +96,7 @@ static cua_op *random_op(void) {
     size_t off = rnd(ELEMS / 2), n = 1 + rnd(ELEMS / 2);
     ck_assert_int_eq(
         cua_op_memcpy_d2d(&op, bufs[d], off * 4, bufs[s], off * 4, n * 4), 0);
-    memcpy(&ref[d][off], &ref[s][off], n * 4);
+    apply_effect((effect_rec){.kind = 2, .d = d, .s = s, .off = off, .n = n});
     break;
   }
   default: { /* a short spin before a write, to let races show */
@@ -71,8 +104,7 @@ static cua_op *random_op(void) {
     float v = (float)rnd(100);
     ck_assert_int_eq(cua_op_spin(&spin, rt, 1000 * rnd(200), 1), 0);
     ck_assert_int_eq(cua_op_fill(&w, bufs[d], v), 0);
-    for (int i = 0; i < ELEMS; i++)
-      ref[d][i] = v;
+    apply_effect((effect_rec){.kind = 0, .d = d, .v = v});
     ck_assert_int_eq(cua_op_then(&op, spin, w), 0);
     cua_op_destroy(spin);
     cua_op_destroy(w);
@@ -109,6 +141,8 @@ static int dags_per_policy(void) {
 static int min_ops = 1, max_ops = 8, fewer = 1;
 /* run_policy() leaves rt open, for the caller to read its stats. */
 static int keep_open;
+/* run_policy() submits DAGs twice (where nsub allows). */
+static int resubmit;
 
 static void run_policy(const char *policy, const char *extra, int devices) {
   rt = open_policy(policy, extra);
@@ -129,12 +163,21 @@ static void run_policy(const char *policy, const char *extra, int devices) {
     ndags = 1;
   long checked = 0;
   for (int dag = 0; dag < ndags; dag++) {
-    /* Several submissions in flight at once: order holds across them. */
+    /* Several submissions in flight at once: order holds across them.
+     * With resubmit, each DAG goes twice, both in flight: the second
+     * builds its nodes from the first's plan (graph.c). */
     int nsub = 1 + (int)rnd(3);
     cua_future *f[3];
     for (int k = 0; k < nsub; k++) {
+      neffects = 0;
       cua_op *op =
           random_dag(min_ops + (int)rnd((uint32_t)(max_ops - min_ops + 1)));
+      if (resubmit && k + 1 < nsub) {
+        ck_assert_uint_le(neffects, sizeof effects / sizeof *effects);
+        for (size_t e = 0; e < neffects; e++)
+          effect(&effects[e]);
+        ck_assert_int_eq(cua_submit(&f[k++], rt, op, NULL), 0);
+      }
       ck_assert_int_eq(cua_submit(&f[k], rt, op, NULL), 0);
       cua_op_destroy(op);
     }
@@ -259,6 +302,25 @@ START_TEST(relayed_dags_match_sequential) {
 }
 END_TEST
 
+/* DAGs of 40 to 160 ops submitted twice, both in flight: the second
+ * submission of each is built from its root's plan, made by the first
+ * (graph.c), and the results still equal the reference's, which applies
+ * the DAG's ops twice, in order. */
+START_TEST(resubmitted_dags_match_sequential) {
+  min_ops = 40;
+  max_ops = 160;
+  fewer = 10;
+  resubmit = 1;
+  run_policy("scatter", "[policy.scatter]\nstreams = 4\n", 1);
+  run_policy("round-robin", "[policy.round-robin]\nstreams = 3\n", 1);
+  run_policy("single-stream", NULL, 1);
+  resubmit = 0;
+  min_ops = 1;
+  max_ops = 8;
+  fewer = 1;
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("random_dag");
   TCase *tc = tcase_create("property");
@@ -271,6 +333,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, work_stealing_matches_sequential);
   tcase_add_test(tc, large_dags_in_chunks_match_sequential);
   tcase_add_test(tc, relayed_dags_match_sequential);
+  tcase_add_test(tc, resubmitted_dags_match_sequential);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -46,6 +46,7 @@ UNIT_TESTS = \
 	tests/check_cuda \
 	tests/check_faults \
 	tests/check_executor \
+	tests/check_plans \
 	tests/check_stress
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS) $(CUDA_TESTS) $(LAUNCHTIME_TESTS) $(LAUNCHTHREAD_TESTS) \
@@ -244,6 +245,9 @@ tests_check_faults_LDADD = $(TEST_LIBS)
 tests_check_executor_SOURCES = tests/check_executor.c tests/helpers.h
 tests_check_executor_CFLAGS = $(TEST_CFLAGS)
 tests_check_executor_LDADD = $(TEST_LIBS)
+tests_check_plans_SOURCES = tests/check_plans.c tests/helpers.h
+tests_check_plans_CFLAGS = $(TEST_CFLAGS)
+tests_check_plans_LDADD = $(TEST_LIBS)
 tests_check_stress_SOURCES = tests/check_stress.c tests/helpers.h \
 	tests/fuzz/dagprog.h
 tests_check_stress_CFLAGS = $(TEST_CFLAGS)

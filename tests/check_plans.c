@@ -1,0 +1,242 @@
+/*
+ * tests/check_plans.c: a DAG submitted again is built from its root's
+ * plan (core/graph.c): the plan is recorded at the root's second build
+ * (none for a DAG made once), never for a DAG with a shared op or of fewer
+ * than 32 nodes, and a build from it gives the nodes the walk over the ops
+ * gives: what a policy is told of each op (its level, its inputs, its
+ * successors, the placement its "then" continues) is the same, op for op,
+ * in the second submission (built by the walk) and the third (built from
+ * the plan), and the results are the same.
+ *
+ * Runs on the backend named by $CUASYNC_TEST_BACKEND (host by default).
+ */
+#include "config.h"
+#include "helpers.h"
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the recording policy was told of one op, its op ids made relative
+ * to the submission's first op. */
+typedef struct seen {
+  uint64_t rel;
+  int kind;
+  uint32_t level;
+  size_t ninputs, nsuccessors;
+  uint64_t inputs[8]; /* relative, in the order given */
+  int then_of_stream;
+} seen;
+
+#define MAX_SEEN 512
+static seen log_v[MAX_SEEN];
+static size_t log_n;
+static uint64_t log_base; /* the submission's first op id */
+
+/* "recorder": one stream per op kind's parity, so that "then" sources
+ * land on a stream of their own; records what it is told. */
+static int rec_create(const cua_policy_host *host,
+                      const cua_param_value *params, void **state) {
+  (void)params;
+  *state = NULL;
+  return host->ensure_streams(host->core, 0, 2);
+}
+
+static int rec_place(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  if (log_n < MAX_SEEN) {
+    if (log_n == 0 || op->op_id < log_base)
+      log_base = op->op_id;
+    seen *s = &log_v[log_n++];
+    memset(s, 0, sizeof *s);
+    s->rel = op->op_id;
+    s->kind = op->kind;
+    s->level = op->level;
+    s->ninputs = op->ninputs;
+    s->nsuccessors = op->nsuccessors;
+    for (size_t i = 0; i < op->ninputs && i < 8; i++)
+      s->inputs[i] = op->inputs[i].op_id;
+    s->then_of_stream = op->then_of.stream;
+  }
+  out->device = 0;
+  out->stream = (int)(op->kind % 2);
+  return 0;
+}
+
+static const cua_policy_descriptor recorder =
+    CUA_POLICY_INIT(.name = "recorder", .version = "1",
+                    .description = "records what it is told",
+                    .create = rec_create, .place = rec_place);
+
+static int by_rel(const void *a, const void *b) {
+  const seen *x = a, *y = b;
+  return x->rel < y->rel ? -1 : x->rel > y->rel;
+}
+
+/* The log of one submission, its ids relative and sorted (the order of
+ * placements may vary with the chunks' timing; what each op is told may
+ * not). */
+static size_t take_log(seen *out) {
+  size_t n = log_n;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = log_v[i];
+    out[i].rel -= log_base;
+    for (size_t k = 0; k < out[i].ninputs && k < 8; k++)
+      out[i].inputs[k] -= log_base;
+  }
+  qsort(out, n, sizeof *out, by_rel);
+  log_n = 0;
+  return n;
+}
+
+static cua_runtime *open_recorder(void) {
+  int rc = cua_policy_register(&recorder);
+  ck_assert(rc == 0 || rc == CUA_ERR_INVAL); /* registered already */
+  return open_policy("recorder", NULL);
+}
+
+static cua_op *spin(cua_runtime *rt, uint64_t ns) {
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_spin(&op, rt, ns, 1), 0);
+  return op;
+}
+
+static cua_op *then2(cua_op *a, cua_op *b) {
+  cua_op *t = NULL;
+  ck_assert_int_eq(cua_op_then(&t, a, b), 0);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  return t;
+}
+
+/* A DAG of every shape the walk treats apart: a chain of thens, zips of
+ * two and three parts, "then(zip(a, b), op)" (built without the zip's
+ * node), a named then (which keeps its node), fills and axpys on two
+ * buffers (buffer hazards); about 60 nodes. */
+static cua_op *mixed_dag(cua_runtime *rt, cua_buffer *x, cua_buffer *y) {
+  cua_op *acc = NULL;
+  for (int i = 0; i < 12; i++) {
+    cua_op *a = spin(rt, 1000), *b = NULL, *c = NULL;
+    ck_assert_int_eq(cua_op_fill(&b, i % 2 ? x : y, (float)i), 0);
+    ck_assert_int_eq(cua_op_axpy(&c, x, 1.0f, y), 0);
+    cua_op *parts[3] = {a, b, spin(rt, 2000)};
+    cua_op *z = NULL;
+    ck_assert_int_eq(cua_op_zip(&z, parts, i % 3 == 0 ? 2 : 3), 0);
+    for (int k = 0; k < 3; k++)
+      cua_op_destroy(parts[k]);
+    cua_op *step = then2(z, c); /* then(zip(...), op) */
+    if (i % 4 == 1) {
+      cua_hints h = CUA_HINTS_INIT;
+      h.name = "named";
+      ck_assert_int_eq(cua_op_set_hints(step, &h), 0);
+    }
+    acc = acc == NULL ? step : then2(acc, step);
+  }
+  return acc;
+}
+
+static void read_x(cua_runtime *rt, cua_buffer *x, float *out, size_t bytes) {
+  cua_op *rd = NULL;
+  ck_assert_int_eq(cua_op_memcpy_d2h(&rd, out, x, 0, bytes), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, rd, NULL, NULL), 0);
+  cua_op_destroy(rd);
+}
+
+static void submit_wait(cua_runtime *rt, cua_op *op) {
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_msg(cua_future_wait(f) == 0, "%s", cua_future_error(f));
+  cua_future_destroy(f);
+}
+
+START_TEST(a_plan_builds_what_the_walk_builds) {
+  cua_runtime *rt = open_recorder();
+  cua_buffer *x = NULL, *y = NULL;
+  ck_assert_int_eq(cua_buffer_create(&x, rt, 0, 256, 0), 0);
+  ck_assert_int_eq(cua_buffer_create(&y, rt, 0, 256, 0), 0);
+  cua_op *dag = mixed_dag(rt, x, y);
+  static seen first[MAX_SEEN], third[MAX_SEEN];
+  float v0[64], v1[64], v3[64];
+  submit_wait(rt, dag);
+  read_x(rt, x, v0, sizeof v0);
+  ck_assert_ptr_eq(dag->plan, CUA__PLAN_SEEN); /* one build: no plan */
+  /* Compared: the second submission (the walk's) and the third (the
+   * plan's), each after one of the same DAG and a read-back of x, whose
+   * buffer hazards give both the same inputs from before. */
+  log_n = 0;
+  submit_wait(rt, dag);
+  size_t n1 = take_log(first);
+  read_x(rt, x, v1, sizeof v1);
+  ck_assert(dag->plan != NULL && dag->plan != CUA__PLAN_SEEN &&
+            dag->plan != CUA__PLAN_NONE); /* recorded at the second */
+  log_n = 0;                              /* (the read-back was placed too) */
+  submit_wait(rt, dag);
+  size_t n3 = take_log(third);
+  read_x(rt, x, v3, sizeof v3);
+  ck_assert_uint_gt(n1, 40);
+  ck_assert_uint_eq(n1, n3);
+  for (size_t i = 0; i < n1; i++) {
+    const seen *a = &first[i], *b = &third[i];
+    ck_assert_uint_eq(a->rel, b->rel);
+    ck_assert_int_eq(a->kind, b->kind);
+    ck_assert_uint_eq(a->level, b->level);
+    ck_assert_uint_eq(a->ninputs, b->ninputs);
+    ck_assert_uint_eq(a->nsuccessors, b->nsuccessors);
+    ck_assert_int_eq(a->then_of_stream, b->then_of_stream);
+    for (size_t k = 0; k < a->ninputs && k < 8; k++)
+      ck_assert_uint_eq(a->inputs[k], b->inputs[k]);
+  }
+  /* The DAG ends with fills and axpys of x: the same values each time
+   * (its first op is a fill of y, then every step rewrites both). */
+  ck_assert_mem_eq(v0, v1, sizeof v1);
+  ck_assert_mem_eq(v1, v3, sizeof v1);
+  cua_op_destroy(dag);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A DAG with a shared op is built every time (the shared op's node is an
+ * earlier submission's), and so is one of fewer than 32 nodes. */
+START_TEST(no_plan_for_shared_ops_or_small_dags) {
+  cua_runtime *rt = open_recorder();
+  cua_op *inner = spin(rt, 0), *sh = NULL;
+  ck_assert_int_eq(cua_op_shared(&sh, inner), 0);
+  cua_op_destroy(inner);
+  cua_op *acc = cua_op_retain(sh);
+  for (int i = 0; i < 40; i++)
+    acc = then2(acc, spin(rt, 0));
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, acc);
+  ck_assert_ptr_eq(acc->plan, CUA__PLAN_NONE);
+  cua_op *small = spin(rt, 0);
+  for (int i = 0; i < 10; i++)
+    small = then2(small, spin(rt, 0));
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, small);
+  ck_assert_ptr_eq(small->plan, CUA__PLAN_NONE);
+  log_n = 0;
+  cua_op_destroy(small);
+  cua_op_destroy(acc);
+  cua_op_destroy(sh);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("plans");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, a_plan_builds_what_the_walk_builds);
+  tcase_add_test(tc, no_plan_for_shared_ops_or_small_dags);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  require_backend();
+  return run_suite(suite());
+}
