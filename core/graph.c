@@ -24,6 +24,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,7 +581,7 @@ void cua__plan_free(cua__plan *plan) {
  * have one). Out of memory, nothing is recorded and the next build tries
  * again. */
 static void plan_record(cua__build *b, cua_op *root) {
-  if (b->n < PLAN_MIN || b->n > UINT32_MAX || b->backward || b->shared) {
+  if (b->n < PLAN_MIN || b->n > INT_MAX || b->backward || b->shared) {
     root->plan = CUA__PLAN_NONE;
     return;
   }
@@ -606,7 +607,7 @@ static void plan_record(cua__build *b, cua_op *root) {
       }
     }
     const cua__node *t = n->then_src;
-    if (t != NULL && (t->sub_id != b->sub->id || (size_t)t->scratch >= b->n ||
+    if (t != NULL && (t->sub_id != b->sub->id || (size_t)t->scratch >= i ||
                       b->order[t->scratch] != t)) {
       root->plan = CUA__PLAN_NONE;
       return;
@@ -648,7 +649,11 @@ static void plan_record(cua__build *b, cua_op *root) {
   root->plan = plan;
 }
 
-/* Builds @p b's nodes from @p plan, as cua__build_graph() would. */
+/* Builds @p b's nodes from @p plan, as cua__build_graph() would, except
+ * that only the ops with a node of their own, and the root, are mapped to
+ * their nodes (cua__build_get()): a then or zip built without a node is
+ * not. Nothing reads those after a build but cua__check_cycles(), which a
+ * build from a plan never needs (b->backward stays 0). */
 static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
                            size_t *subcap) {
   cua_runtime *rt = b->rt;

@@ -6,7 +6,8 @@
  * gives: what a policy is told of each op (its level, its inputs, its
  * successors, the placement its "then" continues) is the same, op for op,
  * in the second submission (built by the walk) and the third (built from
- * the plan), and the results are the same.
+ * the plan), and the results are the same; the futures of DAGs built
+ * from plans wait for every op and carry failures as built.
  *
  * Runs on the backend named by $CUASYNC_TEST_BACKEND (host by default).
  */
@@ -226,12 +227,125 @@ START_TEST(no_plan_for_shared_ops_or_small_dags) {
 }
 END_TEST
 
+/* ------------------------------------- futures of DAGs built from plans */
+
+static atomic_int host_runs;
+static int tokens[2];
+
+/* A host step that counts its runs and gives &tokens[arg]. */
+static int host_token(void *arg, void **result) {
+  atomic_fetch_add(&host_runs, 1);
+  *result = &tokens[(intptr_t)arg];
+  return 0;
+}
+
+static int host_fails(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  return -1;
+}
+
+/* A map that gives its input's result on. */
+static int map_same(void *in, void *arg, void **out) {
+  (void)arg;
+  *out = in;
+  return 0;
+}
+
+static cua_op *host_op(cua_runtime *rt, cua_host_fn fn, intptr_t arg) {
+  cua_op *op = NULL;
+  ck_assert_int_eq(cua_op_host(&op, rt, fn, (void *)arg), 0);
+  return op;
+}
+
+static cua_op *spins(cua_runtime *rt, int n) {
+  cua_op *acc = spin(rt, 1000);
+  for (int i = 1; i < n; i++)
+    acc = then2(acc, spin(rt, 1000));
+  return acc;
+}
+
+/* Submits @p dag, waits, and returns its future's code; its result in
+ * *res. */
+static int run_result(cua_runtime *rt, cua_op *dag, void **res) {
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit(&f, rt, dag, NULL), 0);
+  int rc = cua_future_wait(f);
+  *res = NULL;
+  if (rc == 0)
+    ck_assert_int_eq(cua_future_result(f, res), 0);
+  cua_future_destroy(f);
+  return rc;
+}
+
+/* What the recorder cannot see, on DAGs whose roots are not device ops,
+ * submitted five times (built from their plans from the third on): the
+ * future waits for every op of its submission (the plan's watches) and
+ * gives the root's result, and a failure reaches the ops that depend on
+ * it (the edges' flags). Roots: a map of a host step after a chain; a
+ * zip of a chain ending in a host step and a host step; a then whose
+ * next part is a zip of two host steps (the then has no node: the zip's
+ * stands for it, and the submission watches it); a chain through a host
+ * step that fails. */
+START_TEST(futures_of_plans_wait_for_every_op_and_fail_as_built) {
+  cua_runtime *rt = open_recorder();
+  cua_op *mapped = NULL, *in = then2(spins(rt, 40), host_op(rt, host_token, 0));
+  ck_assert_int_eq(cua_op_map(&mapped, in, map_same, NULL), 0);
+  cua_op_destroy(in);
+  cua_op *parts[2] = {then2(spins(rt, 40), host_op(rt, host_token, 0)),
+                      host_op(rt, host_token, 1)};
+  cua_op *zipped = NULL;
+  ck_assert_int_eq(cua_op_zip(&zipped, parts, 2), 0);
+  cua_op_destroy(parts[0]);
+  cua_op_destroy(parts[1]);
+  cua_op *hz[2] = {host_op(rt, host_token, 0), host_op(rt, host_token, 1)};
+  cua_op *z2 = NULL;
+  ck_assert_int_eq(cua_op_zip(&z2, hz, 2), 0);
+  cua_op_destroy(hz[0]);
+  cua_op_destroy(hz[1]);
+  cua_op *then_zip = then2(spins(rt, 40), z2);
+  cua_op *failing =
+      then2(then2(spins(rt, 40), host_op(rt, host_fails, 0)), spins(rt, 3));
+  for (int k = 0; k < 5; k++) {
+    void *res;
+    atomic_store(&host_runs, 0);
+    ck_assert_int_eq(run_result(rt, mapped, &res), 0);
+    ck_assert_int_eq(atomic_load(&host_runs), 1);
+    ck_assert_ptr_eq(res, &tokens[0]);
+    ck_assert_int_eq(run_result(rt, zipped, &res), 0);
+    ck_assert_int_eq(atomic_load(&host_runs), 3);
+    ck_assert_ptr_nonnull(res);
+    ck_assert_ptr_eq(((void **)res)[0], &tokens[0]);
+    ck_assert_ptr_eq(((void **)res)[1], &tokens[1]);
+    ck_assert_int_eq(run_result(rt, then_zip, &res), 0);
+    ck_assert_int_eq(atomic_load(&host_runs), 5);
+    ck_assert_ptr_nonnull(res);
+    ck_assert_ptr_eq(((void **)res)[0], &tokens[0]);
+    ck_assert_ptr_eq(((void **)res)[1], &tokens[1]);
+    int rc = run_result(rt, failing, &res);
+    ck_assert_msg(rc == CUA_ERR_DEPENDENCY || rc == CUA_ERR_OP_FAILED,
+                  "submission %d: %s", k, cua_err_name(rc));
+  }
+  cua_op *roots[4] = {mapped, zipped, then_zip, failing};
+  for (int i = 0; i < 4; i++)
+    ck_assert(roots[i]->plan != NULL && roots[i]->plan != CUA__PLAN_NONE &&
+              roots[i]->plan != CUA__PLAN_SEEN);
+  log_n = 0;
+  cua_op_destroy(mapped);
+  cua_op_destroy(zipped);
+  cua_op_destroy(then_zip);
+  cua_op_destroy(failing);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_plan_builds_what_the_walk_builds);
   tcase_add_test(tc, no_plan_for_shared_ops_or_small_dags);
+  tcase_add_test(tc, futures_of_plans_wait_for_every_op_and_fail_as_built);
   suite_add_tcase(s, tc);
   return s;
 }
