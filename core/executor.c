@@ -416,9 +416,34 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
   turn_done(rt, s);
 }
 
+/* How many commands ahead apply_list() prefetches what a LAUNCH reads. */
+#define PREFETCH_AHEAD 2
+
+/* What applying a LAUNCH reads of its node (exec_launch(), launch_node()),
+ * fetched while the commands before it are applied: on a relayed round
+ * (commands.c) the launch thread wrote those lines on another vCPU just
+ * before, and each is a miss for the submitting thread at its launch. A
+ * hint only; it reads nothing. On an H200, two sets of six interleaved
+ * rounds: micro-chain single-stream 1.159 and 1.165 (medians) with it
+ * against 1.202 and 1.247 without (doc/results, thirty-first session). */
+static inline void prefetch_launch(const cua__cmd *c) {
+  __builtin_prefetch(c);
+  if (c->kind != CUA__CMD_LAUNCH || c->node == NULL)
+    return;
+  const cua__node *n = c->node;
+  __builtin_prefetch(&n->op);
+  __builtin_prefetch(&n->seq);
+  __builtin_prefetch(&n->placed_by);
+  __builtin_prefetch(&n->est_cost);
+  __builtin_prefetch(&n->doomed);
+}
+
 static void apply_list(cua_runtime *rt, cua__cmdlist *cl) {
-  for (size_t i = 0; i < cl->n; i++)
+  for (size_t i = 0; i < cl->n; i++) {
+    if (i + PREFETCH_AHEAD < cl->n)
+      prefetch_launch(&cl->v[i + PREFETCH_AHEAD]);
     apply(rt, &cl->v[i]);
+  }
 }
 
 /* Applies @p cl (whose rt->executing count the caller took), or, when this
