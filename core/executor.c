@@ -424,7 +424,7 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
  * (commands.c) the launch thread wrote those lines on another vCPU just
  * before, and each is a miss for the submitting thread at its launch. A
  * hint only; it reads nothing. On an H200, two sets of six interleaved
- * rounds: micro-chain single-stream 1.159 and 1.165 (medians) with it
+ * rounds: micro-chain single-stream 1.159 and 1.164 (medians) with it
  * against 1.202 and 1.247 without (doc/results, thirty-first session). */
 static inline void prefetch_launch(const cua__cmd *c) {
   __builtin_prefetch(c);
