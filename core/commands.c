@@ -435,25 +435,32 @@ static void hand_over(cua_runtime *rt, cua__round *r) {
 #define RELAY_MIN 128
 #define RELAY_SPIN_NS 20000u
 
-/* A launch thread's chunk of a relayed round goes to the submitting
- * thread (under rt->lock, which the launch thread holds). A list without
- * a holder stays in r->cmds and grows into the next chunk, or the tail. */
-static void relay_push(cua_runtime *rt, cua__round *r) {
+/* Ends a relayed round's current chunk: its exact points attached, a
+ * stream function among its launches noted (launch threads stop batching
+ * marks, as when a list is offered to them), its list moved to *@p out,
+ * and the next chunk twice as long. */
+static void relay_take_chunk(cua_runtime *rt, cua__round *r,
+                             cua__cmdlist *out) {
   (void)cua__exact_points(r);
-  cua__cmdlist *h = r->cmds.box;
-  if (h == NULL || r->cmds.n == 0)
-    return;
-  /* (a stream function among its launches stops launch threads from
-   * batching marks, as when a list is offered to them) */
   (void)cua__user_code_at_launch(rt, &r->cmds);
-  atomic_fetch_add(&rt->executing, 1);
-  *h = r->cmds;
-  h->next = NULL;
+  *out = r->cmds;
   memset(&r->cmds, 0, sizeof r->cmds);
   r->first_launch = 0;
   r->chunk_len = 0;
   r->chunk_at *= 2;
-  r->now = 0;
+  r->now = 0; /* the next placement reads the clock again */
+}
+
+/* A launch thread's chunk of a relayed round goes to the submitting
+ * thread (under rt->lock, which the launch thread holds). A list without
+ * a holder stays in r->cmds and grows into the next chunk, or the tail. */
+static void relay_push(cua_runtime *rt, cua__round *r) {
+  cua__cmdlist *h = r->cmds.box;
+  if (h == NULL || r->cmds.n == 0)
+    return;
+  atomic_fetch_add(&rt->executing, 1);
+  relay_take_chunk(rt, r, h);
+  h->next = NULL;
   cua__relay *q = r->relay;
   pthread_mutex_lock(&q->mu);
   if (q->tail != NULL)
@@ -553,14 +560,8 @@ static int relay_start(cua_runtime *rt, cua__round *r) {
   pthread_mutex_init(&q.mu, NULL);
   pthread_cond_init(&q.cv, NULL);
   atomic_init(&q.queued, 0);
-  (void)cua__exact_points(r);
-  (void)cua__user_code_at_launch(rt, &r->cmds);
-  cua__cmdlist first = r->cmds;
-  memset(&r->cmds, 0, sizeof r->cmds);
-  r->first_launch = 0;
-  r->chunk_len = 0;
-  r->chunk_at *= 2;
-  r->now = 0;
+  cua__cmdlist first;
+  relay_take_chunk(rt, r, &first);
   r->relay = &q;
   rt->open_rounds++;
   rt->stats.rounds_relayed++;

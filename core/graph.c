@@ -494,25 +494,41 @@ static int zip_elidable(const cua__build *b, const cua_op *op) {
          cua__build_get(b, next) == NULL && op_class(next) == CUA__CLASS_DEVICE;
 }
 
+/* A new node of @p op in @p b: listed in the submission (which holds a
+ * reference), watched by it @p watches times, appended to the build's
+ * order. The caller gets it with a reference of its own to release, also
+ * when listing failed (*rc); NULL (*rc set) when none could be made.
+ * Shared by the walk (build_node()) and plans (build_from_plan()). */
+static cua__node *add_node(cua__build *b, cua_op *op, unsigned watches,
+                           size_t *subcap, int *rc) {
+  cua__node *n = node_new(b->rt, op);
+  *rc = n == NULL ? CUA_ERR_NOMEM : 0;
+  if (n == NULL)
+    return NULL;
+  n->sub_id = b->sub->id;
+  build_put(b, op, n);
+  *rc = sub_add(b->sub, n, subcap);
+  for (unsigned w = 0; w < watches && *rc == 0; w++)
+    *rc = watch(b->sub, n);
+  if (*rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,
+                                b->order_inl) != 0)
+    *rc = CUA_ERR_NOMEM;
+  if (*rc == 0)
+    b->order[b->n++] = n;
+  return n;
+}
+
 /* The node of @p op, once its inputs are built: made, listed in the
  * submission and the build's order, its input edges added. */
 static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
-  cua__node *n = node_new(b->rt, op);
-  if (n == NULL)
-    return CUA_ERR_NOMEM;
-  n->sub_id = b->sub->id;
   cua__op_freeze(op);
   /* The submission waits for every op that does work, and for the root;
    * a zip or then inside the DAG completes with its parts anyway. */
-  build_put(b, op, n);
-  int rc = sub_add(b->sub, n, subcap);
-  if (rc == 0 && (n->cls != CUA__CLASS_VIRTUAL || op == root))
-    rc = watch(b->sub, n);
-  if (rc == 0 && cua__grow_inl(&b->order, &b->cap, b->n + 1, sizeof *b->order,
-                               b->order_inl) != 0)
-    rc = CUA_ERR_NOMEM;
-  if (rc == 0)
-    b->order[b->n++] = n;
+  int rc;
+  cua__node *n = add_node(
+      b, op, op_class(op) != CUA__CLASS_VIRTUAL || op == root, subcap, &rc);
+  if (n == NULL)
+    return rc;
   for (size_t i = 0; i < op->ninputs && rc == 0; i++) {
     cua__node *p = cua__build_get(b, op->inputs[i]);
     unsigned fl = CUA__DEP_DATA;
@@ -657,23 +673,13 @@ static void plan_record(cua__build *b, cua_op *root) {
 static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
                            size_t *subcap) {
   cua_runtime *rt = b->rt;
-  cua__sub *sub = b->sub;
-  if (cua__grow_inl(&b->order, &b->cap, plan->n, sizeof *b->order,
-                    b->order_inl) != 0)
-    return CUA_ERR_NOMEM;
   for (size_t i = 0; i < plan->n; i++) {
     const plan_node *pn = &plan->nodes[i];
-    cua__node *n = node_new(rt, pn->op);
+    int rc;
+    cua__node *n = add_node(b, pn->op, pn->watches, subcap, &rc);
     if (n == NULL)
-      return CUA_ERR_NOMEM;
-    n->sub_id = sub->id;
+      return rc;
     n->level = pn->level;
-    build_put(b, pn->op, n);
-    int rc = sub_add(sub, n, subcap);
-    for (uint32_t w = 0; w < pn->watches && rc == 0; w++)
-      rc = watch(sub, n);
-    if (rc == 0)
-      b->order[b->n++] = n;
     if (rc == 0 && pn->ndeps > 0 &&
         cua__edges_grow(rt, &n->deps, &n->capdeps, pn->ndeps, n->deps_inl))
       rc = CUA_ERR_NOMEM;

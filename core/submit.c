@@ -146,7 +146,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__round r;
   cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
-  size_t b_n = b.n;
+  r.left = b.n;
   cua__build_free(&b);
   /* Everything may already be complete (a submission of shared ops that
    * ran before): then it fires through the completion thread too. */
@@ -166,7 +166,6 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
    * where host time gains nothing and the chunks' interleaving with the
    * completion thread would make runs differ. */
   r.chunked = rt->vclock == NULL;
-  r.left = b_n;
   cua__run_round(rt, &r);
   cua__kick_at_flush(rt, &r);
   /* Decided: apply the commands with the lock released. */

@@ -301,6 +301,17 @@ typedef struct beside {
   int rc;
 } beside;
 
+/* Waits for and destroys @p bs's @p n futures in @p fs, keeping the first
+ * failure in bs->rc. */
+static void wait_beside(beside *bs, cua_future **fs, int n) {
+  for (int i = 0; i < n; i++) {
+    int w = cua_future_wait(fs[i]);
+    if (bs->rc == 0)
+      bs->rc = w;
+    cua_future_destroy(fs[i]);
+  }
+}
+
 /* Submits one fill after another, 64 in flight at most, until told to
  * stop. */
 static void *submit_beside(void *arg) {
@@ -318,21 +329,11 @@ static void *submit_beside(void *arg) {
       bs->submitted++;
     }
     if (nf == 64 || bs->rc != 0) {
-      for (int i = 0; i < nf; i++) {
-        int w = cua_future_wait(fs[i]);
-        if (bs->rc == 0)
-          bs->rc = w;
-        cua_future_destroy(fs[i]);
-      }
+      wait_beside(bs, fs, nf);
       nf = 0;
     }
   }
-  for (int i = 0; i < nf; i++) {
-    int w = cua_future_wait(fs[i]);
-    if (bs->rc == 0)
-      bs->rc = w;
-    cua_future_destroy(fs[i]);
-  }
+  wait_beside(bs, fs, nf);
   return NULL;
 }
 
