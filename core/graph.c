@@ -307,6 +307,8 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   }
   b->backward = 0;
   b->shared = 0;
+  b->naccs = 0;
+  b->reserving = b->wants = b->reserved = 0;
 }
 
 /* A virtual node's array of @p count results (a zip's, a shared zip's
@@ -506,6 +508,7 @@ static cua__node *add_node(cua__build *b, cua_op *op, unsigned watches,
   if (n == NULL)
     return NULL;
   n->sub_id = b->sub->id;
+  b->naccs += op->nacc;
   build_put(b, op, n);
   *rc = sub_add(b->sub, n, subcap);
   for (unsigned w = 0; w < watches && *rc == 0; w++)
@@ -569,6 +572,7 @@ typedef struct plan_node {
   uint32_t then_src;    /* the index of its then_src, plus 1; 0 for none */
   uint32_t level;
   uint32_t watches; /* how many times the submission watches it */
+  uint32_t nout;    /* the edges from it: its dependents in the build */
 } plan_node;
 
 typedef struct plan_dep {
@@ -578,7 +582,8 @@ typedef struct plan_dep {
 
 struct cua__plan {
   size_t n, ndeps;
-  size_t root; /* the index of the node that stands for the root op */
+  size_t naccs; /* buffer accesses of its ops (frozen), all told */
+  size_t root;  /* the index of the node that stands for the root op */
   plan_node *nodes;
   plan_dep *deps;
 };
@@ -656,9 +661,12 @@ static void plan_record(cua__build *b, cua_op *root) {
     pn->then_src = n->then_src ? (uint32_t)n->then_src->scratch + 1 : 0;
     pn->level = n->level;
     pn->watches = (uint32_t)n->nwatchers;
+    pn->nout = 0; /* (counted by the later nodes' edges) */
+    plan->naccs += n->op->nacc;
     for (size_t k = 0; k < n->ndeps; k++) {
       plan->deps[d].from = (uint32_t)n->deps[k].node->scratch;
       plan->deps[d].flags = n->deps[k].flags;
+      plan->nodes[plan->deps[d].from].nout++;
       d++;
     }
   }
@@ -680,6 +688,13 @@ static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
     if (n == NULL)
       return rc;
     n->level = pn->level;
+    /* Its dependents in the build, as cua__reserve_hazards() would count
+     * them (its first pass: every producer here is pending). */
+    if (rc == 0 && b->reserving) {
+      n->want = pn->nout;
+      if (plan->naccs == 0 && cua__reserve_dependents(n) != 0)
+        rc = CUA_ERR_NOMEM;
+    }
     if (rc == 0 && pn->ndeps > 0 &&
         cua__edges_grow(rt, &n->deps, &n->capdeps, pn->ndeps, n->deps_inl))
       rc = CUA_ERR_NOMEM;
@@ -700,6 +715,8 @@ static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
       return rc;
   }
   build_put(b, root, b->order[plan->root]);
+  b->wants = b->reserving;
+  b->reserved = b->reserving && plan->naccs == 0;
   return 0;
 }
 
@@ -930,8 +947,8 @@ void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
       add_dependent(p, n, fl);
       n->unresolved++;
     }
+    /* (its producers come before it: nothing later changes its count) */
+    if (n->unresolved == 0)
+      cua__ready(rt, n, r);
   }
-  for (size_t i = 0; i < b->n; i++)
-    if (b->order[i]->unresolved == 0)
-      cua__ready(rt, b->order[i], r);
 }

@@ -282,6 +282,8 @@ int cua__exact_points(cua__round *r) {
  * submission that fails validation leaves no trace. */
 int cua__validate(cua__build *b, char *msg, size_t len) {
   int rc = 0;
+  if (b->naccs == 0) /* (a FREE accesses its buffer) */
+    return 0;
   cua_buffer **freed = NULL;
   size_t nfreed = 0, capfreed = 0;
   for (size_t i = 0; i < b->n && rc == 0; i++) {
@@ -357,41 +359,46 @@ static void want_writers(cua__bstate *st) {
 
 int cua__reserve_hazards(cua__build *b) {
   int rc = 0;
-  for (size_t i = 0; i < b->n; i++)
+  /* Built from a plan: the build's edges are counted (b->wants), or
+   * reserved already when no op accesses a buffer (b->reserved). */
+  if (b->reserved)
+    return 0;
+  for (size_t i = 0; i < b->n && !b->wants; i++)
     for (size_t k = 0; k < b->order[i]->ndeps; k++)
       want(b->order[i]->deps[k].node);
-  FOR_EACH_STATE(b, n, st, {
-    cua_buffer *buf = n->op->acc[a_].buf, *root = cua__buffer_root(buf);
-    unsigned mode = 0;
-    for (size_t k_ = a_; k_ < n->op->nacc; k_++)
-      if (n->op->acc[k_].buf == buf)
-        mode |= n->op->acc[k_].mode;
-    if (!st->sim_on) {
-      st->sim_on = 1;
-      st->sim_w = st->nwriters;
-      st->sim_r = st->sim_rmax = st->nreaders;
-      for (size_t k_ = 0; k_ < st->nreaders; k_++)
-        want(st->readers[k_]);
-    }
-    if (!root->planned && !root->sim_planned) {
-      mode |= CUA_WRITE; /* its first access allocates it */
-      root->sim_planned = 1;
-    }
-    if (rc == 0 &&
-        cua__edges_grow(n->rt, &n->deps, &n->capdeps,
-                        n->ndeps + st->sim_w + st->sim_r + 1, n->deps_inl) != 0)
-      rc = CUA_ERR_NOMEM;
-    want_writers(st);
-    if (mode & CUA_WRITE) {
-      st->sim_w = 1;
-      st->sim_r = 0;
-      st->sim_writer = n;
-    } else {
-      n->want++;
-      if (++st->sim_r > st->sim_rmax)
-        st->sim_rmax = st->sim_r;
-    }
-  });
+  if (b->naccs > 0)
+    FOR_EACH_STATE(b, n, st, {
+      cua_buffer *buf = n->op->acc[a_].buf, *root = cua__buffer_root(buf);
+      unsigned mode = 0;
+      for (size_t k_ = a_; k_ < n->op->nacc; k_++)
+        if (n->op->acc[k_].buf == buf)
+          mode |= n->op->acc[k_].mode;
+      if (!st->sim_on) {
+        st->sim_on = 1;
+        st->sim_w = st->nwriters;
+        st->sim_r = st->sim_rmax = st->nreaders;
+        for (size_t k_ = 0; k_ < st->nreaders; k_++)
+          want(st->readers[k_]);
+      }
+      if (!root->planned && !root->sim_planned) {
+        mode |= CUA_WRITE; /* its first access allocates it */
+        root->sim_planned = 1;
+      }
+      if (rc == 0 && cua__edges_grow(n->rt, &n->deps, &n->capdeps,
+                                     n->ndeps + st->sim_w + st->sim_r + 1,
+                                     n->deps_inl) != 0)
+        rc = CUA_ERR_NOMEM;
+      want_writers(st);
+      if (mode & CUA_WRITE) {
+        st->sim_w = 1;
+        st->sim_r = 0;
+        st->sim_writer = n;
+      } else {
+        n->want++;
+        if (++st->sim_r > st->sim_rmax)
+          st->sim_rmax = st->sim_r;
+      }
+    });
   /* Make the room counted, and clear the counts (of every node counted:
    * the build's, their producers, and the states' writers and readers). */
   for (size_t i = 0; i < b->n; i++) {
@@ -402,25 +409,26 @@ int cua__reserve_hazards(cua__build *b) {
       if (cua__reserve_dependents(n->deps[k].node) != 0)
         rc = CUA_ERR_NOMEM;
   }
-  FOR_EACH_STATE(b, n, st, {
-    cua__buffer_root(n->op->acc[a_].buf)->sim_planned = 0;
-    for (size_t k_ = 0; k_ < st->nwriters; k_++)
-      if (cua__reserve_dependents(st->writers[k_]) != 0)
+  if (b->naccs > 0)
+    FOR_EACH_STATE(b, n, st, {
+      cua__buffer_root(n->op->acc[a_].buf)->sim_planned = 0;
+      for (size_t k_ = 0; k_ < st->nwriters; k_++)
+        if (cua__reserve_dependents(st->writers[k_]) != 0)
+          rc = CUA_ERR_NOMEM;
+      for (size_t k_ = 0; k_ < st->nreaders; k_++)
+        if (cua__reserve_dependents(st->readers[k_]) != 0)
+          rc = CUA_ERR_NOMEM;
+      if (st->sim_on && rc == 0 &&
+          (cua__grow(&st->readers, &st->capreaders, st->sim_rmax,
+                     sizeof *st->readers) != 0 ||
+           cua__grow(&st->writers, &st->capwriters,
+                     st->nwriters > 0 ? st->nwriters : 1,
+                     sizeof *st->writers) != 0))
         rc = CUA_ERR_NOMEM;
-    for (size_t k_ = 0; k_ < st->nreaders; k_++)
-      if (cua__reserve_dependents(st->readers[k_]) != 0)
-        rc = CUA_ERR_NOMEM;
-    if (st->sim_on && rc == 0 &&
-        (cua__grow(&st->readers, &st->capreaders, st->sim_rmax,
-                   sizeof *st->readers) != 0 ||
-         cua__grow(&st->writers, &st->capwriters,
-                   st->nwriters > 0 ? st->nwriters : 1,
-                   sizeof *st->writers) != 0))
-      rc = CUA_ERR_NOMEM;
-    st->sim_on = 0;
-    st->sim_w = st->sim_r = st->sim_rmax = 0;
-    st->sim_writer = NULL;
-  });
+      st->sim_on = 0;
+      st->sim_w = st->sim_r = st->sim_rmax = 0;
+      st->sim_writer = NULL;
+    });
   return rc;
 }
 

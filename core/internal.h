@@ -702,6 +702,15 @@ typedef struct cua__build {
   /* op -> node, for this submission: in the ops (cua__build_get()). */
   int backward; /* a then edge runs to an earlier node: look for cycles */
   int shared;   /* a shared op's node is in it: no plan (graph.c) */
+  size_t naccs; /* buffer accesses of its nodes' ops, all told: with none,
+                   the stages skip their passes over buffers (hazards.c) */
+  /* Set by a submission before its build (not by a capture): a build from
+   * a plan then counts each node's dependents within the build as it
+   * makes it (node->want, the plan's nout), and reserves them too when
+   * no op of the plan accesses a buffer: cua__reserve_hazards() then has
+   * nothing left to do (reserved) or only the buffers' part (wants). */
+  int reserving;
+  int wants, reserved;
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
 } cua__build;

@@ -97,6 +97,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   }
   cua__build b;
   cua__build_init(&b, rt, sub);
+  b.reserving = 1;
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
   int rc = cua__build_graph(&b, op, &sub->capnodes);
@@ -115,7 +116,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
       snprintf(msg, sizeof msg, "out of host memory");
     return cua__fail(rt, rc, "cua_submit: %s", msg);
   }
-  for (size_t i = 0; i < b.n; i++)
+  for (size_t i = 0; i < b.n && b.naccs > 0; i++)
     if (b.order[i]->cls == CUA__CLASS_DEVICE)
       cua__add_hazards(b.order[i]);
   sub->root = cua__build_get(&b, op);

@@ -200,6 +200,95 @@ START_TEST(a_plan_builds_what_the_walk_builds) {
 }
 END_TEST
 
+/* A chain of @p n spins of 1 us. */
+static cua_op *spins(cua_runtime *rt, int n) {
+  cua_op *acc = spin(rt, 1000);
+  for (int i = 1; i < n; i++)
+    acc = then2(acc, spin(rt, 1000));
+  return acc;
+}
+
+/* A DAG without buffers built from its plan reserves its nodes'
+ * dependents as it builds them (graph.c, build_from_plan()), and the
+ * hazard stages skip it: a spin with 40 consumers and a spin after all 40
+ * (edges past the inline ones both ways), then a chain, five times; the
+ * policy hears of the same ops, inputs and successors each time, and a
+ * miscounted reservation would fail an op ("dependents not reserved"). */
+START_TEST(a_plan_without_buffers_reserves_every_edge) {
+  cua_runtime *rt = open_recorder();
+  cua_op *fan[40];
+  for (int i = 0; i < 40; i++)
+    fan[i] = spin(rt, 0);
+  cua_op *wide = NULL;
+  ck_assert_int_eq(cua_op_zip(&wide, fan, 40), 0);
+  for (int i = 0; i < 40; i++)
+    cua_op_destroy(fan[i]);
+  cua_op *dag = then2(then2(then2(spin(rt, 0), wide), spin(rt, 0)),
+                      spins(rt, 8));
+  static seen walk[MAX_SEEN], planned[MAX_SEEN];
+  size_t nw = 0;
+  for (int k = 0; k < 5; k++) {
+    log_n = 0;
+    submit_wait(rt, dag);
+    if (k == 1)
+      nw = take_log(walk);
+    if (k < 2)
+      continue;
+    ck_assert(dag->plan != NULL && dag->plan != CUA__PLAN_SEEN &&
+              dag->plan != CUA__PLAN_NONE);
+    size_t np = take_log(planned);
+    ck_assert_uint_eq(np, nw);
+    ck_assert_uint_eq(np, 50);
+    for (size_t i = 0; i < np; i++) {
+      ck_assert_uint_eq(walk[i].rel, planned[i].rel);
+      ck_assert_uint_eq(walk[i].ninputs, planned[i].ninputs);
+      ck_assert_uint_eq(walk[i].nsuccessors, planned[i].nsuccessors);
+      for (size_t j = 0; j < walk[i].ninputs && j < 8; j++)
+        ck_assert_uint_eq(walk[i].inputs[j], planned[i].inputs[j]);
+    }
+  }
+  /* the first spin's 40 consumers, and the spin after all of them */
+  ck_assert_uint_eq(planned[0].nsuccessors, 40);
+  ck_assert_uint_eq(planned[41].ninputs, 40);
+  cua_op_destroy(dag);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A DAG with a buffer, built from its plan, whose buffer was freed since:
+ * refused whole with the usual message, as a walked build is, and the
+ * runtime goes on (the counts the plan's build began are let go with its
+ * nodes). */
+START_TEST(a_planned_dag_whose_buffer_was_freed_is_refused) {
+  cua_runtime *rt = open_recorder();
+  cua_buffer *x = NULL;
+  ck_assert_int_eq(cua_buffer_create(&x, rt, 0, 256, 0), 0);
+  cua_op *dag = spins(rt, 40), *fill = NULL, *fr = NULL;
+  ck_assert_int_eq(cua_op_fill(&fill, x, 1.0f), 0);
+  dag = then2(dag, fill);
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, dag);
+  ck_assert(dag->plan != NULL && dag->plan != CUA__PLAN_SEEN &&
+            dag->plan != CUA__PLAN_NONE);
+  ck_assert_int_eq(cua_op_free(&fr, x), 0);
+  submit_wait(rt, fr);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit(&f, rt, dag, NULL), CUA_ERR_FREED);
+  ck_assert_ptr_null(f);
+  ck_assert_msg(strstr(cua_runtime_error(rt), "freed") != NULL, "%s",
+                cua_runtime_error(rt));
+  cua_op *after = spins(rt, 40);
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, after);
+  log_n = 0;
+  cua_op_destroy(after);
+  cua_op_destroy(fr);
+  cua_op_destroy(dag);
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* A DAG with a shared op is built every time (the shared op's node is an
  * earlier submission's), and so is one of fewer than 32 nodes. */
 START_TEST(no_plan_for_shared_ops_or_small_dags) {
@@ -256,13 +345,6 @@ static cua_op *host_op(cua_runtime *rt, cua_host_fn fn, intptr_t arg) {
   cua_op *op = NULL;
   ck_assert_int_eq(cua_op_host(&op, rt, fn, (void *)arg), 0);
   return op;
-}
-
-static cua_op *spins(cua_runtime *rt, int n) {
-  cua_op *acc = spin(rt, 1000);
-  for (int i = 1; i < n; i++)
-    acc = then2(acc, spin(rt, 1000));
-  return acc;
 }
 
 /* Submits @p dag, waits, and returns its future's code; its result in
@@ -352,6 +434,8 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_plan_builds_what_the_walk_builds);
   tcase_add_test(tc, no_plan_for_shared_ops_or_small_dags);
+  tcase_add_test(tc, a_plan_without_buffers_reserves_every_edge);
+  tcase_add_test(tc, a_planned_dag_whose_buffer_was_freed_is_refused);
   tcase_add_test(tc, futures_of_plans_wait_for_every_op_and_fail_as_built);
   suite_add_tcase(s, tc);
   return s;
