@@ -223,8 +223,8 @@ START_TEST(a_plan_without_buffers_reserves_every_edge) {
   ck_assert_int_eq(cua_op_zip(&wide, fan, 40), 0);
   for (int i = 0; i < 40; i++)
     cua_op_destroy(fan[i]);
-  cua_op *dag = then2(then2(then2(spin(rt, 0), wide), spin(rt, 0)),
-                      spins(rt, 8));
+  cua_op *dag =
+      then2(then2(then2(spin(rt, 0), wide), spin(rt, 0)), spins(rt, 8));
   static seen walk[MAX_SEEN], planned[MAX_SEEN];
   size_t nw = 0;
   for (int k = 0; k < 5; k++) {
