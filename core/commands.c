@@ -274,6 +274,7 @@ static int decide_launch(cua_runtime *rt, cua__round *r, cua__node *n,
     return rc ? rc : CUA_ERR_NOMEM;
   }
   c->node = n;
+  c->op = op;
   n->cmd = r->cmds.n - 1;
   /* The round's clock (read once, by its first placement) stands for
    * when the op was launched: no clock read per op. */

@@ -419,13 +419,14 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
 /* How many commands ahead apply_list() prefetches what a LAUNCH reads. */
 #define PREFETCH_AHEAD 2
 
-/* What applying a LAUNCH reads of its node (exec_launch(), launch_node()),
- * fetched while the commands before it are applied: on a relayed round
- * (commands.c) the launch thread wrote those lines on another vCPU just
- * before, and each is a miss for the submitting thread at its launch. A
- * hint only; it reads nothing. On an H200, two sets of six interleaved
- * rounds: micro-chain single-stream 1.159 and 1.164 (medians) with it
- * against 1.202 and 1.247 without (doc/results, thirty-first session). */
+/* What applying a LAUNCH reads of its node and its op (exec_launch(),
+ * launch_node(), backend_op()), fetched while the commands before it are
+ * applied: on a relayed round (commands.c) the launch thread wrote or
+ * read those lines on another vCPU just before, and each is a miss for the
+ * submitting thread at its launch. Hints only; of the node it reads
+ * nothing (the command has the op's address). On an H200, two sets of six
+ * interleaved rounds: micro-chain single-stream 1.159 and 1.164 (medians) with
+ * it against 1.202 and 1.247 without (doc/results, thirty-first session). */
 static inline void prefetch_launch(const cua__cmd *c) {
   __builtin_prefetch(c);
   if (c->kind != CUA__CMD_LAUNCH || c->node == NULL)
@@ -436,6 +437,15 @@ static inline void prefetch_launch(const cua__cmd *c) {
   __builtin_prefetch(&n->placed_by);
   __builtin_prefetch(&n->est_cost);
   __builtin_prefetch(&n->doomed);
+  /* and of its op (the command has its address: no load of the node):
+   * its kind, its accesses, its parameters */
+  const cua_op *op = c->op;
+  if (op == NULL)
+    return;
+  __builtin_prefetch(&op->kind);
+  __builtin_prefetch(&op->nacc);
+  __builtin_prefetch(&op->hptr);
+  __builtin_prefetch(&op->spin);
 }
 
 static void apply_list(cua_runtime *rt, cua__cmdlist *cl) {

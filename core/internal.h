@@ -604,8 +604,15 @@ typedef struct cua__cmd {
   uint64_t ticket; /* its place among s's commands */
   cua__node *node; /* LAUNCH (the stream's in-flight list holds it) */
   cua__point *point;
-  uint64_t value; /* MARK: the value; the previous mark value in prev */
-  uint64_t prev;
+  union {
+    struct {
+      uint64_t value; /* MARK: the value; the previous mark value in prev */
+      uint64_t prev;
+    };
+    /* LAUNCH: its node's op, written with the command, for the executor
+     * to prefetch without reading the node first (prefetch_launch()) */
+    const cua_op *op;
+  };
   int superseded; /* MARK: a later MARK of s is applied in the same batch
                      (launch thread), so this one is skipped */
   int keep;       /* MARK of a chunk handed over under launch = pipeline:
