@@ -307,6 +307,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
    * guards taking from their pools. */
   cua__pool_init(&rt->op_pool, sizeof(cua_op), 16384, NULL, 0);
   cua__pool_init(&rt->node_pool, sizeof(cua__node), 16384, NULL, 1);
+  rt->node_pool.prefetch = 1;
   cua__pool_init(&rt->sub_pool, sizeof(cua__sub), 4096, cua__sub_fini, 1);
   cua__pool_init(&rt->point_pool, sizeof(cua__point), 4096, cua__point_fini, 1);
   cua__pool_init(&rt->list_pool, sizeof(cua__cmdlist), 4096, cua__cmdlist_fini,
