@@ -115,12 +115,11 @@ static void *fresh_block(cua__pool *p) {
   return b + HDR;
 }
 
-/* The lines of the block the next get will take (@p b, or NULL), header
+/* The lines of a block a later get will take (@p b, or NULL), header
  * included, fetched for writing while the caller initialises this one:
  * a large DAG's build takes thousands of nodes in a row, each last
  * written by the thread that freed it, often on another core, and each of
- * their lines missed in turn (on an H200, a chain of 10,000 nodes built in
- * 1.4-2.0 ms; doc/results, thirty-second session). A hint only. */
+ * their lines missed in turn. A hint only. */
 static inline void prefetch_block(const cua__pool *p, const block *b) {
   if (b == NULL)
     return;
@@ -148,8 +147,10 @@ void *cua__pool_get(cua__pool *p, int *fresh) {
     p->taken = *link_of(b);
     atomic_fetch_sub_explicit(&p->count, 1, memory_order_relaxed);
     *fresh = 0;
-    if (p->prefetch)
-      prefetch_block(p, p->taken);
+    /* Two blocks on: the next one's lines were fetched at the last get,
+     * its header (the link read here) with them. */
+    if (p->prefetch && p->taken != NULL)
+      prefetch_block(p, *link_of(p->taken));
   } else {
     b = fresh_block(p);
     *fresh = 1;
