@@ -902,9 +902,6 @@ int cua__check_cycles(cua__build *b, char *msg, size_t len) {
   return rc;
 }
 
-/* How many nodes ahead cua__wire() prefetches. */
-#define WIRE_AHEAD 4
-
 /* Counts what each node still waits for and registers it with its
  * producers, in the room cua__reserve_hazards() made (so nothing here
  * allocates or fails); nodes with nothing to wait for go to the round's
@@ -912,18 +909,6 @@ int cua__check_cycles(cua__build *b, char *msg, size_t len) {
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];
-    /* A large build's nodes are out of this core's nearer caches by now:
-     * what wiring reads and writes of a node a few on (its state and
-     * count, its edges, its dependents). On an H200, a chain of 10,000
-     * nodes wired in 0.24-0.34 ms instead of 0.30-0.55 (doc/results,
-     * thirty-second session). */
-    if (i + WIRE_AHEAD < b->n) {
-      const cua__node *m = b->order[i + WIRE_AHEAD];
-      __builtin_prefetch(&m->state, 1);
-      __builtin_prefetch(&m->unresolved, 1);
-      __builtin_prefetch(&m->deps_inl, 1);
-      __builtin_prefetch(&m->dependents_inl, 1);
-    }
     for (size_t k = 0; k < n->ndeps; k++) {
       cua__node *p = n->deps[k].node;
       unsigned fl = n->deps[k].flags;
