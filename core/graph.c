@@ -947,7 +947,8 @@ void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
       add_dependent(p, n, fl);
       n->unresolved++;
     }
-    /* (its producers come before it: nothing later changes its count) */
+    /* (only its own edges change its count, and making it ready only
+     * queues it: nothing later in this loop reads what that changes) */
     if (n->unresolved == 0)
       cua__ready(rt, n, r);
   }

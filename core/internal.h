@@ -449,7 +449,8 @@ struct cua__node {
   int state;
   int code;
   uint32_t level;
-  unsigned want; /* dependents cua__reserve_hazards() will reserve; 0
+  unsigned want; /* dependents cua__reserve_hazards() will reserve (a
+                    build from a plan sets the build's own: graph.c); 0
                     between calls */
   int queued;
   int scratch;        /* cycle check of its submission's build */

@@ -208,23 +208,29 @@ static cua_op *spins(cua_runtime *rt, int n) {
   return acc;
 }
 
+/* A spin with @p f consumers, then a spin after all of them. */
+static cua_op *fan(cua_runtime *rt, int f) {
+  cua_op *parts[64], *wide = NULL;
+  for (int i = 0; i < f; i++)
+    parts[i] = spin(rt, 0);
+  ck_assert_int_eq(cua_op_zip(&wide, parts, (size_t)f), 0);
+  for (int i = 0; i < f; i++)
+    cua_op_destroy(parts[i]);
+  return then2(then2(spin(rt, 0), wide), spin(rt, 0));
+}
+
 /* A DAG without buffers built from its plan reserves its nodes'
  * dependents as it builds them (graph.c, build_from_plan()), and the
- * hazard stages skip it: a spin with 40 consumers and a spin after all 40
- * (edges past the inline ones both ways), then a chain, five times; the
- * policy hears of the same ops, inputs and successors each time, and a
- * miscounted reservation would fail an op ("dependents not reserved"). */
+ * hazard stages skip it. Fans of 5, 17 and 33 consumers, and of as many
+ * producers, each one past what a node holds inline (4) or an edge
+ * block (16, 32), so that a count one short overflows; then a chain.
+ * Five submissions: the policy hears of the same ops, inputs and
+ * successors from the plan's builds as from the walk's, and a miscounted
+ * reservation would fail an op ("dependents not reserved"). */
 START_TEST(a_plan_without_buffers_reserves_every_edge) {
   cua_runtime *rt = open_recorder();
-  cua_op *fan[40];
-  for (int i = 0; i < 40; i++)
-    fan[i] = spin(rt, 0);
-  cua_op *wide = NULL;
-  ck_assert_int_eq(cua_op_zip(&wide, fan, 40), 0);
-  for (int i = 0; i < 40; i++)
-    cua_op_destroy(fan[i]);
   cua_op *dag =
-      then2(then2(then2(spin(rt, 0), wide), spin(rt, 0)), spins(rt, 8));
+      then2(then2(fan(rt, 5), fan(rt, 17)), then2(fan(rt, 33), spins(rt, 8)));
   static seen walk[MAX_SEEN], planned[MAX_SEEN];
   size_t nw = 0;
   for (int k = 0; k < 5; k++) {
@@ -238,27 +244,29 @@ START_TEST(a_plan_without_buffers_reserves_every_edge) {
               dag->plan != CUA__PLAN_NONE);
     size_t np = take_log(planned);
     ck_assert_uint_eq(np, nw);
-    ck_assert_uint_eq(np, 50);
+    ck_assert_uint_eq(np, 5 + 17 + 33 + 3 * 2 + 8);
+    int fans_out = 0, fans_in = 0;
     for (size_t i = 0; i < np; i++) {
       ck_assert_uint_eq(walk[i].rel, planned[i].rel);
       ck_assert_uint_eq(walk[i].ninputs, planned[i].ninputs);
       ck_assert_uint_eq(walk[i].nsuccessors, planned[i].nsuccessors);
       for (size_t j = 0; j < walk[i].ninputs && j < 8; j++)
         ck_assert_uint_eq(walk[i].inputs[j], planned[i].inputs[j]);
+      size_t o = planned[i].nsuccessors, in = planned[i].ninputs;
+      fans_out += o == 5 || o == 17 || o == 33;
+      fans_in += in == 5 || in == 17 || in == 33;
     }
+    ck_assert_int_eq(fans_out, 3);
+    ck_assert_int_eq(fans_in, 3);
   }
-  /* the first spin's 40 consumers, and the spin after all of them */
-  ck_assert_uint_eq(planned[0].nsuccessors, 40);
-  ck_assert_uint_eq(planned[41].ninputs, 40);
   cua_op_destroy(dag);
   cua_runtime_destroy(rt);
 }
 END_TEST
 
 /* A DAG with a buffer, built from its plan, whose buffer was freed since:
- * refused whole with the usual message, as a walked build is, and the
- * runtime goes on (the counts the plan's build began are let go with its
- * nodes). */
+ * refused whole with the usual message (the build counted the buffer's
+ * access, so validation runs), and the runtime goes on. */
 START_TEST(a_planned_dag_whose_buffer_was_freed_is_refused) {
   cua_runtime *rt = open_recorder();
   cua_buffer *x = NULL;

@@ -432,11 +432,11 @@ static int cuda_fail(backend *be, int d, cua_backend_err *err, int code,
 /*
  * Makes device @p d current on the calling thread. CUDA's current device is
  * per thread and the core calls from many threads, so every device-specific
- * call goes through here. The check reads the thread's current device
- * (cudaGetDevice() is a thread-local lookup) instead of trusting a cache of
- * our own: the application, or a stream function, may switch the thread to
- * another device between our calls, and a stale cache would silently put
- * allocations and launches on the wrong GPU.
+ * call goes through here. The check reads the thread's current context or
+ * device instead of trusting a cache of our own: the application, or a
+ * stream function, may switch the thread to another device between our
+ * calls, and a stale cache would silently put allocations and launches on
+ * the wrong GPU.
  */
 static cudaError_t use_device(const backend *be, int d) {
   int cur = -1;
@@ -448,13 +448,15 @@ static cudaError_t use_device(const backend *be, int d) {
     return e;
   }
   /* Before every launch, record, wait and mark: the driver's current
-   * context is a quarter of cudaGetDevice()'s price (8 against 35 ns on an
-   * H200; doc/results, thirty-second session), and it also sees a context
-   * of the program's own made current on this device. */
+   * context, when it is the device's primary one, settles it for a quarter
+   * of cudaGetDevice()'s price (8 against 35 ns on an H200; doc/results,
+   * thirty-second session). Any other context is left to cudaGetDevice(),
+   * as before: a context of the program's own, current on this device,
+   * stays current (its launches into our streams work). */
   CUcontext ctx = NULL;
-  if (be->dev[d].ctx != NULL && be->cu_ctx_current(&ctx) == CUDA_SUCCESS)
-    return ctx == be->dev[d].ctx ? cudaSuccess
-                                 : cudaSetDevice(be->dev[d].ordinal);
+  if (be->dev[d].ctx != NULL && be->cu_ctx_current(&ctx) == CUDA_SUCCESS &&
+      ctx == be->dev[d].ctx)
+    return cudaSuccess;
   if (cudaGetDevice(&cur) == cudaSuccess && cur == be->dev[d].ordinal)
     return cudaSuccess;
   return cudaSetDevice(be->dev[d].ordinal);
