@@ -119,8 +119,9 @@ typedef struct cua__pool {
   size_t size, max;
   void (*fini)(void *); /* before a kept block goes back to the allocator */
   int outer;            /* taken only under a lock of the caller's, not mu */
-  int prefetch; /* a get prefetches the next block's lines (nodes: a large
-                   build takes thousands in a row); set after init */
+  int prefetch;         /* a get prefetches the lines of the block two gets on
+                           (nodes: a large build takes thousands in a row); set
+                           after init */
   /* Under mu (or the outer lock): blocks are carved from slabs of 64 while the
    * slabs hold fewer than max blocks; slabs go back to the allocator at drain.
    */

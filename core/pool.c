@@ -26,6 +26,9 @@
  * which stays until the last object holding it is freed (see
  * cua__runtime_hold()); cua__pool_drain() then frees what is kept.
  *
+ * A pool with `prefetch` set (nodes) fetches, at each get, the lines of the
+ * block two gets on, for writing (prefetch_block()).
+ *
  * With AddressSanitizer, pools keep nothing: every block comes from and
  * goes back to the allocator, so a use after free is still caught.
  */
