@@ -127,7 +127,23 @@ int main(int argc, char **argv) {
   /* submissions are numbered from 1 in order */
   uint64_t first[65] = {0}, last[65] = {0}, cnt[65] = {0}, calls[65] = {0};
   unsigned long long s, t0, t1;
+  /* the last submission's launches by windows of n/10: mean call, mean
+   * gap from the previous launch's start */
+  double wcall[10] = {0}, wgap[10] = {0};
+  size_t wn[10] = {0}, idx = 0;
+  unsigned long long prev0 = 0;
   while (in != NULL && fscanf(in, "%llu %llu %llu", &s, &t0, &t1) == 3) {
+    if ((int)s == rounds) {
+      size_t w = idx * 10 / n;
+      if (w < 10) {
+        wcall[w] += (double)(t1 - t0);
+        if (idx > 0)
+          wgap[w] += (double)(t0 - prev0);
+        wn[w]++;
+      }
+      prev0 = t0;
+      idx++;
+    }
     if (s < 1 || s > 64)
       continue;
     if (!first[s] || t0 < first[s])
@@ -149,5 +165,10 @@ int main(int argc, char **argv) {
            (done[r] - last[k]) / 1e6, (unsigned long long)cnt[k],
            rawpl[r] / 1e6, rawgd[r] / 1e6);
   }
+  printf("# last round by tenths of its launches: call_us/gap_us");
+  for (int w = 0; w < 10; w++)
+    printf(" %.3f/%.3f", wn[w] ? wcall[w] / wn[w] / 1e3 : 0.0,
+           wn[w] ? wgap[w] / wn[w] / 1e3 : 0.0);
+  printf("\n");
   return 0;
 }

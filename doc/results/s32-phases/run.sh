@@ -38,3 +38,22 @@ if [ -n "${S32_POOLAB:-}" ]; then
     done
   done
 fi
+# S32_BE=1: be-launch.cu, the CUDA backend's launch() against cudaLaunchKernel(), no core.
+if [ -n "${S32_BE:-}" ]; then
+  nvcc -O2 -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch -ldl || exit 1
+  for i in 1 2 3; do
+    /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 8 2>&1 | tee -a $out/be-launch.txt
+  done
+fi
+# S32_WIN=1: the launches of the last round by tenths (call and gap), under
+# launch = auto (relayed) and launch = caller (no launch thread deciding
+# beside the launches), two processes each, interleaved.
+if [ -n "${S32_WIN:-}" ]; then
+  printf '[runtime]\nbackend = cuda\npolicy = single-stream\nobservers = phases\nlaunch = caller\n' > /tmp/ph/caller.ini
+  for i in 1 2; do
+    for m in single-stream caller; do
+      echo "== $m" | tee -a $out/phases-win.txt
+      PHASES_OUT=/tmp/ph/ev.txt /tmp/ph/phases 10000 8 /tmp/ph/$m.ini 2>&1 | tail -4 | tee -a $out/phases-win.txt
+    done
+  done
+fi

@@ -1,0 +1,119 @@
+/* doc/results/s32-phases/be-launch.cu (thirty-second session, experiment):
+ * what the CUDA backend's launch() costs around cudaLaunchKernel(), with no
+ * core: the module (cuda.so) opened as the core opens it, one stream, and
+ * R rounds of N launches of a 0 ns spin each way, each call timed:
+ *   raw    cudaLaunchKernel() of this file's spin kernel on a stream of its own
+ *   be     the backend's launch() of a SPIN op on its stream
+ * Usage: be-launch PATH/cuda.so [N] [R] */
+#include <cuasync/backend.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static __device__ uint64_t gns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__global__ void spin(uint64_t ns) {
+  uint64_t s = gns();
+  while (gns() - s < ns) {
+  }
+}
+static uint64_t now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void logf_(void *core, cua_log_level l, const char *fmt, ...) {
+  (void)core, (void)l;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+static uint64_t now_core(void *core) {
+  (void)core;
+  return now();
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  size_t n = argc > 2 ? strtoul(argv[2], 0, 10) : 10000;
+  int rounds = argc > 3 ? atoi(argv[3]) : 8;
+  void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "%s\n", dlerror());
+    return 1;
+  }
+  const cua_backend_descriptor *d =
+      (const cua_backend_descriptor *)dlsym(h, CUA_BACKEND_ENTRY_SYMBOL);
+  cua_backend_host host;
+  memset(&host, 0, sizeof host);
+  host.abi_major = CUA_BACKEND_ABI_MAJOR;
+  host.abi_minor = CUA_BACKEND_ABI_MINOR;
+  host.size = sizeof host;
+  host.log = logf_;
+  host.now_ns = now_core;
+  void *st = NULL;
+  cua_backend_err err;
+  err.msg[0] = 0;
+  int ord = 0;
+  if (d->create(&host, NULL, &ord, 1, &st, &err) != 0) {
+    fprintf(stderr, "create: %s\n", err.msg);
+    return 1;
+  }
+  cua_backend_stream *bs = NULL;
+  if (d->stream_create(st, 0, &bs, &err) != 0) {
+    fprintf(stderr, "stream_create: %s\n", err.msg);
+    return 1;
+  }
+  cudaStream_t rs, bsn = (cudaStream_t)d->stream_native(st, bs);
+  cudaSetDevice(0);
+  cudaStreamCreateWithFlags(&rs, cudaStreamNonBlocking);
+  printf("round raw_call_us be_call_us raw_ms be_ms\n");
+  uint64_t seq = 0;
+  for (int r = 0; r < rounds; r++) {
+    uint64_t raw = 0, be = 0, sr = 0, sb = 0;
+    /* (the two ways take turns at going first) */
+    for (int way = 0; way < 2; way++) {
+      int is_raw = (way + r) % 2 == 0;
+      uint64_t c = 0, a = now(), *sum = is_raw ? &sr : &sb;
+      for (size_t k = 0; k < n; k++) {
+        uint64_t t0;
+        if (is_raw) {
+          void *args[] = {&c};
+          t0 = now();
+          cudaLaunchKernel((const void *)spin, dim3(1), dim3(1), args, 0, rs);
+        } else {
+          cua_backend_op op;
+          memset(&op, 0, sizeof op);
+          op.size = sizeof op;
+          op.kind = CUA_OP_SPIN;
+          op.seq = ++seq;
+          op.spin.ns = 0;
+          op.spin.blocks = 1;
+          t0 = now();
+          if (d->launch(st, bs, &op, &err) != 0) {
+            fprintf(stderr, "launch: %s\n", err.msg);
+            return 1;
+          }
+        }
+        *sum += now() - t0;
+      }
+      cudaStreamSynchronize(is_raw ? rs : bsn);
+      *(is_raw ? &raw : &be) = now() - a;
+    }
+    printf("%d %.3f %.3f %.3f %.3f\n", r, sr / 1e3 / n, sb / 1e3 / n, raw / 1e6,
+           be / 1e6);
+  }
+  d->stream_destroy(st, bs);
+  d->destroy(st);
+  return 0;
+}
