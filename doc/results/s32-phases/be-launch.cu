@@ -4,6 +4,8 @@
  * R rounds of N launches of a 0 ns spin each way, each call timed:
  *   raw    cudaLaunchKernel() of this file's spin kernel on a stream of its own
  *   be     the backend's launch() of a SPIN op on its stream
+ * and, with S32_TOUCH lines of "core-like" memory work (default 16), the
+ * backend's launches with that work between each two, and batched by 8.
  * Usage: be-launch PATH/cuda.so [N] [R] */
 #include <cuasync/backend.h>
 #include <cuda_runtime.h>
@@ -77,7 +79,16 @@ int main(int argc, char **argv) {
   cudaStream_t rs, bsn = (cudaStream_t)d->stream_native(st, bs);
   cudaSetDevice(0);
   cudaStreamCreateWithFlags(&rs, cudaStreamNonBlocking);
-  printf("round raw_call_us be_call_us raw_ms be_ms\n");
+  /* "Core-like" work between launches: S32_TOUCH lines (default 16) of a
+   * 64 MiB buffer, read and written, at pseudo-random places, as the
+   * executor reads a node, an op and a command and writes a stream's
+   * counters; "batched" does it for 8 ops, then launches the 8. */
+  int touch = getenv("S32_TOUCH") ? atoi(getenv("S32_TOUCH")) : 16;
+  size_t big = (size_t)64 << 20;
+  unsigned char *mem = (unsigned char *)calloc(big, 1);
+  uint64_t lcg = 12345;
+  printf("round raw_call_us be_call_us raw_ms be_ms work_call_us work_ms "
+         "batch8_call_us batch8_ms\n");
   uint64_t seq = 0;
   for (int r = 0; r < rounds; r++) {
     uint64_t raw = 0, be = 0, sr = 0, sb = 0;
@@ -110,8 +121,36 @@ int main(int argc, char **argv) {
       cudaStreamSynchronize(is_raw ? rs : bsn);
       *(is_raw ? &raw : &be) = now() - a;
     }
-    printf("%d %.3f %.3f %.3f %.3f\n", r, sr / 1e3 / n, sb / 1e3 / n, raw / 1e6,
-           be / 1e6);
+    /* with work between launches, then the same work batched by 8 */
+    uint64_t sw = 0, wk = 0, s8 = 0, b8 = 0;
+    for (int way = 0; way < 2; way++) {
+      uint64_t a = now(), *sum = way == 0 ? &sw : &s8;
+      for (size_t k = 0; k < n; k += (way == 0 ? 1 : 8)) {
+        size_t m = way == 0 ? 1 : 8;
+        for (size_t j = 0; j < m * (size_t)touch; j++) {
+          lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+          mem[(lcg >> 20) % big] += 1;
+        }
+        for (size_t j = 0; j < m && k + j < n; j++) {
+          cua_backend_op op;
+          memset(&op, 0, sizeof op);
+          op.size = sizeof op;
+          op.kind = CUA_OP_SPIN;
+          op.seq = ++seq;
+          op.spin.ns = 0;
+          op.spin.blocks = 1;
+          uint64_t t0 = now();
+          if (d->launch(st, bs, &op, &err) != 0)
+            return 1;
+          *sum += now() - t0;
+        }
+      }
+      cudaStreamSynchronize(bsn);
+      *(way == 0 ? &wk : &b8) = now() - a;
+    }
+    printf("%d %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f\n", r, sr / 1e3 / n,
+           sb / 1e3 / n, raw / 1e6, be / 1e6, sw / 1e3 / n, wk / 1e6,
+           s8 / 1e3 / n, b8 / 1e6);
   }
   d->stream_destroy(st, bs);
   d->destroy(st);

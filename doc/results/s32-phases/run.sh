@@ -42,7 +42,7 @@ fi
 if [ -n "${S32_BE:-}" ]; then
   nvcc -O2 -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch -ldl || exit 1
   for i in 1 2 3; do
-    /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 8 2>&1 | tee -a $out/be-launch.txt
+    /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 6 2>&1 | tee -a $out/be-launch.txt; S32_TOUCH=64 /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 4 2>&1 | tee -a $out/be-launch64.txt
   done
 fi
 # S32_WIN=1: the launches of the last round by tenths (call and gap), under
