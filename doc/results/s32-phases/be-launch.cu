@@ -6,6 +6,9 @@
  *   be     the backend's launch() of a SPIN op on its stream
  * and, with S32_TOUCH lines of "core-like" memory work (default 16), the
  * backend's launches with that work between each two, and batched by 8.
+ * With S32_KSPIN set, raw launches through the built-in kernels'
+ * launcher, cua__kernel_spin() (linked from the build tree), as the
+ * bench's raw baselines do.
  * Usage: be-launch PATH/cuda.so [N] [R] */
 #include <cuasync/backend.h>
 #include <cuda_runtime.h>
@@ -26,6 +29,10 @@ __global__ void spin(uint64_t ns) {
   while (gns() - s < ns) {
   }
 }
+/* The built-in kernels' launcher (kernels/kernels.h), which the CUDA
+ * backend and cuasync-bench's raw baselines call. */
+extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
+
 static uint64_t now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -95,13 +102,17 @@ int main(int argc, char **argv) {
     /* (the two ways take turns at going first) */
     for (int way = 0; way < 2; way++) {
       int is_raw = (way + r) % 2 == 0;
+      int kspin = getenv("S32_KSPIN") != NULL; /* raw through cua__kernel_spin */
       uint64_t c = 0, a = now(), *sum = is_raw ? &sr : &sb;
       for (size_t k = 0; k < n; k++) {
         uint64_t t0;
         if (is_raw) {
           void *args[] = {&c};
           t0 = now();
-          cudaLaunchKernel((const void *)spin, dim3(1), dim3(1), args, 0, rs);
+          if (kspin)
+            cua__kernel_spin(0, 1, rs);
+          else
+            cudaLaunchKernel((const void *)spin, dim3(1), dim3(1), args, 0, rs);
         } else {
           cua_backend_op op;
           memset(&op, 0, sizeof op);

@@ -16,7 +16,8 @@ for pol in single-stream; do
   printf '[runtime]\nbackend = cuda\npolicy = %s\nobservers = phases\n' $pol > /tmp/ph/$pol.ini
   printf '[runtime]\nbackend = cuda\npolicy = %s\n' $pol > /tmp/ph/$pol-noobs.ini
 done
-for i in 1 2 3; do
+# (S32_ONLY set: only the parts asked for below)
+for i in $([ -n "${S32_ONLY:-}" ] || echo 1 2 3); do
   PHASES_OUT=/tmp/ph/ev.txt /tmp/ph/phases 10000 8 /tmp/ph/single-stream.ini | tee -a $out/phases.txt
   PHASES_OUT=/tmp/ph/ev2.txt /tmp/ph/phases 10000 8 /tmp/ph/single-stream-noobs.ini 2>&1 | cut -d' ' -f1-5 | tee -a $out/phases-noobs.txt
 done
@@ -40,7 +41,7 @@ if [ -n "${S32_POOLAB:-}" ]; then
 fi
 # S32_BE=1: be-launch.cu, the CUDA backend's launch() against cudaLaunchKernel(), no core.
 if [ -n "${S32_BE:-}" ]; then
-  nvcc -O2 -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch -ldl || exit 1
+  nvcc -O2 -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch -ldl $b/kernels/.libs/libcuasync-kernels.a || exit 1
   for i in 1 2 3; do
     /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 6 2>&1 | tee -a $out/be-launch.txt; S32_TOUCH=64 /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 4 2>&1 | tee -a $out/be-launch64.txt
   done
@@ -55,5 +56,21 @@ if [ -n "${S32_WIN:-}" ]; then
       echo "== $m" | tee -a $out/phases-win.txt
       PHASES_OUT=/tmp/ph/ev.txt /tmp/ph/phases 10000 8 /tmp/ph/$m.ini 2>&1 | tail -4 | tee -a $out/phases-win.txt
     done
+  done
+fi
+# S32_KSPIN_RUN=1: be-launch with the raw side through cua__kernel_spin(), three processes.
+if [ -n "${S32_KSPIN_RUN:-}" ]; then
+  nvcc -O2 -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch -ldl $b/kernels/.libs/libcuasync-kernels.a || exit 1
+  for i in 1 2 3; do
+    S32_TOUCH=0 /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 6 2>&1 | tee -a $out/be-launch-own.txt
+    S32_KSPIN=1 S32_TOUCH=0 /tmp/ph/be-launch $b/plugins/.libs/cuda.so 10000 6 2>&1 | tee -a $out/be-launch-kspin.txt
+  done
+fi
+# S32_SHARED=1: the same with the program linked to the shared libcudart, as the
+# backend module and cuasync-bench are (nvcc links the static one by default).
+if [ -n "${S32_SHARED:-}" ]; then
+  nvcc -O2 --cudart=shared -I$b/include -I$here/include $d/be-launch.cu -o /tmp/ph/be-launch-sh -ldl $b/kernels/.libs/libcuasync-kernels.a || exit 1
+  for i in 1 2 3; do
+    S32_KSPIN=1 S32_TOUCH=0 /tmp/ph/be-launch-sh $b/plugins/.libs/cuda.so 10000 6 2>&1 | tee -a $out/be-launch-kspin-shared.txt
   done
 fi
