@@ -1238,6 +1238,58 @@ START_TEST(test_func_runs_on_the_stream) {
 }
 END_TEST
 
+/* A context of the program's own, made current on the backend's device,
+ * stays current through the backend's launches, marks and waits, and the
+ * ops still run: the backend's check of the current device takes its fast
+ * path only for the device's primary context and otherwise asks
+ * cudaGetDevice(), which does not switch a context of the same device. (A
+ * first version switched any other context to the primary one.) The driver
+ * calls come from libcuda itself, the old entry points of CUDA 12's ABI. */
+typedef int (*cu_ctx_create_fn)(void **ctx, unsigned flags, int dev);
+typedef int (*cu_ctx_fn)(void **ctx);
+typedef int (*cu_ctx_destroy_fn)(void *ctx);
+typedef int (*cu_device_get_fn)(int *dev, int ordinal);
+
+START_TEST(test_a_programs_own_context_stays_current) {
+  cu_open_backend(NULL);
+  tstream t = cu_new_stream(0);
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(cu != NULL, "libcuda.so.1: %s", dlerror());
+  cu_ctx_create_fn create = (cu_ctx_create_fn)dlsym(cu, "cuCtxCreate_v2");
+  cu_ctx_fn get = (cu_ctx_fn)dlsym(cu, "cuCtxGetCurrent");
+  cu_ctx_fn pop = (cu_ctx_fn)dlsym(cu, "cuCtxPopCurrent_v2");
+  cu_ctx_destroy_fn destroy = (cu_ctx_destroy_fn)dlsym(cu, "cuCtxDestroy_v2");
+  cu_device_get_fn device_get = (cu_device_get_fn)dlsym(cu, "cuDeviceGet");
+  ck_assert(create && get && pop && destroy && device_get);
+  cua_device_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  ck_assert_int_eq(D->device_info(st, 0, &info), 0);
+  /* The primary context, current after the backend's own calls. */
+  cu_op_spin(&t, 1000, 1, NULL);
+  cu_sync_stream(&t);
+  void *primary = NULL, *mine = NULL, *cur = NULL;
+  ck_assert_int_eq(get(&primary), 0);
+  int dev = -1;
+  ck_assert_int_eq(device_get(&dev, info.ordinal), 0);
+  ck_assert_int_eq(create(&mine, 0, dev), 0); /* and makes it current */
+  ck_assert_ptr_nonnull(mine);
+  ck_assert_ptr_ne(mine, primary);
+  for (int k = 0; k < 3; k++)
+    cu_op_spin(&t, 1000, 1, NULL);
+  cu_sync_stream(&t);
+  ck_assert_int_eq(get(&cur), 0);
+  ck_assert_msg(cur == mine,
+                "the program's context %p was replaced by %p (primary %p)",
+                mine, cur, primary);
+  ck_assert_int_eq(pop(&cur), 0);
+  ck_assert_ptr_eq(cur, mine);
+  ck_assert_int_eq(destroy(mine), 0);
+  dlclose(cu);
+  cu_close_backend();
+}
+END_TEST
+
 START_TEST(test_device_fault_is_reported_as_lost) {
   const char *mode = cu_modes[_i];
   cu_open_backend(mode);
@@ -1331,6 +1383,7 @@ static Suite *cuda_suite(void) {
   tcase_add_test(tc, test_memcpy_h2d_d2h_d2d);
   tcase_add_test(tc, test_spin_lasts_at_least_its_duration);
   tcase_add_test(tc, test_func_runs_on_the_stream);
+  tcase_add_test(tc, test_a_programs_own_context_stays_current);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("completion");
