@@ -308,7 +308,7 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->backward = 0;
   b->shared = 0;
   b->naccs = 0;
-  b->reserving = b->wants = b->reserved = 0;
+  b->reserving = b->wants = 0;
 }
 
 /* A virtual node's array of @p count results (a zip's, a shared zip's
@@ -588,8 +588,13 @@ struct cua__plan {
   plan_dep *deps;
 };
 
+/* A recorded plan, not NULL or one of the markers. */
+static int is_plan(const cua__plan *plan) {
+  return plan != NULL && plan != CUA__PLAN_NONE && plan != CUA__PLAN_SEEN;
+}
+
 void cua__plan_free(cua__plan *plan) {
-  if (plan == NULL || plan == CUA__PLAN_NONE || plan == CUA__PLAN_SEEN)
+  if (!is_plan(plan))
     return;
   free(plan->nodes);
   free(plan->deps);
@@ -716,15 +721,13 @@ static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
   }
   build_put(b, root, b->order[plan->root]);
   b->wants = b->reserving;
-  b->reserved = b->reserving && plan->naccs == 0;
   return 0;
 }
 
 /* Builds the nodes of the DAG below @p root in post-order, iteratively
  * (or from the root's plan). */
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
-  if (root->plan != NULL && root->plan != CUA__PLAN_NONE &&
-      root->plan != CUA__PLAN_SEEN)
+  if (is_plan(root->plan))
     return build_from_plan(b, root->plan, root, subcap);
   typedef struct frame {
     cua_op *op;

@@ -359,9 +359,9 @@ static void want_writers(cua__bstate *st) {
 
 int cua__reserve_hazards(cua__build *b) {
   int rc = 0;
-  /* Built from a plan: the build's edges are counted (b->wants), or
-   * reserved already when no op accesses a buffer (b->reserved). */
-  if (b->reserved)
+  /* Built from a plan: the build's edges are counted (b->wants), and
+   * reserved already when no op accesses a buffer. */
+  if (b->wants && b->naccs == 0)
     return 0;
   for (size_t i = 0; i < b->n && !b->wants; i++)
     for (size_t k = 0; k < b->order[i]->ndeps; k++)

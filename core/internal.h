@@ -717,11 +717,12 @@ typedef struct cua__build {
                    the stages skip their passes over buffers (hazards.c) */
   /* Set by a submission before its build (not by a capture): a build from
    * a plan then counts each node's dependents within the build as it
-   * makes it (node->want, the plan's nout), and reserves them too when
-   * no op of the plan accesses a buffer: cua__reserve_hazards() then has
-   * nothing left to do (reserved) or only the buffers' part (wants). */
+   * makes it (node->want, the plan's nout, and sets wants), and reserves
+   * them too when no op of the plan accesses a buffer:
+   * cua__reserve_hazards() then has nothing left to do (wants, no
+   * accesses) or only the buffers' part (wants). */
   int reserving;
-  int wants, reserved;
+  int wants;
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
 } cua__build;
