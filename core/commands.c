@@ -475,13 +475,6 @@ static void relay_push(cua_runtime *rt, cua__round *r) {
   pthread_mutex_unlock(&q->mu);
 }
 
-/* Wakes the completion thread after a chunk, as unlock_and_kick() does
- * after a list (its marks' progress, host steps made ready). */
-static void kick_now(cua_runtime *rt) {
-  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
-  pthread_cond_signal(&rt->work);
-}
-
 /* The submitting thread's part of a relayed round: with rt->lock
  * released, applies @p first (its first chunk), every chunk the launch
  * thread decides, in decision order, and once the round is decided its
@@ -496,7 +489,7 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   cua__relay *q = r->relay;
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
-  kick_now(rt);
+  cua__wake_completion(rt); /* (its marks, as after a list) */
   cua__exec_open();
   cua__exec_in(rt, first);
   cua__cmdlist_release(rt, first);
@@ -533,7 +526,7 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
       cua__cmdlist_release(rt, &cl);
       h = next;
     }
-    kick_now(rt);
+    cua__wake_completion(rt);
   }
   /* The tail: the round is this thread's again (relay->done). */
   if (r->cmds.n > 0) {
@@ -544,7 +537,7 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   cua__cmdlist_release(rt, &r->cmds);
   r->first_launch = 0;
   cua__exec_close();
-  kick_now(rt);
+  cua__wake_completion(rt);
   pthread_mutex_lock(&rt->lock);
   rt->open_rounds--;
 }
@@ -758,8 +751,7 @@ static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
    * (cua_runtime_destroy()). */
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
-  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
-  pthread_cond_signal(&rt->work);
+  cua__wake_completion(rt);
   if (wake)
     rt->be->wake(rt->bst);
   atomic_fetch_sub(&rt->executing, 1);

@@ -913,6 +913,11 @@ int cua__waiting(cua_runtime *rt, int delta);
 int cua__ensure_streams(cua_runtime *rt, int device, int n);
 int cua__event_get(cua_runtime *rt, int device, cua_backend_event **ev);
 void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev);
+/* Wakes the completion thread (rt->work_gen, rt->work); any thread, with
+ * or without rt->lock. */
+void cua__wake_completion(cua_runtime *rt);
+/* That, and the backend's wake() when host steps are ready; under
+ * rt->lock. */
 void cua__kick(cua_runtime *rt);
 /* cua__kick() at @p r's flush, once rt->lock is released (commands.c; a
  * flush that releases it, relock 0): the woken thread then does not block

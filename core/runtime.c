@@ -77,9 +77,13 @@ void cua__event_put(cua_runtime *rt, int device, cua_backend_event *ev) {
   dv->free_events[dv->nfree_events++] = ev;
 }
 
-void cua__kick(cua_runtime *rt) {
+void cua__wake_completion(cua_runtime *rt) {
   atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
   pthread_cond_signal(&rt->work);
+}
+
+void cua__kick(cua_runtime *rt) {
+  cua__wake_completion(rt);
   if (rt->ready_head != NULL && rt->be->wake != NULL)
     rt->be->wake(rt->bst);
 }
@@ -509,8 +513,7 @@ void cua_runtime_destroy(cua_runtime *rt) {
   wait_idle(rt);
   pthread_mutex_lock(&rt->lock);
   rt->stopping = 1;
-  atomic_fetch_add_explicit(&rt->work_gen, 1, memory_order_release);
-  pthread_cond_signal(&rt->work);
+  cua__wake_completion(rt);
   pthread_mutex_unlock(&rt->lock);
   if (rt->be->wake)
     rt->be->wake(rt->bst);
