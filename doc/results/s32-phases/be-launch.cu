@@ -19,25 +19,24 @@
 #include <string.h>
 #include <time.h>
 
-static __device__ uint64_t gns(void) {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__global__ void spin(uint64_t ns) {
-  uint64_t s = gns();
-  while (gns() - s < ns) {
-  }
-}
+#include "common.cuh"
+
 /* The built-in kernels' launcher (kernels/kernels.h), which the CUDA
  * backend and cuasync-bench's raw baselines call. */
 extern "C" int cua__kernel_spin(uint64_t ns, uint32_t blocks, cudaStream_t s);
 
-static uint64_t now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* A SPIN op of 0 ns, one block, the @p seq-th on its stream. */
+static cua_backend_op spin_op(uint64_t seq) {
+  cua_backend_op op;
+  memset(&op, 0, sizeof op);
+  op.size = sizeof op;
+  op.kind = CUA_OP_SPIN;
+  op.seq = seq;
+  op.spin.ns = 0;
+  op.spin.blocks = 1;
+  return op;
 }
+
 static void logf_(void *core, cua_log_level l, const char *fmt, ...) {
   (void)core, (void)l;
   va_list ap;
@@ -114,13 +113,7 @@ int main(int argc, char **argv) {
           else
             cudaLaunchKernel((const void *)spin, dim3(1), dim3(1), args, 0, rs);
         } else {
-          cua_backend_op op;
-          memset(&op, 0, sizeof op);
-          op.size = sizeof op;
-          op.kind = CUA_OP_SPIN;
-          op.seq = ++seq;
-          op.spin.ns = 0;
-          op.spin.blocks = 1;
+          cua_backend_op op = spin_op(++seq);
           t0 = now();
           if (d->launch(st, bs, &op, &err) != 0) {
             fprintf(stderr, "launch: %s\n", err.msg);
@@ -143,13 +136,7 @@ int main(int argc, char **argv) {
           mem[(lcg >> 20) % big] += 1;
         }
         for (size_t j = 0; j < m && k + j < n; j++) {
-          cua_backend_op op;
-          memset(&op, 0, sizeof op);
-          op.size = sizeof op;
-          op.kind = CUA_OP_SPIN;
-          op.seq = ++seq;
-          op.spin.ns = 0;
-          op.spin.blocks = 1;
+          cua_backend_op op = spin_op(++seq);
           uint64_t t0 = now();
           if (d->launch(st, bs, &op, &err) != 0)
             return 1;
