@@ -26,7 +26,8 @@
  * that sets a capture's dependencies itself is captured while it is
  * placed instead, by a thread of the creation's that takes
  * rt->capture_mu (never rt->lock) and gets the ops under a leaf lock of
- * their own as they are recorded ("the fed capture" below).
+ * their own as they are recorded ("the fed capture" below; the thread is
+ * graphbuild.c's).
  */
 #include "config.h"
 #include "graphs.h"
@@ -163,8 +164,6 @@ typedef struct saved_load {
   cua_stream_load load;
 } saved_load;
 
-struct feed;
-
 typedef struct capture {
   cua_runtime *rt;
   cua__sub *sub;
@@ -178,7 +177,7 @@ typedef struct capture {
   saved_load *saved;
   size_t nsaved, capsaved;
   cua__recorder r;
-  struct feed *feed; /* the capture thread fed as ops are recorded, or NULL */
+  cua__feed *feed; /* the capture thread fed as ops are recorded, or NULL */
 } capture;
 
 static int add_pred(cua__node *d, void *arg) {
@@ -221,93 +220,10 @@ static int shadow_placed(capture *c, cua__node *n, const cua_op_info *info,
  * more, a thread of the creation's captures each op as soon as it is
  * recorded (cua__graph_capture_fed()), so the placement's time is spent
  * beside the capture's instead of before it. The placement publishes the
- * count of recorded ops in an atomic and takes mu (a leaf, under rt->lock)
- * only to wake the capture thread; the capture thread holds
- * rt->capture_mu, never rt->lock. */
+ * count of recorded ops in an atomic and takes the feed's mu (a leaf,
+ * under rt->lock) only to wake the capture thread; the capture thread
+ * (graphbuild.c, cua__feed) holds rt->capture_mu, never rt->lock. */
 #define FEED_MIN 64
-
-/* The capture thread, once it has caught up, sleeps until FEED_BATCH more
- * ops are recorded (or all are): one wake-up per batch, not per op. */
-#define FEED_BATCH 32
-
-typedef struct feed {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  atomic_size_t ready; /* ops of g->ops recorded (stored by the placement) */
-  atomic_size_t want;  /* what the sleeping capture thread waits for, or
-                          SIZE_MAX: the placement signals only then */
-  int done;            /* 1: all recorded, -1: the placement failed (mu) */
-  cua_runtime *rt;
-  cua_graph *g;
-  size_t maxops;
-  pthread_t thread;
-  int rc; /* the capture's, once the thread is joined */
-  char msg[CUA__ERRLEN];
-} feed;
-
-/* The capture thread: at least @p want ops recorded, or the end. It states
- * what it waits for before it looks at ready, and the placement stores
- * ready before it looks at want (both sequentially consistent): one of the
- * two sees the other's, so no wake-up is lost. */
-static size_t feed_wait(void *arg, size_t want, int *done) {
-  feed *f = arg;
-  size_t target = want + FEED_BATCH - 1;
-  if (target > f->maxops)
-    target = f->maxops;
-  if (target < want)
-    target = want;
-  pthread_mutex_lock(&f->mu);
-  atomic_store(&f->want, target);
-  while (atomic_load(&f->ready) < target && f->done == 0)
-    pthread_cond_wait(&f->cv, &f->mu);
-  atomic_store(&f->want, SIZE_MAX);
-  size_t ready = atomic_load(&f->ready);
-  *done = f->done;
-  pthread_mutex_unlock(&f->mu);
-  return ready;
-}
-
-/* The placement: @p ready ops recorded; @p done non-zero at the end. */
-static void feed_put(feed *f, size_t ready, int done) {
-  atomic_store(&f->ready, ready);
-  if (done == 0 && ready < atomic_load(&f->want))
-    return;
-  pthread_mutex_lock(&f->mu);
-  if (done != 0)
-    f->done = done;
-  pthread_cond_signal(&f->cv);
-  pthread_mutex_unlock(&f->mu);
-}
-
-static void *feed_main(void *arg) {
-  feed *f = arg;
-  f->rc = cua__graph_capture_fed(f->rt, f->g, f->maxops, feed_wait, f, f->msg,
-                                 sizeof f->msg);
-  return NULL;
-}
-
-/* Starts the capture thread: 0, or non-zero when it could not start (the
- * capture then follows the placement). */
-static int feed_start(feed *f, cua_runtime *rt, cua_graph *g, size_t maxops) {
-  memset(f, 0, sizeof *f);
-  f->rt = rt;
-  f->g = g;
-  f->maxops = maxops;
-  atomic_init(&f->ready, 0);
-  atomic_init(&f->want, SIZE_MAX);
-  pthread_mutex_init(&f->mu, NULL);
-  pthread_cond_init(&f->cv, NULL);
-  if (pthread_create(&f->thread, NULL, feed_main, f) == 0)
-    return 0;
-  pthread_mutex_destroy(&f->mu);
-  pthread_cond_destroy(&f->cv);
-  return -1;
-}
-
-static void feed_free(feed *f) {
-  pthread_mutex_destroy(&f->mu);
-  pthread_cond_destroy(&f->cv);
-}
 
 /* ------------------------------------------------------------ placement */
 
@@ -382,7 +298,7 @@ static int place_all(capture *c, char *msg, size_t len) {
       break;
     c->nplaced++;
     if (c->feed != NULL)
-      feed_put(c->feed, c->nplaced, 0);
+      cua__feed_put(c->feed, c->nplaced, 0);
     for (size_t k = succ_off[i]; k < succ_off[i + 1]; k++)
       if (--left[succ[k]] == 0)
         cua__place_push(&ready, c->dev[succ[k]]);
@@ -652,10 +568,11 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   }
   if (rc == 0)
     rc = allocate_buffers(rt, &c, &later, msg, sizeof msg);
-  feed f;
+  cua__feed f;
   c.g = g;
   if (rc == 0 && !later && c.ndev >= FEED_MIN &&
-      cua__backend_has_capture_deps(rt) && feed_start(&f, rt, g, c.ndev) == 0)
+      cua__backend_has_capture_deps(rt) &&
+      cua__feed_start(&f, rt, g, c.ndev) == 0)
     c.feed = &f;
   if (rc == 0) {
     g->build_ns = cua__now_ns() - t0;
@@ -667,7 +584,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     cua__rec_end(g);
   cua__rec_free(&c.r);
   if (c.feed != NULL) /* the capture thread may end the capture */
-    feed_put(c.feed, c.nplaced, rc == 0 ? 1 : -1);
+    cua__feed_put(c.feed, c.nplaced, rc == 0 ? 1 : -1);
   unplace(&c);
   cua__build_undo(&b, sub);
   if (pol != NULL)
@@ -712,7 +629,7 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     /* The capture thread captured the ops as they were placed: what it
      * took beyond the placement counts as the capture. */
     pthread_join(f.thread, NULL);
-    feed_free(&f);
+    cua__feed_free(&f);
     if (rc == 0 && f.rc != 0) {
       rc = f.rc;
       snprintf(msg, sizeof msg, "%s", f.msg);

@@ -13,23 +13,14 @@
  * Owns: the ready queues, routing of ready nodes, the round's decisions
  * and its command list, the order of a consumer's waits, and
  * rt->open_rounds (submissions' rounds applying a chunk, during which the
- * completion thread's rounds mark nothing). Everything here runs under rt->lock
- * and calls no backend and no user code, except cua__round_flush(), which
- * releases the lock, wakes the completion thread if the round asked for it (the
- * backend's wake() among it) and hands the list to the executor. A
- * submission's round calls it between chunks of its decisions too
- * (apply_chunk()), when the round holds nothing but nodes ready to be
- * placed.
- *
- * A relayed round (launch = relay, and auto on driver backends:
- * relay_start()) goes on being decided by a launch thread, under rt->lock
- * (cua__decide_rest()), while the submitting thread applies its chunks,
- * and then its tail, with no core lock, in one executor scope
- * (relay_apply(), which calls the executor, and so the backend and stream
- * functions, as cua__round_flush() does); their queue, the round's
- * cua__relay, is guarded by its own mu, a leaf lock, and the round itself
- * belongs to the launch thread from the hand-over until it sets
- * relay->done.
+ * completion thread's rounds mark nothing). Everything here runs under
+ * rt->lock and calls no backend and no user code. How the list leaves
+ * the round is flush.c's: cua__round_flush() releases the lock, wakes the
+ * completion thread if the round asked for it (the backend's wake() among
+ * it) and hands the list to the executor; a submission's round also
+ * applies chunks between its decisions (cua__chunk_apply()), when it holds
+ * nothing but nodes ready to be placed, hands them to the launch threads,
+ * or is relayed.
  */
 #include "config.h"
 #include "internal.h"
@@ -338,15 +329,15 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * device starts on the first ops while the rest are decided (a large
  * submission would otherwise launch nothing until all of it is decided):
  * the first chunk after CHUNK_FIRST launches, each next one twice as
- * long, up to CHUNK_MAX. A chunk has its exact points attached. Once one
- * chunk went, the rest of the round's list is offered there too
+ * long, up to CHUNK_MAX (flush.c). A chunk has its exact points attached. Once
+ * one chunk went, the rest of the round's list is offered there too
  * (r->handed); a chunk the launch threads refuse (it launches a stream
  * function) is applied by this thread, and the tickets keep every
  * stream's commands in order across them. The chunk is queued for the
  * launch threads (in decision order, rt->lock held throughout; split
  * between them by stream, executor.c), so its launches overlap the next
  * decisions. Without a launch thread, a submission's round applies its
- * own chunks (apply_chunk(), below).
+ * own chunks (cua__chunk_apply(), flush.c).
  *
  * Under launch = thread the streams are marked only at the round's end
  * (marks in between had the completion thread finish ops, under rt->lock,
@@ -367,7 +358,6 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * machines the same launch takes 20-35% longer on some vCPUs than on
  * others (doc/results, thirtieth session). */
 #define CHUNK_FIRST 16
-#define CHUNK_MAX 256
 #define CHUNK_MARK_EVERY 16
 
 /* Without chunks (no launch thread), the list is applied only once the
@@ -382,208 +372,11 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * raw-streams under round-robin. */
 #define MARK_EVERY 64
 
-/* Without a launch thread, a submission's round (r->chunked, set by
- * do_submit()) applies its list in chunks itself, between decisions, with
- * rt->lock released: the first after CHUNK_FIRST launches, each next one
- * twice as long, with no cap, so that a DAG of N ops releases the lock
- * about log2(N / CHUNK_FIRST) times. The device starts on the first ops
- * while the rest are decided: on an H200, the 50 us stencil of 1,024
- * tasks under round-robin waited 0.8 ms of decisions (after 1 ms of
- * building) before its first op started, 5% of its makespan; with the
- * chunks, 1.08-1.10x raw-streams instead of 1.13-1.17x (doc/results,
- * fifteenth session). These keep the marks every MARK_EVERY launches,
- * batched with nothing. (The third session tried chunks of at
- * most CHUNK_MAX launches: a chain of 10,000 short kernels took the lock
- * back 40 times, against the completion thread, and ran 1.2x slower.) */
-static void apply_chunk(cua_runtime *rt, cua__round *r) {
-  (void)cua__exact_points(r);
-  cua__kick_at_flush(rt, r);
-  rt->open_rounds++;
-  cua__round_flush(rt, r, 1);
-  rt->open_rounds--;
-  r->chunk_len = 0;
-  r->chunk_at *= 2;
-  r->now = 0; /* the next placement reads the clock again */
-}
-
-static void hand_over(cua_runtime *rt, cua__round *r) {
-  (void)cua__exact_points(r);
-  atomic_fetch_add(&rt->executing, 1);
-  if (cua__launcher_push(rt, &r->cmds) != 0) {
-    /* Not now (a stream function to launch, no holder): the rest of the
-     * round is decided in chunks that this thread applies (apply_chunk()),
-     * as without a launch thread, each still offered to the launch thread
-     * first once a chunk went there (r->handed, cua__round_flush()). */
-    atomic_fetch_sub(&rt->executing, 1);
-    r->no_chunks = 1;
-    return;
-  }
-  r->first_launch = 0;
-  r->handed = 1;
-  r->chunk_len = 0;
-  r->chunk_at = r->chunk_at * 2 > CHUNK_MAX ? CHUNK_MAX : r->chunk_at * 2;
-  r->now = 0; /* the next placement reads the clock again, as after a chunk
-               * of its own: its expected start and its trace instant */
-}
-
-/* launch = relay (and auto on driver backends): a submission's round with
- * at least RELAY_MIN nodes of its build left to decide at its first chunk
- * goes on deciding on a launch thread, while the submitting thread
- * applies the chunks it decides (relay_apply()). The launches stay on the
- * submitting thread, as a program's own would be, and the deciding,
- * several times faster than the launches it decides, runs beside them
- * instead of between them. */
-#define RELAY_MIN 128
-#define RELAY_SPIN_NS 20000u
-
-/* Ends a relayed round's current chunk: its exact points attached, a
- * stream function among its launches noted (launch threads stop batching
- * marks, as when a list is offered to them), its list moved to *@p out,
- * and the next chunk twice as long. */
-static void relay_take_chunk(cua_runtime *rt, cua__round *r,
-                             cua__cmdlist *out) {
-  (void)cua__exact_points(r);
-  (void)cua__user_code_at_launch(rt, &r->cmds);
-  *out = r->cmds;
-  memset(&r->cmds, 0, sizeof r->cmds);
-  r->first_launch = 0;
-  r->chunk_len = 0;
-  r->chunk_at *= 2;
-  r->now = 0; /* the next placement reads the clock again */
-}
-
-/* A launch thread's chunk of a relayed round goes to the submitting
- * thread (under rt->lock, which the launch thread holds). A list without
- * a holder stays in r->cmds and grows into the next chunk, or the tail. */
-static void relay_push(cua_runtime *rt, cua__round *r) {
-  cua__cmdlist *h = r->cmds.box;
-  if (h == NULL || r->cmds.n == 0)
-    return;
-  atomic_fetch_add(&rt->executing, 1);
-  relay_take_chunk(rt, r, h);
-  h->next = NULL;
-  cua__relay *q = r->relay;
-  pthread_mutex_lock(&q->mu);
-  if (q->tail != NULL)
-    q->tail->next = h;
-  else
-    q->head = h;
-  q->tail = h;
-  atomic_fetch_add_explicit(&q->queued, 1, memory_order_release);
-  if (q->sleeping)
-    pthread_cond_signal(&q->cv);
-  pthread_mutex_unlock(&q->mu);
-}
-
-/* The submitting thread's part of a relayed round: with rt->lock
- * released, applies @p first (its first chunk), every chunk the launch
- * thread decides, in decision order, and once the round is decided its
- * tail (r->cmds: exact points and marks), then takes rt->lock back with
- * nothing left to apply. All of them in one executor scope
- * (cua__exec_open()): a stream function among them that submits has its
- * lists applied after the tail, since they are decided after the whole
- * round (the launch thread holds rt->lock until then). So every list of
- * the round is applied by this thread, in decision order, and none is
- * handed to a launch thread behind a list decided later. */
-static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
-  cua__relay *q = r->relay;
-  atomic_fetch_add(&rt->executing, 1);
-  pthread_mutex_unlock(&rt->lock);
-  cua__wake_completion(rt); /* (its marks, as after a list) */
-  cua__exec_open();
-  cua__exec_in(rt, first);
-  cua__cmdlist_release(rt, first);
-  for (;;) {
-    if (atomic_load_explicit(&q->queued, memory_order_acquire) == 0) {
-      uint64_t until = cua__now_ns() + RELAY_SPIN_NS;
-      for (unsigned i = 1;
-           atomic_load_explicit(&q->queued, memory_order_acquire) == 0; i++) {
-        cua__cpu_relax();
-        if (i % 64 == 0 && cua__now_ns() >= until)
-          break;
-      }
-    }
-    pthread_mutex_lock(&q->mu);
-    while (q->head == NULL && !q->done) {
-      q->sleeping = 1;
-      pthread_cond_wait(&q->cv, &q->mu);
-      q->sleeping = 0;
-    }
-    cua__cmdlist *h = q->head;
-    int done = q->done;
-    q->head = q->tail = NULL;
-    pthread_mutex_unlock(&q->mu);
-    if (h == NULL && done)
-      break;
-    while (h != NULL) {
-      cua__cmdlist *next = h->next;
-      atomic_fetch_sub_explicit(&q->queued, 1, memory_order_relaxed);
-      /* Applied from a copy: releasing clears the list it is given, and
-       * the holder itself goes back to the pool. */
-      cua__cmdlist cl = *h;
-      cl.next = NULL;
-      cua__exec_in(rt, &cl);
-      cua__cmdlist_release(rt, &cl);
-      h = next;
-    }
-    cua__wake_completion(rt);
-  }
-  /* The tail: the round is this thread's again (relay->done). */
-  if (r->cmds.n > 0) {
-    (void)cua__user_code_at_launch(rt, &r->cmds);
-    atomic_fetch_add(&rt->executing, 1);
-    cua__exec_in(rt, &r->cmds);
-  }
-  cua__cmdlist_release(rt, &r->cmds);
-  r->first_launch = 0;
-  cua__exec_close();
-  cua__wake_completion(rt);
-  pthread_mutex_lock(&rt->lock);
-  rt->open_rounds--;
-}
-
-/* Hands the rest of @p r's deciding to a launch thread (the submitting
- * thread then applies its chunks: relay_apply()); 0 when it cannot: no
- * launch thread, or this thread is applying a list already (a stream
- * function submitting). */
-static int relay_start(cua_runtime *rt, cua__round *r) {
-  if (!rt->launcher_started || cua__exec_depth() > 0)
-    return 0;
-  cua__relay q;
-  memset(&q, 0, sizeof q);
-  pthread_mutex_init(&q.mu, NULL);
-  pthread_cond_init(&q.cv, NULL);
-  atomic_init(&q.queued, 0);
-  cua__cmdlist first;
-  relay_take_chunk(rt, r, &first);
-  r->relay = &q;
-  rt->open_rounds++;
-  rt->stats.rounds_relayed++;
-  cua__launcher_decide(rt, r);
-  relay_apply(rt, r, &first);
-  r->relay = NULL;
-  pthread_cond_destroy(&q.cv);
-  pthread_mutex_destroy(&q.mu);
-  return 1;
-}
-
-void cua__decide_rest(cua_runtime *rt, cua__round *r) {
-  cua__relay *q = r->relay;
-  pthread_mutex_lock(&rt->lock);
-  cua__run_round(rt, r);
-  pthread_mutex_unlock(&rt->lock);
-  /* r is the submitting thread's again from here, its tail in r->cmds. */
-  pthread_mutex_lock(&q->mu);
-  q->done = 1;
-  if (q->sleeping)
-    pthread_cond_signal(&q->cv);
-  pthread_mutex_unlock(&q->mu);
-}
-
 /* Places, decides launches and settles until nothing more is ready, then
  * marks every stream that got work. Commands go to r->cmds; the caller
  * applies them with cua__round_flush() once it may release rt->lock (with
- * a launch thread, a long round hands chunks over before: hand_over()). */
+ * a launch thread, a long round hands chunks over before:
+ * cua__chunk_hand_over()). */
 void cua__run_round(cua_runtime *rt, cua__round *r) {
   r->rt = rt;
   /* Pipeline hands a submission's chunks over while it is the only thread
@@ -657,7 +450,7 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
                (chunks ? chunk_mark_every : MARK_EVERY)))
         (void)mark_stream(r, n->stream, chunks && r->pipelined);
       if (chunks && ++r->chunk_len >= r->chunk_at && r->place.head != NULL)
-        hand_over(rt, r);
+        cua__chunk_hand_over(rt, r);
       /* Its own chunk only between decisions: with nothing placed and
        * not decided (their stream numbers are taken) and nothing to
        * settle, what the round still holds is only nodes ready to be
@@ -665,17 +458,16 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
       if (own && ++r->chunk_len >= r->chunk_at && r->place.head != NULL &&
           r->launch.head == NULL && r->settle.head == NULL) {
         if (r->relay != NULL) {
-          relay_push(rt, r);
+          cua__relay_push(rt, r);
         } else if (may_pipeline && !r->no_chunks &&
                    cua__launcher_spread(rt, &r->cmds) > 1) {
           r->pipelined = 1;
           handing = 1;
-          hand_over(rt, r);
-        } else if (rt->decide_relay && solo && r->left >= RELAY_MIN &&
-                   relay_start(rt, r)) {
+          cua__chunk_hand_over(rt, r);
+        } else if (rt->decide_relay && solo && cua__relay_start(rt, r)) {
           return; /* decided on the launch thread and applied */
         } else {
-          apply_chunk(rt, r);
+          cua__chunk_apply(rt, r);
         }
       }
       continue;
@@ -728,100 +520,4 @@ void cua__cmdlist_release(cua_runtime *rt, cua__cmdlist *cl) {
 
 void cua__cmdlist_fini(void *p) {
   free(((cua__cmdlist *)p)->v);
-}
-
-void cua__kick_at_flush(cua_runtime *rt, cua__round *r) {
-  r->kick = 1;
-  r->kick_backend |= rt->ready_head != NULL;
-}
-
-/* The kick a round asked for, with rt->lock released: what it wakes the
- * completion thread for was decided under the lock, and that thread
- * checks for work under the lock before it waits, so none is lost; woken
- * now, it does not block at once on the lock this thread still held. */
-static void unlock_and_kick(cua_runtime *rt, cua__round *r) {
-  if (!r->kick) {
-    pthread_mutex_unlock(&rt->lock);
-    return;
-  }
-  int wake = r->kick_backend && rt->be->wake != NULL;
-  r->kick = r->kick_backend = 0;
-  /* Counted as executing: a thread that waits for this submission's future
-   * and then destroys the runtime waits for this signal too
-   * (cua_runtime_destroy()). */
-  atomic_fetch_add(&rt->executing, 1);
-  pthread_mutex_unlock(&rt->lock);
-  cua__wake_completion(rt);
-  if (wake)
-    rt->be->wake(rt->bst);
-  atomic_fetch_sub(&rt->executing, 1);
-}
-
-/* launch = auto: a submission's list goes to the launch threads
- * - while submissions come faster than they complete (at least
- *   AUTO_PENDING of them, this one included, are not done) from one
- *   thread (no other thread is in cua_submit()), or
- * - while several threads submit at once;
- * otherwise the submitting thread applies it, as with launch = caller.
- * So a program that submits and waits (latency) pays no hand-over and no
- * wake-up on its latency; one thread that submits many ops without
- * waiting decides while the launch threads launch, which batches the
- * marks of what queued meanwhile; and several submitting threads decide
- * one after the other under rt->lock while the launch threads launch,
- * each on its own streams, instead of each applying its own lists, which
- * made them take turns on the same streams and compete in the driver: on
- * an H200 (doc/results, twenty-fifth session, three rounds), four threads
- * submitting one small kernel each under round-robin took 4.9-5.5 us per
- * submission applying their own lists and 3.4-4.2 us handing them over,
- * with two launch threads (one thread alone: 3.0-3.9 us).
- * A round of the completion thread is applied by the thread that decided
- * it, and so are a large submission's own chunks, unless, with several
- * launch threads, one of them spans the streams of more than one
- * (cua__run_round()). Not done: rt->nsubs - rt->nsubs_done, as a
- * submission that is done may not be removed yet (the completion thread
- * fires its future before it takes rt->lock back to remove it), and a
- * thread that waits for each future would otherwise see it pending. 3:
- * two others not done, so that one long submission in the background
- * does not turn a submit-and-wait loop beside it into a stream. */
-#define AUTO_PENDING 3
-
-int cua__may_hand_over(cua_runtime *rt, const cua__cmdlist *cl, int relock) {
-  if (!cua__launch_by_rule(rt->cfg->launch))
-    return 1;
-  if (!relock && rt->vclock == NULL) {
-    int submitting =
-        atomic_load_explicit(&rt->submitting, memory_order_relaxed);
-    if (submitting > 1 ||
-        (submitting == 1 && rt->nsubs - rt->nsubs_done >= AUTO_PENDING))
-      return 1;
-  }
-  /* Applied here: a stream function among its launches still stops the
-   * launch thread from batching marks, as if it had been offered. */
-  (void)cua__user_code_at_launch(rt, cl);
-  return 0;
-}
-
-/* Applies the round's commands. Called with rt->lock held; releases it
- * while the executor runs, and takes it again if @p relock. */
-void cua__round_flush(cua_runtime *rt, cua__round *r, int relock) {
-  if (r->cmds.n == 0) {
-    if (!relock)
-      unlock_and_kick(rt, r);
-    cua__cmdlist_release(rt, &r->cmds);
-    return;
-  }
-  atomic_fetch_add(&rt->executing, 1);
-  if ((r->handed || cua__may_hand_over(rt, &r->cmds, relock)) &&
-      cua__launcher_push(rt, &r->cmds) == 0) {
-    if (!relock)
-      unlock_and_kick(rt, r);
-    r->first_launch = 0;
-    return;
-  }
-  unlock_and_kick(rt, r);
-  cua__exec(rt, &r->cmds);
-  cua__cmdlist_release(rt, &r->cmds);
-  if (relock)
-    pthread_mutex_lock(&rt->lock);
-  r->first_launch = 0;
 }

@@ -240,7 +240,7 @@ static int set_launch(cua__conf_parser *p, const char *value) {
 
 /* launch_threads = auto | N, 1..8 (CUA__LAUNCHERS_MAX): how many launch
  * threads apply the lists handed over, each the commands of its own
- * streams (core/executor.c); auto is 0 (cua__launcher_start() decides).
+ * streams (core/launcher.c); auto is 0 (cua__launcher_start() decides).
  * The values, and the messages, for the file and $CUASYNC_LAUNCH_THREADS
  * alike (conf.c). */
 int cua__conf_launch_threads_value(const char *value, char *err,

@@ -7,19 +7,15 @@
  * device nodes they stand for), the "runs after" edges of then, and (from
  * hazards.c) its buffer hazards. An op that appears twice in one DAG is
  * built once, which is the only way a cycle can appear (checked here).
- * wire() then counts what each node waits for and registers it with its
- * producers, in room hazards.c reserved before anything was committed (so
- * it cannot fail); failing a node propagates along data edges. Edge arrays
- * past a node's inline ones come from the runtime's edge pool.
+ * What happens to the nodes afterwards (their edges' arrays, reference
+ * counts, wiring, failure) is node.c's. A root submitted again is built
+ * from the plan its second build recorded on it (plan.c), with no walk
+ * over its ops.
  *
- * A root submitted again is built from the plan its second build
- * recorded on it (plans, below), with no walk over its ops.
- *
- * Owns: nodes (their edges, reference counts, failure state) and root
- * ops' plans (op->plan, freed with the op: cua__plan_free()). Everything
- * here runs under rt->lock, except cua__node_release(), which any thread
- * may call (reference counts are atomic; a node is freed once no one
- * holds it).
+ * Owns: a build (cua__build: its order of nodes, and op->build_sub and
+ * op->build_node, which map an op to its node in the build), making a
+ * node, and a then's and zip's collapsing. Everything here runs under
+ * rt->lock.
  */
 #include "config.h"
 #include "internal.h"
@@ -29,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ node basics */
+/* ----------------------------------------------------------- making nodes */
 
 /* What kind of node @p op makes (CUA__CLASS_*). */
 static int op_class(const cua_op *op) {
@@ -63,126 +59,6 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   return n;
 }
 
-static void edges_free(cua_runtime *rt, void *a, size_t cap, void *inl) {
-  cua__pool_array_free(&rt->edge_pool, CUA__EDGE_BLOCK, a, cap, inl);
-}
-
-/* Drops one reference to @p p; if it was the last, @p p goes on the
- * worklist @p todo (when given) to be freed there instead of here. */
-static void unref(cua__node *p, cua__node **todo) {
-  if (todo == NULL) {
-    cua__node_release(p);
-  } else if (atomic_fetch_sub(&p->refs, 1) == 1) {
-    p->free_next = *todo;
-    *todo = p;
-  }
-}
-
-/* Edge arrays (a node's deps and dependents, both 16-byte entries) past
- * the inline ones: up to CUA__EDGE_BLOCK entries from the runtime's edge
- * pool (cua__pool_array_grow()), so that a node with a few more edges than
- * inline allocates nothing in steady state. Under rt->lock (the pool is
- * taken from under it). */
-_Static_assert(sizeof(cua__dep) == 16 && sizeof(cua__dependent) == 16,
-               "edge entries share one pool");
-
-int cua__edges_grow(cua_runtime *rt, void *arr, size_t *cap, size_t need,
-                    void *inl) {
-  return cua__pool_array_grow(&rt->edge_pool, CUA__EDGE_BLOCK, arr, cap, need,
-                              16, inl);
-}
-
-static void release_deps_to(cua__node *n, cua__node **todo) {
-  for (size_t i = 0; i < n->ndeps; i++)
-    unref(n->deps[i].node, todo);
-  edges_free(n->rt, n->deps, n->capdeps, n->deps_inl);
-  n->deps = n->deps_inl;
-  n->capdeps = CUA__INLINE_EDGES;
-  n->ndeps = 0;
-}
-
-static void release_dependents_to(cua__node *n, cua__node **todo) {
-  cua__dependent *d = n->dependents;
-  for (size_t i = 0; i < n->ndependents; i++)
-    unref(d[i].node, todo);
-  edges_free(n->rt, n->dependents, n->capdependents, n->dependents_inl);
-  n->dependents = n->dependents_inl;
-  n->capdependents = CUA__INLINE_EDGES;
-  n->ndependents = 0;
-}
-
-void cua__node_release_deps(cua__node *n) {
-  release_deps_to(n, NULL);
-}
-
-void cua__node_release_dependents(cua__node *n) {
-  release_dependents_to(n, NULL);
-}
-
-/* Releases one reference; a node freed releases the nodes it holds, which
- * may free them in turn: a worklist, not recursion, since dependencies
- * chain as deep as the DAG is long. */
-void cua__node_release(cua__node *n) {
-  if (n == NULL || atomic_fetch_sub(&n->refs, 1) != 1)
-    return;
-  n->free_next = NULL;
-  while (n != NULL) {
-    cua__node *todo = n->free_next;
-    release_deps_to(n, &todo);
-    release_dependents_to(n, &todo);
-    if (n->watchers != n->watchers_inl)
-      free(n->watchers);
-    free(n->msg);
-    free(n->name);
-    cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->results,
-                         n->capresults, NULL);
-    free(n->ctx.msg);
-    if (n->ptrs != NULL)
-      cua__pool_array_free(&n->rt->input_pool, CUA__INPUT_BLOCK, n->ptrs,
-                           n->capptrs, n->ptrs_inl);
-    cua_op_destroy(n->op);
-    cua_runtime *rt = n->rt;
-    cua__pool_put(&rt->node_pool, n);
-    cua__runtime_release(rt);
-    n = todo;
-  }
-}
-
-int cua__add_dep(cua__node *n, cua__node *p, unsigned flags) {
-  /* Duplicates are harmless (each edge is counted and resolved once), so
-   * only the last few are merged: a wide zip stays linear to build. A zip
-   * keeps one edge per part, in order: its results are its parts'. */
-  size_t from = n->kind == CUA_OP_ZIP ? n->ndeps
-                : n->ndeps > 4        ? n->ndeps - 4
-                                      : 0;
-  for (size_t i = from; i < n->ndeps; i++)
-    if (n->deps[i].node == p) {
-      n->deps[i].flags |= flags;
-      return 0;
-    }
-  if (cua__edges_grow(n->rt, &n->deps, &n->capdeps, n->ndeps + 1, n->deps_inl))
-    return CUA_ERR_NOMEM;
-  n->deps[n->ndeps].node = p;
-  n->deps[n->ndeps].flags = flags;
-  n->ndeps++;
-  atomic_fetch_add(&p->refs, 1);
-  return 0;
-}
-
-/* Registers @p n with its producer @p p, in room cua__reserve_dependents()
- * made: wiring cannot fail half-way. */
-static void add_dependent(cua__node *p, cua__node *n, unsigned flags) {
-  cua__dependent *d = p->dependents;
-  d[p->ndependents].node = n;
-  d[p->ndependents].flags = flags;
-  d[p->ndependents].resolved = 0;
-  p->ndependents++;
-  atomic_fetch_add(&n->refs, 1);
-}
-
-/* Adds a dependency of a device node on @p p; a virtual producer stands for
- * the producers it joins, so device consumers of a zip wait on its parts
- * with events instead of waiting for the whole zip to complete. */
 /* An explicit stack for walks through nested zips and thens, which may be
  * as deep as the DAG is long: no recursion. Of nodes (add_device_dep())
  * or of ops (add_after()). */
@@ -210,6 +86,9 @@ static void ns_free(walk_stack *st) {
     free(st->v);
 }
 
+/* Adds a dependency of a device node on @p p; a virtual producer stands for
+ * the producers it joins, so device consumers of a zip wait on its parts
+ * with events instead of waiting for the whole zip to complete. */
 static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
   if (p0->cls != CUA__CLASS_VIRTUAL || p0->state == CUA__NODE_DONE)
     return cua__add_dep(n, p0, flags); /* the common case: no walk */
@@ -233,56 +112,6 @@ static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
   return rc;
 }
 
-const char *cua__node_name(const cua__node *n) {
-  if (n->op != NULL && n->op->hints.name)
-    return n->op->hints.name;
-  if (n->op == NULL && n->name != NULL)
-    return n->name;
-  return cua_op_kind_name(n->kind);
-}
-
-/* Fails @p n and, through data edges, everything that consumes it. */
-void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
-  if (n->state == CUA__NODE_DONE || n->code != 0)
-    return;
-  n->code = code;
-  atomic_store(&n->doomed, 1);
-  n->msg = cua__strdup(msg ? msg : cua_strerror(code));
-  /* An explicit stack: a failure at the head of a long chain must not
-   * recurse once per op. */
-  size_t cap = 16, len = 0;
-  cua__node **stack = cua__malloc(cap * sizeof *stack);
-  if (stack == NULL)
-    return;
-  stack[len++] = n;
-  while (len > 0) {
-    cua__node *p = stack[--len];
-    cua__dependent *d = p->dependents;
-    for (size_t i = 0; i < p->ndependents; i++) {
-      cua__node *m = d[i].node;
-      if (!(d[i].flags & CUA__DEP_DATA) || m->state == CUA__NODE_DONE ||
-          m->code != 0)
-        continue;
-      m->code = CUA_ERR_DEPENDENCY;
-      atomic_store(&m->doomed, 1);
-      char buf[CUA__ERRLEN];
-      snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
-               cua__node_name(p), cua_err_name(p->code), p->msg ? p->msg : "");
-      m->msg = cua__strdup(buf);
-      if (len == cap) {
-        cua__node **s2 = cua__realloc(stack, 2 * cap * sizeof *stack);
-        if (s2 == NULL)
-          break;
-        stack = s2;
-        cap *= 2;
-      }
-      stack[len++] = m;
-    }
-  }
-  free(stack);
-  (void)rt;
-}
-
 /* -------------------------------------------------------------- building */
 
 /* An op's node in the submission being built is kept in the op itself
@@ -297,7 +126,7 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->rt = rt;
   b->sub = sub;
   b->n = 0;
-  if (sub->kept_order != NULL) { /* a larger build's, kept (internal.h) */
+  if (sub->kept_order != NULL) { /* a larger build's, kept (nodes.h) */
     b->order = sub->kept_order;
     b->cap = sub->kept_order_cap;
     sub->kept_order = NULL;
@@ -350,7 +179,7 @@ int cua__node_ptrs(cua__node *n, size_t count) {
 }
 
 /* The order array, if it outgrew the inline one, stays with the
- * submission's block for the next build made from it (internal.h); the
+ * submission's block for the next build made from it (nodes.h); the
  * submission lives at least until its builder is done with it. */
 void cua__build_free(cua__build *b) {
   if (b->order != b->order_inl)
@@ -359,7 +188,7 @@ void cua__build_free(cua__build *b) {
   b->order = b->order_inl;
 }
 
-static void build_put(cua__build *b, cua_op *op, cua__node *n) {
+void cua__build_put(cua__build *b, cua_op *op, cua__node *n) {
   op->build_sub = b->sub->id;
   op->build_node = n;
 }
@@ -500,16 +329,16 @@ static int zip_elidable(const cua__build *b, const cua_op *op) {
  * reference), watched by it @p watches times, appended to the build's
  * order. The caller gets it with a reference of its own to release, also
  * when listing failed (*rc); NULL (*rc set) when none could be made.
- * Shared by the walk (build_node()) and plans (build_from_plan()). */
-static cua__node *add_node(cua__build *b, cua_op *op, unsigned watches,
-                           size_t *subcap, int *rc) {
+ * Shared by the walk (build_node()) and plans (plan.c). */
+cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
+                               size_t *subcap, int *rc) {
   cua__node *n = node_new(b->rt, op);
   *rc = n == NULL ? CUA_ERR_NOMEM : 0;
   if (n == NULL)
     return NULL;
   n->sub_id = b->sub->id;
   b->naccs += op->nacc;
-  build_put(b, op, n);
+  cua__build_put(b, op, n);
   *rc = sub_add(b->sub, n, subcap);
   for (unsigned w = 0; w < watches && *rc == 0; w++)
     *rc = watch(b->sub, n);
@@ -528,7 +357,7 @@ static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
   /* The submission waits for every op that does work, and for the root;
    * a zip or then inside the DAG completes with its parts anyway. */
   int rc;
-  cua__node *n = add_node(
+  cua__node *n = cua__build_add_node(
       b, op, op_class(op) != CUA__CLASS_VIRTUAL || op == root, subcap, &rc);
   if (n == NULL)
     return rc;
@@ -549,186 +378,11 @@ static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
   return rc;
 }
 
-/* ----------------------------------------------------------------- plans */
-
-/* A DAG submitted again builds the same nodes and edges: ops are frozen
- * once submitted (op.c), and without shared ops (whose node an earlier
- * submission may have made, or be running) nothing the build reads
- * depends on anything but the ops. So the second build of a root of
- * PLAN_MIN nodes or more records them on the root op (plan_record()), and
- * the next builds make the nodes from that record (build_from_plan()):
- * in the same order, with the same edges (their flags as built), levels,
- * "then" sources and watches, without the walk over the ops, the
- * collapsing of thens and zips, and the levels' pass. A chain of 5,000
- * spins in one submission, warm, on the host backend: 2,734 instructions
- * per op in all instead of 3,187 (tools/bench/callgrind-per-op.sh -k 3;
- * doc/results, thirty-first session). A DAG with a shared op, or whose
- * build had to look for cycles, is built every time (CUA__PLAN_NONE). */
-#define PLAN_MIN 32
-
-typedef struct plan_node {
-  cua_op *op;
-  uint32_t dep0, ndeps; /* its edges: plan->deps[dep0 .. dep0 + ndeps) */
-  uint32_t then_src;    /* the index of its then_src, plus 1; 0 for none */
-  uint32_t level;
-  uint32_t watches; /* how many times the submission watches it */
-  uint32_t nout;    /* the edges from it: its dependents in the build */
-} plan_node;
-
-typedef struct plan_dep {
-  uint32_t from; /* the producer's index */
-  unsigned flags;
-} plan_dep;
-
-struct cua__plan {
-  size_t n, ndeps;
-  size_t naccs; /* buffer accesses of its ops (frozen), all told */
-  size_t root;  /* the index of the node that stands for the root op */
-  plan_node *nodes;
-  plan_dep *deps;
-};
-
-/* A recorded plan, not NULL or one of the markers. */
-static int is_plan(const cua__plan *plan) {
-  return plan != NULL && plan != CUA__PLAN_NONE && plan != CUA__PLAN_SEEN;
-}
-
-void cua__plan_free(cua__plan *plan) {
-  if (!is_plan(plan))
-    return;
-  free(plan->nodes);
-  free(plan->deps);
-  free(plan);
-}
-
-/* Records what @p b built from @p root on it: at its second build, so
- * that a program that makes a new DAG for every submission allocates no
- * plan (the first build of a root decides, for good, whether it may
- * have one). Out of memory, nothing is recorded and the next build tries
- * again. */
-static void plan_record(cua__build *b, cua_op *root) {
-  if (b->n < PLAN_MIN || b->n > INT_MAX || b->backward || b->shared) {
-    root->plan = CUA__PLAN_NONE;
-    return;
-  }
-  if (root->plan == NULL) {
-    root->plan = CUA__PLAN_SEEN;
-    return;
-  }
-  size_t ndeps = 0;
-  for (size_t i = 0; i < b->n; i++) {
-    b->order[i]->scratch = (int)i;
-    ndeps += b->order[i]->ndeps;
-  }
-  /* Every edge and then source within the build, each earlier in it (no
-   * shared op: nothing else can be reached). */
-  for (size_t i = 0; i < b->n; i++) {
-    const cua__node *n = b->order[i];
-    for (size_t k = 0; k < n->ndeps; k++) {
-      const cua__node *p = n->deps[k].node;
-      if (p->sub_id != b->sub->id || (size_t)p->scratch >= i ||
-          b->order[p->scratch] != p) {
-        root->plan = CUA__PLAN_NONE;
-        return;
-      }
-    }
-    const cua__node *t = n->then_src;
-    if (t != NULL && (t->sub_id != b->sub->id || (size_t)t->scratch >= i ||
-                      b->order[t->scratch] != t)) {
-      root->plan = CUA__PLAN_NONE;
-      return;
-    }
-  }
-  cua__node *rn = cua__build_get(b, root);
-  if (rn == NULL || rn->sub_id != b->sub->id || b->order[rn->scratch] != rn) {
-    root->plan = CUA__PLAN_NONE;
-    return;
-  }
-  cua__plan *plan = cua__calloc(1, sizeof *plan);
-  if (plan == NULL)
-    return;
-  plan->nodes = cua__malloc(b->n * sizeof *plan->nodes);
-  plan->deps = cua__malloc((ndeps ? ndeps : 1) * sizeof *plan->deps);
-  if (plan->nodes == NULL || plan->deps == NULL) {
-    cua__plan_free(plan);
-    return;
-  }
-  plan->n = b->n;
-  plan->ndeps = ndeps;
-  plan->root = (size_t)rn->scratch;
-  size_t d = 0;
-  for (size_t i = 0; i < b->n; i++) {
-    const cua__node *n = b->order[i];
-    plan_node *pn = &plan->nodes[i];
-    pn->op = n->op;
-    pn->dep0 = (uint32_t)d;
-    pn->ndeps = (uint32_t)n->ndeps;
-    pn->then_src = n->then_src ? (uint32_t)n->then_src->scratch + 1 : 0;
-    pn->level = n->level;
-    pn->watches = (uint32_t)n->nwatchers;
-    pn->nout = 0; /* (counted by the later nodes' edges) */
-    plan->naccs += n->op->nacc;
-    for (size_t k = 0; k < n->ndeps; k++) {
-      plan->deps[d].from = (uint32_t)n->deps[k].node->scratch;
-      plan->deps[d].flags = n->deps[k].flags;
-      plan->nodes[plan->deps[d].from].nout++;
-      d++;
-    }
-  }
-  root->plan = plan;
-}
-
-/* Builds @p b's nodes from @p plan, as cua__build_graph() would, except
- * that only the ops with a node of their own, and the root, are mapped to
- * their nodes (cua__build_get()): a then or zip built without a node is
- * not. Nothing reads those after a build but cua__check_cycles(), which a
- * build from a plan never needs (b->backward stays 0). */
-static int build_from_plan(cua__build *b, const cua__plan *plan, cua_op *root,
-                           size_t *subcap) {
-  cua_runtime *rt = b->rt;
-  for (size_t i = 0; i < plan->n; i++) {
-    const plan_node *pn = &plan->nodes[i];
-    int rc;
-    cua__node *n = add_node(b, pn->op, pn->watches, subcap, &rc);
-    if (n == NULL)
-      return rc;
-    n->level = pn->level;
-    /* Its dependents in the build, as cua__reserve_hazards() would count
-     * them (its first pass: every producer here is pending). */
-    if (rc == 0 && b->reserving) {
-      n->want = pn->nout;
-      if (plan->naccs == 0 && cua__reserve_dependents(n) != 0)
-        rc = CUA_ERR_NOMEM;
-    }
-    if (rc == 0 && pn->ndeps > 0 &&
-        cua__edges_grow(rt, &n->deps, &n->capdeps, pn->ndeps, n->deps_inl))
-      rc = CUA_ERR_NOMEM;
-    if (rc == 0) {
-      const plan_dep *pd = &plan->deps[pn->dep0];
-      for (uint32_t k = 0; k < pn->ndeps; k++) {
-        cua__node *p = b->order[pd[k].from];
-        n->deps[k].node = p;
-        n->deps[k].flags = pd[k].flags;
-        atomic_fetch_add(&p->refs, 1);
-      }
-      n->ndeps = pn->ndeps;
-      if (pn->then_src != 0)
-        n->then_src = b->order[pn->then_src - 1];
-    }
-    cua__node_release(n);
-    if (rc != 0)
-      return rc;
-  }
-  build_put(b, root, b->order[plan->root]);
-  b->wants = b->reserving;
-  return 0;
-}
-
 /* Builds the nodes of the DAG below @p root in post-order, iteratively
  * (or from the root's plan). */
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
-  if (is_plan(root->plan))
-    return build_from_plan(b, root->plan, root, subcap);
+  if (cua__plan_recorded(root->plan))
+    return cua__build_from_plan(b, root, subcap);
   typedef struct frame {
     cua_op *op;
     size_t next;
@@ -755,7 +409,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       cua__node *n = op->shared_node;
       b->shared = 1;
       atomic_fetch_add(&n->refs, 1);
-      build_put(b, op, n);
+      cua__build_put(b, op, n);
       rc = sub_add(b->sub, n, subcap);
       if (rc == 0 && n->state != CUA__NODE_DONE &&
           (n->cls != CUA__CLASS_VIRTUAL || op == root))
@@ -806,7 +460,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       if (rc != 0)
         break;
       cua__op_freeze(op);
-      build_put(b, op, end);
+      cua__build_put(b, op, end);
       len--;
       continue;
     }
@@ -824,7 +478,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       if (whole && op->hints.name == NULL && op->hints.tag == NULL) {
         cua__node *end = cua__build_get(b, op->inputs[1]);
         cua__op_freeze(op);
-        build_put(b, op, end);
+        cua__build_put(b, op, end);
         if (op == root && end->cls == CUA__CLASS_VIRTUAL)
           rc = watch(b->sub, end);
         len--;
@@ -839,7 +493,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   if (rc == 0)
     set_levels(b);
   if (rc == 0 && (root->plan == NULL || root->plan == CUA__PLAN_SEEN))
-    plan_record(b, root);
+    cua__plan_record(b, root);
   return rc;
 }
 
@@ -903,56 +557,4 @@ int cua__check_cycles(cua__build *b, char *msg, size_t len) {
   }
   free(st);
   return rc;
-}
-
-/* Counts what each node still waits for and registers it with its
- * producers, in the room cua__reserve_hazards() made (so nothing here
- * allocates or fails); nodes with nothing to wait for go to the round's
- * queues. */
-void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
-  for (size_t i = 0; i < b->n; i++) {
-    cua__node *n = b->order[i];
-    for (size_t k = 0; k < n->ndeps; k++) {
-      cua__node *p = n->deps[k].node;
-      unsigned fl = n->deps[k].flags;
-      if (n->cls != CUA__CLASS_DEVICE || p->cls != CUA__CLASS_DEVICE)
-        fl |= CUA__DEP_COMPLETE;
-      n->deps[k].flags = fl;
-      if (p->state == CUA__NODE_DONE) {
-        if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0) {
-          char buf[CUA__ERRLEN];
-          snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
-                   cua__node_name(p), cua_err_name(p->code),
-                   p->msg ? p->msg : "");
-          n->code = CUA_ERR_DEPENDENCY;
-          n->msg = cua__strdup(buf);
-        }
-        continue;
-      }
-      if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0) {
-        char buf[CUA__ERRLEN];
-        snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
-                 cua__node_name(p), cua_err_name(p->code),
-                 p->msg ? p->msg : "");
-        n->code = CUA_ERR_DEPENDENCY;
-        n->msg = cua__strdup(buf);
-      }
-      if (!(fl & CUA__DEP_COMPLETE) && p->state == CUA__NODE_ENQUEUED)
-        continue;
-      /* Room was made by cua__reserve_hazards(), which counted every
-       * edge: the build's, and those cua__add_hazards() added since. */
-      if (p->ndependents == p->capdependents) {
-        /* Cannot happen: a miscount would overflow the array. */
-        cua__fail_node(rt, n, CUA_ERR_INTERNAL,
-                       "internal error: dependents not reserved");
-        continue;
-      }
-      add_dependent(p, n, fl);
-      n->unresolved++;
-    }
-    /* (only its own edges change its count, and making it ready only
-     * queues it: nothing later in this loop reads what that changes) */
-    if (n->unresolved == 0)
-      cua__ready(rt, n, r);
-  }
 }

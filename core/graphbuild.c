@@ -12,8 +12,10 @@
  * chains. The chains fork from the anchor stream and join back into it.
  *
  * Owns: the pass (genq), the runtime's capture streams and events (lent
- * to one capture at a time). Locks: rt->capture_mu for the capture
- * streams and events and for every capture; no other core lock.
+ * to one capture at a time), and the fed capture's thread (cua__feed,
+ * started by capture.c). Locks: rt->capture_mu for the capture streams
+ * and events and for every capture; no other core lock (a feed's mu is a
+ * leaf, which the placement takes under rt->lock to wake the thread).
  */
 #include "config.h"
 #include "graphs.h"
@@ -458,4 +460,73 @@ int cua__graph_capture_fed(cua_runtime *rt, cua_graph *g, size_t maxops,
     return_event(rt, adev, fork);
   pthread_mutex_unlock(&rt->capture_mu);
   return rc;
+}
+
+/* ------------------------------------------------------ the fed capture */
+
+/* The capture thread, once it has caught up, sleeps until FEED_BATCH more
+ * ops are recorded (or all are): one wake-up per batch, not per op. */
+#define FEED_BATCH 32
+
+/* The capture thread: at least @p want ops recorded, or the end. It states
+ * what it waits for before it looks at ready, and the placement stores
+ * ready before it looks at want (both sequentially consistent): one of the
+ * two sees the other's, so no wake-up is lost. */
+static size_t feed_wait(void *arg, size_t want, int *done) {
+  cua__feed *f = arg;
+  size_t target = want + FEED_BATCH - 1;
+  if (target > f->maxops)
+    target = f->maxops;
+  if (target < want)
+    target = want;
+  pthread_mutex_lock(&f->mu);
+  atomic_store(&f->want, target);
+  while (atomic_load(&f->ready) < target && f->done == 0)
+    pthread_cond_wait(&f->cv, &f->mu);
+  atomic_store(&f->want, SIZE_MAX);
+  size_t ready = atomic_load(&f->ready);
+  *done = f->done;
+  pthread_mutex_unlock(&f->mu);
+  return ready;
+}
+
+/* The placement: @p ready ops recorded; @p done non-zero at the end. */
+void cua__feed_put(cua__feed *f, size_t ready, int done) {
+  atomic_store(&f->ready, ready);
+  if (done == 0 && ready < atomic_load(&f->want))
+    return;
+  pthread_mutex_lock(&f->mu);
+  if (done != 0)
+    f->done = done;
+  pthread_cond_signal(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void *feed_main(void *arg) {
+  cua__feed *f = arg;
+  f->rc = cua__graph_capture_fed(f->rt, f->g, f->maxops, feed_wait, f, f->msg,
+                                 sizeof f->msg);
+  return NULL;
+}
+
+int cua__feed_start(cua__feed *f, cua_runtime *rt, cua_graph *g,
+                    size_t maxops) {
+  memset(f, 0, sizeof *f);
+  f->rt = rt;
+  f->g = g;
+  f->maxops = maxops;
+  atomic_init(&f->ready, 0);
+  atomic_init(&f->want, SIZE_MAX);
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->cv, NULL);
+  if (pthread_create(&f->thread, NULL, feed_main, f) == 0)
+    return 0;
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
+  return -1;
+}
+
+void cua__feed_free(cua__feed *f) {
+  pthread_mutex_destroy(&f->mu);
+  pthread_cond_destroy(&f->cv);
 }

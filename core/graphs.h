@@ -195,6 +195,30 @@ typedef size_t (*cua__gfeed)(void *arg, size_t want, int *done);
  * caller. */
 int cua__graph_capture_fed(cua_runtime *rt, cua_graph *g, size_t maxops,
                            cua__gfeed feed, void *arg, char *msg, size_t len);
+/* The fed capture's thread and what it is fed (graphbuild.c): capture.c
+ * places, stores the count of ops recorded (cua__feed_put(), @p done 1 at
+ * the end, -1 when the placement failed) and joins f->thread; mu is a
+ * leaf, taken under rt->lock only to wake the capture thread. */
+typedef struct cua__feed {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  atomic_size_t ready; /* ops of g->ops recorded (stored by the placement) */
+  atomic_size_t want;  /* what the sleeping capture thread waits for, or
+                          SIZE_MAX: the placement signals only then */
+  int done;            /* 1: all recorded, -1: the placement failed (mu) */
+  cua_runtime *rt;
+  cua_graph *g;
+  size_t maxops;
+  pthread_t thread;
+  int rc; /* the capture's, once the thread is joined */
+  char msg[CUA__ERRLEN];
+} cua__feed;
+/* Starts the capture thread: 0, or non-zero when it could not start (the
+ * capture then follows the placement). */
+int cua__feed_start(cua__feed *f, cua_runtime *rt, cua_graph *g, size_t maxops);
+void cua__feed_put(cua__feed *f, size_t ready, int done);
+/* After the thread is joined. */
+void cua__feed_free(cua__feed *f);
 
 /* replay.c */
 void cua__gparams_release(cua__gparams *gp);

@@ -3,6 +3,8 @@
 noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 %canon_reldir%_libcuasync_core_la_SOURCES = \
 	%reldir%/internal.h \
+	%reldir%/nodes.h \
+	%reldir%/stages.h \
 	%reldir%/util.c \
 	%reldir%/pool.c \
 	%reldir%/conf.h \
@@ -27,11 +29,15 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/buffer.c \
 	%reldir%/dag.c \
 	%reldir%/graph.c \
+	%reldir%/plan.c \
+	%reldir%/node.c \
 	%reldir%/hazards.c \
 	%reldir%/place.c \
 	%reldir%/pull.c \
 	%reldir%/commands.c \
+	%reldir%/flush.c \
 	%reldir%/executor.c \
+	%reldir%/launcher.c \
 	%reldir%/complete.c \
 	%reldir%/observe.c \
 	%reldir%/submit.c \

@@ -177,7 +177,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
 
 /* do_submit(), counted in rt->submitting under launch = auto and
  * pipeline, whose rule for handing lists to the launch threads depends on
- * how many threads submit (commands.c, cua__may_hand_over()). */
+ * how many threads submit (flush.c, cua__may_hand_over()). */
 static int counted_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                           cua__polinst *pol, const cua_submit_options *opts) {
   if (rt == NULL || !cua__launch_by_rule(rt->cfg->launch))

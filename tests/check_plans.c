@@ -220,7 +220,7 @@ static cua_op *fan(cua_runtime *rt, int f) {
 }
 
 /* A DAG without buffers built from its plan reserves its nodes'
- * dependents as it builds them (graph.c, build_from_plan()), and the
+ * dependents as it builds them (plan.c, cua__build_from_plan()), and the
  * hazard stages skip it. Fans of 5, 17 and 33 consumers, and of as many
  * producers, each one past what a node holds inline (4) or an edge
  * block (16, 32), so that a count one short overflows; then a chain.

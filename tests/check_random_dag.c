@@ -165,7 +165,7 @@ static void run_policy(const char *policy, const char *extra, int devices) {
   for (int dag = 0; dag < ndags; dag++) {
     /* Several submissions in flight at once: order holds across them.
      * With resubmit, one DAG goes three times, all in flight: the third
-     * builds its nodes from the plan its second build recorded (graph.c). */
+     * builds its nodes from the plan its second build recorded (plan.c). */
     int nsub = resubmit ? 3 : 1 + (int)rnd(3);
     cua_future *f[3];
     cua_op *again = NULL;

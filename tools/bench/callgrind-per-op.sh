@@ -19,7 +19,7 @@
 # run of the BIG DAG costs per op once the runtime is warm, the ops are
 # built and the DAG was submitted before (a program that submits the same
 # work again and again; from its second build on, a DAG is built from its
-# plan: core/graph.c): BIG run 5 times on one runtime, less BIG run 3
+# plan: core/plan.c): BIG run 5 times on one runtime, less BIG run 3
 # times, halved. (Until the thirty-first session: 3 less 1, which was the
 # same before plans.) The cases:
 #
