@@ -8,28 +8,27 @@
  * called. A refused file does not end a search by name: a later directory
  * may hold a good module of the same name, and the final message lists
  * every file refused, so that a stale build earlier in the path is visible
- * rather than silently skipped.
+ * rather than silently skipped. Where the files are looked for (the search
+ * path, scans) and the policies a program registers are modsearch.c's;
+ * the checks of a descriptor's pointers and names, modcheck.c's.
+ *
+ * Runs on the calling thread (creating or destroying a runtime, a tool's
+ * scan) with no core lock.
  */
 #include "config.h"
 
 #include "internal.h"
 #include "loader.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#ifndef CUA_PKGLIBDIR
-#error "CUA_PKGLIBDIR must be defined on the compile line"
-#endif
 
 /*
  * The smallest descriptor each ABI accepts: the x.0 descriptor, which ends
@@ -49,7 +48,7 @@
   (offsetof(cua_observer_descriptor, flush) +                                  \
    sizeof(((cua_observer_descriptor *)0)->flush))
 
-static const kind_info kinds[CUA__MODULE_KINDS] = {
+const kind_info cua__kinds[CUA__MODULE_KINDS] = {
     {"policy", CUA_POLICY_ENTRY_SYMBOL, "policies", CUA_POLICY_ABI_MAJOR,
      CUA_POLICY_ABI_MINOR, POLICY_DESC_MIN_SIZE},
     {"backend", CUA_BACKEND_ENTRY_SYMBOL, "backends", CUA_BACKEND_ABI_MAJOR,
@@ -79,7 +78,7 @@ static void add_err(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-static char *join_path(const char *dir, const char *name, const char *ext) {
+char *cua__join_path(const char *dir, const char *name, const char *ext) {
   size_t dl = strlen(dir), nl = strlen(name), el = strlen(ext);
   char *p = cua__malloc(dl + 1 + nl + el + 1);
 
@@ -90,79 +89,6 @@ static char *join_path(const char *dir, const char *name, const char *ext) {
   memcpy(p + dl + 1, name, nl);
   memcpy(p + dl + 1 + nl, ext, el + 1);
   return p;
-}
-
-/* ------------------------------------------------------------------ */
-/* The search path. */
-
-void cua__strv_free(char **v, size_t n) {
-  size_t i;
-
-  if (v == NULL)
-    return;
-  for (i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
-/* Appends a copy of @p s (@p n bytes) unless it is empty or already there:
- * a directory named twice (policy_path and $CUASYNC_MODULE_PATH often
- * agree) would otherwise be searched twice and make every module in it
- * look shadowed by itself. Returns 0 or -1. */
-static int strv_add(char ***v, size_t *nv, const char *s, size_t n) {
-  char **grown, *d;
-  size_t i;
-
-  if (n == 0)
-    return 0;
-  for (i = 0; i < *nv; i++)
-    if (strlen((*v)[i]) == n && memcmp((*v)[i], s, n) == 0)
-      return 0;
-  d = cua__malloc(n + 1);
-  if (d == NULL)
-    return -1;
-  memcpy(d, s, n);
-  d[n] = '\0';
-  grown = cua__realloc(*v, (*nv + 1) * sizeof *grown);
-  if (grown == NULL) {
-    free(d);
-    return -1;
-  }
-  grown[(*nv)++] = d;
-  *v = grown;
-  return 0;
-}
-
-char **cua__module_dirs(cua__module_kind kind, char *const *extra,
-                        size_t nextra, int ignore_env, size_t *ndirs) {
-  const char *env = ignore_env ? NULL : getenv("CUASYNC_MODULE_PATH");
-  char **v = NULL, *installed = NULL;
-  size_t n = 0, i;
-
-  *ndirs = 0;
-  if ((unsigned)kind >= CUA__MODULE_KINDS)
-    return NULL;
-  for (i = 0; i < nextra; i++)
-    if (extra[i] != NULL && strv_add(&v, &n, extra[i], strlen(extra[i])) != 0)
-      goto fail;
-  while (env != NULL && *env != '\0') {
-    const char *colon = strchr(env, ':');
-    size_t len = colon != NULL ? (size_t)(colon - env) : strlen(env);
-    if (strv_add(&v, &n, env, len) != 0)
-      goto fail;
-    env = colon != NULL ? colon + 1 : NULL;
-  }
-  installed = join_path(CUA_PKGLIBDIR, kinds[kind].subdir, "");
-  if (installed == NULL || strv_add(&v, &n, installed, strlen(installed)) != 0)
-    goto fail;
-  free(installed);
-  *ndirs = n;
-  return v;
-
-fail:
-  free(installed);
-  cua__strv_free(v, n);
-  return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -298,8 +224,8 @@ static int check_strides(cua__module_kind kind, const char *path, const void *d,
       cua__put_err(err, errlen,
                    "%s: the descriptor's %s is %zu; the %s ABI %u.0 %s has "
                    "%zu bytes (write the descriptor with %s, which sets it)",
-                   path, f[i].field, v, kinds[kind].word,
-                   (unsigned)kinds[kind].abi_major, f[i].type, f[i].min,
+                   path, f[i].field, v, cua__kinds[kind].word,
+                   (unsigned)cua__kinds[kind].abi_major, f[i].type, f[i].min,
                    pol ? "CUA_POLICY_DEFINE or CUA_POLICY_INIT"
                        : "CUA_OBSERVER_DEFINE");
       return CUA_ERR_MODULE_BAD_SIZE;
@@ -314,10 +240,10 @@ static int check_strides(cua__module_kind kind, const char *path, const void *d,
  * against @p map; or, with @p map NULL, a registered one, which lives in
  * the program): the ABI, the size, the name and schema, the operations.
  */
-static int check_desc(cua__module_kind kind, const char *path,
-                      const desc_head *head, size_t symsize, const mod_map *map,
-                      const char *expect, char *err, size_t errlen) {
-  const kind_info *k = &kinds[kind];
+int cua__check_desc(cua__module_kind kind, const char *path,
+                    const desc_head *head, size_t symsize, const mod_map *map,
+                    const char *expect, char *err, size_t errlen) {
+  const kind_info *k = &cua__kinds[kind];
   const cua_param_spec *params;
   const char *name;
   size_t nparams, stride, i;
@@ -427,7 +353,7 @@ static int check_desc(cua__module_kind kind, const char *path,
 }
 
 /* A policy's and an observer's descriptors are laid out alike up to
- * param_value_size, so that normalise() reads either through the policy's
+ * param_value_size, so that cua__normalise() reads either through the policy's
  * view. */
 _Static_assert(offsetof(cua_policy_descriptor, params) ==
                        offsetof(cua_observer_descriptor, params) &&
@@ -445,7 +371,7 @@ _Static_assert(offsetof(cua_policy_descriptor, params) ==
  * core's size; other descriptors, and backends', are used in place.
  * Returns 0 or CUA_ERR_NOMEM.
  */
-static int normalise(cua__module *mod, const void *head) {
+int cua__normalise(cua__module *mod, const void *head) {
   const cua_policy_descriptor *d = head; /* or an observer's, alike */
   int pol = mod->kind == CUA__MODULE_POLICY;
   if (mod->kind == CUA__MODULE_BACKEND) {
@@ -502,9 +428,9 @@ static int normalise(cua__module *mod, const void *head) {
  * symbol of @p kind but has the other kind's (a backend met in a policy
  * directory), which a scan skips without a word.
  */
-static int load_file(cua__module **out, cua__module_kind kind, const char *path,
-                     const char *expect, int *other, char *err, size_t errlen) {
-  const kind_info *k = &kinds[kind];
+int cua__load_file(cua__module **out, cua__module_kind kind, const char *path,
+                   const char *expect, int *other, char *err, size_t errlen) {
+  const kind_info *k = &cua__kinds[kind];
   cua__module *mod = NULL;
   const desc_head *head;
   mod_map map;
@@ -531,7 +457,7 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   head = dlsym(dl, k->symbol);
   if (head == NULL) {
     for (int o = 0; other != NULL && o < CUA__MODULE_KINDS; o++)
-      if (o != (int)kind && dlsym(dl, kinds[o].symbol) != NULL)
+      if (o != (int)kind && dlsym(dl, cua__kinds[o].symbol) != NULL)
         *other = 1;
     cua__put_err(err, errlen, "%s: no %s symbol: not %s %s module", path,
                  k->symbol, k->word[0] == 'o' ? "an" : "a", k->word);
@@ -547,7 +473,7 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   rc = cua__modcheck_entry(k, path, head, &map, &symsize, err, errlen);
   if (rc != 0)
     goto fail;
-  rc = check_desc(kind, path, head, symsize, &map, expect, err, errlen);
+  rc = cua__check_desc(kind, path, head, symsize, &map, expect, err, errlen);
   if (rc != 0)
     goto fail;
 
@@ -559,7 +485,7 @@ static int load_file(cua__module **out, cua__module_kind kind, const char *path,
   }
   mod->kind = kind;
   mod->dl = dl;
-  if (normalise(mod, head) != 0) {
+  if (cua__normalise(mod, head) != 0) {
     cua__put_err(err, errlen, "%s: out of memory", path);
     rc = CUA_ERR_NOMEM;
     goto fail;
@@ -573,94 +499,6 @@ fail:
   free(mod);
   dlclose(dl);
   return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Policies registered by the program (cua_policy_register()). */
-
-/* The registry: descriptors in the program, by name, for the life of the
- * process. Guarded by reg_lock. */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static const cua_policy_descriptor **reg;
-static size_t nreg, capreg;
-
-static const cua_policy_descriptor *registered(const char *name) {
-  const cua_policy_descriptor *d = NULL;
-
-  pthread_mutex_lock(&reg_lock);
-  for (size_t i = 0; i < nreg && d == NULL; i++)
-    if (strcmp(reg[i]->name, name) == 0)
-      d = reg[i];
-  pthread_mutex_unlock(&reg_lock);
-  return d;
-}
-
-int cua__policy_register(const cua_policy_descriptor *desc, char *err,
-                         size_t errlen) {
-  int rc;
-
-  if (desc == NULL) {
-    cua__put_err(err, errlen, "cua_policy_register: no descriptor given");
-    return CUA_ERR_INVAL;
-  }
-  /* A registered descriptor is as big as its size field says: the program
-   * gave it, and cannot give a bigger symbol than it has. */
-  rc = check_desc(CUA__MODULE_POLICY, "cua_policy_register",
-                  (const desc_head *)desc,
-                  desc->size > sizeof *desc ? desc->size : sizeof *desc, NULL,
-                  NULL, err, errlen);
-  if (rc != 0)
-    return rc;
-  pthread_mutex_lock(&reg_lock);
-  for (size_t i = 0; i < nreg; i++)
-    if (strcmp(reg[i]->name, desc->name) == 0) {
-      pthread_mutex_unlock(&reg_lock);
-      cua__put_err(err, errlen,
-                   "cua_policy_register: a policy named '%s' is already "
-                   "registered",
-                   desc->name);
-      return CUA_ERR_INVAL;
-    }
-  if (nreg == capreg) {
-    size_t cap = capreg ? 2 * capreg : 8;
-    const cua_policy_descriptor **v = realloc(reg, cap * sizeof *v);
-    if (v == NULL) {
-      pthread_mutex_unlock(&reg_lock);
-      cua__put_err(err, errlen, "cua_policy_register: out of memory");
-      return CUA_ERR_NOMEM;
-    }
-    reg = v;
-    capreg = cap;
-  }
-  reg[nreg++] = desc;
-  pthread_mutex_unlock(&reg_lock);
-  return 0;
-}
-
-/* Opens the registered policy @p name, if there is one: 0 and *out, 1 when
- * none has the name, or a negative code. */
-static int load_registered(cua__module **out, const char *name, char *err,
-                           size_t errlen) {
-  const cua_policy_descriptor *d = registered(name);
-  cua__module *mod;
-
-  if (d == NULL)
-    return 1;
-  mod = cua__calloc(1, sizeof *mod);
-  if (mod == NULL || (mod->path = cua__strdup("(registered)")) == NULL) {
-    free(mod);
-    cua__put_err(err, errlen, "%s: out of memory", name);
-    return CUA_ERR_NOMEM;
-  }
-  mod->kind = CUA__MODULE_POLICY;
-  if (normalise(mod, d) != 0) {
-    free(mod->path);
-    free(mod);
-    cua__put_err(err, errlen, "%s: out of memory", name);
-    return CUA_ERR_NOMEM;
-  }
-  *out = mod;
-  return 0;
 }
 
 int cua__backend_priority(const cua_backend_descriptor *d) {
@@ -698,7 +536,7 @@ static int load_path(cua__module **out, cua__module_kind kind, const char *name,
   int rc;
 
   if (strchr(name, '/') == NULL) {
-    path = join_path(".", name, "");
+    path = cua__join_path(".", name, "");
     if (path == NULL) {
       cua__put_err(err, errlen, "%s: out of memory", name);
       return CUA_ERR_NOMEM;
@@ -706,11 +544,11 @@ static int load_path(cua__module **out, cua__module_kind kind, const char *name,
   }
   if (!exists(path != NULL ? path : name)) {
     cua__put_err(err, errlen, "%s: cannot load %s module: %s", name,
-                 kinds[kind].word, strerror(errno));
+                 cua__kinds[kind].word, strerror(errno));
     rc = CUA_ERR_MODULE_NOT_FOUND;
   } else {
-    rc = load_file(out, kind, path != NULL ? path : name, NULL, NULL, err,
-                   errlen);
+    rc = cua__load_file(out, kind, path != NULL ? path : name, NULL, NULL, err,
+                        errlen);
   }
   free(path);
   return rc;
@@ -733,9 +571,9 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
     cua__put_err(err, errlen, "no module name given");
     return CUA_ERR_INVAL;
   }
-  k = &kinds[kind];
+  k = &cua__kinds[kind];
   if (kind == CUA__MODULE_POLICY &&
-      (rc = load_registered(out, name, err, errlen)) <= 0)
+      (rc = cua__load_registered(out, name, err, errlen)) <= 0)
     return rc;
   {
     size_t nl = strlen(name);
@@ -756,7 +594,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
     goto nomem;
   refusals[0] = '\0';
   for (i = 0; i < ndirs; i++) {
-    file = join_path(dirs[i], name, ".so");
+    file = cua__join_path(dirs[i], name, ".so");
     if (file == NULL)
       goto nomem;
     if (!exists(file)) {
@@ -765,7 +603,7 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
       continue;
     }
     found++;
-    rc = load_file(out, kind, file, name, NULL, one, sizeof one);
+    rc = cua__load_file(out, kind, file, name, NULL, one, sizeof one);
     free(file);
     file = NULL;
     if (rc == 0)
@@ -802,100 +640,4 @@ done:
   free(refusals);
   cua__strv_free(dirs, ndirs);
   return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Scanning. */
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The "*.so" names in @p dir, sorted; a directory that cannot be read has
- * none. Returns 0 or -1 (out of memory). */
-static int list_modules(const char *dir, char ***names, size_t *n) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-
-  *names = NULL;
-  *n = 0;
-  if (d == NULL)
-    return 0;
-  while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len <= 3 || strcmp(e->d_name + len - 3, ".so") != 0)
-      continue;
-    if (strv_add(names, n, e->d_name, len) != 0) {
-      closedir(d);
-      cua__strv_free(*names, *n);
-      *names = NULL;
-      *n = 0;
-      return -1;
-    }
-  }
-  closedir(d);
-  if (*n > 1)
-    qsort(*names, *n, sizeof **names, cmp_str);
-  return 0;
-}
-
-void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
-                      int ignore_env,
-                      void (*cb)(const cua__module_report *r, void *arg),
-                      void *arg) {
-  char **dirs, **seen = NULL, **files = NULL, *path = NULL, msg[1024];
-  size_t ndirs = 0, nseen = 0, nfiles = 0, i, j, s;
-
-  if (cb == NULL)
-    return;
-  dirs = cua__module_dirs(kind, extra, nextra, ignore_env, &ndirs);
-  if (dirs == NULL)
-    return;
-  for (i = 0; i < ndirs; i++) {
-    if (list_modules(dirs[i], &files, &nfiles) != 0)
-      goto out;
-    for (j = 0; j < nfiles; j++) {
-      cua__module_report r;
-      cua__module *mod = NULL;
-      size_t nl = strlen(files[j]) - 3;
-      int other;
-
-      memset(&r, 0, sizeof r);
-      path = join_path(dirs[i], files[j], "");
-      if (path == NULL)
-        goto out;
-      files[j][nl] = '\0'; /* the name, without ".so" */
-      msg[0] = '\0';
-      r.status = load_file(&mod, kind, path, files[j], &other, msg, sizeof msg);
-      if (r.status != 0 && other) {
-        free(path);
-        path = NULL;
-        continue;
-      }
-      for (s = 0; s < nseen; s++)
-        if (strcmp(seen[s], files[j]) == 0)
-          r.shadowed = 1;
-      if (!r.shadowed && strv_add(&seen, &nseen, files[j], nl) != 0) {
-        cua__module_unload(mod);
-        goto out;
-      }
-      r.path = path;
-      r.name = files[j];
-      r.message = r.status != 0 ? msg : NULL;
-      r.module = mod;
-      cb(&r, arg);
-      cua__module_unload(mod);
-      free(path);
-      path = NULL;
-    }
-    cua__strv_free(files, nfiles);
-    files = NULL;
-    nfiles = 0;
-  }
-
-out:
-  free(path);
-  cua__strv_free(files, nfiles);
-  cua__strv_free(seen, nseen);
-  cua__strv_free(dirs, ndirs);
 }

@@ -117,7 +117,7 @@ void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
                       void (*cb)(const cua__module_report *r, void *arg),
                       void *arg);
 
-/* ------------------------------------------- loader.c and modcheck.c */
+/* ------------------------------ loader.c, modcheck.c and modsearch.c */
 
 /* The first fields of every descriptor, fixed for all ABI versions. */
 typedef struct desc_head {
@@ -160,5 +160,23 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
 int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
                         const cua_param_spec *params, size_t nparams,
                         size_t stride, char *err, size_t errlen);
+
+/* loader.c, for modsearch.c: each kind's entry symbol, ABI and folder;
+ * "DIR/NAMEEXT" (NULL when out of memory); the checks of a descriptor;
+ * its copy in the core's layout where it needs one; loading one file
+ * (@p expect: the name it must declare, or NULL; *@p other: the file has
+ * the other kind's entry symbol). */
+extern const kind_info cua__kinds[CUA__MODULE_KINDS];
+char *cua__join_path(const char *dir, const char *name, const char *ext);
+int cua__check_desc(cua__module_kind kind, const char *path,
+                    const desc_head *head, size_t symsize, const mod_map *map,
+                    const char *expect, char *err, size_t errlen);
+int cua__normalise(cua__module *mod, const void *head);
+int cua__load_file(cua__module **out, cua__module_kind kind, const char *path,
+                   const char *expect, int *other, char *err, size_t errlen);
+/* modsearch.c, for loader.c: opens the policy the program registered as
+ * @p name: 0 and *out, 1 when none has the name, or a negative code. */
+int cua__load_registered(cua__module **out, const char *name, char *err,
+                         size_t errlen);
 
 #endif /* CUA_CORE_LOADER_H */

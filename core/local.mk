@@ -17,6 +17,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/loader.h \
 	%reldir%/loader.c \
 	%reldir%/modcheck.c \
+	%reldir%/modsearch.c \
 	%reldir%/runtime.c \
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
