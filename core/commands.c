@@ -11,9 +11,10 @@
  * are applied in the order they were decided (executor.c).
  *
  * Owns: the ready queues, routing of ready nodes, the round's decisions
- * and its command list, the order of a consumer's waits, and
- * rt->open_rounds (submissions' rounds applying a chunk, during which the
- * completion thread's rounds mark nothing). Everything here runs under
+ * and its command list, and the order of a consumer's waits (while
+ * rt->open_rounds, counted by flush.c, says a submission's round is
+ * applying a chunk, the completion thread's rounds mark nothing: they
+ * leave it to that round). Everything here runs under
  * rt->lock and calls no backend and no user code. How the list leaves
  * the round is flush.c's: cua__round_flush() releases the lock, wakes the
  * completion thread if the round asked for it (the backend's wake() among
@@ -335,7 +336,7 @@ static void mark_streams(cua_runtime *rt, cua__round *r) {
  * function) is applied by this thread, and the tickets keep every
  * stream's commands in order across them. The chunk is queued for the
  * launch threads (in decision order, rt->lock held throughout; split
- * between them by stream, executor.c), so its launches overlap the next
+ * between them by stream, launcher.c), so its launches overlap the next
  * decisions. Without a launch thread, a submission's round applies its
  * own chunks (cua__chunk_apply(), flush.c).
  *

@@ -203,7 +203,7 @@ static int set_on_policy_error(cua__conf_parser *p, const char *value) {
 }
 
 /* launch = caller | thread | auto | pipeline | relay: who applies a round's
- * commands (see core/commands.c and core/executor.c). */
+ * commands (see core/flush.c, core/launcher.c and core/executor.c). */
 int cua__conf_launch_value(const char *value) {
   if (strcmp(value, "caller") == 0)
     return CUA__LAUNCH_CALLER;

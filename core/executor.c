@@ -414,7 +414,7 @@ static void apply(cua_runtime *rt, cua__cmd *c) {
 
 /* What applying a LAUNCH reads of its node and its op (exec_launch(),
  * launch_node(), backend_op()), fetched while the commands before it are
- * applied: on a relayed round (commands.c) the launch thread wrote or
+ * applied: on a relayed round (flush.c) the launch thread wrote or
  * read those lines on another vCPU just before, and each is a miss for the
  * submitting thread at its launch. Hints only; of the node it reads
  * nothing (the command has the op's address). On an H200, two sets of six

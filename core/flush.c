@@ -19,10 +19,14 @@
  * belongs to the launch thread from the hand-over until it sets
  * relay->done.
  *
- * Owns: when and by whom a round's list is applied, and the kick that
- * wakes the completion thread after it. Everything here is called under
+ * Owns: when and by whom a round's list is applied, the kick that wakes
+ * the completion thread after it, and rt->open_rounds (submissions' rounds
+ * applying a chunk or relayed, during which the completion thread's
+ * rounds mark nothing: commands.c). Everything here is called under
  * rt->lock and releases it only around applying a list (or, on a relayed
- * round's submitting thread, until the round is decided).
+ * round's submitting thread, until the round is decided), except
+ * cua__decide_rest(), which a launch thread calls without it and which
+ * takes it.
  */
 #include "config.h"
 #include "internal.h"
@@ -62,7 +66,7 @@ void cua__chunk_hand_over(cua_runtime *rt, cua__round *r) {
   atomic_fetch_add(&rt->executing, 1);
   if (cua__launcher_push(rt, &r->cmds) != 0) {
     /* Not now (a stream function to launch, no holder): the rest of the
-     * round is decided in chunks that this thread applies (apply_chunk()),
+     * round is decided in chunks that this thread applies (cua__chunk_apply()),
      * as without a launch thread, each still offered to the launch thread
      * first once a chunk went there (r->handed, cua__round_flush()). */
     atomic_fetch_sub(&rt->executing, 1);

@@ -449,7 +449,7 @@ struct cua_runtime {
   cua__sub *subs; /* in flight */
   size_t nsubs;
   size_t nsubs_done; /* of them, done (their futures fire or fired) */
-  int open_rounds;   /* submissions' rounds applying a chunk (commands.c) */
+  int open_rounds;   /* submissions' rounds applying a chunk (flush.c) */
   cua__node *ready_head, *ready_tail; /* host nodes ready to run */
   cua__sub *done_head;                /* submissions to fire */
   pthread_t thread;
@@ -506,7 +506,7 @@ struct cua_runtime {
   int launcher_started; /* running */
   int decide_relay;     /* a large round's deciding goes on on a launch
                            thread (launch = relay, or auto on driver backends;
-                           commands.c) */
+                           flush.c) */
   int nlaunchers;       /* how many run: cfg->launch_threads */
   cua__launcher launchers[CUA__LAUNCHERS_MAX];
   atomic_int user_code_at_launch; /* a stream function was launched:

@@ -1,6 +1,7 @@
 /*
  * core/loader.h: finding and loading policy, backend and observer modules
- * (core/loader.c), internal.
+ * (core/loader.c; the search path, registered policies and scans:
+ * core/modsearch.c), internal.
  */
 #ifndef CUA_CORE_LOADER_H
 #define CUA_CORE_LOADER_H

@@ -10,9 +10,9 @@
  *
  * Owns: a node's edge arrays, its reference count (n->refs) and its
  * failure state (n->code, n->msg, n->doomed). Everything here runs under
- * rt->lock, except cua__node_release() and the releases of a node's
- * edges, which any thread may call: reference counts are atomic, and a
- * node is freed once no one holds it.
+ * rt->lock, except cua__node_release() (stages.h) and cua__node_free(),
+ * which any thread may call: reference counts are atomic, and a node is
+ * freed once no one holds it.
  */
 #include "config.h"
 #include "internal.h"
@@ -77,12 +77,11 @@ void cua__node_release_dependents(cua__node *n) {
   release_dependents_to(n, NULL);
 }
 
-/* Releases one reference; a node freed releases the nodes it holds, which
- * may free them in turn: a worklist, not recursion, since dependencies
- * chain as deep as the DAG is long. */
-void cua__node_release(cua__node *n) {
-  if (n == NULL || atomic_fetch_sub(&n->refs, 1) != 1)
-    return;
+/* Frees @p n, whose last reference was released (cua__node_release(),
+ * stages.h); a node freed releases the nodes it holds, which may free them
+ * in turn: a worklist, not recursion, since dependencies chain as deep as
+ * the DAG is long. */
+void cua__node_free(cua__node *n) {
   n->free_next = NULL;
   while (n != NULL) {
     cua__node *todo = n->free_next;
@@ -177,8 +176,9 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
       if (!(d[i].flags & CUA__DEP_DATA) || m->state == CUA__NODE_DONE ||
           m->code != 0)
         continue;
+      m->code = CUA_ERR_DEPENDENCY;
+      atomic_store(&m->doomed, 1); /* (before its message, as always) */
       dependency_failed(m, p);
-      atomic_store(&m->doomed, 1);
       if (len == cap) {
         cua__node **s2 = cua__realloc(stack, 2 * cap * sizeof *stack);
         if (s2 == NULL)

@@ -267,7 +267,7 @@ typedef struct cua__launcher {
   int sleeping, stop;         /* under mu */
   atomic_int queued;          /* lists in the queue (and a round to decide),
                                  watched spinning */
-  struct cua__round *job;     /* a round to go on deciding (commands.c,
+  struct cua__round *job;     /* a round to go on deciding (flush.c,
                                  cua__decide_rest()), under mu */
   uint64_t nqueued, taken;    /* lists queued ever, and of them taken in
                                  batches so far (under mu) */
@@ -277,7 +277,7 @@ typedef struct cua__launcher {
 } cua__launcher;
 
 /* A large round whose deciding a launch thread goes on with, while the
- * submitting thread applies the chunks it decides (commands.c,
+ * submitting thread applies the chunks it decides (flush.c,
  * launch = relay). On the submitting thread's stack. */
 typedef struct cua__relay {
   pthread_mutex_t mu;        /* guards the queue; a leaf lock */
@@ -296,10 +296,10 @@ typedef struct cua__round {
   cua__cmdlist cmds;   /* decided, to execute once rt->lock is released */
   size_t first_launch; /* the round's first command not yet post-passed */
   size_t chunk_len;    /* launches decided since the last hand-over */
-  size_t chunk_at;     /* hand over at this many (commands.c) */
+  size_t chunk_at;     /* hand over at this many (commands.c, flush.c) */
   int no_chunks;       /* a hand-over failed: this thread applies the rest */
   int handed;          /* handed a chunk to the launch threads: the rest of
-                          the list goes there too (commands.c) */
+                          the list goes there too (flush.c) */
   int pipelined;       /* hands its chunks to the launch threads as it
                           decides them (launch = pipeline; auto, once a
                           chunk spans several launch threads: commands.c) */

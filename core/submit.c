@@ -3,9 +3,9 @@
  *
  * A submission builds its nodes (graph.c), looks for cycles and validates
  * every buffer access (hazards.c) before anything changes, so a submission
- * that fails leaves no trace; then records its hazards, wires the edges and
- * runs the first round (commands.c), all under rt->lock, and applies the
- * round's commands after releasing it (executor.c).
+ * that fails leaves no trace; then records its hazards, wires the edges
+ * (node.c) and runs the first round (commands.c), all under rt->lock, and
+ * applies the round's commands after releasing it (flush.c, executor.c).
  */
 #include "config.h"
 #include "internal.h"

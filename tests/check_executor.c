@@ -1,6 +1,7 @@
 /*
  * tests/check_executor.c: the executor's own logic, on command lists made
- * by hand (core/executor.c; the suites that run DAGs cover the rest).
+ * by hand (core/executor.c and core/launcher.c; the suites that run DAGs
+ * cover the rest).
  *
  * Mark batching: of the MARKs of one stream in a batch of lists the launch
  * thread took at once, only the last of every 16 is applied; it carries

@@ -1,6 +1,7 @@
 /*
  * tests/check_loader.c: finding, loading and checking modules
- * (core/loader.c), with the deliberately broken policies of tests/modules/.
+ * (core/loader.c, core/modsearch.c), with the deliberately broken
+ * policies of tests/modules/.
  *
  * Each broken module has exactly one defect; loading it by name must fail
  * with that defect's code and a message naming the file and the reason

@@ -1,6 +1,6 @@
 /*
  * tests/check_plans.c: a DAG submitted again is built from its root's
- * plan (core/graph.c): the plan is recorded at the root's second build
+ * plan (core/plan.c): the plan is recorded at the root's second build
  * (none for a DAG made once), never for a DAG with a shared op or of fewer
  * than 32 nodes, and a build from it gives the nodes the walk over the ops
  * gives: what a policy is told of each op (its level, its inputs, its

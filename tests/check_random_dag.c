@@ -275,7 +275,7 @@ END_TEST
 
 /* launch = relay: DAGs of 150 to 400 ops, several in flight, each
  * decided on a launch thread after its first chunk while this thread
- * applies the chunks (commands.c). Under $CUASYNC_LAUNCH (the launch*
+ * applies the chunks (flush.c). Under $CUASYNC_LAUNCH (the launch*
  * wrappers) the variable's mode runs instead, and nothing relays. */
 START_TEST(relayed_dags_match_sequential) {
   min_ops = 150;
@@ -310,7 +310,7 @@ END_TEST
 
 /* DAGs of 40 to 160 ops submitted three times, all in flight: the third
  * submission of each is built from its root's plan, made by the second
- * (graph.c), and the results still equal the reference's, which applies
+ * (plan.c), and the results still equal the reference's, which applies
  * the DAG's ops three times, in order. */
 START_TEST(resubmitted_dags_match_sequential) {
   min_ops = 40;

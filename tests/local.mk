@@ -152,7 +152,7 @@ EXTRA_DIST += $(LAUNCHPIPELINE_TESTS)
 
 # The suites again with launch = relay, whose submissions of 144 ops or
 # more go on deciding on a launch thread while the submitting thread
-# applies the chunks (commands.c): on the host backend, on the launchtime
+# applies the chunks (flush.c): on the host backend, on the launchtime
 # backend (stream functions at launch, run by the submitting thread), and
 # on CUDA (skipped without a GPU).
 LAUNCHRELAY_TESTS = \
@@ -170,7 +170,7 @@ EXTRA_DIST += $(LAUNCHRELAY_TESTS)
 # applying the commands of its own streams: under launch = thread every
 # list is split by stream, so waits and the records they wait for are
 # applied by different threads; under auto, a large submission over
-# several threads' streams is handed to them (commands.c, executor.c).
+# several threads' streams is handed to them (flush.c, launcher.c).
 LAUNCHSPLIT_TESTS = \
 	tests/launchsplit/random_dag.sh \
 	tests/launchsplit/ordering.sh \
