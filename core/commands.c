@@ -484,6 +484,12 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
     /* Streams with room ask pull-mode policies for the ops they hold. */
     if (cua__pull_fill(rt, r) > 0 || r->settle.head != NULL)
       continue;
+    /* Everything built is decided: a large build made as it is decided
+     * makes its next chunk (plan.c). */
+    if (r->stage != NULL) {
+      cua__stage_next(rt, r);
+      continue;
+    }
     break;
   }
   /* Exact waits for later rounds; without memory, later consumers wait at

@@ -63,10 +63,15 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
              n->msg ? n->msg : cua_strerror(n->code));
     s->msg = cua__strdup(buf);
   }
+  cua__sub_unhold(rt, s);
+}
+
+void cua__sub_unhold(cua_runtime *rt, cua__sub *s) {
   if (s->pending > 0 && --s->pending == 0) {
     cua__dag_end(s); /* if ops failed before they could be placed */
-    /* The root's own failure wins over the first failure seen. */
-    if (s->root->code != 0) {
+    /* The root's own failure wins over the first failure seen (a large
+     * build that failed part-way may have no root: plan.c). */
+    if (s->root != NULL && s->root->code != 0) {
       s->status = s->root->code;
       free(s->msg);
       char buf[CUA__ERRLEN];

@@ -55,7 +55,7 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   n->dependents = n->dependents_inl;
   n->capdependents = CUA__INLINE_EDGES;
   n->watchers = n->watchers_inl;
-  n->capwatchers = 2;
+  n->capwatchers = CUA__INLINE_WATCHERS;
   return n;
 }
 

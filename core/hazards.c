@@ -238,7 +238,8 @@ int cua__wait_for(cua__round *r, cua__stream *t, cua__stream *s, uint64_t seq,
  * this submission), a shared op a later submission may reuse, or a later
  * submission's access to a buffer whose state still names @p n. */
 static int may_be_waited_for(const cua__node *n) {
-  if (atomic_load_explicit(&n->nstates, memory_order_relaxed) > 0)
+  if (atomic_load_explicit(&n->nstates, memory_order_relaxed) > 0 ||
+      n->late_deps)
     return 1;
   const cua__dependent *d = n->dependents;
   for (size_t i = 0; i < n->ndependents; i++) {

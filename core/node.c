@@ -198,7 +198,12 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
  * allocates or fails); nodes with nothing to wait for go to the round's
  * queues. */
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r) {
-  for (size_t i = 0; i < b->n; i++) {
+  cua__wire_range(rt, b, 0, b->n, r);
+}
+
+void cua__wire_range(cua_runtime *rt, cua__build *b, size_t from, size_t to,
+                     cua__round *r) {
+  for (size_t i = from; i < to; i++) {
     cua__node *n = b->order[i];
     for (size_t k = 0; k < n->ndeps; k++) {
       cua__node *p = n->deps[k].node;

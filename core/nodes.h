@@ -47,6 +47,8 @@ typedef struct cua__dependent {
  * CUA__EDGE_BLOCK, an array comes from the runtime's edge pool (node.c,
  * cua__edges_grow()); beyond, from the allocator. */
 #define CUA__INLINE_EDGES 4
+/* The submissions watching a node, inline before an allocation. */
+#define CUA__INLINE_WATCHERS 2
 #define CUA__EDGE_BLOCK 16
 /* The same for an op's inputs (combinators) past its four inline ones. */
 #define CUA__INPUT_BLOCK 16
@@ -76,6 +78,12 @@ struct cua__node {
                     build from a plan sets the build's own: plan.c); 0
                     between calls */
   int queued;
+  /* Made a chunk at a time (plan.c, stages): its successors as the whole
+   * build's wiring counts them, plus 1 (0: count its dependents), and
+   * whether a dependent of it comes in a later chunk (hazards.c then
+   * records a point after it, as for a consumer not yet placed). */
+  uint32_t staged_succ;
+  int late_deps;
   int scratch;        /* cycle check of its submission's build */
   uint32_t input_gen; /* place.c: listed among an op's inputs already */
   cua_op *op;         /* dropped once done: see finish_node() */
@@ -92,7 +100,7 @@ struct cua__node {
   size_t nwatchers, capwatchers;
   cua__dep deps_inl[CUA__INLINE_EDGES];
   cua__dependent dependents_inl[CUA__INLINE_EDGES];
-  cua__sub *watchers_inl[2];
+  cua__sub *watchers_inl[CUA__INLINE_WATCHERS];
   /* Placement, once enqueued, what the executor reads at launch, and
    * what placement, the models and dag.c keep per node. */
   cua__stream *stream;
@@ -309,16 +317,28 @@ typedef struct cua__round {
   size_t left;         /* a submission's: nodes of its build, less the
                           launches decided (about the ops left: relay) */
   cua__relay *relay;   /* decided on a launch thread: its chunks go here */
-  int defer_marks;     /* the completion thread's: marks no stream while a
-                          submission applies a chunk (commands.c) */
-  int kick;            /* wake the completion thread at the flush */
-  int kick_backend;    /* and the backend's wait (host nodes are ready) */
-  uint64_t now;        /* the clock, read by the round's first placement */
-  cua__node *waiter;   /* the node whose waits are being decided (observers) */
-  uint64_t obs_now;    /* observers: the clock right after a completion
-                          pass read progress (every op it finishes ended by
-                          then), 0 outside such a pass */
+  struct cua__stage *stage; /* a submission's build made as it is decided
+                               (plan.c), until its last node */
+  int defer_marks;          /* the completion thread's: marks no stream while a
+                               submission applies a chunk (commands.c) */
+  int kick;                 /* wake the completion thread at the flush */
+  int kick_backend;         /* and the backend's wait (host nodes are ready) */
+  uint64_t now;             /* the clock, read by the round's first placement */
+  cua__node *waiter; /* the node whose waits are being decided (observers) */
+  uint64_t obs_now;  /* observers: the clock right after a completion
+                        pass read progress (every op it finishes ended by
+                        then), 0 outside such a pass */
 } cua__round;
+
+/* A large build from a plan, made a chunk at a time by the submission's
+ * round (plan.c, cua__stage_begin()); on the submitting thread's stack. */
+typedef struct cua__stage {
+  struct cua__build *b;
+  cua_op *root;
+  size_t *subcap; /* the submission's nodes' capacity */
+  size_t next;    /* the plan's next node to make */
+  size_t chunk;   /* how many the next chunk makes */
+} cua__stage;
 
 /* A DAG's build, kept on its root op (plan.c). */
 typedef struct cua__plan cua__plan;

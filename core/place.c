@@ -103,14 +103,14 @@ static int add_input(cua__node *d, void *arg) {
 }
 
 /* The ops waiting for @p n, seen through virtual ones. */
-static size_t count_successors(const cua__node *n, int depth) {
+size_t cua__count_successors(const cua__node *n, int depth) {
   size_t c = 0;
   for (size_t i = 0; i < n->ndependents; i++) {
     const cua__node *d = n->dependents[i].node;
     if (d->cls != CUA__CLASS_VIRTUAL)
       c++;
     else if (depth < 64)
-      c += count_successors(d, depth + 1);
+      c += cua__count_successors(d, depth + 1);
   }
   return c;
 }
@@ -139,7 +139,8 @@ void cua__op_info(cua_runtime *rt, cua__node *n, cua_op_info *in,
   in->level = n->level;
   in->submission = n->sub_id;
   in->op_id = n->op_id;
-  in->nsuccessors = count_successors(n, 0);
+  in->nsuccessors =
+      n->staged_succ != 0 ? n->staged_succ - 1 : cua__count_successors(n, 0);
   if (!with_inputs)
     return;
   rt->ninputs = 0;

@@ -13,7 +13,9 @@
 #include "internal.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A DAG submitted again builds the same nodes and edges: ops are frozen
  * once submitted (op.c), and without shared ops (whose node an earlier
@@ -30,6 +32,13 @@
  * build had to look for cycles, is built every time (CUA__PLAN_NONE). */
 #define PLAN_MIN 32
 
+/* Builds made a chunk at a time ("stages", below): of STAGE_MIN nodes or
+ * more, the first chunk STAGE_FIRST nodes, then STAGE_CHUNK, each to the
+ * end of its last level. */
+#define STAGE_MIN 1024
+#define STAGE_FIRST 64
+#define STAGE_CHUNK 256
+
 typedef struct plan_node {
   cua_op *op;
   uint32_t dep0, ndeps; /* its edges: plan->deps[dep0 .. dep0 + ndeps) */
@@ -37,6 +46,9 @@ typedef struct plan_node {
   uint32_t level;
   uint32_t watches; /* how many times the submission watches it */
   uint32_t nout;    /* the edges from it: its dependents in the build */
+  uint32_t reach;   /* the index of its last dependent (its own: none) */
+  uint32_t succ;    /* its successors as a policy is told of them, once
+                       the whole build is wired (plan->has_succ) */
 } plan_node;
 
 typedef struct plan_dep {
@@ -47,6 +59,10 @@ typedef struct plan_dep {
 struct cua__plan {
   size_t n, ndeps;
   size_t naccs; /* buffer accesses of its ops (frozen), all told */
+  int narrow;   /* every node's edges, both ways, and watches fit in the
+                   node itself: making one allocates nothing but the node */
+  int leveled;  /* its nodes' levels never fall, in its order */
+  int has_succ; /* nodes[].succ recorded (cua__plan_record_succ()) */
   size_t root;  /* the index of the node that stands for the root op */
   plan_node *nodes;
   plan_dep *deps;
@@ -119,6 +135,7 @@ void cua__plan_record(cua__build *b, cua_op *root) {
   }
   plan->n = b->n;
   plan->ndeps = ndeps;
+  plan->narrow = plan->leveled = 1;
   plan->root = (size_t)rn->scratch;
   size_t d = 0;
   for (size_t i = 0; i < b->n; i++) {
@@ -131,15 +148,73 @@ void cua__plan_record(cua__build *b, cua_op *root) {
     pn->level = n->level;
     pn->watches = (uint32_t)n->nwatchers;
     pn->nout = 0; /* (counted by the later nodes' edges) */
+    pn->reach = (uint32_t)i;
+    if (i > 0 && n->level < plan->nodes[i - 1].level)
+      plan->leveled = 0;
+    if (n->ndeps > CUA__INLINE_EDGES || n->nwatchers > CUA__INLINE_WATCHERS)
+      plan->narrow = 0;
     plan->naccs += n->op->nacc;
     for (size_t k = 0; k < n->ndeps; k++) {
       plan->deps[d].from = (uint32_t)n->deps[k].node->scratch;
       plan->deps[d].flags = n->deps[k].flags;
-      plan->nodes[plan->deps[d].from].nout++;
+      plan_node *from = &plan->nodes[plan->deps[d].from];
+      if (++from->nout > CUA__INLINE_EDGES)
+        plan->narrow = 0;
+      from->reach = (uint32_t)i;
       d++;
     }
   }
   root->plan = plan;
+}
+
+void cua__plan_record_succ(const cua__build *b, cua_op *root) {
+  cua__plan *plan = root->plan;
+  if (!cua__plan_recorded(plan) || plan->has_succ || b->n != plan->n ||
+      !plan->narrow || !plan->leveled || plan->naccs != 0 ||
+      plan->n < STAGE_MIN)
+    return; /* (only what a stage needs) */
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->order[i]->op != plan->nodes[i].op)
+      return; /* (not the build the plan describes) */
+    size_t c = cua__count_successors(b->order[i], 0);
+    plan->nodes[i].succ = c > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)c;
+  }
+  plan->has_succ = 1;
+}
+
+/* Makes node @p i of @p plan in @p b (its producers made before it). */
+static int make_node(cua__build *b, const cua__plan *plan, size_t i,
+                     size_t *subcap) {
+  const plan_node *pn = &plan->nodes[i];
+  int rc;
+  cua__node *n = cua__build_add_node(b, pn->op, pn->watches, subcap, &rc);
+  if (n == NULL)
+    return rc;
+  n->level = pn->level;
+  /* Its dependents in the build, as cua__reserve_hazards() would count
+   * them (its first pass: every producer here is pending). */
+  if (rc == 0 && b->reserving) {
+    n->want = pn->nout;
+    if (plan->naccs == 0 && cua__reserve_dependents(n) != 0)
+      rc = CUA_ERR_NOMEM;
+  }
+  if (rc == 0 && pn->ndeps > 0 &&
+      cua__edges_grow(b->rt, &n->deps, &n->capdeps, pn->ndeps, n->deps_inl))
+    rc = CUA_ERR_NOMEM;
+  if (rc == 0) {
+    const plan_dep *pd = &plan->deps[pn->dep0];
+    for (uint32_t k = 0; k < pn->ndeps; k++) {
+      cua__node *p = b->order[pd[k].from];
+      n->deps[k].node = p;
+      n->deps[k].flags = pd[k].flags;
+      atomic_fetch_add(&p->refs, 1);
+    }
+    n->ndeps = pn->ndeps;
+    if (pn->then_src != 0)
+      n->then_src = b->order[pn->then_src - 1];
+  }
+  cua__node_release(n);
+  return rc;
 }
 
 /* Builds @p b's nodes from @p plan, as cua__build_graph() would, except
@@ -149,41 +224,119 @@ void cua__plan_record(cua__build *b, cua_op *root) {
  * build from a plan never needs (b->backward stays 0). */
 int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap) {
   const cua__plan *plan = root->plan;
-  cua_runtime *rt = b->rt;
   for (size_t i = 0; i < plan->n; i++) {
-    const plan_node *pn = &plan->nodes[i];
-    int rc;
-    cua__node *n = cua__build_add_node(b, pn->op, pn->watches, subcap, &rc);
-    if (n == NULL)
-      return rc;
-    n->level = pn->level;
-    /* Its dependents in the build, as cua__reserve_hazards() would count
-     * them (its first pass: every producer here is pending). */
-    if (rc == 0 && b->reserving) {
-      n->want = pn->nout;
-      if (plan->naccs == 0 && cua__reserve_dependents(n) != 0)
-        rc = CUA_ERR_NOMEM;
-    }
-    if (rc == 0 && pn->ndeps > 0 &&
-        cua__edges_grow(rt, &n->deps, &n->capdeps, pn->ndeps, n->deps_inl))
-      rc = CUA_ERR_NOMEM;
-    if (rc == 0) {
-      const plan_dep *pd = &plan->deps[pn->dep0];
-      for (uint32_t k = 0; k < pn->ndeps; k++) {
-        cua__node *p = b->order[pd[k].from];
-        n->deps[k].node = p;
-        n->deps[k].flags = pd[k].flags;
-        atomic_fetch_add(&p->refs, 1);
-      }
-      n->ndeps = pn->ndeps;
-      if (pn->then_src != 0)
-        n->then_src = b->order[pn->then_src - 1];
-    }
-    cua__node_release(n);
+    int rc = make_node(b, plan, i, subcap);
     if (rc != 0)
       return rc;
   }
   cua__build_put(b, root, b->order[plan->root]);
   b->wants = b->reserving;
   return 0;
+}
+
+/* ----------------------------------------------------------------- stages */
+
+/* A large DAG built from its plan need not be built whole before its first
+ * launch: a submission's round builds and wires STAGE_FIRST nodes, then
+ * STAGE_CHUNK more each time it has decided everything built
+ * (cua__stage_next(), from cua__run_round()), so the device starts on the
+ * first ops while the rest are built. Under launch = relay (auto on a
+ * driver backend), the launch thread that goes on deciding the round
+ * builds them too. On an H200, building a chain of 10,000 from its plan
+ * took 1.0-1.7 ms before its first launch (doc/results, thirty-second
+ * session).
+ *
+ * A round places the ready nodes by level, then by op id (commands.c): a
+ * plan whose levels never fall in its order (a chain, a chain of fans),
+ * made in chunks that end at a level's end, is placed in the same order
+ * as when it is built whole, since every node of a later chunk has a
+ * higher level than every node of an earlier one; and a policy is told
+ * each op's successors as the whole build's wiring counted them
+ * (n->staged_succ, recorded at the first wiring of a build the plan
+ * describes: cua__plan_record_succ()), though some are not made yet.
+ * A node with a dependent in a later chunk records a point after it
+ * (n->late_deps), as one whose consumer is not placed yet, so that the
+ * consumer's wait stays exact.
+ *
+ * Only for such a plan that allocates nothing per node but the node
+ * (narrow: edges and watches inline) and accesses no buffer (no
+ * validation or hazards, which look at the whole build), of STAGE_MIN
+ * nodes or more:
+ * the arrays that grow with the build (its order, the submission's nodes)
+ * are grown whole before anything commits, so the only failure left is a
+ * node itself, out of memory, once earlier ones may have run. Then nothing
+ * more is built, and the submission fails through its future
+ * (CUA_ERR_NOMEM) once those it has are done. The submission holds itself
+ * pending until the last node is built (sub->pending, one more), so that
+ * it cannot complete before. */
+
+int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
+                     size_t *subcap) {
+  const cua__plan *plan = root->plan;
+  if (!cua__plan_recorded(plan) || !plan->narrow || !plan->leveled ||
+      !plan->has_succ || plan->naccs != 0 || plan->n < STAGE_MIN ||
+      !b->reserving)
+    return 0;
+  cua__sub *sub = b->sub;
+  if (cua__grow_inl(&b->order, &b->cap, plan->n, sizeof *b->order,
+                    b->order_inl) != 0 ||
+      cua__grow_inl(&sub->nodes, subcap, sub->nnodes + plan->n,
+                    sizeof *sub->nodes, sub->nodes_inl) != 0)
+    return CUA_ERR_NOMEM;
+  memset(st, 0, sizeof *st);
+  st->b = b;
+  st->root = root;
+  st->subcap = subcap;
+  st->chunk = STAGE_FIRST;
+  b->wants = 1; /* (each node's dependents reserved as it is made) */
+  sub->pending++;
+  b->rt->stats.builds_staged++;
+  return 1;
+}
+
+size_t cua__stage_total(const cua__stage *st) {
+  return ((const cua__plan *)st->root->plan)->n;
+}
+
+void cua__stage_next(cua_runtime *rt, cua__round *r) {
+  cua__stage *st = r->stage;
+  cua__build *b = st->b;
+  cua__sub *sub = b->sub;
+  const cua__plan *plan = st->root->plan;
+  size_t from = b->n;
+  size_t end = plan->n - st->next > st->chunk ? st->next + st->chunk : plan->n;
+  /* (to the end of its last level) */
+  while (end < plan->n && plan->nodes[end].level == plan->nodes[end - 1].level)
+    end++;
+  int rc = 0;
+  while (st->next < end && rc == 0) {
+    size_t i = st->next;
+    if ((rc = make_node(b, plan, i, st->subcap)) != 0)
+      break;
+    cua__node *n = b->order[i];
+    n->staged_succ = plan->nodes[i].succ + 1;
+    n->late_deps = plan->nodes[i].reach >= end;
+    st->next++;
+    if (i == plan->root) {
+      sub->root = b->order[i];
+      atomic_fetch_add(&sub->root->refs, 1);
+      cua__build_put(b, st->root, sub->root);
+    }
+  }
+  cua__wire_range(rt, b, from, b->n, r);
+  st->chunk = STAGE_CHUNK;
+  if (rc == 0 && st->next < plan->n)
+    return;
+  if (rc != 0 && sub->status == 0) {
+    char buf[CUA__ERRLEN];
+    snprintf(buf, sizeof buf,
+             "cua_submit: out of host memory after %zu of the DAG's %zu "
+             "ops were built (the large DAG was built as it ran: those ran, "
+             "the others did not)",
+             st->next, plan->n);
+    sub->status = rc;
+    sub->msg = cua__strdup(buf);
+  }
+  r->stage = NULL;
+  cua__sub_unhold(rt, sub);
 }

@@ -43,6 +43,22 @@ int cua__plan_recorded(const cua__plan *plan);
 void cua__plan_record(cua__build *b, cua_op *root);
 /* Builds @p b from @p root's recorded plan (cua__plan_recorded()). */
 int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap);
+/* A large build from a plan made as it is decided: 1 and @p st ready for
+ * a round (r->stage) when @p root's plan allows it (nothing built yet; the
+ * submission held pending), 0 when it does not (build it whole), or
+ * CUA_ERR_NOMEM before anything is committed. */
+int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
+                     size_t *subcap);
+/* After the first wiring of a build that @p root's plan describes: each
+ * node's successors as a policy is told of them (cua__count_successors()),
+ * for builds made a chunk at a time. */
+void cua__plan_record_succ(const cua__build *b, cua_op *root);
+/* How many nodes the stage makes in all. */
+size_t cua__stage_total(const cua__stage *st);
+/* Makes and wires the next chunk of r->stage's nodes; after the last (or a
+ * node that could not be made: the submission then fails with
+ * CUA_ERR_NOMEM), clears r->stage and releases the submission's hold. */
+void cua__stage_next(cua_runtime *rt, cua__round *r);
 
 /* node.c, continued. */
 /* Makes room for the p->want dependents counted for @p p (hazards.c) and
@@ -57,6 +73,9 @@ static inline int cua__reserve_dependents(cua__node *p) {
 }
 /* Never fails: cua__reserve_hazards() made room for every edge. */
 void cua__wire(cua_runtime *rt, cua__build *b, cua__round *r);
+/* The same for b->order[@p from .. @p to). */
+void cua__wire_range(cua_runtime *rt, cua__build *b, size_t from, size_t to,
+                     cua__round *r);
 
 /* hazards.c: buffer states and cross-stream waits. */
 int cua__validate(cua__build *b, char *msg, size_t len);
@@ -76,6 +95,9 @@ void cua__dag_placed(cua__node *n);
 void cua__dag_end(cua__sub *sub);
 
 /* place.c: policy calls and their validation. */
+/* The ops waiting for @p n (through virtual ones, @p depth deep so far),
+ * as a policy is told of them. */
+size_t cua__count_successors(const cua__node *n, int depth);
 void cua__place_one(cua_runtime *rt, cua__node *n, cua__round *r);
 void cua__op_devices(const cua_runtime *rt, const cua_op *op, int *data,
                      int *restrict_to);
@@ -235,6 +257,9 @@ void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b);
 void cua__build_undo(cua__build *b, cua__sub *sub);
 
 /* complete.c: progress, finishing nodes, the completion thread. */
+/* One thing @p s waited for is done (a node, or a stage's hold: plan.c);
+ * after the last, @p s is queued to fire. Under rt->lock. */
+void cua__sub_unhold(cua_runtime *rt, cua__sub *s);
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
 
 /* ------------------------------------------------------ observe.c */

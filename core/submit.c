@@ -100,7 +100,25 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   b.reserving = 1;
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
-  int rc = cua__build_graph(&b, op, &sub->capnodes);
+  /* A large DAG built from its plan may be built as it is decided
+   * (plan.c): not in virtual time, where it gains nothing, nor for a
+   * policy told of the whole DAG first, nor by a simulator charged for
+   * the build at once. */
+  cua__stage stage;
+  const cua__polinst *dp = sub->on_stream ? NULL
+                           : pol != NULL  ? pol
+                                          : rt->policy;
+  int rc = 0, staged = 0;
+  if (rt->vclock == NULL && rt->be_round == NULL &&
+      (dp == NULL || dp->d->submission_begin == NULL)) {
+    staged = cua__stage_begin(&stage, &b, op, &sub->capnodes);
+    if (staged < 0) {
+      rc = staged;
+      staged = 0;
+    }
+  }
+  if (rc == 0 && !staged)
+    rc = cua__build_graph(&b, op, &sub->capnodes);
   if (rc == 0)
     rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)
@@ -119,8 +137,10 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   for (size_t i = 0; i < b.n && b.naccs > 0; i++)
     if (b.order[i]->cls == CUA__CLASS_DEVICE)
       cua__add_hazards(b.order[i]);
-  sub->root = cua__build_get(&b, op);
-  atomic_fetch_add(&sub->root->refs, 1);
+  if (!staged) {
+    sub->root = cua__build_get(&b, op);
+    atomic_fetch_add(&sub->root->refs, 1);
+  }
   if (pol != NULL)
     pol->refs++;
   /* The runtime's reference, dropped when the future fires. */
@@ -147,8 +167,13 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__round r;
   cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
-  r.left = b.n;
-  cua__build_free(&b);
+  if (!staged)
+    cua__plan_record_succ(&b, op);
+  r.left = staged ? cua__stage_total(&stage) : b.n;
+  if (staged)
+    r.stage = &stage; /* (its build is freed once it is decided) */
+  else
+    cua__build_free(&b);
   /* Everything may already be complete (a submission of shared ops that
    * ran before): then it fires through the completion thread too. */
   if (sub->pending == 0) {
@@ -168,6 +193,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
    * completion thread would make runs differ. */
   r.chunked = rt->vclock == NULL;
   cua__run_round(rt, &r);
+  if (staged)
+    cua__build_free(&b); /* (the round made and decided all of it) */
   cua__kick_at_flush(rt, &r);
   /* Decided: apply the commands with the lock released. */
   cua__round_flush(rt, &r, 0);

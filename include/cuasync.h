@@ -213,6 +213,14 @@ typedef struct cua_stats {
                                    decided ([runtime] launch = relay,
                                    or auto on a backend whose launches
                                    are driver calls, cuasync.ini(5)) */
+  uint64_t builds_staged;     /**< submissions whose nodes were made a
+                                   chunk at a time as their round decided
+                                   them, instead of all before the first
+                                   launch: a DAG of 1,024 ops or more
+                                   submitted again, built from its plan,
+                                   with no buffer access, placed level by
+                                   level in its order (a chain), under a
+                                   policy without submission_begin() */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);

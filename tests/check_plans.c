@@ -436,6 +436,134 @@ START_TEST(futures_of_plans_wait_for_every_op_and_fail_as_built) {
 }
 END_TEST
 
+static uint64_t staged_builds(cua_runtime *rt) {
+  cua_stats st;
+  memset(&st, 0, sizeof st);
+  st.size = sizeof st;
+  ck_assert_int_eq(cua_runtime_stats(rt, &st), 0);
+  return st.builds_staged;
+}
+
+/* A chain of 3,000 spins and a host step, submitted again, is built from
+ * its plan a chunk at a time as its round decides it (plan.c, stages):
+ * from its third submission on (the second records the plan and each
+ * op's successors), cua_stats.builds_staged counts it; the policy is told
+ * the same of each op as when the walk built it whole (level, inputs,
+ * successors: the last op of a chunk too, whose successor is not made
+ * when it is placed); the host step runs once each time, with its result.
+ * Two such chains zipped, whose levels fall in the build order (the
+ * second chain starts again at level 0), are built whole. */
+START_TEST(a_large_chain_is_built_as_it_runs) {
+  cua_runtime *rt = open_recorder();
+  cua_op *chain = then2(spins(rt, 3000), host_op(rt, host_token, 1));
+  static seen walk[MAX_SEEN], staged[MAX_SEEN];
+  size_t nw = 0;
+  for (int k = 0; k < 5; k++) {
+    log_n = 0;
+    void *res[2];
+    atomic_store(&host_runs, 0);
+    ck_assert_int_eq(run_result(rt, chain, 0, res), 0);
+    ck_assert_int_eq(atomic_load(&host_runs), 1);
+    ck_assert_ptr_eq(res[0], &tokens[1]);
+    ck_assert_uint_eq(staged_builds(rt), k < 2 ? 0 : (uint64_t)k - 1);
+    if (k == 1)
+      nw = take_log(walk);
+    if (k < 2)
+      continue;
+    /* (the log keeps the first MAX_SEEN placements: chunks end after 64
+     * nodes, then every 256) */
+    size_t ns = take_log(staged);
+    ck_assert_uint_eq(ns, nw);
+    ck_assert_uint_eq(ns, MAX_SEEN);
+    for (size_t i = 0; i < ns; i++) {
+      ck_assert_uint_eq(walk[i].rel, staged[i].rel);
+      ck_assert_uint_eq(walk[i].level, staged[i].level);
+      ck_assert_uint_eq(walk[i].ninputs, staged[i].ninputs);
+      ck_assert_msg(walk[i].nsuccessors == staged[i].nsuccessors,
+                    "op %zu: %zu successors built whole, %zu in chunks", i,
+                    walk[i].nsuccessors, staged[i].nsuccessors);
+      for (size_t j = 0; j < walk[i].ninputs && j < 8; j++)
+        ck_assert_uint_eq(walk[i].inputs[j], staged[i].inputs[j]);
+    }
+  }
+  cua_op *parts[2] = {spins(rt, 1500), spins(rt, 1500)}, *two = NULL;
+  ck_assert_int_eq(cua_op_zip(&two, parts, 2), 0);
+  cua_op_destroy(parts[0]);
+  cua_op_destroy(parts[1]);
+  for (int k = 0; k < 4; k++)
+    submit_wait(rt, two);
+  ck_assert(two->plan != NULL && two->plan != CUA__PLAN_SEEN &&
+            two->plan != CUA__PLAN_NONE);
+  ck_assert_uint_eq(staged_builds(rt), 3);
+  log_n = 0;
+  cua_op_destroy(two);
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* The same chain under round-robin, its ops on alternating streams: each
+ * waits for the one before it across streams, at the chunks' ends too;
+ * several submissions of it in flight at once, every one completes. */
+START_TEST(a_chain_built_as_it_runs_waits_across_streams) {
+  cua_runtime *rt = open_policy("round-robin", NULL);
+  cua_op *chain = then2(spins(rt, 2500), host_op(rt, host_token, 0));
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, chain);
+  cua_future *f[4];
+  for (int k = 0; k < 4; k++)
+    ck_assert_int_eq(cua_submit(&f[k], rt, chain, NULL), 0);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_msg(cua_future_wait(f[k]) == 0, "%s", cua_future_error(f[k]));
+    void *r = NULL;
+    ck_assert_int_eq(cua_future_result(f[k], &r), 0);
+    ck_assert_ptr_eq(r, &tokens[0]);
+    cua_future_destroy(f[k]);
+  }
+  ck_assert_uint_eq(staged_builds(rt), 5);
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A node of a chain built as it runs that cannot be made (out of host
+ * memory, injected at the k-th allocation of the pools once the first
+ * chunk is made): what was made runs, nothing more is made, and the
+ * future fails with CUA_ERR_NOMEM and says how far the build got; the
+ * runtime goes on, and the next submission of the chain succeeds. */
+START_TEST(a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future) {
+  cua_runtime *rt = open_recorder();
+  cua_op *chain = then2(spins(rt, 2000), host_op(rt, host_token, 0));
+  for (int k = 0; k < 3; k++)
+    submit_wait(rt, chain);
+  ck_assert_uint_eq(staged_builds(rt), 1);
+  int failed = 0;
+  for (long at = 200; at <= 1800; at += 800) {
+    log_n = 0;
+    cua__fault_arm(CUA__FAULT_ALLOC, at);
+    cua_future *f = NULL;
+    int rc = cua_submit(&f, rt, chain, NULL);
+    int frc = rc == 0 ? cua_future_wait(f) : rc;
+    cua__fault_arm(CUA__FAULT_ALLOC, 0);
+    if (rc == 0 && frc != 0) {
+      ck_assert_int_eq(frc, CUA_ERR_NOMEM);
+      ck_assert_msg(strstr(cua_future_error(f), "out of host memory after") !=
+                        NULL,
+                    "%s", cua_future_error(f));
+      failed++;
+    }
+    if (f != NULL)
+      cua_future_destroy(f);
+    log_n = 0;
+    submit_wait(rt, chain);
+  }
+  ck_assert_int_ge(failed, 1);
+  log_n = 0;
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
@@ -445,6 +573,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_plan_without_buffers_reserves_every_edge);
   tcase_add_test(tc, a_planned_dag_whose_buffer_was_freed_is_refused);
   tcase_add_test(tc, futures_of_plans_wait_for_every_op_and_fail_as_built);
+  tcase_add_test(tc, a_large_chain_is_built_as_it_runs);
+  tcase_add_test(tc, a_chain_built_as_it_runs_waits_across_streams);
+  tcase_add_test(
+      tc, a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future);
   suite_add_tcase(s, tc);
   return s;
 }
