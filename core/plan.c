@@ -46,7 +46,8 @@ typedef struct plan_node {
   uint32_t level;
   uint32_t watches; /* how many times the submission watches it */
   uint32_t nout;    /* the edges from it: its dependents in the build */
-  uint32_t reach;   /* the index of its last dependent (its own: none) */
+  uint32_t reach;   /* the index of its last device dependent (its own:
+                       none), the one that may wait for it on a stream */
   uint32_t succ;    /* its successors as a policy is told of them, once
                        the whole build is wired (plan->has_succ) */
 } plan_node;
@@ -59,8 +60,6 @@ typedef struct plan_dep {
 struct cua__plan {
   size_t n, ndeps;
   size_t naccs; /* buffer accesses of its ops (frozen), all told */
-  int narrow;   /* every node's edges, both ways, and watches fit in the
-                   node itself: making one allocates nothing but the node */
   int leveled;  /* its nodes' levels never fall, in its order */
   int has_succ; /* nodes[].succ recorded (cua__plan_record_succ()) */
   size_t root;  /* the index of the node that stands for the root op */
@@ -135,7 +134,7 @@ void cua__plan_record(cua__build *b, cua_op *root) {
   }
   plan->n = b->n;
   plan->ndeps = ndeps;
-  plan->narrow = plan->leveled = 1;
+  plan->leveled = 1;
   plan->root = (size_t)rn->scratch;
   size_t d = 0;
   for (size_t i = 0; i < b->n; i++) {
@@ -151,16 +150,14 @@ void cua__plan_record(cua__build *b, cua_op *root) {
     pn->reach = (uint32_t)i;
     if (i > 0 && n->level < plan->nodes[i - 1].level)
       plan->leveled = 0;
-    if (n->ndeps > CUA__INLINE_EDGES || n->nwatchers > CUA__INLINE_WATCHERS)
-      plan->narrow = 0;
     plan->naccs += n->op->nacc;
     for (size_t k = 0; k < n->ndeps; k++) {
       plan->deps[d].from = (uint32_t)n->deps[k].node->scratch;
       plan->deps[d].flags = n->deps[k].flags;
       plan_node *from = &plan->nodes[plan->deps[d].from];
-      if (++from->nout > CUA__INLINE_EDGES)
-        plan->narrow = 0;
-      from->reach = (uint32_t)i;
+      from->nout++;
+      if (n->cls == CUA__CLASS_DEVICE)
+        from->reach = (uint32_t)i;
       d++;
     }
   }
@@ -170,8 +167,7 @@ void cua__plan_record(cua__build *b, cua_op *root) {
 void cua__plan_record_succ(const cua__build *b, cua_op *root) {
   cua__plan *plan = root->plan;
   if (!cua__plan_recorded(plan) || plan->has_succ || b->n != plan->n ||
-      !plan->narrow || !plan->leveled || plan->naccs != 0 ||
-      plan->n < STAGE_MIN)
+      !plan->leveled || plan->naccs != 0 || plan->n < STAGE_MIN)
     return; /* (only what a stage needs) */
   for (size_t i = 0; i < b->n; i++) {
     if (b->order[i]->op != plan->nodes[i].op)
@@ -184,10 +180,12 @@ void cua__plan_record_succ(const cua__build *b, cua_op *root) {
 
 /* Makes node @p i of @p plan in @p b (its producers made before it). */
 static int make_node(cua__build *b, const cua__plan *plan, size_t i,
-                     size_t *subcap) {
+                     size_t *subcap, cua__node **made) {
   const plan_node *pn = &plan->nodes[i];
   int rc;
   cua__node *n = cua__build_add_node(b, pn->op, pn->watches, subcap, &rc);
+  *made = n; /* (the caller may look at it only while the submission,
+                which listed it, holds it) */
   if (n == NULL)
     return rc;
   n->level = pn->level;
@@ -225,7 +223,8 @@ static int make_node(cua__build *b, const cua__plan *plan, size_t i,
 int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap) {
   const cua__plan *plan = root->plan;
   for (size_t i = 0; i < plan->n; i++) {
-    int rc = make_node(b, plan, i, subcap);
+    cua__node *n;
+    int rc = make_node(b, plan, i, subcap, &n);
     if (rc != 0)
       return rc;
   }
@@ -254,28 +253,25 @@ int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap) {
  * each op's successors as the whole build's wiring counted them
  * (n->staged_succ, recorded at the first wiring of a build the plan
  * describes: cua__plan_record_succ()), though some are not made yet.
- * A node with a dependent in a later chunk records a point after it
- * (n->late_deps), as one whose consumer is not placed yet, so that the
+ * A node with a device dependent in a later chunk records a point after
+ * it (n->late_deps), as one whose consumer is not placed yet, so that the
  * consumer's wait stays exact.
  *
- * Only for such a plan that allocates nothing per node but the node
- * (narrow: edges and watches inline) and accesses no buffer (no
- * validation or hazards, which look at the whole build), of STAGE_MIN
- * nodes or more:
- * the arrays that grow with the build (its order, the submission's nodes)
- * are grown whole before anything commits, so the only failure left is a
- * node itself, out of memory, once earlier ones may have run. Then nothing
- * more is built, and the submission fails through its future
- * (CUA_ERR_NOMEM) once those it has are done. The submission holds itself
- * pending until the last node is built (sub->pending, one more), so that
- * it cannot complete before. */
+ * Only for such a plan that accesses no buffer (validation and hazards
+ * look at the whole build), of STAGE_MIN nodes or more. The arrays that
+ * grow with the build (its order, the submission's nodes) are grown whole
+ * before anything commits; what a node allocates (itself, edges past its
+ * inline ones, watches) may still fail, once earlier nodes may have run.
+ * Then that node, if it was made, fails, nothing more is made, and the
+ * submission fails through its future (CUA_ERR_NOMEM) once what it has is
+ * done. The submission holds itself pending until the last node is made
+ * (sub->pending, one more), so that it cannot complete before. */
 
 int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
                      size_t *subcap) {
   const cua__plan *plan = root->plan;
-  if (!cua__plan_recorded(plan) || !plan->narrow || !plan->leveled ||
-      !plan->has_succ || plan->naccs != 0 || plan->n < STAGE_MIN ||
-      !b->reserving)
+  if (!cua__plan_recorded(plan) || !plan->leveled || !plan->has_succ ||
+      plan->naccs != 0 || plan->n < STAGE_MIN || !b->reserving)
     return 0;
   cua__sub *sub = b->sub;
   if (cua__grow_inl(&b->order, &b->cap, plan->n, sizeof *b->order,
@@ -311,9 +307,19 @@ void cua__stage_next(cua_runtime *rt, cua__round *r) {
   int rc = 0;
   while (st->next < end && rc == 0) {
     size_t i = st->next;
-    if ((rc = make_node(b, plan, i, st->subcap)) != 0)
+    cua__node *n = NULL;
+    if ((rc = make_node(b, plan, i, st->subcap, &n)) != 0) {
+      if (n != NULL) {
+        /* Made and listed (the submission holds it) but not whole: it
+         * fails, with no edges, and is settled as such once wired. */
+        if (b->n == 0 || b->order[b->n - 1] != n)
+          b->order[b->n++] = n; /* (its room was grown: cannot fail) */
+        n->ndeps = 0;
+        n->code = rc;
+        n->msg = cua__strdup("out of host memory");
+      }
       break;
-    cua__node *n = b->order[i];
+    }
     n->staged_succ = plan->nodes[i].succ + 1;
     n->late_deps = plan->nodes[i].reach >= end;
     st->next++;
