@@ -218,9 +218,10 @@ typedef struct cua_stats {
                                    them, instead of all before the first
                                    launch: a DAG of 1,024 ops or more
                                    submitted again, built from its plan,
-                                   with no buffer access, placed level by
-                                   level in its order (a chain), under a
-                                   policy without submission_begin() */
+                                   with no buffer access, whose device
+                                   ops form one chain (zipped or not),
+                                   under a policy without
+                                   submission_begin() */
 } cua_stats;
 /** Fills @p st (st->size must be set); fields beyond st->size are skipped. */
 CUA_EXTERN int cua_runtime_stats(const cua_runtime *rt, cua_stats *st);
