@@ -78,12 +78,6 @@ struct cua__node {
                     build from a plan sets the build's own: plan.c); 0
                     between calls */
   int queued;
-  /* Made a chunk at a time (plan.c, stages): its successors as the whole
-   * build's wiring counts them, plus 1 (0: count its dependents), and
-   * whether a dependent of it comes in a later chunk (hazards.c then
-   * records a point after it, as for a consumer not yet placed). */
-  uint32_t staged_succ;
-  int late_deps;
   int scratch;        /* cycle check of its submission's build */
   uint32_t input_gen; /* place.c: listed among an op's inputs already */
   cua_op *op;         /* dropped once done: see finish_node() */
@@ -153,6 +147,13 @@ struct cua__node {
   atomic_int nstates; /* buffer states (writers, readers) that hold it */
   cua_backend_event *ext_event; /* WAIT_NATIVE: recorded on the native
                                    stream, waited for by the node's */
+  /* Made a chunk at a time (plan.c, stages): its successors as the whole
+   * build's wiring counts them, plus 1 (0: count its dependents), and
+   * whether a device dependent of it comes in a later chunk (hazards.c
+   * then records a point after it, as for a consumer not yet placed).
+   * Last, so that the lines above stay as they were laid out. */
+  uint32_t staged_succ;
+  int late_deps;
 };
 
 /* The handle of a submission, which lives in it. */
