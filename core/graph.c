@@ -36,7 +36,8 @@ static int op_class(const cua_op *op) {
                                : CUA__CLASS_DEVICE;
 }
 
-static cua__node *node_new(cua_runtime *rt, cua_op *op) {
+static cua__node *node_new(cua__build *b, cua_op *op) {
+  cua_runtime *rt = b->rt;
   int fresh;
   cua__node *n = cua__pool_get(&rt->node_pool, &fresh);
   if (n == NULL)
@@ -48,7 +49,8 @@ static cua__node *node_new(cua_runtime *rt, cua_op *op) {
   n->op = cua_op_retain(op);
   n->kind = op->kind;
   n->cls = op_class(op);
-  n->op_id = ++rt->next_op;
+  /* (a stage's ids were taken at its start: plan.c) */
+  n->op_id = b->next_id != 0 ? b->next_id++ : ++rt->next_op;
   n->pl.device = n->pl.stream = -1;
   n->deps = n->deps_inl;
   n->capdeps = CUA__INLINE_EDGES;
@@ -138,6 +140,7 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->shared = 0;
   b->naccs = 0;
   b->reserving = b->wants = 0;
+  b->next_id = 0;
 }
 
 /* A virtual node's array of @p count results (a zip's, a shared zip's
@@ -332,7 +335,7 @@ static int zip_elidable(const cua__build *b, const cua_op *op) {
  * Shared by the walk (build_node()) and plans (plan.c). */
 cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
                                size_t *subcap, int *rc) {
-  cua__node *n = node_new(b->rt, op);
+  cua__node *n = node_new(b, op);
   *rc = n == NULL ? CUA_ERR_NOMEM : 0;
   if (n == NULL)
     return NULL;

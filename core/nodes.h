@@ -366,6 +366,10 @@ typedef struct cua__build {
    * accesses) or only the buffers' part (wants). */
   int reserving;
   int wants;
+  /* A stage's op ids, taken whole at its start so that its nodes' ids
+   * follow each other as a whole build's do, whatever other submissions
+   * take between its chunks: the next one to give, 0 for none (plan.c). */
+  uint64_t next_id;
   /* Small DAGs (most submissions) need no allocation for the above. */
   cua__node *order_inl[16];
 } cua__build;

@@ -191,8 +191,10 @@ static int make_node(cua__build *b, const cua__plan *plan, size_t i,
   const plan_node *pn = &plan->nodes[i];
   int rc;
   cua__node *n = cua__build_add_node(b, pn->op, pn->watches, subcap, &rc);
-  *made = n; /* (the caller may look at it only while the submission,
-                which listed it, holds it) */
+  /* (the caller may look at it only while the submission, which listed
+   * it, holds it: not if listing it failed) */
+  cua__sub *s = b->sub;
+  *made = n != NULL && s->nnodes > 0 && s->nodes[s->nnodes - 1] == n ? n : NULL;
   if (n == NULL)
     return rc;
   n->level = pn->level;
@@ -296,6 +298,8 @@ int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
   st->subcap = subcap;
   st->chunk = STAGE_FIRST;
   b->wants = 1; /* (each node's dependents reserved as it is made) */
+  b->next_id = b->rt->next_op + 1;
+  b->rt->next_op += plan->n;
   sub->pending++;
   b->rt->stats.builds_staged++;
   return 1;
