@@ -564,6 +564,85 @@ START_TEST(a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future) {
 }
 END_TEST
 
+/* A stream function that submits one fill and keeps its future. */
+typedef struct nested_spin {
+  cua_runtime *rt;
+  cua_buffer *buf;
+  cua_future *fut[8];
+  int n, rc;
+} nested_spin;
+
+static int submit_spin_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  nested_spin *ns = arg;
+  cua_op *op = NULL;
+  int rc = cua_op_fill(&op, ns->buf, 1.0f);
+  if (rc == 0 && ns->n < 8)
+    rc = cua_submit(&ns->fut[ns->n++], ns->rt, op, NULL);
+  cua_op_destroy(op);
+  if (rc != 0)
+    ns->rc = rc;
+  return 0;
+}
+
+/* A submission made between a chain's chunks, by a stream function of
+ * the chain (on a backend that runs it at launch, the launchtime one, it
+ * runs while the round applies its first chunks with rt->lock released,
+ * under launch = caller): its op comes after every op of the chain, as
+ * after a whole build, since a stage takes its op ids at its start. The
+ * policy is told the same ids of the chain's ops, relative, in the
+ * walk's build and the stages' (the fill, placed whenever the stream
+ * function runs, aside). */
+START_TEST(a_submission_between_chunks_comes_after_the_chain) {
+  int rc = cua_policy_register(&recorder);
+  ck_assert(rc == 0 || rc == CUA_ERR_INVAL); /* registered already */
+  cua_runtime *rt = open_policy("recorder", "launch = caller\n");
+  nested_spin ns;
+  memset(&ns, 0, sizeof ns);
+  ns.rt = rt;
+  ck_assert_int_eq(cua_buffer_create(&ns.buf, rt, 0, 256, 0), 0);
+  cua_op *fn = NULL;
+  ck_assert_int_eq(cua_op_func(&fn, rt, submit_spin_fn, &ns, NULL, 0), 0);
+  cua_op *chain = then2(then2(spins(rt, 40), fn), spins(rt, 2000));
+  static seen walk[MAX_SEEN], staged[MAX_SEEN];
+  size_t nw = 0;
+  for (int k = 0; k < 4; k++) {
+    log_n = 0;
+    submit_wait(rt, chain);
+    ck_assert_int_eq(ns.rc, 0);
+    ck_assert_int_eq(ns.n, k + 1);
+    ck_assert_msg(cua_future_wait(ns.fut[k]) == 0, "%s",
+                  cua_future_error(ns.fut[k]));
+    ck_assert_uint_eq(staged_builds(rt), k < 2 ? 0 : (uint64_t)k - 1);
+    if (k == 1)
+      nw = take_log(walk);
+    if (k < 2)
+      continue;
+    size_t n = take_log(staged), a = 0, b = 0, same = 0;
+    for (; a < nw && b < n; a++, b++) {
+      while (a < nw && walk[a].kind == CUA_OP_FILL)
+        a++;
+      while (b < n && staged[b].kind == CUA_OP_FILL)
+        b++;
+      if (a == nw || b == n)
+        break;
+      ck_assert_msg(walk[a].rel == staged[b].rel,
+                    "the chain's op %zu: id %llu built whole, %llu in chunks",
+                    same, (unsigned long long)walk[a].rel,
+                    (unsigned long long)staged[b].rel);
+      same++;
+    }
+    ck_assert_uint_ge(same, MAX_SEEN - 2);
+  }
+  for (int k = 0; k < ns.n; k++)
+    cua_future_destroy(ns.fut[k]);
+  cua_buffer_destroy(ns.buf);
+  log_n = 0;
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
@@ -577,6 +656,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_chain_built_as_it_runs_waits_across_streams);
   tcase_add_test(
       tc, a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future);
+  tcase_add_test(tc, a_submission_between_chunks_comes_after_the_chain);
   suite_add_tcase(s, tc);
   return s;
 }

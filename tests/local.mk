@@ -87,10 +87,10 @@ CUDA_TESTS = \
 	tests/cuda/stress.sh
 EXTRA_DIST += $(CUDA_TESTS)
 
-# The op, ordering, property and conformance suites again on the launchtime
-# test backend (tests/modules/launchtime.c), which runs every op, stream
-# functions included, inside launch() on the launching thread, as the CUDA
-# backend runs stream functions. check_futures is not among them: its
+# The op, ordering, property, conformance, scheduling and plan suites again
+# on the launchtime test backend (tests/modules/launchtime.c), which runs
+# every op, stream functions included, inside launch() on the launching
+# thread, as the CUDA backend runs stream functions. check_futures is not among them: its
 # timeouts assume that an op is still running when cua_submit() returns.
 LAUNCHTIME_TESTS = \
 	tests/launchtime/ops.sh \
@@ -100,7 +100,8 @@ LAUNCHTIME_TESTS = \
 	tests/launchtime/graph_backend.sh \
 	tests/launchtime/observers.sh \
 	tests/launchtime/conformance.sh \
-	tests/launchtime/sched.sh
+	tests/launchtime/sched.sh \
+	tests/launchtime/plans.sh
 EXTRA_DIST += $(LAUNCHTIME_TESTS)
 
 # The same suites with a launch thread ([runtime] launch = thread): every
