@@ -67,25 +67,27 @@ static void sub_node_done(cua_runtime *rt, cua__sub *s, cua__node *n) {
 }
 
 void cua__sub_unhold(cua_runtime *rt, cua__sub *s) {
-  if (s->pending > 0 && --s->pending == 0) {
-    cua__dag_end(s); /* if ops failed before they could be placed */
-    /* The root's own failure wins over the first failure seen (a large
-     * build that failed part-way may have no root: plan.c). */
-    if (s->root != NULL && s->root->code != 0) {
-      s->status = s->root->code;
-      free(s->msg);
-      char buf[CUA__ERRLEN];
-      snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(s->root),
-               s->root->msg ? s->root->msg : cua_strerror(s->root->code));
-      s->msg = cua__strdup(buf);
-    } else if (s->status == CUA_ERR_DEPENDENCY) {
-      /* A failure elsewhere in the DAG that the root does not depend on
-       * still fails the submission: keep the first message. */
-    }
-    s->next_done = rt->done_head;
-    rt->done_head = s;
-    rt->nsubs_done++;
+  if (s->pending > 0 && --s->pending == 0)
+    cua__sub_done(rt, s);
+}
+
+void cua__sub_done(cua_runtime *rt, cua__sub *s) {
+  cua__dag_end(s); /* if ops failed before they could be placed */
+  /* The root's own failure wins over the first failure seen (a large
+   * build that failed part-way may have no root: plan.c); a failure
+   * elsewhere in the DAG that the root does not depend on still fails
+   * the submission, with the first message. */
+  if (s->root != NULL && s->root->code != 0) {
+    s->status = s->root->code;
+    free(s->msg);
+    char buf[CUA__ERRLEN];
+    snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(s->root),
+             s->root->msg ? s->root->msg : cua_strerror(s->root->code));
+    s->msg = cua__strdup(buf);
   }
+  s->next_done = rt->done_head;
+  rt->done_head = s;
+  rt->nsubs_done++;
 }
 
 /* Tells the observers when @p n ran: as the backend measured it, else

@@ -47,11 +47,16 @@ static int add_dag_input(cua__node *d, void *arg) {
   return 0;
 }
 
+int cua__dag_wanted(cua_runtime *rt, const cua__sub *sub) {
+  const cua__polinst *p = cua__sub_policy(rt, sub);
+  return p != NULL && p->d->submission_begin != NULL;
+}
+
 void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
                     size_t n) {
-  cua__polinst *p = sub->policy != NULL ? sub->policy : rt->policy;
-  if (sub->on_stream || p == NULL || p->d->submission_begin == NULL)
+  if (!cua__dag_wanted(rt, sub))
     return;
+  cua__polinst *p = cua__sub_policy(rt, sub);
   const cua_policy_descriptor *d = p->d;
   size_t nops = 0, ndev = 0, nacc = 0;
   for (size_t i = 0; i < n; i++) {

@@ -336,9 +336,9 @@ typedef struct cua__round {
 typedef struct cua__stage {
   struct cua__build *b;
   cua_op *root;
-  size_t *subcap; /* the submission's nodes' capacity */
-  size_t next;    /* the plan's next node to make */
-  size_t chunk;   /* how many the next chunk makes */
+  size_t n;     /* the plan's nodes, all told */
+  size_t next;  /* the plan's next node to make */
+  size_t chunk; /* how many the next chunk makes */
 } cua__stage;
 
 /* A DAG's build, kept on its root op (plan.c). */

@@ -259,7 +259,7 @@ int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
     n->placed_by = NULL;
     return 0;
   }
-  cua__polinst *p = sub && sub->policy ? sub->policy : rt->policy;
+  cua__polinst *p = cua__sub_policy(rt, sub); /* (not on_stream: above) */
   cua_placement pl = {.device = -1, .stream = -1};
   int rc = policy_place(rt, p, info, &pl, msg, len);
   if (rc != 0 && rt->cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK) {

@@ -171,10 +171,16 @@ void cua__plan_record(cua__build *b, cua_op *root) {
   root->plan = plan;
 }
 
+/* Whether builds from @p plan may be made a chunk at a time ("stages",
+ * below), once its successors are recorded. */
+static int stageable(const cua__plan *plan) {
+  return plan->leveled && plan->naccs == 0 && plan->n >= STAGE_MIN;
+}
+
 void cua__plan_record_succ(const cua__build *b, cua_op *root) {
   cua__plan *plan = root->plan;
   if (!cua__plan_recorded(plan) || plan->has_succ || b->n != plan->n ||
-      !plan->leveled || plan->naccs != 0 || plan->n < STAGE_MIN)
+      !stageable(plan))
     return; /* (only what a stage needs) */
   for (size_t i = 0; i < b->n; i++) {
     if (b->order[i]->op != plan->nodes[i].op)
@@ -280,33 +286,33 @@ int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap) {
  * done. The submission holds itself pending until the last node is made
  * (sub->pending, one more), so that it cannot complete before. */
 
-int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
-                     size_t *subcap) {
+int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root) {
   const cua__plan *plan = root->plan;
-  if (!cua__plan_recorded(plan) || !plan->leveled || !plan->has_succ ||
-      plan->naccs != 0 || plan->n < STAGE_MIN || !b->reserving)
-    return 0;
+  cua_runtime *rt = b->rt;
   cua__sub *sub = b->sub;
+  /* Not in virtual time, where it gains nothing, nor for a policy told of
+   * the whole DAG first, nor for a simulator charged for the build at
+   * once (be_round). */
+  if (!cua__plan_recorded(plan) || !stageable(plan) || !plan->has_succ ||
+      !b->reserving || rt->vclock != NULL || rt->be_round != NULL ||
+      cua__dag_wanted(rt, sub))
+    return 0;
   if (cua__grow_inl(&b->order, &b->cap, plan->n, sizeof *b->order,
                     b->order_inl) != 0 ||
-      cua__grow_inl(&sub->nodes, subcap, sub->nnodes + plan->n,
+      cua__grow_inl(&sub->nodes, &sub->capnodes, sub->nnodes + plan->n,
                     sizeof *sub->nodes, sub->nodes_inl) != 0)
     return CUA_ERR_NOMEM;
   memset(st, 0, sizeof *st);
   st->b = b;
   st->root = root;
-  st->subcap = subcap;
+  st->n = plan->n;
   st->chunk = STAGE_FIRST;
   b->wants = 1; /* (each node's dependents reserved as it is made) */
-  b->next_id = b->rt->next_op + 1;
-  b->rt->next_op += plan->n;
+  b->next_id = rt->next_op + 1;
+  rt->next_op += plan->n;
   sub->pending++;
-  b->rt->stats.builds_staged++;
+  rt->stats.builds_staged++;
   return 1;
-}
-
-size_t cua__stage_total(const cua__stage *st) {
-  return ((const cua__plan *)st->root->plan)->n;
 }
 
 void cua__stage_next(cua_runtime *rt, cua__round *r) {
@@ -323,7 +329,7 @@ void cua__stage_next(cua_runtime *rt, cua__round *r) {
   while (st->next < end && rc == 0) {
     size_t i = st->next;
     cua__node *n = NULL;
-    if ((rc = make_node(b, plan, i, st->subcap, &n)) != 0) {
+    if ((rc = make_node(b, plan, i, &sub->capnodes, &n)) != 0) {
       if (n != NULL) {
         /* Made and listed (the submission holds it) but not whole: it
          * fails, with no edges, and is settled as such once wired. */

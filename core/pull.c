@@ -87,9 +87,7 @@ static cua__node *table_take(cua__polinst *p, uint64_t id) {
 /* ------------------------------------------------------------ keeping */
 
 cua__polinst *cua__pull_policy(cua_runtime *rt, const cua__sub *sub) {
-  if (sub != NULL && sub->on_stream)
-    return NULL;
-  cua__polinst *p = sub != NULL && sub->policy ? sub->policy : rt->policy;
+  cua__polinst *p = cua__sub_policy(rt, sub);
   return p != NULL && p->d->push != NULL && p->d->pop != NULL ? p : NULL;
 }
 

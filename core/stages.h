@@ -47,14 +47,11 @@ int cua__build_from_plan(cua__build *b, cua_op *root, size_t *subcap);
  * a round (r->stage) when @p root's plan allows it (nothing built yet; the
  * submission held pending), 0 when it does not (build it whole), or
  * CUA_ERR_NOMEM before anything is committed. */
-int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root,
-                     size_t *subcap);
+int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root);
 /* After the first wiring of a build that @p root's plan describes: each
  * node's successors as a policy is told of them (cua__count_successors()),
  * for builds made a chunk at a time. */
 void cua__plan_record_succ(const cua__build *b, cua_op *root);
-/* How many nodes the stage makes in all. */
-size_t cua__stage_total(const cua__stage *st);
 /* Makes and wires the next chunk of r->stage's nodes; after the last (or a
  * node that could not be made: the submission then fails with
  * CUA_ERR_NOMEM), clears r->stage and releases the submission's hold. */
@@ -88,7 +85,20 @@ int cua__exact_points(cua__round *r);
 void cua__point_free(cua_runtime *rt, cua__point *p);
 void cua__point_fini(void *p);
 
+/* The policy that places @p sub's ops: its own, else the runtime's (also
+ * for @p sub NULL); NULL for a submission on an explicit stream
+ * (cua_submit_on()), which no policy places. */
+static inline cua__polinst *cua__sub_policy(cua_runtime *rt,
+                                            const cua__sub *sub) {
+  if (sub != NULL && sub->on_stream)
+    return NULL;
+  return sub != NULL && sub->policy != NULL ? sub->policy : rt->policy;
+}
+
 /* dag.c: submission_begin() and submission_end(). */
+/* Whether @p sub's policy is told of its whole DAG before its first
+ * placement (submission_begin()): then cua__dag_begin() needs it built. */
+int cua__dag_wanted(cua_runtime *rt, const cua__sub *sub);
 void cua__dag_begin(cua_runtime *rt, cua__sub *sub, cua__node *const *order,
                     size_t n);
 void cua__dag_placed(cua__node *n);
@@ -260,6 +270,9 @@ void cua__build_undo(cua__build *b, cua__sub *sub);
 /* One thing @p s waited for is done (a node, or a stage's hold: plan.c);
  * after the last, @p s is queued to fire. Under rt->lock. */
 void cua__sub_unhold(cua_runtime *rt, cua__sub *s);
+/* @p s waits for nothing more: its status from its root, then queued to
+ * fire (by the completion thread). Under rt->lock. */
+void cua__sub_done(cua_runtime *rt, cua__sub *s);
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
 
 /* ------------------------------------------------------ observe.c */

@@ -101,24 +101,13 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
   /* A large DAG built from its plan may be built as it is decided
-   * (plan.c): not in virtual time, where it gains nothing, nor for a
-   * policy told of the whole DAG first, nor by a simulator charged for
-   * the build at once. */
+   * (plan.c, stages). */
   cua__stage stage;
-  const cua__polinst *dp = sub->on_stream ? NULL
-                           : pol != NULL  ? pol
-                                          : rt->policy;
-  int rc = 0, staged = 0;
-  if (rt->vclock == NULL && rt->be_round == NULL &&
-      (dp == NULL || dp->d->submission_begin == NULL)) {
-    staged = cua__stage_begin(&stage, &b, op, &sub->capnodes);
-    if (staged < 0) {
-      rc = staged;
-      staged = 0;
-    }
-  }
-  if (rc == 0 && !staged)
+  int rc = cua__stage_begin(&stage, &b, op), staged = rc == 1;
+  if (rc == 0)
     rc = cua__build_graph(&b, op, &sub->capnodes);
+  else if (staged)
+    rc = 0;
   if (rc == 0)
     rc = cua__check_cycles(&b, msg, sizeof msg);
   if (rc == 0)
@@ -159,42 +148,25 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   cua__dag_begin(rt, sub, b.order, b.n);
   if (rt->be_round != NULL) {
     /* A simulator charges its modelled host for the build and the plan. */
-    const cua__polinst *rp = sub->on_stream ? NULL
-                             : pol != NULL  ? pol
-                                            : rt->policy;
+    const cua__polinst *rp = cua__sub_policy(rt, sub);
     rt->be_round(rt->bst, b.n, rp != NULL ? rp->name : NULL);
   }
   cua__round r;
   cua__round_init(rt, &r);
   cua__wire(rt, &b, &r);
-  if (!staged)
-    cua__plan_record_succ(&b, op);
-  r.left = staged ? cua__stage_total(&stage) : b.n;
-  if (staged)
-    r.stage = &stage; /* (its build is freed once it is decided) */
-  else
-    cua__build_free(&b);
+  cua__plan_record_succ(&b, op); /* (once per plan; not for a stage's) */
+  r.left = staged ? stage.n : b.n;
+  r.stage = staged ? &stage : NULL;
   /* Everything may already be complete (a submission of shared ops that
    * ran before): then it fires through the completion thread too. */
-  if (sub->pending == 0) {
-    if (sub->root->code != 0) {
-      char buf[CUA__ERRLEN];
-      snprintf(buf, sizeof buf, "op '%s': %s", cua__node_name(sub->root),
-               sub->root->msg ? sub->root->msg : "");
-      sub->status = sub->root->code;
-      sub->msg = cua__strdup(buf);
-    }
-    sub->next_done = rt->done_head;
-    rt->done_head = sub;
-    rt->nsubs_done++;
-  }
+  if (sub->pending == 0)
+    cua__sub_done(rt, sub);
   /* Applied in chunks as decided (commands.c), except in virtual time,
    * where host time gains nothing and the chunks' interleaving with the
    * completion thread would make runs differ. */
   r.chunked = rt->vclock == NULL;
   cua__run_round(rt, &r);
-  if (staged)
-    cua__build_free(&b); /* (the round made and decided all of it) */
+  cua__build_free(&b); /* (after the round, which makes a stage's nodes) */
   cua__kick_at_flush(rt, &r);
   /* Decided: apply the commands with the lock released. */
   cua__round_flush(rt, &r, 0);
