@@ -1,7 +1,8 @@
 /*
  * core/confruntime.c: the [runtime] keys of a configuration and their
  * values (backend, devices, policy, policy_path, on_policy_error,
- * launch, models, pull_depth).
+ * launch, launch_threads, models, pull_depth, graphs, graph_cache,
+ * observers, observer_times).
  *
  * Each value is checked and stored, resolved, into the cua__config being
  * parsed (core/conf.c hands them over from its inih key handler); defaults

@@ -2,6 +2,14 @@
  * core/runtime.c: opening and closing a runtime, streams, event pools,
  * device queries, counters, code modules. Finding and opening the backend
  * is core/backend.c's.
+ *
+ * Locking: the runtime struct is written by the thread that opens it
+ * before any other thread can see it, and freed once its last hold is
+ * dropped (cua__runtime_release(): rt->holds, atomic). In between, streams
+ * (cua__ensure_streams()), event pools and rt->stats are rt->lock's; the
+ * list of code modules is rt->reg_lock's (a leaf lock), and a module load
+ * calls the backend under rt->lock; rt->closed, rt->work_gen and the
+ * graph and hand-over counters are atomics, read without a lock.
  */
 #include "config.h"
 #include "internal.h"

@@ -35,8 +35,8 @@
  *   the buffers and ops it uses alive until it completes.
  * - Handles outlive their runtime (see cua_runtime_destroy()): using one
  *   whose runtime is closed fails with #CUA_ERR_CANCELED, never with
- *   undefined behaviour; only the runtime handle itself (and policy
- *   handles, which must be closed first) become invalid.
+ *   undefined behaviour; only the runtime handle itself becomes invalid
+ *   (a policy handle stays valid too: cua_policy_open()).
  * - Thread safety: every function may be called from any thread at the same
  *   time, on the same runtime, except that a handle must not be destroyed
  *   while another thread still uses that same handle.
@@ -87,7 +87,10 @@ CUA_EXTERN const char *cua_err_name(int err);
 /** @name Runtime */
 /**@{*/
 
-/** Do not read $CUASYNC_CONFIG, $CUASYNC_POLICY or $CUASYNC_MODULE_PATH. */
+/** Do not read the environment: $CUASYNC_CONFIG, $CUASYNC_POLICY,
+ * $CUASYNC_LAUNCH, $CUASYNC_LAUNCH_THREADS, $CUASYNC_GRAPHS,
+ * $CUASYNC_MODELS, $CUASYNC_TRACE and $CUASYNC_MODULE_PATH (every
+ * CUASYNC_ variable but $CUASYNC_DEBUG, which is read once per process). */
 #define CUA_RUNTIME_IGNORE_ENV 0x1u
 /** Do not read the installed $(sysconfdir)/cuasync.ini: with no explicit
  * file or text, use the built-in default configuration. */
@@ -591,10 +594,12 @@ typedef struct cua_submit_options {
  * the policy places them; the future completes once every op of the DAG has
  * (one notification per submission). If the call fails, nothing of it ran
  * or will run, and *fut is NULL. The work is enqueued on the device's
- * streams before the call returns, unless the runtime has a launch thread
- * (`[runtime] launch = thread`, cuasync.ini(5)), which enqueues it soon
- * after; cua_future_wait_native() orders a stream of the application's
- * after the submission either way.
+ * streams before the call returns, unless a launch thread applies it
+ * (`[runtime] launch = thread` or `pipeline`, or the default `auto` while
+ * one thread submits faster than its submissions complete or several
+ * threads submit at once; cuasync.ini(5)), which enqueues it soon after;
+ * cua_future_wait_native() orders a stream of the application's after the
+ * submission either way.
  */
 CUA_EXTERN int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                           const cua_submit_options *opts);

@@ -1,6 +1,6 @@
 /**
  * @file cuasync/observer.h
- * @brief The observer ABI (1.1): modules that are told what a runtime did
+ * @brief The observer ABI (1.2): modules that are told what a runtime did
  * (submissions, placements, waits, op start and end times), for traces and
  * timelines.
  *
@@ -151,7 +151,9 @@ typedef enum cua_obs_timing {
 #define CUA_OBS_MAX_INPUTS 16
 
 /** One record. Fields only grow; read only those below @c size. Times are
- * on the clock of cua_policy_host::now_ns (CLOCK_MONOTONIC, ns). */
+ * on the runtime's clock, that of cua_policy_host::now_ns and
+ * cua_runtime_now_ns() (CLOCK_MONOTONIC ns; virtual time under the sim
+ * backend). */
 typedef struct cua_obs_record {
   size_t size;               /**< sizeof(cua_obs_record) of the core */
   cua_obs_kind kind;         /**< what it tells */
