@@ -20,11 +20,28 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The submission behind @p f, or NULL, with the caller's failure set,
+ * when the user destroyed @p f already. A destroyed handle is caught while
+ * its block waits in the pool (pools keep blocks, and cua__sub_new()
+ * clears the mark only when it reuses one); once reused, the handle is a
+ * new submission's, and using it is undefined, as after free(). */
+cua__sub *cua__future_live(const cua_future *f, const char *fn) {
+  cua__sub *s = f->sub;
+  if (atomic_load_explicit(&s->fut_gone, memory_order_relaxed)) {
+    cua__fail(NULL, CUA_ERR_INVAL,
+              "%s: the future was destroyed already (cua_future_destroy())",
+              fn);
+    return NULL;
+  }
+  return s;
+}
 
 /* Submissions come from their runtime's pool; the mutex and condition
  * variable stay initialised there between uses. */
@@ -46,6 +63,7 @@ cua__sub *cua__sub_new(cua_runtime *rt) {
   }
   atomic_init(&s->refs, 1);
   atomic_init(&s->done, 0);
+  atomic_init(&s->fut_gone, 0);
   s->rt = rt;
   s->efd = -1;
   if (s->kept_nodes != NULL) {
@@ -160,7 +178,9 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   if (f == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL,
                      "cua_future_wait_timeout: NULL future");
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_wait_timeout");
+  if (s == NULL)
+    return CUA_ERR_INVAL;
   /* A stream function waiting may wait for work queued behind itself (on
    * its own stream, or in its own thread's command list): refused, unless
    * there is nothing left to wait for. */
@@ -255,7 +275,9 @@ static void vpoll(cua__sub *s) {
 int cua_future_poll(const cua_future *f) {
   if (f == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_poll: NULL future");
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_poll");
+  if (s == NULL)
+    return CUA_ERR_INVAL;
   pthread_mutex_lock(&s->mu);
   if (!s->done && s->rt->vclock != NULL && !cua__in_user_code())
     vpoll(s);
@@ -268,7 +290,9 @@ int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
   if (f == NULL || cb == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_on_complete: NULL %s",
                      f == NULL ? "future" : "callback");
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_on_complete");
+  if (s == NULL)
+    return CUA_ERR_INVAL;
   pthread_mutex_lock(&s->mu);
   if (s->cb != NULL) {
     pthread_mutex_unlock(&s->mu);
@@ -295,7 +319,9 @@ int cua_future_on_complete(cua_future *f, cua_future_cb cb, void *arg) {
 int cua_future_fd(cua_future *f) {
   if (f == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_fd: NULL future");
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_fd");
+  if (s == NULL)
+    return CUA_ERR_INVAL;
   pthread_mutex_lock(&s->mu);
   if (s->efd < 0) {
     s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -315,7 +341,11 @@ int cua_future_result(const cua_future *f, void **result) {
   if (f == NULL || result == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_future_result: NULL %s",
                      f == NULL ? "future" : "result");
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_result");
+  if (s == NULL) {
+    *result = NULL;
+    return CUA_ERR_INVAL;
+  }
   pthread_mutex_lock(&s->mu);
   int st = s->done ? s->status : CUA_ERR_AGAIN;
   pthread_mutex_unlock(&s->mu);
@@ -328,7 +358,9 @@ const char *cua_future_error(const cua_future *f) {
     cua__fail(NULL, CUA_ERR_INVAL, "cua_future_error: NULL future");
     return "";
   }
-  cua__sub *s = f->sub;
+  cua__sub *s = cua__future_live(f, "cua_future_error");
+  if (s == NULL)
+    return "";
   pthread_mutex_lock(&s->mu);
   const char *m = s->done && s->msg ? s->msg : "";
   pthread_mutex_unlock(&s->mu);
@@ -340,10 +372,22 @@ void cua_future_destroy(cua_future *f) {
     return;
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
+  if (atomic_load_explicit(&s->fut_gone, memory_order_relaxed)) {
+    /* A second destroy would drop a reference the runtime still holds,
+     * or put the block in the pool twice: refused, and said on standard
+     * error, since the call returns nothing. */
+    pthread_mutex_unlock(&s->mu);
+    cua__fail(NULL, CUA_ERR_INVAL,
+              "cua_future_destroy: the future was destroyed already (one "
+              "cua_future_destroy() per future)");
+    fprintf(stderr, "cuasync: %s\n", cua_runtime_error(NULL));
+    return;
+  }
   /* A callback running on another thread still uses the handle. */
   while (s->cb_state == CUA__CB_RUNNING &&
          !pthread_equal(s->cb_thread, pthread_self()))
     pthread_cond_wait(&s->cv, &s->mu);
+  atomic_store_explicit(&s->fut_gone, 1, memory_order_relaxed);
   s->cb_future = NULL;
   pthread_mutex_unlock(&s->mu);
   cua__sub_release(s);

@@ -154,6 +154,10 @@ struct cua__node {
    * Last, so that the lines above stay as they were laid out. */
   uint32_t staged_succ;
   int late_deps;
+  /* A then's next part continues this node's stream (graph.c, add_after():
+   * the first start to claim it gets it as its then_src; the others of a
+   * fan-out are placed freely, so that they may run concurrently). */
+  int then_taken;
 };
 
 /* The handle of a submission, which lives in it. */
@@ -195,6 +199,10 @@ struct cua__sub {
    * on another thread waits while it runs (see future.c). */
   int cb_state; /* CUA__CB_* */
   pthread_t cb_thread;
+  /* The user destroyed the future (set under mu): a second
+   * cua_future_destroy(), or a call given the handle afterwards, is told
+   * so while the block has not been reused (future.c). */
+  atomic_int fut_gone;
   struct cua_future fut; /* the user's handle: holds a reference */
   /* Last: kept initialised while the submission sits in its runtime's
    * pool (cua__sub_new() clears what comes before). */

@@ -327,7 +327,9 @@ int cua_future_wait_native(cua_future *fut, int device, void *native) {
   if (fut == NULL || native == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL,
                      "cua_future_wait_native: NULL argument");
-  cua__sub *sub = fut->sub;
+  cua__sub *sub = cua__future_live(fut, "cua_future_wait_native");
+  if (sub == NULL)
+    return CUA_ERR_INVAL;
   if (atomic_load_explicit(&sub->done, memory_order_acquire))
     return 0;
   cua_runtime *rt = sub->rt;

@@ -665,7 +665,12 @@ CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
 /** Releases a future; the submission still runs to completion (and a
  * registered callback still fires, with a NULL future). If the future's
  * callback is running on another thread, waits for it to return first;
- * from within the callback itself it returns at once. */
+ * from within the callback itself it returns at once. Once per future: a
+ * second call, or another cua_future_*() call given the handle, is
+ * refused with #CUA_ERR_INVAL and "the future was destroyed already" (the
+ * second destroy also says so on standard error) while the runtime has not
+ * reused the handle's memory for a later submission; after that, as after
+ * free(), the behaviour is undefined. */
 CUA_EXTERN void cua_future_destroy(cua_future *fut);
 /**@}*/
 
