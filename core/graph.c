@@ -253,8 +253,15 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
       continue;
     }
     if (next != NULL && next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
-      if (next->then_src == NULL)
-        next->then_src = then_source(first);
+      /* One continuation per op: a fan-out's other starts (then(a,
+       * zip(b, c)), or two thens after one op) get no then_of, so that a
+       * policy that keeps a then on its stream does not put them all
+       * there, one after the other. */
+      cua__node *src = next->then_src == NULL ? then_source(first) : NULL;
+      if (src != NULL && !src->then_taken) {
+        next->then_src = src;
+        src->then_taken = 1;
+      }
       /* Nodes are made in post-order, with increasing ids: every other
        * edge of the build runs from a lower id to a higher one. */
       if (first->op_id >= next->op_id)

@@ -223,8 +223,10 @@ static int make_node(cua__build *b, const cua__plan *plan, size_t i,
       atomic_fetch_add(&p->refs, 1);
     }
     n->ndeps = pn->ndeps;
-    if (pn->then_src != 0)
+    if (pn->then_src != 0) {
       n->then_src = b->order[pn->then_src - 1];
+      n->then_src->then_taken = 1; /* as add_after() marks it */
+    }
   }
   cua__node_release(n);
   return rc;

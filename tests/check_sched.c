@@ -1424,6 +1424,62 @@ START_TEST(pull_depth_is_checked) {
 }
 END_TEST
 
+/* A fan-out after a then is placed as the fan-out it is: the first start
+ * of the next part continues the op's stream (then_of), the others are
+ * placed freely, so that round-robin does not queue them all on that one
+ * stream (before, then(a, zip(b, c)) ran b and c one after the other on
+ * a's stream). The same for two thens after one op. A chain still stays on
+ * its stream, and so does each chain of a fan-out. */
+START_TEST(a_fan_out_after_a_then_runs_on_several_streams) {
+  cua_runtime *rt =
+      open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
+  for (int form = 0; form < 2; form++) {
+    int where[5] = {-1, -1, -1, -1, -1};
+    cua_op *f[5];
+    for (int i = 0; i < 5; i++)
+      ck_assert_int_eq(
+          cua_op_func(&f[i], rt, record_stream, &where[i], NULL, 0), 0);
+    cua_op *root;
+    if (form == 0) {
+      /* then(then(a, zip(b, then(c, e))), d) */
+      cua_op *ce, *bc, *abc;
+      ck_assert_int_eq(cua_op_then(&ce, f[2], f[4]), 0);
+      cua_op *parts[2] = {f[1], ce};
+      ck_assert_int_eq(cua_op_zip(&bc, parts, 2), 0);
+      ck_assert_int_eq(cua_op_then(&abc, f[0], bc), 0);
+      ck_assert_int_eq(cua_op_then(&root, abc, f[3]), 0);
+      cua_op_destroy(ce);
+      cua_op_destroy(bc);
+      cua_op_destroy(abc);
+    } else {
+      /* zip(then(a, b), then(a, then(c, e)), d) */
+      cua_op *ab, *ce, *ace;
+      ck_assert_int_eq(cua_op_then(&ab, f[0], f[1]), 0);
+      ck_assert_int_eq(cua_op_then(&ce, f[2], f[4]), 0);
+      ck_assert_int_eq(cua_op_then(&ace, f[0], ce), 0);
+      cua_op *parts[3] = {ab, ace, f[3]};
+      ck_assert_int_eq(cua_op_zip(&root, parts, 3), 0);
+      cua_op_destroy(ab);
+      cua_op_destroy(ce);
+      cua_op_destroy(ace);
+    }
+    ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+    ck_assert_msg(where[1] == where[0], "form %d: b ran on %d, a on %d", form,
+                  where[1], where[0]);
+    ck_assert_msg(where[2] != where[0],
+                  "form %d: c ran on a's stream %d, after b: the fan-out was "
+                  "kept on one stream",
+                  form, where[0]);
+    ck_assert_msg(where[4] == where[2], "form %d: e ran on %d, c on %d", form,
+                  where[4], where[2]);
+    for (int i = 0; i < 5; i++)
+      cua_op_destroy(f[i]);
+    cua_op_destroy(root);
+  }
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -1444,6 +1500,7 @@ int main(void) {
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   tcase_add_test(tc, levels_count_then_edges);
+  tcase_add_test(tc, a_fan_out_after_a_then_runs_on_several_streams);
   tcase_add_test(tc, completed_is_told_name_and_tag);
   tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
   tcase_add_test(tc, place_order_is_breadth_first);

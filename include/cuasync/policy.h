@@ -158,7 +158,10 @@ typedef struct cua_op_info {
                              (cua_op_then: the last op of its first part,
                              through thens, shared ops and unzips), or
                              device and stream -1; a then after a zip
-                             continues no stream */
+                             continues no stream, and an op is continued
+                             once: of a fan-out after it (then(a, zip(b,
+                             c)), two thens after a) only the first start
+                             built gets a's placement */
   int data_device;       /**< the device all its buffers live on, -1 if
                               none or mixed */
   int restrict_device;   /**< >= 0: the placement must be on this device
