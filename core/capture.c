@@ -415,8 +415,8 @@ static int make_backend(cua_runtime *rt, cua_graph *g, char *msg, size_t len) {
   cua_backend_err err = {{0}};
   int rc = 0;
   for (size_t ch = 0; ch < g->nchains && rc == 0 && !g->native; ch++) {
-    rc = rt->be->stream_create(rt->bst, g->chains[ch].pl.device,
-                               &g->chains[ch].bs, &err);
+    rc = cua__stream_create(rt, g->chains[ch].pl.device, &g->chains[ch].bs,
+                            NULL, &err);
     if (rc)
       snprintf(msg, len, "creating a stream of the graph on device %d: %s",
                g->chains[ch].pl.device,

@@ -350,8 +350,8 @@ static int process_progress(cua_runtime *rt, cua__round *r, int *more) {
         (n > 0 || ++rt->quiet_passes % 64 != 0)) {
       na = 0;
       for (size_t i = 0; i < n && i < CUA__CHANGED_MAX; i++)
-        if (idx[i] < (uint32_t)rt->nstreams)
-          chg[na++] = rt->streams[idx[i]];
+        if (idx[i] < rt->nsmap && rt->smap[idx[i]] != NULL)
+          chg[na++] = rt->smap[idx[i]];
       full = 0;
     }
   }

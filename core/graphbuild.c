@@ -217,7 +217,7 @@ static int lend_stream(cua_runtime *rt, cua_graph *g, size_t ch, char *msg,
     size_t cap = rt->ncap;
     if (cua__grow(&rt->cap_dev, &cap, rt->ncap + 1, sizeof *rt->cap_dev) != 0)
       return CUA_ERR_NOMEM;
-    int rc = rt->be->stream_create(rt->bst, dev, &bs, &err);
+    int rc = cua__stream_create(rt, dev, &bs, NULL, &err);
     if (rc != 0) {
       snprintf(msg, len, "creating a capture stream on device %d: %s", dev,
                err.msg[0] ? err.msg : cua_strerror(rc));

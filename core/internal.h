@@ -428,6 +428,16 @@ struct cua_runtime {
   /* The backend's changed() (ABI 1.8), or NULL; passes it had none. */
   int (*be_changed)(void *bst, uint32_t *out, size_t max, size_t *n);
   unsigned quiet_passes;
+  /* changed() names streams by their backend creation index, which counts
+   * every stream_create() of the backend, a graph's and the capture
+   * streams too (capture.c, graphbuild.c): every call goes through
+   * cua__stream_create(), which numbers them under screate_mu (a leaf), and
+   * smap maps an index to the runtime's stream (NULL for the others; under
+   * rt->lock, as the streams). */
+  pthread_mutex_t screate_mu;
+  uint32_t screated;
+  cua__stream **smap;
+  size_t nsmap, capsmap;
   /* Policies. */
   cua__polinst *policy;             /* runtime-wide */
   cua__polinst *fallback;           /* single-stream, loaded on first need */

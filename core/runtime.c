@@ -24,6 +24,21 @@
 
 /* ------------------------------------------------------------- streams */
 
+/* Every stream_create() of the core: numbered as the backend numbers them
+ * for changed() (the n-th successful call is n), whoever calls. */
+int cua__stream_create(cua_runtime *rt, int device, cua_backend_stream **bs,
+                       uint32_t *index, cua_backend_err *err) {
+  pthread_mutex_lock(&rt->screate_mu);
+  int rc = rt->be->stream_create(rt->bst, device, bs, err);
+  uint32_t i = rt->screated;
+  if (rc == 0)
+    rt->screated++;
+  pthread_mutex_unlock(&rt->screate_mu);
+  if (index != NULL)
+    *index = i;
+  return rc;
+}
+
 int cua__ensure_streams(cua_runtime *rt, int device, int n) {
   cua__device *dv = &rt->devs[device];
   while (dv->nstreams < n) {
@@ -44,13 +59,27 @@ int cua__ensure_streams(cua_runtime *rt, int device, int n) {
     if (s == NULL)
       return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
     cua_backend_err err = {{0}};
-    int rc = rt->be->stream_create(rt->bst, device, &s->bs, &err);
+    uint32_t cidx = 0;
+    int rc = cua__stream_create(rt, device, &s->bs, &cidx, &err);
+    if (rc == 0 && cua__grow(&rt->smap, &rt->capsmap, (size_t)cidx + 1,
+                             sizeof *rt->smap)) {
+      rt->be->stream_destroy(rt->bst, s->bs);
+      free(s);
+      return cua__fail(rt, CUA_ERR_NOMEM, "out of host memory");
+    }
     if (rc) {
       free(s);
       return cua__fail(rt, rc, "creating stream %d on device %d: %s",
                        dv->nstreams, device,
                        err.msg[0] ? err.msg : cua_strerror(rc));
     }
+    /* Its creation index names it in changed(); a graph's or a capture's
+     * streams between (NULL) are not the runtime's. */
+    while (rt->nsmap < (size_t)cidx)
+      rt->smap[rt->nsmap++] = NULL;
+    rt->smap[cidx] = s;
+    if (rt->nsmap <= (size_t)cidx)
+      rt->nsmap = (size_t)cidx + 1;
     s->device = device;
     s->index = dv->nstreams;
     s->gidx = rt->nstreams;
@@ -122,8 +151,12 @@ static int check_policy_sections(cua_runtime *rt) {
     if (rc == CUA_ERR_MODULE_NOT_FOUND)
       return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
                        "%s:%d: [%s]: no policy named '%s' is installed or "
-                       "on the policy path (%s)",
-                       cfg->origin, sec->line, sec->name, name, err);
+                       "on the policy path (%s)%s",
+                       cfg->origin, sec->line, sec->name, name, err,
+                       cfg->policy_from_env
+                           ? "; $CUASYNC_POLICY replaced [runtime] policy, "
+                             "which may have named this one by its path"
+                           : "");
     if (rc)
       return cua__fail(NULL, rc, "%s:%d: [%s]: %s", cfg->origin, sec->line,
                        sec->name, err);
@@ -297,6 +330,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   init_runtime_lock(&rt->lock);
   pthread_mutex_init(&rt->reg_lock, NULL);
   pthread_mutex_init(&rt->capture_mu, NULL);
+  pthread_mutex_init(&rt->screate_mu, NULL);
   pthread_mutex_init(&rt->gcache_mu, NULL);
   pthread_mutex_init(&rt->exec_mu, NULL);
   pthread_mutex_init(&rt->waiters_mu, NULL);
@@ -423,6 +457,7 @@ static void runtime_free(cua_runtime *rt) {
     free(s);
   }
   free(rt->streams);
+  free(rt->smap);
   free(rt->active);
   for (int d = 0; d < rt->ndev && rt->devs != NULL; d++) {
     cua__device *dv = &rt->devs[d];
@@ -443,6 +478,7 @@ static void runtime_free(cua_runtime *rt) {
   pthread_mutex_destroy(&rt->lock);
   pthread_mutex_destroy(&rt->reg_lock);
   pthread_mutex_destroy(&rt->capture_mu);
+  pthread_mutex_destroy(&rt->screate_mu);
   pthread_mutex_destroy(&rt->gcache_mu);
   pthread_mutex_destroy(&rt->exec_mu);
   pthread_mutex_destroy(&rt->waiters_mu);

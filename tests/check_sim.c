@@ -1044,6 +1044,60 @@ START_TEST(missing_device) {
 }
 END_TEST
 
+/* changed() names streams by their backend creation index, which counts a
+ * graph's own streams too: a runtime stream made after a graph's (here by
+ * cua_submit_on() to stream 5) must still be seen when its op ends. Before
+ * the core numbered every stream_create() (cua__stream_create()), the
+ * index of such a stream named none of the runtime's, so its op was seen
+ * done only once no other stream changed: c below, 1 ms beside a lane of
+ * 200 ops of 100 us on stream 0, completed at 6.5 ms of virtual time. */
+START_TEST(a_stream_made_after_a_graph_is_seen) {
+  cua_runtime *rt = open_sim_streams("round-robin", EXACT, 2);
+  cua_op *a, *b, *z;
+  ck_assert_int_eq(cua_op_spin(&a, rt, 1000, 1), 0);
+  ck_assert_int_eq(cua_op_spin(&b, rt, 1000, 1), 0);
+  cua_op *parts[2] = {a, b};
+  ck_assert_int_eq(cua_op_zip(&z, parts, 2), 0);
+  cua_graph *g;
+  ck_assert_int_eq(cua_graph_create(&g, rt, z, NULL), 0);
+  cua_graph_info gi = {.size = sizeof gi};
+  ck_assert_int_eq(cua_graph_get_info(g, &gi), 0);
+  ck_assert_int_eq(gi.native, 0); /* its streams are the backend's */
+  cua_op *lane = NULL;
+  for (int i = 0; i < 200; i++) {
+    cua_op *sp, *t;
+    ck_assert_int_eq(cua_op_spin(&sp, rt, 100000, 1), 0);
+    if (lane == NULL) {
+      lane = sp;
+      continue;
+    }
+    ck_assert_int_eq(cua_op_then(&t, lane, sp), 0);
+    cua_op_destroy(lane);
+    cua_op_destroy(sp);
+    lane = t;
+  }
+  cua_op *c;
+  ck_assert_int_eq(cua_op_spin(&c, rt, 1000000, 1), 0);
+  uint64_t t0 = cua_runtime_now_ns(rt);
+  cua_future *fl, *fc;
+  ck_assert_int_eq(cua_submit_on(&fl, rt, lane, 0, 0), 0);
+  ck_assert_int_eq(cua_submit_on(&fc, rt, c, 0, 5), 0);
+  ck_assert_int_eq(cua_future_wait(fc), 0);
+  ck_assert_uint_eq(cua_runtime_now_ns(rt) - t0, 1000000);
+  ck_assert_int_eq(cua_future_wait(fl), 0);
+  ck_assert_uint_eq(cua_runtime_now_ns(rt) - t0, 20000000);
+  cua_future_destroy(fl);
+  cua_future_destroy(fc);
+  cua_op_destroy(c);
+  cua_op_destroy(lane);
+  cua_graph_destroy(g);
+  cua_op_destroy(z);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sim");
   TCase *tc = tcase_create("sim");
@@ -1070,6 +1124,7 @@ int main(void) {
   tcase_add_test(tc, data_real);
   tcase_add_test(tc, deterministic);
   tcase_add_test(tc, many_streams_keep_order);
+  tcase_add_test(tc, a_stream_made_after_a_graph_is_seen);
   tcase_add_test(tc, bad_sections);
   tcase_add_test(tc, missing_device);
   suite_add_tcase(s, tc);
