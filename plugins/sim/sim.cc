@@ -243,7 +243,11 @@ struct Sim {
   sg4::SemaphorePtr g_sem;
 };
 
-Sim g;
+/* Never destroyed: a program may exit without closing its runtimes (or
+ * exit() while one is open), and the simulation's thread, still running
+ * then, reads it until the process ends; a static object's destructor,
+ * run by exit(), freed its lists under that thread (a crash at exit). */
+Sim &g = *new Sim;
 
 void set_err(cua_backend_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
