@@ -120,8 +120,12 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
     CUA__REQUIRE(cua_backend_descriptor, create);
     CUA__REQUIRE(cua_backend_descriptor, destroy);
     CUA__REQUIRE(cua_backend_descriptor, device_count);
+    CUA__REQUIRE(cua_backend_descriptor, device_info);
     CUA__REQUIRE(cua_backend_descriptor, stream_create);
+    CUA__REQUIRE(cua_backend_descriptor, stream_destroy);
+    CUA__REQUIRE(cua_backend_descriptor, stream_native);
     CUA__REQUIRE(cua_backend_descriptor, event_create);
+    CUA__REQUIRE(cua_backend_descriptor, event_destroy);
     CUA__REQUIRE(cua_backend_descriptor, event_record);
     CUA__REQUIRE(cua_backend_descriptor, stream_wait_event);
     CUA__REQUIRE(cua_backend_descriptor, event_query);
@@ -130,6 +134,7 @@ static int missing_ops(cua__module_kind kind, const void *desc, char *missing,
     CUA__REQUIRE(cua_backend_descriptor, launch);
     CUA__REQUIRE(cua_backend_descriptor, mark);
     CUA__REQUIRE(cua_backend_descriptor, progress);
+    CUA__REQUIRE(cua_backend_descriptor, poll_error);
     CUA__REQUIRE(cua_backend_descriptor, wait);
   }
 #undef CUA__REQUIRE
@@ -554,6 +559,21 @@ static int load_path(cua__module **out, cua__module_kind kind, const char *name,
   return rc;
 }
 
+/* cua__module_scan()'s visitor for a name not found: appends each good
+ * module's name to the message (the error buffer), once. */
+typedef struct {
+  char *err;
+  size_t errlen;
+  int n;
+} found_names;
+
+static void on_found(const cua__module_report *r, void *arg) {
+  found_names *f = arg;
+  if (r->status != 0 || r->shadowed)
+    return;
+  add_err(f->err, f->errlen, "%s%s", f->n++ > 0 ? ", " : "", r->name);
+}
+
 int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
                      char *const *extra, size_t nextra, int ignore_env,
                      char *err, size_t errlen) {
@@ -629,6 +649,15 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   }
   for (i = 0; i < ndirs; i++)
     add_err(err, errlen, "%s%s", i > 0 ? ", " : "", dirs[i]);
+  if (found == 0 && err != NULL && kind != CUA__MODULE_BACKEND) {
+    /* A misspelt name: say which there are (each file is loaded and
+     * checked, as cuasync-info does; only on this error). A backend's
+     * message lists them already (backend.c). */
+    found_names f = {err, errlen, 0};
+    add_err(err, errlen, " (%s modules found: ", k->word);
+    cua__module_scan(kind, extra, nextra, ignore_env, on_found, &f);
+    add_err(err, errlen, "%s)", f.n == 0 ? "none" : "");
+  }
   goto done;
 
 nomem:

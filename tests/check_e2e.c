@@ -167,8 +167,23 @@ START_TEST(unknown_policy_section_is_an_error_with_its_line) {
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, "[runtime]\nbackend = host\n\n[policy.nosuch]\n");
   ck_assert_int_eq(rc, CUA_ERR_CONFIG_UNKNOWN_SECTION);
-  ck_assert_msg(strstr(cua_runtime_error(NULL), "<text>:4:") != NULL, "%s",
-                cua_runtime_error(NULL));
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m,
+                       "<text>:4: [policy.nosuch]: no policy named "
+                       "'nosuch' is installed or on the policy path") != NULL &&
+                    strstr(m, "$CUASYNC_POLICY") == NULL,
+                "%s", m);
+  /* A section for a policy the configuration loads by path, which
+   * $CUASYNC_POLICY replaced: the message says why it is not found. */
+  setenv("CUASYNC_POLICY", "round-robin", 1);
+  rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = ./nosuch.so\n"
+                      "[policy.nosuch]\n");
+  unsetenv("CUASYNC_POLICY");
+  ck_assert_int_eq(rc, CUA_ERR_CONFIG_UNKNOWN_SECTION);
+  m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "; $CUASYNC_POLICY replaced [runtime] policy, which "
+                          "may have named this one by its path") != NULL,
+                "%s", m);
 }
 END_TEST
 

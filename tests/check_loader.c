@@ -648,6 +648,28 @@ START_TEST(backend_string_pointing_nowhere_is_refused) {
 }
 END_TEST
 
+/* A backend without the operations the core calls unchecked: refused,
+ * each named, rather than loaded to crash at its first stream. */
+START_TEST(backend_without_its_operations_is_refused) {
+  char err[ERRLEN];
+  cua__module *mod = (cua__module *)1;
+  int rc = cua__module_load(&mod, CUA__MODULE_BACKEND,
+                            mod_path("broken-backend-ops"), NULL, 0, 1, err,
+                            sizeof err);
+
+  ck_assert_msg(rc == CUA_ERR_MODULE_INCOMPLETE, "%s: %s", code_name(rc), err);
+  ck_assert_ptr_null(mod);
+  ck_assert_msg(
+      strstr(err, "the backend descriptor lacks required operations: "
+                  "device_count(), device_info(), stream_create(), "
+                  "stream_destroy(), stream_native(), event_create(), "
+                  "event_destroy(), event_record(), stream_wait_event(), "
+                  "event_query(), mem_alloc(), mem_free(), launch(), mark(), "
+                  "progress(), poll_error(), wait()") != NULL,
+      "%s", err);
+}
+END_TEST
+
 START_TEST(one_byte_entry_symbol_is_refused) {
   char want[128];
 
@@ -936,6 +958,12 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
   ck_assert_err(NULL,
                 open_text(&rt, "[runtime]\nbackend = host\npolicy = other\n"),
                 CUA_ERR_MODULE_NOT_FOUND, "policy module 'other' not found");
+  /* A name not found: the message says which there are. */
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strstr(m, "(policy modules found: ") != NULL &&
+                    strstr(m, "round-robin") != NULL &&
+                    strstr(m, "single-stream") != NULL,
+                "%s", m);
 }
 END_TEST
 
@@ -968,6 +996,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, one_byte_entry_symbol_is_refused);
   tcase_add_test(tc, misaligned_entry_symbol_is_refused);
   tcase_add_test(tc, backend_string_pointing_nowhere_is_refused);
+  tcase_add_test(tc, backend_without_its_operations_is_refused);
   tcase_add_test(tc, function_entry_symbol_is_refused);
   tcase_add_test(tc, info_lists_broken_descriptors_without_crashing);
   suite_add_tcase(s, tc);

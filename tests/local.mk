@@ -288,6 +288,7 @@ check_LTLIBRARIES += \
 	tests/modules/broken-funcentry.la \
 	tests/modules/broken-unaligned.la \
 	tests/modules/broken-backend.la \
+	tests/modules/broken-backend-ops.la \
 	tests/modules/random.la \
 	tests/modules/launchtime.la \
 	tests/modules/launchgraph.la \
@@ -367,6 +368,8 @@ tests_modules_broken_unaligned_la_SOURCES = tests/modules/broken-unaligned.c
 tests_modules_broken_unaligned_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_backend_la_SOURCES = tests/modules/broken-backend.c
 tests_modules_broken_backend_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_broken_backend_ops_la_SOURCES = tests/modules/broken-backend-ops.c
+tests_modules_broken_backend_ops_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # Links against a symbol nobody defines: dlopen(RTLD_NOW) must refuse it.
 tests_modules_broken_undefined_la_SOURCES = tests/modules/broken-undefined.c
 tests_modules_broken_undefined_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -Wl,--unresolved-symbols=ignore-all
