@@ -10,6 +10,7 @@ dist_man_MANS += \
 	%reldir%/man/cuasync-info.1 \
 	%reldir%/man/cuasync-policy.7 \
 	%reldir%/man/cuasync-observer.7 \
+	%reldir%/man/cuasync-backend.7 \
 	%reldir%/man/cuasync-sim.7
 
 dist_doc_DATA = \

@@ -1,10 +1,13 @@
 /**
  * @file cuasync/backend.h
- * @brief The backend-module ABI: where work runs (cuda, host).
+ * @brief The backend-module ABI: where work runs (cuda, host, sim).
  *
  * A backend module exports #CUA_BACKEND_ENTRY_SYMBOL, a
- * #cua_backend_descriptor, and is loaded and checked exactly like a policy
- * (see policy.h; the same error codes). It offers devices, in-order streams,
+ * #cua_backend_descriptor, and is loaded and checked as a policy is (see
+ * policy.h; the same error codes), but for element sizes (a backend
+ * declares none), registration and `policy_path` (backends are found on
+ * $CUASYNC_MODULE_PATH and in the installed directory only); cuasync-
+ * backend(7) says it all. It offers devices, in-order streams,
  * events, memory, and the execution of one op at a time on a stream. The
  * core decides everything else: placement (through the policy), ordering
  * (events), completion (marks), lifetimes.
@@ -82,7 +85,8 @@ typedef struct cua_backend_host {
       __attribute__((format(printf, 3, 4)))
 #endif
       ;
-  /** Monotonic clock, nanoseconds. */
+  /** The runtime's clock, nanoseconds: monotonic, or the backend's own
+   * clock_ns() (ABI 1.8) where it has one. */
   uint64_t (*now_ns)(void *core);
 
   /* ---- ABI 1.2 ---- */
@@ -204,6 +208,12 @@ typedef struct cua_backend_op {
  * at the end: @p size tells the core which fields the module has, and a
  * field beyond it takes its documented default.
  */
+/* Required (the loader refuses a descriptor without them, with
+ * CUA_ERR_MODULE_INCOMPLETE): create, destroy, device_count, device_info,
+ * stream_create, stream_destroy, stream_native, event_create,
+ * event_destroy, event_record, stream_wait_event, event_query, mem_alloc,
+ * mem_free, launch, mark, progress, poll_error and wait. The others are
+ * optional, each with the default its comment gives. */
 typedef struct cua_backend_descriptor {
   uint32_t abi_major;
   uint32_t abi_minor;
@@ -303,7 +313,7 @@ typedef struct cua_backend_descriptor {
    * driver, no device) is skipped. A negative priority keeps the backend
    * out of `auto` altogether: it opens only by name (test and experimental
    * backends). Absent (a 1.0 descriptor): #CUA_BACKEND_PRIORITY_DEFAULT.
-   * The standard backends declare cuda 200, host 100.
+   * The standard backends declare cuda 200, host 100 and sim -1.
    */
   int priority;
   /* Streams the caller owns (cua_op_wait_native(),
