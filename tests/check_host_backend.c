@@ -550,14 +550,21 @@ static uint64_t cpu_ns(void) {
 START_TEST(spin_computes_instead_of_sleeping) {
   void *st = open_backend(1, 0);
   cua_backend_stream *s = new_stream(st, 0);
-  uint64_t c0 = cpu_ns(), t0 = now_ns();
-  launch_spin(st, s, 1, 40 * MS);
-  sync_stream(st, s, 1);
-  uint64_t cpu = cpu_ns() - c0, wall = now_ns() - t0;
-  ck_assert_uint_ge(wall, 40 * MS);
-  /* Most of the 40 ms on a CPU; a loaded machine may take some away. */
-  ck_assert_msg(cpu >= 15 * MS || UNDER_VALGRIND(),
-                "a 40 ms spin used %llu ns of CPU", (unsigned long long)cpu);
+  /* A sleep would use microseconds of CPU; a spin most of its 40 ms, but
+   * a loaded machine takes some away (9 ms of 40 once, with two other
+   * builds on two cores): the best of three spins, against 4 ms. */
+  uint64_t best = 0;
+  for (uint64_t k = 1; k <= 3 && best < 15 * MS; k++) {
+    uint64_t c0 = cpu_ns(), t0 = now_ns();
+    launch_spin(st, s, k, 40 * MS);
+    sync_stream(st, s, k);
+    uint64_t cpu = cpu_ns() - c0, wall = now_ns() - t0;
+    ck_assert_uint_ge(wall, 40 * MS);
+    if (cpu > best)
+      best = cpu;
+  }
+  ck_assert_msg(best >= 4 * MS || UNDER_VALGRIND(),
+                "a 40 ms spin used %llu ns of CPU", (unsigned long long)best);
   B->destroy(st);
 }
 END_TEST
