@@ -350,6 +350,11 @@ static int choose_backend(cua_runtime *rt) {
   if (is_config_error(rc))
     return cua__fail(NULL, rc, "%s", err);
   backend_where(rt->cfg, where, sizeof where);
+  /* A device the backend lacks: the line that named it. */
+  if (rc == CUA_ERR_BAD_DEVICE && rt->cfg->ndevices > 0 &&
+      rt->cfg->devices_line > 0)
+    return cua__fail(NULL, rc, "%s:%d: devices: %s", rt->cfg->origin,
+                     rt->cfg->devices_line, err);
   if (rc == CUA_ERR_MODULE_NOT_FOUND) {
     char names[1024];
     backend_names(rt, names, sizeof names);

@@ -68,6 +68,7 @@ typedef struct cua__config {
   int backend_line;    /* line of `backend =`, 0 if defaulted */
   int *devices;        /* NULL for all */
   size_t ndevices;     /* entries of devices */
+  int devices_line;    /* line of `devices =`, 0 if defaulted */
   char *policy;        /* default "round-robin" */
   int policy_from_env; /* 1 if $CUASYNC_POLICY overrode it */
   char **policy_path;  /* directories from policy_path (':'-separated), */

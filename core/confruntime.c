@@ -56,6 +56,7 @@ static int set_devices(cua__conf_parser *p, const char *value) {
   size_t n = 0, i;
   int dev;
 
+  p->cfg->devices_line = p->line;
   if (strcmp(value, "all") == 0) {
     free(p->cfg->devices);
     p->cfg->devices = NULL;

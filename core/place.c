@@ -208,8 +208,8 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
     else
       snprintf(code, sizeof code, "%s", cua_err_name(rc));
     snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s", p->name,
-             in->name ? in->name : "(unnamed)", code, p->log[0] ? ": " : "",
-             p->log);
+             in->name ? in->name : cua_op_kind_name(in->kind), code,
+             p->log[0] ? ": " : "", p->log);
     return CUA_ERR_POLICY;
   }
   if (!valid_placement(rt, in, *pl)) {
@@ -220,23 +220,23 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
              "policy '%s' placed op '%s' on device %d stream %d, which does "
              "not exist (the runtime has %d devices; that device has %d "
              "streams%s)",
-             p->name, in->name ? in->name : "(unnamed)", pl->device, pl->stream,
-             rt->ndev, nst,
+             p->name, in->name ? in->name : cua_op_kind_name(in->kind),
+             pl->device, pl->stream, rt->ndev, nst,
              in->restrict_device >= 0 ? "; the op must run on device " : "");
     if (in->restrict_device >= 0 && pl->device >= 0 && pl->device < rt->ndev &&
         pl->stream >= 0 && pl->stream < nst)
       snprintf(msg, len,
                "policy '%s' placed op '%s' on device %d, but it must run on "
                "device %d (where its buffers live)",
-               p->name, in->name ? in->name : "(unnamed)", pl->device,
-               in->restrict_device);
+               p->name, in->name ? in->name : cua_op_kind_name(in->kind),
+               pl->device, in->restrict_device);
     else if (pl->device >= 0 && pl->device < rt->ndev && pl->stream >= 0 &&
              pl->stream < nst)
       snprintf(msg, len,
                "policy '%s' placed op '%s' on node %d (reserved %d), but this "
                "runtime has one node, 0 (and reserved must be 0)",
-               p->name, in->name ? in->name : "(unnamed)", pl->node,
-               pl->reserved);
+               p->name, in->name ? in->name : cua_op_kind_name(in->kind),
+               pl->node, pl->reserved);
     return CUA_ERR_BAD_PLACEMENT;
   }
   return 0;

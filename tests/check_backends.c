@@ -105,11 +105,12 @@ START_TEST(backend_whose_create_fails_gives_its_code_and_reason) {
                     CUA_ERR_NO_DEVICE, "<text>:2: ",
                     "create() failed with CUA_ERR_NO_DEVICE: unplugged", NULL,
                     NULL);
-  /* Another create() failure, with another code. */
+  /* Another create() failure, with another code: a device the backend
+   * lacks, said at the line that names it. */
   expect_open_error("[runtime]\nbackend = launchtime\ndevices = 0,5\n"
                     "[backend.launchtime]\ndevices = 2\n",
                     CUA_ERR_BAD_DEVICE,
-                    "<text>:2: backend = launchtime: backend 'launchtime'",
+                    "<text>:3: devices: backend 'launchtime'",
                     "create() failed with CUA_ERR_BAD_DEVICE: no launchtime "
                     "device 5: the backend has 2",
                     NULL, NULL);

@@ -111,6 +111,8 @@ START_TEST(invalid_placement_fails_the_op_naming_the_policy) {
   const char *m = cua_future_error(f);
   ck_assert_msg(strstr(m, "policy 'broken-placement'") != NULL, "%s", m);
   ck_assert_msg(strstr(m, "device 99") != NULL, "%s", m);
+  /* An op without a name hint is named by its kind, as everywhere. */
+  ck_assert_msg(strstr(m, "placed op 'fill' on device 99") != NULL, "%s", m);
   cua_future_destroy(f);
   /* The runtime stays usable with a working policy. */
   ck_assert_int_eq(cua_runtime_set_policy(rt, "single-stream"), 0);

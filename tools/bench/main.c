@@ -1443,7 +1443,9 @@ static int open_auto(contender *c, const char *backend) {
     unsetenv("CUASYNC_GRAPHS");
   free(saved);
   if (rc)
-    fprintf(stderr, PROG ": cannot open '%s' with graphs = auto: %s: %s\n",
+    fprintf(stderr,
+            PROG ": the runtime of '%s' with graphs = auto did not open "
+                 "(%s): %s\n",
             c->spec, cua_err_name(rc), cua_runtime_error(NULL));
   return rc ? -1 : 0;
 }
@@ -1451,7 +1453,9 @@ static int open_auto(contender *c, const char *backend) {
 static int open_contender(contender *c, const char *backend, int with_auto) {
   int rc = open_runtime(&c->rt_all, c, backend, 0);
   if (rc) {
-    fprintf(stderr, PROG ": cannot open %s '%s': %s: %s\n",
+    /* The runtime's message says what failed: the policy, the backend,
+     * the configuration... */
+    fprintf(stderr, PROG ": the runtime of %s '%s' did not open (%s): %s\n",
             c->is_config ? "configuration" : "policy", c->spec,
             cua_err_name(rc), cua_runtime_error(NULL));
     return -1;
@@ -1462,7 +1466,9 @@ static int open_contender(contender *c, const char *backend, int with_auto) {
   if (c->ndev > 1 && !c->is_config) {
     rc = open_runtime(&c->rt_one, c, backend, 1);
     if (rc) {
-      fprintf(stderr, PROG ": cannot open policy '%s' on device 0: %s: %s\n",
+      fprintf(stderr,
+              PROG ": the runtime of policy '%s' on device 0 did not open "
+                   "(%s): %s\n",
               c->spec, cua_err_name(rc), cua_runtime_error(NULL));
       c->rt_one = NULL;
       return -1;
