@@ -649,7 +649,7 @@ int cua__config_load(cua__config **out, const char *path, const char *text,
   if (rc != 0)
     goto nomem;
   free(buf);
-  free(dir);
+  cfg->dir = dir; /* the configuration's from here */
   *out = cfg;
   return 0;
 
@@ -677,6 +677,7 @@ void cua__config_free(cua__config *cfg) {
     free(cfg->sections[i].name);
   }
   free(cfg->sections);
+  free(cfg->dir);
   for (i = 0; i < cfg->npolicy_path; i++)
     free(cfg->policy_path[i]);
   free(cfg->policy_path);

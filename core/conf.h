@@ -58,6 +58,9 @@ enum { CUA__GRAPHS_OFF = 0, CUA__GRAPHS_AUTO = 1, CUA__GRAPHS_ALWAYS = 2 };
 /** A parsed and checked configuration. */
 typedef struct cua__config {
   char *path;   /* file read; NULL for built-in default or config_text */
+  char *dir;    /* its directory (relative policy_path entries, models and
+                   CUA_PARAM_PATH values are resolved against it); NULL
+                   when the input is not a file */
   char *origin; /* for messages: the path (a long one shortened in the
                    middle with "..."), "<text>" or "<built-in>" */
   cua__section *sections;

@@ -372,6 +372,11 @@ void cua_future_destroy(cua_future *f) {
     return;
   cua__sub *s = f->sub;
   pthread_mutex_lock(&s->mu);
+  /* A callback running on another thread still uses the handle (and may
+   * destroy it itself: then this destroy is the second, refused below). */
+  while (s->cb_state == CUA__CB_RUNNING &&
+         !pthread_equal(s->cb_thread, pthread_self()))
+    pthread_cond_wait(&s->cv, &s->mu);
   if (atomic_load_explicit(&s->fut_gone, memory_order_relaxed)) {
     /* A second destroy would drop a reference the runtime still holds,
      * or put the block in the pool twice: refused, and said on standard
@@ -383,10 +388,6 @@ void cua_future_destroy(cua_future *f) {
     fprintf(stderr, "cuasync: %s\n", cua_runtime_error(NULL));
     return;
   }
-  /* A callback running on another thread still uses the handle. */
-  while (s->cb_state == CUA__CB_RUNNING &&
-         !pthread_equal(s->cb_thread, pthread_self()))
-    pthread_cond_wait(&s->cv, &s->mu);
   atomic_store_explicit(&s->fut_gone, 1, memory_order_relaxed);
   s->cb_future = NULL;
   pthread_mutex_unlock(&s->mu);

@@ -253,11 +253,14 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
       continue;
     }
     if (next != NULL && next->cls != CUA__CLASS_VIRTUAL && next->op == op) {
-      /* One continuation per op: a fan-out's other starts (then(a,
+      /* One continuation per op: a fan-out's other device starts (then(a,
        * zip(b, c)), or two thens after one op) get no then_of, so that a
        * policy that keeps a then on its stream does not put them all
-       * there, one after the other. */
-      cua__node *src = next->then_src == NULL ? then_source(first) : NULL;
+       * there, one after the other. A host step is placed by no policy:
+       * it claims nothing. */
+      cua__node *src = next->then_src == NULL && next->cls == CUA__CLASS_DEVICE
+                           ? then_source(first)
+                           : NULL;
       if (src != NULL && !src->then_taken) {
         next->then_src = src;
         src->then_taken = 1;

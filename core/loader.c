@@ -559,21 +559,6 @@ static int load_path(cua__module **out, cua__module_kind kind, const char *name,
   return rc;
 }
 
-/* cua__module_scan()'s visitor for a name not found: appends each good
- * module's name to the message (the error buffer), once. */
-typedef struct {
-  char *err;
-  size_t errlen;
-  int n;
-} found_names;
-
-static void on_found(const cua__module_report *r, void *arg) {
-  found_names *f = arg;
-  if (r->status != 0 || r->shadowed)
-    return;
-  add_err(f->err, f->errlen, "%s%s", f->n++ > 0 ? ", " : "", r->name);
-}
-
 int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
                      char *const *extra, size_t nextra, int ignore_env,
                      char *err, size_t errlen) {
@@ -650,13 +635,12 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   for (i = 0; i < ndirs; i++)
     add_err(err, errlen, "%s%s", i > 0 ? ", " : "", dirs[i]);
   if (found == 0 && err != NULL && kind != CUA__MODULE_BACKEND) {
-    /* A misspelt name: say which there are (each file is loaded and
-     * checked, as cuasync-info does; only on this error). A backend's
-     * message lists them already (backend.c). */
-    found_names f = {err, errlen, 0};
+    /* A misspelt name: say which there are, by the files' symbols, without
+     * loading them (this may run under rt->lock). A backend's message
+     * lists them already (backend.c). */
     add_err(err, errlen, " (%s modules found: ", k->word);
-    cua__module_scan(kind, extra, nextra, ignore_env, on_found, &f);
-    add_err(err, errlen, "%s)", f.n == 0 ? "none" : "");
+    cua__module_names(kind, dirs, ndirs, err, errlen);
+    add_err(err, errlen, ")");
   }
   goto done;
 

@@ -111,6 +111,12 @@ typedef struct cua__module_report {
   int shadowed;              /* 1 if an earlier directory has the same name */
 } cua__module_report;
 
+/** Appends to @p err the names of the modules of @p kind in @p dirs (and
+ * the program's registered policies), each once, ", "-separated, or
+ * "none": the files' dynamic symbols are read, nothing is loaded. */
+void cua__module_names(cua__module_kind kind, char *const *dirs, size_t ndirs,
+                       char *err, size_t errlen);
+
 /** Tries every *.so in every directory of the search path (sorted by name
  * within a directory) and calls @p cb for each. */
 void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,

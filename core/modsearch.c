@@ -14,10 +14,14 @@
 #include "loader.h"
 
 #include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef CUA_PKGLIBDIR
 #error "CUA_PKGLIBDIR must be defined on the compile line"
@@ -217,6 +221,116 @@ static int list_modules(const char *dir, char ***names, size_t *n) {
   if (*n > 1)
     qsort(*names, *n, sizeof **names, cmp_str);
   return 0;
+}
+
+/* Whether the ELF shared object @p path defines the dynamic symbol @p sym,
+ * read from its file (its section headers, .dynsym and that table's
+ * strings), without loading it: no constructor runs, nothing is mapped
+ * for good. 0 for anything that is not a 64-bit ELF file of this
+ * machine's byte order, or that cannot be read. */
+static int defines_symbol(const char *path, const char *sym) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+  Elf64_Ehdr eh;
+  Elf64_Shdr *sh = NULL;
+  char *strs = NULL;
+  Elf64_Sym *syms = NULL;
+  struct stat st;
+
+  if (fd < 0)
+    return 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+      eh.e_shoff > (uint64_t)st.st_size ||
+      (uint64_t)eh.e_shnum * sizeof *sh > (uint64_t)st.st_size - eh.e_shoff)
+    goto done;
+  sh = cua__malloc((size_t)eh.e_shnum * sizeof *sh);
+  if (sh == NULL ||
+      pread(fd, sh, (size_t)eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) !=
+          (ssize_t)((size_t)eh.e_shnum * sizeof *sh))
+    goto done;
+  for (size_t i = 0; i < eh.e_shnum && !found; i++) {
+    const Elf64_Shdr *d = &sh[i];
+    if (d->sh_type != SHT_DYNSYM || d->sh_link >= eh.e_shnum ||
+        d->sh_entsize != sizeof(Elf64_Sym))
+      continue;
+    const Elf64_Shdr *ss = &sh[d->sh_link];
+    if (d->sh_size > (uint64_t)st.st_size ||
+        ss->sh_size > (uint64_t)st.st_size ||
+        d->sh_offset > (uint64_t)st.st_size - d->sh_size ||
+        ss->sh_offset > (uint64_t)st.st_size - ss->sh_size || ss->sh_size == 0)
+      continue;
+    syms = cua__malloc((size_t)d->sh_size + 1);
+    strs = cua__malloc((size_t)ss->sh_size + 1);
+    if (syms == NULL || strs == NULL ||
+        pread(fd, syms, (size_t)d->sh_size, (off_t)d->sh_offset) !=
+            (ssize_t)d->sh_size ||
+        pread(fd, strs, (size_t)ss->sh_size, (off_t)ss->sh_offset) !=
+            (ssize_t)ss->sh_size)
+      goto done;
+    strs[ss->sh_size] = '\0';
+    for (size_t k = 0; k < d->sh_size / sizeof *syms && !found; k++)
+      found = syms[k].st_shndx != SHN_UNDEF && syms[k].st_name < ss->sh_size &&
+              strcmp(strs + syms[k].st_name, sym) == 0;
+    free(syms);
+    free(strs);
+    syms = NULL;
+    strs = NULL;
+  }
+done:
+  free(syms);
+  free(strs);
+  free(sh);
+  close(fd);
+  return found;
+}
+
+void cua__module_names(cua__module_kind kind, char *const *dirs, size_t ndirs,
+                       char *err, size_t errlen) {
+  const kind_info *k = &cua__kinds[kind];
+  char **seen = NULL;
+  size_t nseen = 0, n = 0, len = err != NULL ? strlen(err) : 0;
+
+  if (err == NULL || len + 1 >= errlen)
+    return;
+  /* The program's registered policies first, then each name once, from
+   * the first directory that has it, as a load by name would find it. */
+  if (kind == CUA__MODULE_POLICY) {
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nreg; i++)
+      if (strv_add(&seen, &nseen, reg[i]->name, strlen(reg[i]->name)) == 0)
+        len += (size_t)snprintf(err + len, errlen - len, "%s%s",
+                                n++ > 0 ? ", " : "", reg[i]->name);
+    pthread_mutex_unlock(&reg_lock);
+  }
+  for (size_t i = 0; i < ndirs && len + 1 < errlen; i++) {
+    char **names;
+    size_t nn;
+    if (list_modules(dirs[i], &names, &nn) != 0)
+      break;
+    for (size_t j = 0; j < nn && len + 1 < errlen; j++) {
+      size_t nl = strlen(names[j]) - 3, s;
+      for (s = 0; s < nseen; s++)
+        if (strlen(seen[s]) == nl && strncmp(seen[s], names[j], nl) == 0)
+          break;
+      if (s < nseen)
+        continue;
+      char *path = cua__join_path(dirs[i], names[j], "");
+      if (path != NULL && defines_symbol(path, k->symbol) &&
+          strv_add(&seen, &nseen, names[j], nl) == 0)
+        len += (size_t)snprintf(err + len, errlen - len, "%s%.*s",
+                                n++ > 0 ? ", " : "", (int)nl, names[j]);
+      free(path);
+      if (len >= errlen)
+        len = errlen - 1;
+    }
+    cua__strv_free(names, nn);
+  }
+  if (n == 0 && len + 1 < errlen)
+    snprintf(err + len, errlen - len, "none");
+  cua__strv_free(seen, nseen);
 }
 
 void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,

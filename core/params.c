@@ -301,7 +301,15 @@ int cua__config_params(const cua__config *cfg, const char *name,
                    kv->key, why);
       goto fail;
     }
-    if (store_text(v, kv->value, multi) != 0)
+    /* A relative file name in a file: from that file's directory. */
+    char *joined = NULL;
+    if ((ps->flags & CUA_PARAM_PATH) && ps->type == CUA_PARAM_STRING &&
+        cfg->dir != NULL && kv->value[0] != '/' && kv->value[0] != '\0' &&
+        (joined = cua__join_path(cfg->dir, kv->value, "")) == NULL)
+      goto nomem;
+    rc = store_text(v, joined != NULL ? joined : kv->value, multi);
+    free(joined);
+    if (rc != 0)
       goto nomem;
     v->present = 1;
   }

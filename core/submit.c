@@ -23,8 +23,13 @@
  * a cycle (a then that placed an op after itself): their edges are
  * dropped explicitly, under a reference of our own. Under rt->lock. */
 void cua__build_undo(cua__build *b, cua__sub *sub) {
-  for (size_t i = 0; i < b->n; i++)
+  for (size_t i = 0; i < b->n; i++) {
     atomic_fetch_add(&b->order[i]->refs, 1);
+    /* An earlier submission's op this build continued is free again. */
+    cua__node *t = b->order[i]->then_src;
+    if (t != NULL && t->sub_id != b->sub->id)
+      t->then_taken = 0;
+  }
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];
     if (n->op->kind == CUA_OP_SHARED && n->op->shared_node == n) {

@@ -668,9 +668,10 @@ CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
  * from within the callback itself it returns at once. Once per future: a
  * second call, or another cua_future_*() call given the handle, is
  * refused with #CUA_ERR_INVAL and "the future was destroyed already" (the
- * second destroy also says so on standard error) while the runtime has not
- * reused the handle's memory for a later submission; after that, as after
- * free(), the behaviour is undefined. */
+ * second destroy also says so on standard error) while the runtime has
+ * neither reused the handle's memory for a later submission nor freed it
+ * (as cua_runtime_destroy() may); after that, as after free(), the
+ * behaviour is undefined. */
 CUA_EXTERN void cua_future_destroy(cua_future *fut);
 /**@}*/
 

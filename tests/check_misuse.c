@@ -13,6 +13,7 @@
  */
 #include "helpers.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1236,6 +1237,50 @@ START_TEST(a_future_destroyed_twice_is_refused) {
 }
 END_TEST
 
+/* The same when the second destroy comes from the callback: the program
+ * destroys the future while its callback runs (and waits for it), and the
+ * callback destroys it too, as it may. One of the two is refused. */
+static atomic_int in_cb;
+static void destroying_cb(cua_future *f, int status, void *arg) {
+  (void)status;
+  (void)arg;
+  atomic_store(&in_cb, 1);
+  usleep(50000); /* the program enters cua_future_destroy() and waits */
+  cua_future_destroy(f);
+}
+
+START_TEST(a_future_destroyed_by_its_callback_and_the_program) {
+  if (!POOLS_KEEP)
+    return;
+  atomic_store(&in_cb, 0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_on_complete(f, destroying_cb, NULL), 0);
+  while (!atomic_load(&in_cb))
+    usleep(100);
+  fflush(stderr);
+  int saved = dup(2), null = open("/dev/null", O_WRONLY);
+  ck_assert_int_ge(dup2(null, 2), 0);
+  stale();
+  cua_future_destroy(f); /* returns once the callback has */
+  fflush(stderr);
+  ck_assert_int_ge(dup2(saved, 2), 0);
+  close(saved);
+  close(null);
+  ck_assert_str_eq(cua_runtime_error(NULL),
+                   "cua_future_destroy: the future was destroyed already "
+                   "(one cua_future_destroy() per future)");
+  /* The runtime's own reference was not dropped: later submissions reuse
+   * blocks safely. */
+  for (int i = 0; i < 200; i++) {
+    cua_future *g;
+    ck_assert_int_eq(cua_submit(&g, rt, op, NULL), 0);
+    ck_assert_int_eq(cua_future_wait_timeout(g, 10000000000ull), 0);
+    cua_future_destroy(g);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("misuse");
   TCase *tc = tcase_create("table");
@@ -1247,6 +1292,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_unzip_and_drop_run_the_zip_once);
   tcase_add_test(tc, set_hints_races_with_freezing);
   tcase_add_test(tc, a_future_destroyed_twice_is_refused);
+  tcase_add_test(tc, a_future_destroyed_by_its_callback_and_the_program);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1430,6 +1430,12 @@ END_TEST
  * stream (before, then(a, zip(b, c)) ran b and c one after the other on
  * a's stream). The same for two thens after one op. A chain still stays on
  * its stream, and so does each chain of a fan-out. */
+static int host_nothing(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  return 0;
+}
+
 START_TEST(a_fan_out_after_a_then_runs_on_several_streams) {
   cua_runtime *rt =
       open_policy("round-robin", "[policy.round-robin]\nstreams = 4\n");
@@ -1476,6 +1482,24 @@ START_TEST(a_fan_out_after_a_then_runs_on_several_streams) {
       cua_op_destroy(f[i]);
     cua_op_destroy(root);
   }
+  /* A host step among the starts claims nothing (no policy places it):
+   * then(a, zip(h, b)) keeps b on a's stream. */
+  int where[2] = {-1, -1};
+  cua_op *a, *b, *h, *hb, *root;
+  ck_assert_int_eq(cua_op_func(&a, rt, record_stream, &where[0], NULL, 0), 0);
+  ck_assert_int_eq(cua_op_func(&b, rt, record_stream, &where[1], NULL, 0), 0);
+  ck_assert_int_eq(cua_op_host(&h, rt, host_nothing, NULL), 0);
+  cua_op *parts[2] = {h, b};
+  ck_assert_int_eq(cua_op_zip(&hb, parts, 2), 0);
+  ck_assert_int_eq(cua_op_then(&root, a, hb), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+  ck_assert_msg(where[1] == where[0], "b ran on %d, a on %d", where[1],
+                where[0]);
+  cua_op_destroy(a);
+  cua_op_destroy(b);
+  cua_op_destroy(h);
+  cua_op_destroy(hb);
+  cua_op_destroy(root);
   cua_runtime_destroy(rt);
 }
 END_TEST

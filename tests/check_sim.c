@@ -10,6 +10,10 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Machine without per-op overhead, so that makespans are the closed form. */
 #define EXACT "launch_ns = 0\n"
@@ -1044,13 +1048,86 @@ START_TEST(missing_device) {
 }
 END_TEST
 
+/* A relative machine file in a configuration file is that file's
+ * directory's (CUA_PARAM_PATH), as policy_path and models are, whatever
+ * the working directory. */
+START_TEST(a_relative_machine_file_is_the_configuration_s) {
+  char dir[] = "/tmp/cuasync-simcfg-XXXXXX", path[256], cwd[4096];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/m3.machine", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("gpus = 3\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/sim.ini", dir);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("[runtime]\nbackend = sim\npolicy = round-robin\n"
+        "[backend.sim]\nmachine = m3.machine\n",
+        f);
+  fclose(f);
+  ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+  ck_assert_int_eq(chdir("/"), 0);
+  cua_runtime *rt = NULL;
+  cua_runtime_options o = {.size = sizeof o,
+                           .config_path = path,
+                           .flags = CUA_RUNTIME_NO_SYSTEM_CONFIG};
+  int rc = cua_runtime_create_ex(&rt, &o);
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  ck_assert_int_eq(cua_device_count(rt), 3);
+  cua_runtime_destroy(rt);
+  /* In text, the working directory's: not found from /. */
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = sim\n"
+                                  "[backend.sim]\nmachine = m3.machine\n"),
+                   CUA_ERR_CONFIG_NOT_FOUND);
+  ck_assert_ptr_nonnull(
+      strstr(cua_runtime_error(NULL), "machine file m3.machine: cannot open"));
+  ck_assert_int_eq(chdir(cwd), 0);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/m3.machine", dir);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+/* A program that exits with a sim runtime open, work in flight: the
+ * simulation's thread still runs while exit() runs the destructors, which
+ * freed the simulation under it (a crash at exit, most runs). */
+START_TEST(exiting_with_a_runtime_open_is_clean) {
+  for (int k = 0; k < 5; k++) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      cua_runtime *rt = NULL;
+      if (open_text(&rt, "[runtime]\nbackend = sim\npolicy = round-robin\n"
+                         "[backend.sim]\ngpus = 2\n") != 0)
+        _exit(3);
+      for (int i = 0; i < 8; i++) {
+        cua_op *op;
+        cua_future *f;
+        if (cua_op_spin(&op, rt, 1000000, 1) != 0 ||
+            cua_submit(&f, rt, op, NULL) != 0)
+          _exit(4);
+      }
+      exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "the program exited with status %d (signal %d)",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  }
+}
+END_TEST
+
 /* changed() names streams by their backend creation index, which counts a
  * graph's own streams too: a runtime stream made after a graph's (here by
  * cua_submit_on() to stream 5) must still be seen when its op ends. Before
  * the core numbered every stream_create() (cua__stream_create()), the
  * index of such a stream named none of the runtime's, so its op was seen
  * done only once no other stream changed: c below, 1 ms beside a lane of
- * 200 ops of 100 us on stream 0, completed at 6.5 ms of virtual time. */
+ * 200 ops of 100 us on stream 0, completed at 6.2 ms of virtual time. */
 START_TEST(a_stream_made_after_a_graph_is_seen) {
   cua_runtime *rt = open_sim_streams("round-robin", EXACT, 2);
   cua_op *a, *b, *z;
@@ -1125,6 +1202,8 @@ int main(void) {
   tcase_add_test(tc, deterministic);
   tcase_add_test(tc, many_streams_keep_order);
   tcase_add_test(tc, a_stream_made_after_a_graph_is_seen);
+  tcase_add_test(tc, a_relative_machine_file_is_the_configuration_s);
+  tcase_add_test(tc, exiting_with_a_runtime_open_is_clean);
   tcase_add_test(tc, bad_sections);
   tcase_add_test(tc, missing_device);
   suite_add_tcase(s, tc);

@@ -24,6 +24,11 @@ typedef enum cua_param_type {
 
 /** The key may be given several times; values arrive as a list. */
 #define CUA_PARAM_MULTI 0x1u
+/** CUA_PARAM_STRING: a file name. A relative one given in a configuration
+ * file arrives resolved against that file's directory (as `policy_path`
+ * and `models` are); in configuration text or as the default, as it is
+ * (the working directory's). */
+#define CUA_PARAM_PATH 0x2u
 
 /** One parameter of a module's schema. */
 typedef struct cua_param_spec {

@@ -160,8 +160,8 @@ typedef struct cua_op_info {
                              device and stream -1; a then after a zip
                              continues no stream, and an op is continued
                              once: of a fan-out after it (then(a, zip(b,
-                             c)), two thens after a) only the first start
-                             built gets a's placement */
+                             c)), two thens after a) only the first device
+                             op built gets a's placement */
   int data_device;       /**< the device all its buffers live on, -1 if
                               none or mixed */
   int restrict_device;   /**< >= 0: the placement must be on this device

@@ -25,7 +25,8 @@ namespace sg4 = simgrid::s4u;
 const cua_param_spec sim_params[SIM_PARAM_COUNT] = {
     {"machine", CUA_PARAM_STRING, nullptr, 0, 0, nullptr,
      "a machine file: lines 'key = value' with this section's keys (but "
-     "machine); the section's own keys override it", 0},
+     "machine); the section's own keys override it; a relative path is "
+     "the configuration file's directory's", CUA_PARAM_PATH},
     {"gpus", CUA_PARAM_INT, "1", 1, 65536, nullptr,
      "GPUs in the machine, in all nodes", 0},
     {"gpus_per_node", CUA_PARAM_INT, "8", 1, 64, nullptr,
