@@ -1982,6 +1982,19 @@ static int bench_main(int argc, char **argv, spec *specs) {
     b.ncont++;
   }
   unique_labels(b.cont, b.ncont);
+  /* A simulated machine of several GPUs with --devices one: every pattern
+   * but multigpu runs on its first GPU, which a study of the machine
+   * rarely wants. Said once. */
+  for (size_t i = 0; i < b.ncont && !o.all_devices; i++) {
+    if (strcmp(b.cont[i].backend, "sim") == 0 && b.cont[i].ndev > 1) {
+      fprintf(stderr,
+              PROG ": note: the simulated machine has %d GPUs, and with "
+                   "--devices one (the default) every pattern but multigpu "
+                   "runs on GPU 0; --devices all spreads them\n",
+              b.cont[i].ndev);
+      break;
+    }
+  }
 
   /* The backends in use, each with what its baselines need. */
   for (size_t i = 0; i < b.ncont; i++) {
