@@ -250,6 +250,24 @@ done
 rm -f "$OUT.ini"
 pass "--devices all: the patterns over two devices"
 
+# A contender on a backend module of one's own (here the launchtime test
+# backend, tests/modules/launchtime.c) beside one on host: each backend
+# gets its rows and its threads baseline (it was dropped without a word).
+printf '[runtime]\nbackend = launchtime\npolicy = round-robin\n' >"$OUT.ini"
+run 0 --quick -b host -c "$OUT.ini" -p round-robin -w chain,stencil \
+  --repeat 1 --format csv
+for w in chain stencil; do
+  expect "$OUT" "^$w,.*round-robin,cuasync,launchtime,whole," \
+    "the launchtime contender's $w row"
+  expect "$OUT" "^$w,threads,baseline,launchtime,-," \
+    "the launchtime backend's $w baseline"
+  expect "$OUT" "^$w,round-robin,cuasync,host,whole," "the host row of $w"
+done
+expect "$OUT" '^# cuasync-bench .*, backends launchtime,host$' \
+  "CSV metadata: both backends"
+rm -f "$OUT.ini"
+pass "a contender on another backend module gets its rows and baselines"
+
 # --trace DIR: one trace per contender and workload, each valid JSON with a
 # slice per task of each run (a warm-up and one timed run).
 tdir="$OUT.traces"

@@ -51,7 +51,7 @@ typedef struct contender {
   cua_runtime *rt_one; /* device 0 only (== rt_all with one device) */
   /* --submit auto: the same, opened with $CUASYNC_GRAPHS=auto */
   cua_runtime *auto_all, *auto_one;
-  char backend[8];
+  char backend[64];
   int ndev;
 } contender;
 
@@ -716,7 +716,7 @@ typedef struct bench {
   size_t ncont;
   char **traced; /* --trace: every trace file, for the Gantt charts */
   size_t ntraced;
-  group groups[2];
+  group groups[8]; /* one per backend the contenders use */
   size_t ngroups;
   rows rows;
 } bench;
@@ -1608,13 +1608,12 @@ static void fill_meta(bench_meta *m, const bench *b) {
   const options *o = b->o;
   memset(m, 0, sizeof *m);
   m->version = cua_version_string();
-  static char backends[32];
+  static char backends[8 * 65];
+  size_t nb = 0;
   backends[0] = '\0';
-  for (size_t i = 0; i < b->ngroups; i++) {
-    if (i)
-      strcat(backends, ",");
-    strcat(backends, b->groups[i].backend);
-  }
+  for (size_t i = 0; i < b->ngroups && nb < sizeof backends; i++)
+    nb += (size_t)snprintf(backends + nb, sizeof backends - nb, "%s%s",
+                           i ? "," : "", b->groups[i].backend);
   m->backends = backends;
   m->have_cuda_info = bench_raw_sysinfo(&m->cuda) == 0;
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -2009,12 +2008,17 @@ static int bench_main(int argc, char **argv, spec *specs) {
         b.groups[g].ndev = b.cont[i].ndev;
       continue;
     }
-    if (b.ngroups == 2)
+    if (b.ngroups == sizeof b.groups / sizeof b.groups[0]) {
+      fprintf(stderr,
+              PROG ": contender '%s' runs on a ninth backend, '%s': left "
+                   "out\n",
+              b.cont[i].label, b.cont[i].backend);
       continue;
+    }
+    /* A backend other than cuda and sim (host, or a backend module of
+     * one's own) gets the threads baselines, as host does. */
     group *gr = &b.groups[b.ngroups++];
-    gr->backend = strcmp(b.cont[i].backend, "cuda") == 0  ? "cuda"
-                  : strcmp(b.cont[i].backend, "sim") == 0 ? "sim"
-                                                          : "host";
+    gr->backend = b.cont[i].backend;
     gr->ndev = b.cont[i].ndev > 0 ? b.cont[i].ndev : 1;
     gr->axpy_ns = NAN;
     if (strcmp(gr->backend, "cuda") == 0) {

@@ -26,7 +26,7 @@ typedef struct bench_row {
   char workload[32];
   char contender[160]; /**< policy label, or the baseline's name */
   const char *kind;    /**< "cuasync" or "baseline" */
-  char backend[8];     /**< "cuda" or "host" */
+  char backend[64];    /**< the backend's name: "cuda", "host", "sim"... */
   char submit[8];      /**< cuasync rows: "whole", "task", "level"; "-" */
   size_t tasks;
   int width, streams, devices, repeat;
