@@ -66,6 +66,21 @@ expect "$OUT" '^    streams  *int  *4  *1\.\.1024  *7 ' \
   "--policies: the configured value of streams"
 pass "--policies shows the values the configuration sets"
 
+# A backend's section too: its configured value in the JSON (it was null).
+printf '[runtime]\nbackend = host\n[backend.host]\ndevices = 3\n' \
+  >"$TMP/h3.ini"
+run 0 --config "$TMP/h3.ini" --format json
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [p for b in d["backends"] if b["name"] == "host"
+     for p in b["params"] if p["name"] == "devices"]
+assert p and p[0]["configured"] == "3", p
+' <"$OUT" 2>"$ERR" || fail "--format json: host's devices not configured 3: $(cat "$ERR")"
+fi
+pass "--format json shows the values a backend section sets"
+
 # --format json: one document that parses, with the sections expected.
 run 0 --config "$HOST_CONFIG" --format json
 if command -v python3 >/dev/null 2>&1; then

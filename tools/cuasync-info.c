@@ -522,14 +522,16 @@ static void load_configured_policies(report *r) {
 }
 
 /* Fills each parameter's configured values from the configuration's
- * [policy.NAME] section, or records why the section does not fit. */
-static void configured_values(const report *r, module_info *m) {
+ * [KIND.NAME] section (KIND "policy" or "backend"), or records why the
+ * section does not fit. */
+static void configured_values(const report *r, module_info *m,
+                              const char *kind) {
   cua_param_spec *spec;
   cua_param_value *v = NULL;
   char section[512], err[2048];
   size_t i, j;
 
-  snprintf(section, sizeof section, "policy.%s", m->name);
+  snprintf(section, sizeof section, "%s.%s", kind, m->name);
   if (r->cfg == NULL || cua__config_section(r->cfg, section) == NULL)
     return;
   spec = calloc(m->nparams + 1, sizeof *spec);
@@ -726,7 +728,9 @@ static void gather(report *r, const options *o) {
   scan_modules(r);
   load_configured_policies(r);
   for (i = 0; i < r->npolicies; i++)
-    configured_values(r, &r->policies[i]);
+    configured_values(r, &r->policies[i], "policy");
+  for (i = 0; i < r->nbackends; i++)
+    configured_values(r, &r->backends[i], "backend");
   probe_backends(r);
   open_runtime(r, o);
 }
