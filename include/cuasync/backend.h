@@ -28,6 +28,7 @@
 #define CUASYNC_BACKEND_H
 
 #include <cuasync/common.h>
+#include <cuasync/errors.h>
 #include <cuasync/module.h>
 
 #include <pthread.h>
