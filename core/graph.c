@@ -363,6 +363,33 @@ cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
   return n;
 }
 
+/* A barrier waits for all work submitted before it. What was decided
+ * already, it waits for on the streams when it is decided itself
+ * (commands.c, decide_launch()); what was not (ops waiting for a host step
+ * or an earlier op, ops a pull-mode policy holds, host steps not done),
+ * it waits for by an edge to each such node of the submissions in flight:
+ * order only, so that their failures do not fail it. Its build then has
+ * edges out of itself: no plan. A large chain of an earlier submission
+ * still being made as it runs (plan.c, stages) is waited for as far as it
+ * is made. */
+static int barrier_deps(cua__build *b, cua__node *n) {
+  int rc = 0;
+  b->shared = 1;
+  for (cua__sub *s = b->rt->subs; s != NULL && rc == 0; s = s->next) {
+    if (s == b->sub)
+      continue;
+    for (size_t i = 0; i < s->nnodes && rc == 0; i++) {
+      cua__node *p = s->nodes[i];
+      if (p->cls == CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE ||
+          (p->cls == CUA__CLASS_DEVICE && p->state == CUA__NODE_ENQUEUED))
+        continue;
+      rc = cua__add_dep(n, p,
+                        p->cls == CUA__CLASS_DEVICE ? 0 : CUA__DEP_COMPLETE);
+    }
+  }
+  return rc;
+}
+
 /* The node of @p op, once its inputs are built: made, listed in the
  * submission and the build's order, its input edges added. */
 static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
@@ -387,6 +414,8 @@ static int build_node(cua__build *b, cua_op *op, cua_op *root, size_t *subcap) {
     op->shared_node = n;
     atomic_fetch_add(&n->refs, 1);
   }
+  if (rc == 0 && op->kind == CUA_OP_BARRIER)
+    rc = barrier_deps(b, n);
   cua__node_release(n);
   return rc;
 }

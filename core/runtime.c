@@ -575,6 +575,13 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt == NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_runtime_synchronize: NULL runtime");
+  /* A stream function would wait for its own submission: refused, as
+   * cua_future_wait() is there. */
+  if (cua__in_user_code())
+    return cua__fail(rt, CUA_ERR_BUSY,
+                     "cua_runtime_synchronize: called from a stream "
+                     "function, whose own submission it would wait for; "
+                     "wait after the stream function returns");
   wait_idle(rt);
   return 0;
 }

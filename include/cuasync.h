@@ -39,7 +39,12 @@
  *   (a policy handle stays valid too: cua_policy_open()).
  * - Thread safety: every function may be called from any thread at the same
  *   time, on the same runtime, except that a handle must not be destroyed
- *   while another thread still uses that same handle.
+ *   while another thread still uses that same handle, and a runtime must
+ *   not be destroyed while other threads are still inside calls on it or on
+ *   its handles (buffers, ops, graphs, futures, policies): the handles
+ *   outlive it, and calls made after cua_runtime_destroy() has returned
+ *   fail as said above, but a call racing the destroy may use what it
+ *   frees.
  */
 #ifndef CUASYNC_H
 #define CUASYNC_H
@@ -148,7 +153,8 @@ CUA_EXTERN void cua_runtime_destroy(cua_runtime *rt);
  */
 CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
 /** Waits until every submission made so far has completed. Returns 0;
- * failures are reported by each submission's future. */
+ * failures are reported by each submission's future. From a stream
+ * function, whose own submission it would wait for: #CUA_ERR_BUSY. */
 CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
 /** The backend's name, as its descriptor declares it ("cuda", "host"...);
  * NULL for a NULL @p rt. */
@@ -485,7 +491,11 @@ typedef int (*cua_host_fn)(void *arg, void **result);
  * and maps run on the runtime's completion thread: keep them short. */
 CUA_EXTERN int cua_op_host(cua_op **op, cua_runtime *rt, cua_host_fn fn,
                            void *arg);
-/** Waits for all work submitted to the runtime before it (all streams). */
+/** Waits for all work submitted to the runtime before it (all streams),
+ * work not yet on a stream too (ops waiting for host steps or earlier ops,
+ * ops a pull-mode policy holds, host steps); their failures do not fail
+ * it. A large chain of an earlier submission that is still being built as
+ * it runs (cua_stats::builds_staged) is waited for as far as it is built. */
 CUA_EXTERN int cua_op_barrier(cua_op **op, cua_runtime *rt);
 
 /** An argument of cua_op_kernel(): a value, or a buffer's address. */
@@ -811,7 +821,8 @@ CUA_EXTERN int cua_graph_create(cua_graph **g, cua_runtime *rt, cua_op *op,
  * root's host pointer, a zip root's array of its parts' results (each a
  * host pointer or NULL), NULL for other ops; a zip root with a zip or an
  * unzip among its parts gives NULL. #CUA_ERR_CANCELED once the runtime is
- * closing.
+ * closed (not while cua_runtime_destroy() runs: see the thread-safety rule
+ * at the top).
  */
 CUA_EXTERN int cua_graph_launch(cua_future **fut, cua_graph *g);
 /**

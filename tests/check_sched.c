@@ -173,8 +173,9 @@ typedef struct nested {
   cua_runtime *rt;
   cua_buffer *buf;
   cua_future *fut;
-  int rc, wait_rc;
+  int rc, wait_rc, sync_rc;
   char wait_msg[256]; /* messages are per thread: read where it failed */
+  char sync_msg[256];
 } nested;
 
 /* Submits from inside a stream function, and tries to wait (refused: the
@@ -190,6 +191,10 @@ static int submitting_fn(cua_stream_ctx *ctx, void *arg) {
   if (n->rc == 0) {
     n->wait_rc = cua_future_wait(n->fut);
     snprintf(n->wait_msg, sizeof n->wait_msg, "%s", cua_runtime_error(n->rt));
+    /* Waiting for every submission, this one's among them: refused too
+     * (it hung). */
+    n->sync_rc = cua_runtime_synchronize(n->rt);
+    snprintf(n->sync_msg, sizeof n->sync_msg, "%s", cua_runtime_error(n->rt));
   }
   return 0;
 }
@@ -207,6 +212,11 @@ START_TEST(stream_function_may_submit_but_not_wait) {
   ck_assert_ptr_nonnull(n.fut);
   ck_assert_int_eq(n.wait_rc, CUA_ERR_BUSY);
   ck_assert_ptr_nonnull(strstr(n.wait_msg, "stream function"));
+  ck_assert_int_eq(n.sync_rc, CUA_ERR_BUSY);
+  ck_assert_str_eq(n.sync_msg,
+                   "cua_runtime_synchronize: called from a stream function, "
+                   "whose own submission it would wait for; wait after the "
+                   "stream function returns");
   ck_assert_int_eq(cua_future_wait(n.fut), 0);
   ck_assert(first_value(rt, n.buf) == 5.0f);
   cua_future_destroy(n.fut);
@@ -1504,6 +1514,66 @@ START_TEST(a_fan_out_after_a_then_runs_on_several_streams) {
 }
 END_TEST
 
+/* A barrier waits for all work submitted before it, work not yet on a
+ * stream too: an op that waits for a slow host step, or that a pull-mode
+ * policy still holds. Before, a barrier was ordered only after what the
+ * streams had been given, and its host step ran before the earlier op. */
+static atomic_int bar_finished;
+static int bar_slow_host(void *arg, void **result) {
+  (void)arg;
+  usleep(30000);
+  *result = NULL;
+  return 0;
+}
+static int bar_count(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  (void)arg;
+  atomic_fetch_add(&bar_finished, 1);
+  return 0;
+}
+static int bar_check(void *arg, void **result) {
+  *(int *)arg = atomic_load(&bar_finished);
+  *result = NULL;
+  return 0;
+}
+
+START_TEST(a_barrier_waits_for_work_not_yet_on_a_stream) {
+  const char *policies[] = {"round-robin", "single-stream", "least-loaded",
+                            "work-stealing"};
+  for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
+    char text[256];
+    snprintf(text, sizeof text, "[runtime]\nbackend = host\npolicy = %s\n",
+             policies[k]);
+    cua_runtime *rt = NULL;
+    ck_assert_int_eq(open_text(&rt, text), 0);
+    atomic_store(&bar_finished, 0);
+    int seen = -1;
+    cua_op *h, *f, *a, *b, *c, *bc;
+    ck_assert_int_eq(cua_op_host(&h, rt, bar_slow_host, NULL), 0);
+    ck_assert_int_eq(cua_op_func(&f, rt, bar_count, NULL, NULL, 0), 0);
+    ck_assert_int_eq(cua_op_then(&a, h, f), 0);
+    ck_assert_int_eq(cua_op_barrier(&b, rt), 0);
+    ck_assert_int_eq(cua_op_host(&c, rt, bar_check, &seen), 0);
+    ck_assert_int_eq(cua_op_then(&bc, b, c), 0);
+    cua_future *fa, *fb;
+    ck_assert_int_eq(cua_submit(&fa, rt, a, NULL), 0);
+    ck_assert_int_eq(cua_submit(&fb, rt, bc, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(fb), 0);
+    ck_assert_msg(seen == 1,
+                  "%s: the barrier's host step ran with %d of 1 earlier "
+                  "op done",
+                  policies[k], seen);
+    ck_assert_int_eq(cua_future_wait(fa), 0);
+    cua_future_destroy(fa);
+    cua_future_destroy(fb);
+    cua_op *ops[] = {h, f, a, b, c, bc};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+      cua_op_destroy(ops[i]);
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("sched");
@@ -1525,6 +1595,7 @@ int main(void) {
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   tcase_add_test(tc, levels_count_then_edges);
   tcase_add_test(tc, a_fan_out_after_a_then_runs_on_several_streams);
+  tcase_add_test(tc, a_barrier_waits_for_work_not_yet_on_a_stream);
   tcase_add_test(tc, completed_is_told_name_and_tag);
   tcase_add_test(tc, debug_lines_are_not_formatted_without_debug);
   tcase_add_test(tc, place_order_is_breadth_first);
