@@ -19,6 +19,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/modcheck.c \
 	%reldir%/modsearch.c \
 	%reldir%/runtime.c \
+	%reldir%/rtpolicies.c \
 	%reldir%/backend.c \
 	%reldir%/policyhost.c \
 	%reldir%/models.h \

@@ -313,6 +313,8 @@ void cua__sub_release(cua__sub *s);
 cua__sub *cua__future_live(const cua_future *f, const char *fn);
 int cua__stream_create(cua_runtime *rt, int device, cua_backend_stream **bs,
                        uint32_t *index, cua_backend_err *err);
+/* rtpolicies.c */
+int cua__open_policies(cua_runtime *rt);
 void cua__sub_fire(cua__sub *s);
 void cua__sub_fini(void *s);
 /* Keeps the node list a submission grew past its inline room in the block
