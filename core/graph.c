@@ -371,17 +371,24 @@ cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
  * order only, so that their failures do not fail it. Its build then has
  * edges out of itself: no plan. A large chain of an earlier submission
  * still being made as it runs (plan.c, stages) is waited for as far as it
- * is made. */
+ * is made and wired. The walk goes over every node of the submissions in
+ * flight (not done), under rt->lock: a barrier behind 10,000 pending ops
+ * took about 10 ms under ThreadSanitizer, 36 us behind none. */
 static int barrier_deps(cua__build *b, cua__node *n) {
   int rc = 0;
   b->shared = 1;
   for (cua__sub *s = b->rt->subs; s != NULL && rc == 0; s = s->next) {
-    if (s == b->sub)
-      continue;
+    if (s == b->sub || s->pending == 0)
+      continue; /* (done: every node settled) */
     for (size_t i = 0; i < s->nnodes && rc == 0; i++) {
       cua__node *p = s->nodes[i];
       if (p->cls == CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE ||
           (p->cls == CUA__CLASS_DEVICE && p->state == CUA__NODE_ENQUEUED))
+        continue;
+      /* A node of a chain still being built as it runs whose successors
+       * are not all made keeps exactly the room they will take in its
+       * dependents (plan.c): no edge, which would take it. */
+      if (p->staged_succ != 0 && p->ndependents + 1 < p->staged_succ)
         continue;
       rc = cua__add_dep(n, p,
                         p->cls == CUA__CLASS_DEVICE ? 0 : CUA__DEP_COMPLETE);

@@ -5,12 +5,12 @@
  * the path and its parameters), and the check of every `[policy.NAME]`
  * section against its policy's schema, used or not.
  *
- * No lock: called by cua_runtime_create_ex() on the creating thread,
- * before the runtime has other threads.
+ * Under rt->lock, which cua_runtime_create_ex() holds around it on the
+ * creating thread, before the runtime has other threads (opening a policy
+ * calls into it, which is done under that lock).
  */
 #include "config.h"
 #include "internal.h"
-#include "loader.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -275,6 +275,13 @@ void cua__sub_unhold(cua_runtime *rt, cua__sub *s);
 void cua__sub_done(cua_runtime *rt, cua__sub *s);
 void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
 
+/* runtime.c: every stream_create() of the core, numbered as the backend
+ * numbers them for changed() (*index, when not NULL). */
+int cua__stream_create(cua_runtime *rt, int device, cua_backend_stream **bs,
+                       uint32_t *index, cua_backend_err *err);
+/* rtpolicies.c: the policies a runtime opens at creation. */
+int cua__open_policies(cua_runtime *rt);
+
 /* ------------------------------------------------------ observe.c */
 
 typedef struct cua__observers cua__observers;
@@ -311,10 +318,6 @@ void *cua__completion_thread(void *arg);
 cua__sub *cua__sub_new(cua_runtime *rt);
 void cua__sub_release(cua__sub *s);
 cua__sub *cua__future_live(const cua_future *f, const char *fn);
-int cua__stream_create(cua_runtime *rt, int device, cua_backend_stream **bs,
-                       uint32_t *index, cua_backend_err *err);
-/* rtpolicies.c */
-int cua__open_policies(cua_runtime *rt);
 void cua__sub_fire(cua__sub *s);
 void cua__sub_fini(void *s);
 /* Keeps the node list a submission grew past its inline room in the block

@@ -643,6 +643,83 @@ START_TEST(a_submission_between_chunks_comes_after_the_chain) {
 }
 END_TEST
 
+/* Barriers submitted while a chain is built as it runs (from a stream
+ * function early in it: between the stage's chunks on the launchtime
+ * backend): a barrier waits for the chain's ops made so far, but must not
+ * take the room a node keeps in its dependents for successors of a later
+ * chunk. With four barriers the last node of the first chunk had its room
+ * taken, and the next chunk failed ("dependents not reserved"). */
+typedef struct barrier_submitter {
+  cua_runtime *rt;
+  int armed, n, rc;
+  cua_future *fut[64];
+} barrier_submitter;
+
+static barrier_submitter bsub;
+
+/* A stream function of the chain: the one marked submits four barriers. */
+static int chain_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  if (arg == NULL || !bsub.armed)
+    return 0;
+  bsub.armed = 0;
+  for (int k = 0; k < 4 && bsub.rc == 0; k++) {
+    cua_op *b = NULL;
+    bsub.rc = cua_op_barrier(&b, bsub.rt);
+    if (bsub.rc == 0)
+      bsub.rc = cua_submit(&bsub.fut[bsub.n], bsub.rt, b, NULL);
+    if (bsub.rc == 0)
+      bsub.n++;
+    cua_op_destroy(b);
+  }
+  return 0;
+}
+
+static int host_nothing(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  return 0;
+}
+
+START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
+  cua_runtime *rt = open_policy("single-stream", "launch = caller\n");
+  memset(&bsub, 0, sizeof bsub);
+  bsub.rt = rt;
+  /* 2,000 stream functions, the sixth submitting, a host step at 30
+   * keeping the first chunk's last ops pending when it runs, so that the
+   * barriers take edges to them: four fill the last one's inline room,
+   * which its successor in the next chunk was to take. */
+  cua_op *chain = NULL;
+  for (int i = 0; i < 2000; i++) {
+    cua_op *f = NULL;
+    if (i == 30)
+      ck_assert_int_eq(cua_op_host(&f, rt, host_nothing, NULL), 0);
+    else
+      ck_assert_int_eq(
+          cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0),
+          0);
+    chain = chain == NULL ? f : then2(chain, f);
+  }
+  for (int k = 0; k < 5; k++) {
+    bsub.armed = k >= 3;
+    cua_future *f = NULL;
+    ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
+    ck_assert_msg(cua_future_wait(f) == 0, "submission %d: %.200s", k,
+                  cua_future_error(f));
+    cua_future_destroy(f);
+    ck_assert_int_eq(bsub.rc, 0);
+  }
+  ck_assert_uint_ge(staged_builds(rt), 2);
+  ck_assert_int_eq(bsub.n, 8);
+  for (int i = 0; i < bsub.n; i++) {
+    ck_assert_int_eq(cua_future_wait(bsub.fut[i]), 0);
+    cua_future_destroy(bsub.fut[i]);
+  }
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
@@ -657,6 +734,7 @@ static Suite *suite(void) {
   tcase_add_test(
       tc, a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future);
   tcase_add_test(tc, a_submission_between_chunks_comes_after_the_chain);
+  tcase_add_test(tc, barriers_between_chunks_leave_the_chain_its_room);
   suite_add_tcase(s, tc);
   return s;
 }
