@@ -696,8 +696,7 @@ START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
       ck_assert_int_eq(cua_op_host(&f, rt, host_nothing, NULL), 0);
     else
       ck_assert_int_eq(
-          cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0),
-          0);
+          cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0), 0);
     chain = chain == NULL ? f : then2(chain, f);
   }
   for (int k = 0; k < 5; k++) {
