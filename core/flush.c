@@ -199,15 +199,10 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
 
 /* Hands the rest of @p r's deciding to a launch thread (the submitting
  * thread then applies its chunks: relay_apply()); 0 when it cannot: no
- * launch thread, fewer than RELAY_MIN nodes left to decide, this thread
- * is applying a list already (a stream function submitting), or the
- * submission has stream functions that the backend runs at launch (CUDA):
- * one that submits would have its list applied after the relay's chunks,
- * some of which the launch thread decided after it, and their turns on
- * a stream would wait for each other (a hang). */
+ * launch thread, fewer than RELAY_MIN nodes left to decide, or this thread
+ * is applying a list already (a stream function submitting). */
 int cua__relay_start(cua_runtime *rt, cua__round *r) {
-  if (r->left < RELAY_MIN || !rt->launcher_started || cua__exec_depth() > 0 ||
-      (r->user_code && !rt->host_exec))
+  if (r->left < RELAY_MIN || !rt->launcher_started || cua__exec_depth() > 0)
     return 0;
   cua__relay q;
   memset(&q, 0, sizeof q);

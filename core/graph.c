@@ -139,7 +139,6 @@ void cua__build_init(cua__build *b, cua_runtime *rt, cua__sub *sub) {
   b->backward = 0;
   b->shared = 0;
   b->naccs = 0;
-  b->funcs = 0;
   b->reserving = b->wants = 0;
   b->next_id = 0;
 }
@@ -352,7 +351,6 @@ cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
     return NULL;
   n->sub_id = b->sub->id;
   b->naccs += op->nacc;
-  b->funcs += op->kind == CUA_OP_FUNC;
   cua__build_put(b, op, n);
   *rc = sub_add(b->sub, n, subcap);
   for (unsigned w = 0; w < watches && *rc == 0; w++)

@@ -326,7 +326,6 @@ typedef struct cua__round {
   size_t left;         /* a submission's: nodes of its build, less the
                           launches decided (about the ops left: relay) */
   cua__relay *relay;   /* decided on a launch thread: its chunks go here */
-  int user_code; /* its submission has stream functions (relay: flush.c) */
   struct cua__stage *stage; /* a submission's build made as it is decided
                                (plan.c), until its last node */
   int defer_marks;          /* the completion thread's: marks no stream while a
@@ -365,9 +364,6 @@ typedef struct cua__build {
   /* op -> node, for this submission: in the ops (cua__build_get()). */
   int backward; /* a then edge runs to an earlier node: look for cycles */
   int shared;   /* a shared op's node is in it: no plan (plan.c) */
-  size_t funcs; /* stream functions among its nodes (for a stage, in its
-                   whole plan): a round with them on a backend that runs
-                   them at launch is not relayed (flush.c) */
   size_t naccs; /* buffer accesses of its nodes' ops, all told: with none,
                    the stages skip their passes over buffers (hazards.c) */
   /* Set by a submission before its build (not by a capture): a build from

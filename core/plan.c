@@ -63,7 +63,6 @@ struct cua__plan {
   int leveled;  /* its nodes' levels never fall, in its order, and no two
                    device nodes share one (a chain, zipped or not) */
   int has_succ; /* nodes[].succ recorded (cua__plan_record_succ()) */
-  size_t funcs; /* stream functions among its nodes */
   size_t root;  /* the index of the node that stands for the root op */
   plan_node *nodes;
   plan_dep *deps;
@@ -144,7 +143,6 @@ void cua__plan_record(cua__build *b, cua_op *root) {
     const cua__node *n = b->order[i];
     plan_node *pn = &plan->nodes[i];
     pn->op = n->op;
-    plan->funcs += n->op->kind == CUA_OP_FUNC;
     pn->dep0 = (uint32_t)d;
     pn->ndeps = (uint32_t)n->ndeps;
     pn->then_src = n->then_src ? (uint32_t)n->then_src->scratch + 1 : 0;
@@ -316,7 +314,6 @@ int cua__stage_begin(cua__stage *st, cua__build *b, cua_op *root) {
   rt->next_op += plan->n;
   sub->pending++;
   rt->stats.builds_staged++;
-  b->funcs = plan->funcs; /* (its nodes are made later) */
   return 1;
 }
 

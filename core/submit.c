@@ -158,7 +158,6 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   }
   cua__round r;
   cua__round_init(rt, &r);
-  r.user_code = b.funcs > 0;
   cua__wire(rt, &b, &r);
   cua__plan_record_succ(&b, op); /* (once per plan; not for a stage's) */
   r.left = staged ? stage.n : b.n;
