@@ -140,12 +140,39 @@ void cua__relay_push(cua_runtime *rt, cua__round *r) {
  * round (the launch thread holds rt->lock until then). So every list of
  * the round is applied by this thread, in decision order, and none is
  * handed to a launch thread behind a list decided later. */
+/* The relayed round this thread applies, if any: a stream function among
+ * its lists that submits waits until the round is decided
+ * (cua__relay_nested_wait()). */
+static _Thread_local cua__relay *tls_relay;
+
+/* A submission made while this thread applies a relayed round (a stream
+ * function of it submitting, on a backend that runs them at launch) waits,
+ * with no lock held, until the launch thread has decided the whole round:
+ * its list, applied after the round's (cua__exec_open()), must come after
+ * all of the round's on every stream. The launch thread takes rt->lock
+ * some time after it is woken, and a stream function of the first chunk
+ * could take it first: its submission then took turns on a stream before
+ * chunks the launch thread decided later, which this thread applies
+ * first, and both waited for each other (a hang). The launch thread never
+ * waits for this thread while it decides. */
+void cua__relay_nested_wait(void) {
+  cua__relay *q = tls_relay;
+  if (q == NULL)
+    return;
+  pthread_mutex_lock(&q->mu);
+  while (!q->done)
+    pthread_cond_wait(&q->cv, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
 static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   cua__relay *q = r->relay;
+  cua__relay *outer = tls_relay;
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
   cua__wake_completion(rt); /* (its marks, as after a list) */
   cua__exec_open();
+  tls_relay = q;
   cua__exec_in(rt, first);
   cua__cmdlist_release(rt, first);
   for (;;) {
@@ -191,6 +218,7 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   }
   cua__cmdlist_release(rt, &r->cmds);
   r->first_launch = 0;
+  tls_relay = outer;
   cua__exec_close();
   cua__wake_completion(rt);
   pthread_mutex_lock(&rt->lock);
@@ -230,8 +258,9 @@ void cua__decide_rest(cua_runtime *rt, cua__round *r) {
   /* r is the submitting thread's again from here, its tail in r->cmds. */
   pthread_mutex_lock(&q->mu);
   q->done = 1;
-  if (q->sleeping)
-    pthread_cond_signal(&q->cv);
+  /* (the submitting thread, waiting for chunks, or a submission of a
+   * stream function of its, waiting for this: cua__relay_nested_wait()) */
+  pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
 }
 

@@ -279,6 +279,9 @@ void cua__finish_node(cua_runtime *rt, cua__node *n, cua__round *r);
  * numbers them for changed() (*index, when not NULL). */
 int cua__stream_create(cua_runtime *rt, int device, cua_backend_stream **bs,
                        uint32_t *index, cua_backend_err *err);
+/* flush.c: a submission made inside a relayed round this thread applies
+ * waits until the round is decided. */
+void cua__relay_nested_wait(void);
 /* rtpolicies.c: the policies a runtime opens at creation. */
 int cua__open_policies(cua_runtime *rt);
 

@@ -63,6 +63,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   if (op->rt != rt)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_submit: the op belongs to another runtime");
+  cua__relay_nested_wait();
   pthread_mutex_lock(&rt->lock);
   if (rt->stopping) {
     pthread_mutex_unlock(&rt->lock);

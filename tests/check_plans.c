@@ -719,6 +719,44 @@ START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
 }
 END_TEST
 
+/* The same chain under the default launch mode, where a long one is
+ * relayed (its deciding goes on on a launch thread while this thread
+ * launches): on a backend that runs stream functions at launch (CUDA,
+ * launchtime), a stream function that submits had its submission applied
+ * after chunks the launch thread decided after it, and both waited for
+ * their turns on the stream (a hang, the submission whole or built as it
+ * runs): the launch thread took rt->lock some time after it was woken, and
+ * the stream function's submission could take it first. Such a submission
+ * now waits until the round is decided (flush.c). */
+START_TEST(a_long_chain_whose_stream_function_submits_does_not_hang) {
+  cua_runtime *rt = open_policy("single-stream", NULL);
+  memset(&bsub, 0, sizeof bsub);
+  bsub.rt = rt;
+  cua_op *chain = NULL;
+  for (int i = 0; i < 2000; i++) {
+    cua_op *f = NULL;
+    ck_assert_int_eq(
+        cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0), 0);
+    chain = chain == NULL ? f : then2(chain, f);
+  }
+  for (int k = 0; k < 4; k++) {
+    bsub.armed = 1;
+    cua_future *f = NULL;
+    ck_assert_int_eq(cua_submit(&f, rt, chain, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(f), 0);
+    cua_future_destroy(f);
+    ck_assert_int_eq(bsub.rc, 0);
+  }
+  ck_assert_int_eq(bsub.n, 16);
+  for (int i = 0; i < bsub.n; i++) {
+    ck_assert_int_eq(cua_future_wait(bsub.fut[i]), 0);
+    cua_future_destroy(bsub.fut[i]);
+  }
+  cua_op_destroy(chain);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
@@ -734,6 +772,7 @@ static Suite *suite(void) {
       tc, a_chain_that_runs_out_of_memory_as_it_is_built_fails_its_future);
   tcase_add_test(tc, a_submission_between_chunks_comes_after_the_chain);
   tcase_add_test(tc, barriers_between_chunks_leave_the_chain_its_room);
+  tcase_add_test(tc, a_long_chain_whose_stream_function_submits_does_not_hang);
   suite_add_tcase(s, tc);
   return s;
 }
