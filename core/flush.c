@@ -137,7 +137,7 @@ void cua__relay_push(cua_runtime *rt, cua__round *r) {
  * nothing left to apply. All of them in one executor scope
  * (cua__exec_open()): a stream function among them that submits has its
  * lists applied after the tail, since they are decided after the whole
- * round (the launch thread holds rt->lock until then). So every list of
+ * round (cua__relay_nested_wait() makes sure of it). So every list of
  * the round is applied by this thread, in decision order, and none is
  * handed to a launch thread behind a list decided later. */
 /* The relayed round this thread applies, if any: a stream function among

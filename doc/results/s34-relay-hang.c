@@ -7,9 +7,7 @@
  *   cc -I include -o hang doc/results/s34-relay-hang.c -L .libs -lcuasync
  *   ARM0=1 FUNC=1 CUASYNC_MODULE_PATH=... ./hang 4 5 -1
  * (args: submissions per armed run, index of the submitting function,
- * index of a host step or -1). Not fixed: not relaying such submissions
- * broke a_stream_function_submits_inside_a_relayed_round (check_sched),
- * which expects them relayed. */
+ * index of a host step or -1). Fixed in b932ecd (cua__relay_nested_wait()). */
 /* A staged (plan-built, chunked) chain; a stream function early in it
  * submits NB barriers while the chain's later chunks are not made yet. */
 #include <cuasync.h>
