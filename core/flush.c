@@ -167,12 +167,11 @@ void cua__relay_nested_wait(void) {
 
 static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   cua__relay *q = r->relay;
-  cua__relay *outer = tls_relay;
   atomic_fetch_add(&rt->executing, 1);
   pthread_mutex_unlock(&rt->lock);
   cua__wake_completion(rt); /* (its marks, as after a list) */
   cua__exec_open();
-  tls_relay = q;
+  tls_relay = q; /* (never nested: cua__relay_start()) */
   cua__exec_in(rt, first);
   cua__cmdlist_release(rt, first);
   for (;;) {
@@ -218,7 +217,7 @@ static void relay_apply(cua_runtime *rt, cua__round *r, cua__cmdlist *first) {
   }
   cua__cmdlist_release(rt, &r->cmds);
   r->first_launch = 0;
-  tls_relay = outer;
+  tls_relay = NULL;
   cua__exec_close();
   cua__wake_completion(rt);
   pthread_mutex_lock(&rt->lock);

@@ -681,24 +681,40 @@ static int host_nothing(void *arg, void **result) {
   return 0;
 }
 
-START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
-  cua_runtime *rt = open_policy("single-stream", "launch = caller\n");
+/* A chain of 2,000 stream functions, the sixth submitting (chain_fn),
+ * with a host step at @p host (or none: -1); bsub reset for @p rt. */
+static cua_op *submitting_chain(cua_runtime *rt, int host) {
   memset(&bsub, 0, sizeof bsub);
   bsub.rt = rt;
-  /* 2,000 stream functions, the sixth submitting, a host step at 30
-   * keeping the first chunk's last ops pending when it runs, so that the
-   * barriers take edges to them: four fill the last one's inline room,
-   * which its successor in the next chunk was to take. */
   cua_op *chain = NULL;
   for (int i = 0; i < 2000; i++) {
     cua_op *f = NULL;
-    if (i == 30)
+    if (i == host)
       ck_assert_int_eq(cua_op_host(&f, rt, host_nothing, NULL), 0);
     else
       ck_assert_int_eq(
           cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0), 0);
     chain = chain == NULL ? f : then2(chain, f);
   }
+  return chain;
+}
+
+/* Waits for and frees the futures chain_fn's submissions made. */
+static void wait_submitted(int want) {
+  ck_assert_int_eq(bsub.n, want);
+  for (int i = 0; i < bsub.n; i++) {
+    ck_assert_int_eq(cua_future_wait(bsub.fut[i]), 0);
+    cua_future_destroy(bsub.fut[i]);
+  }
+}
+
+START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
+  cua_runtime *rt = open_policy("single-stream", "launch = caller\n");
+  /* A host step at 30 keeps the first chunk's last ops pending when the
+   * sixth op runs, so that the barriers take edges to them: four fill the
+   * last one's inline room, which its successor in the next chunk was to
+   * take. */
+  cua_op *chain = submitting_chain(rt, 30);
   for (int k = 0; k < 5; k++) {
     bsub.armed = k >= 3;
     cua_future *f = NULL;
@@ -709,11 +725,7 @@ START_TEST(barriers_between_chunks_leave_the_chain_its_room) {
     ck_assert_int_eq(bsub.rc, 0);
   }
   ck_assert_uint_ge(staged_builds(rt), 2);
-  ck_assert_int_eq(bsub.n, 8);
-  for (int i = 0; i < bsub.n; i++) {
-    ck_assert_int_eq(cua_future_wait(bsub.fut[i]), 0);
-    cua_future_destroy(bsub.fut[i]);
-  }
+  wait_submitted(8);
   cua_op_destroy(chain);
   cua_runtime_destroy(rt);
 }
@@ -730,15 +742,7 @@ END_TEST
  * now waits until the round is decided (flush.c). */
 START_TEST(a_long_chain_whose_stream_function_submits_does_not_hang) {
   cua_runtime *rt = open_policy("single-stream", NULL);
-  memset(&bsub, 0, sizeof bsub);
-  bsub.rt = rt;
-  cua_op *chain = NULL;
-  for (int i = 0; i < 2000; i++) {
-    cua_op *f = NULL;
-    ck_assert_int_eq(
-        cua_op_func(&f, rt, chain_fn, i == 5 ? (void *)1 : NULL, NULL, 0), 0);
-    chain = chain == NULL ? f : then2(chain, f);
-  }
+  cua_op *chain = submitting_chain(rt, -1);
   for (int k = 0; k < 4; k++) {
     bsub.armed = 1;
     cua_future *f = NULL;
@@ -747,11 +751,7 @@ START_TEST(a_long_chain_whose_stream_function_submits_does_not_hang) {
     cua_future_destroy(f);
     ck_assert_int_eq(bsub.rc, 0);
   }
-  ck_assert_int_eq(bsub.n, 16);
-  for (int i = 0; i < bsub.n; i++) {
-    ck_assert_int_eq(cua_future_wait(bsub.fut[i]), 0);
-    cua_future_destroy(bsub.fut[i]);
-  }
+  wait_submitted(16);
   cua_op_destroy(chain);
   cua_runtime_destroy(rt);
 }
