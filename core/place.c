@@ -213,33 +213,65 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
     return CUA_ERR_POLICY;
   }
   if (!valid_placement(rt, in, *pl)) {
+    /* Named by the first check that failed, in valid_placement()'s order. */
+    const char *who = in->name ? in->name : cua_op_kind_name(in->kind);
     int nst = pl->device >= 0 && pl->device < rt->ndev
                   ? rt->devs[pl->device].nstreams
                   : 0;
-    snprintf(msg, len,
-             "policy '%s' placed op '%s' on device %d stream %d, which does "
-             "not exist (the runtime has %d devices; that device has %d "
-             "streams%s)",
-             p->name, in->name ? in->name : cua_op_kind_name(in->kind),
-             pl->device, pl->stream, rt->ndev, nst,
-             in->restrict_device >= 0 ? "; the op must run on device " : "");
-    if (in->restrict_device >= 0 && pl->device >= 0 && pl->device < rt->ndev &&
-        pl->stream >= 0 && pl->stream < nst)
+    char must[64] = "";
+    if (in->restrict_device >= 0)
+      snprintf(must, sizeof must, "; the op must run on device %d",
+               in->restrict_device);
+    if (pl->device < 0 || pl->device >= rt->ndev)
       snprintf(msg, len,
-               "policy '%s' placed op '%s' on device %d, but it must run on "
-               "device %d (where its buffers live)",
-               p->name, in->name ? in->name : cua_op_kind_name(in->kind),
-               pl->device, in->restrict_device);
-    else if (pl->device >= 0 && pl->device < rt->ndev && pl->stream >= 0 &&
-             pl->stream < nst)
+               "policy '%s' placed op '%s' on device %d, which does not "
+               "exist (the runtime has %d device%s, 0 to %d%s)",
+               p->name, who, pl->device, rt->ndev, rt->ndev == 1 ? "" : "s",
+               rt->ndev - 1, must);
+    else if (pl->stream < 0 || pl->stream >= nst)
+      snprintf(msg, len,
+               "policy '%s' placed op '%s' on device %d stream %d, which does "
+               "not exist (that device has %d stream%s, 0 to %d%s)",
+               p->name, who, pl->device, pl->stream, nst, nst == 1 ? "" : "s",
+               nst - 1, must);
+    else if (pl->node != 0 || pl->reserved != 0)
       snprintf(msg, len,
                "policy '%s' placed op '%s' on node %d (reserved %d), but this "
                "runtime has one node, 0 (and reserved must be 0)",
-               p->name, in->name ? in->name : cua_op_kind_name(in->kind),
-               pl->node, pl->reserved);
+               p->name, who, pl->node, pl->reserved);
+    else
+      snprintf(msg, len,
+               "policy '%s' placed op '%s' on device %d, but it must run on "
+               "device %d (where its buffers live)",
+               p->name, who, pl->device, in->restrict_device);
     return CUA_ERR_BAD_PLACEMENT;
   }
   return 0;
+}
+
+/* Asks *@p p; when it fails and on_policy_error = fallback, asks
+ * single-stream instead, from a blank placement (what the failed policy
+ * left in it, a node or a reserved field, must not make the fallback fail
+ * too), and sets *@p p to it. The first failure is printed once. */
+static int place_or_fall_back(cua_runtime *rt, cua__polinst **p,
+                              const cua_op_info *info, cua_placement *pl,
+                              char *msg, size_t len) {
+  int rc = policy_place(rt, *p, info, pl, msg, len);
+  if (rc == 0 || rt->cfg->on_policy_error != CUA__ON_POLICY_ERROR_FALLBACK)
+    return rc;
+  if (rt->fallback == NULL &&
+      cua__polinst_open(rt, "single-stream", &rt->fallback) != 0)
+    return rc;
+  if (rt->policy_error == NULL) {
+    rt->policy_error = cua__strdup(msg);
+    fprintf(stderr,
+            "cuasync: falling back to single-stream (on_policy_error = "
+            "fallback): %s\n",
+            msg);
+  }
+  *p = rt->fallback;
+  *pl = (cua_placement){.device = -1, .stream = -1};
+  return policy_place(rt, *p, info, pl, msg, len);
 }
 
 /* Asks the submission's (or runtime's) policy, then the device's own
@@ -261,28 +293,14 @@ int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
   }
   cua__polinst *p = cua__sub_policy(rt, sub); /* (not on_stream: above) */
   cua_placement pl = {.device = -1, .stream = -1};
-  int rc = policy_place(rt, p, info, &pl, msg, len);
-  if (rc != 0 && rt->cfg->on_policy_error == CUA__ON_POLICY_ERROR_FALLBACK) {
-    if (rt->fallback == NULL &&
-        cua__polinst_open(rt, "single-stream", &rt->fallback) != 0)
-      return rc;
-    if (rt->policy_error == NULL) {
-      rt->policy_error = cua__strdup(msg);
-      fprintf(stderr,
-              "cuasync: falling back to single-stream (on_policy_error = "
-              "fallback): %s\n",
-              msg);
-    }
-    p = rt->fallback;
-    rc = policy_place(rt, p, info, &pl, msg, len);
-  }
+  int rc = place_or_fall_back(rt, &p, info, &pl, msg, len);
   if (rc != 0)
     return rc;
   cua__polinst *dp = rt->devs[pl.device].policy;
   if (dp != NULL && dp != p) {
     cua_op_info in2 = *info;
     in2.restrict_device = pl.device;
-    rc = policy_place(rt, dp, &in2, &pl, msg, len);
+    rc = place_or_fall_back(rt, &dp, &in2, &pl, msg, len);
     if (rc != 0)
       return rc;
     p = dp;

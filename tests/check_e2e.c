@@ -112,7 +112,9 @@ START_TEST(invalid_placement_fails_the_op_naming_the_policy) {
   ck_assert_msg(strstr(m, "policy 'broken-placement'") != NULL, "%s", m);
   ck_assert_msg(strstr(m, "device 99") != NULL, "%s", m);
   /* An op without a name hint is named by its kind, as everywhere. */
-  ck_assert_msg(strstr(m, "placed op 'fill' on device 99") != NULL, "%s", m);
+  ck_assert_msg(strstr(m, "placed op 'fill' on device 99, which does not "
+                          "exist (the runtime has 1 device, 0 to 0)") != NULL,
+                "%s", m);
   cua_future_destroy(f);
   /* The runtime stays usable with a working policy. */
   ck_assert_int_eq(cua_runtime_set_policy(rt, "single-stream"), 0);
@@ -135,6 +137,75 @@ START_TEST(policy_error_falls_back_to_single_stream_when_configured) {
   ck_assert_int_eq(run_op(rt, op), 0);
   cua_buffer_destroy(b);
   cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* The fallback starts from a blank placement: a node (or reserved field)
+ * the failed policy set must not make single-stream's placement fail too. */
+START_TEST(fallback_ignores_the_failed_policys_node) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                          "broken-placement\non_policy_error = fallback\n"
+                          "[policy.broken-placement]\nmode = node\n");
+  ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  cua_op *op;
+  ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
+  ck_assert_int_eq(run_op(rt, op), 0);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* A [device.N] policy's failures: the op fails with a message that names
+ * the stream count and the device the op must run on; with
+ * on_policy_error = fallback, single-stream places it on that device. */
+START_TEST(device_policy_errors_fall_back_when_configured) {
+  static const char *const modes[] = {"stream", "fail", "node"};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    for (int fallback = 0; fallback <= 1; fallback++) {
+      char text[512];
+      snprintf(text, sizeof text,
+               "[runtime]\nbackend = host\npolicy = round-robin\n%s"
+               "[device.0]\npolicy = broken-placement\n"
+               "[policy.broken-placement]\nmode = %s\n",
+               fallback ? "on_policy_error = fallback\n" : "", modes[i]);
+      cua_runtime *rt = NULL;
+      int rc = open_text(&rt, text);
+      ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
+      cua_buffer *b;
+      ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+      cua_op *op;
+      ck_assert_int_eq(cua_op_fill(&op, b, 1.0f), 0);
+      cua_future *f;
+      ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+      rc = cua_future_wait(f);
+      const char *m = cua_future_error(f);
+      if (fallback) {
+        ck_assert_msg(rc == 0, "mode %s: %s", modes[i], m);
+      } else if (i == 1) {
+        ck_assert_int_eq(rc, CUA_ERR_POLICY);
+        ck_assert_msg(strstr(m, "refusing op") != NULL, "%s", m);
+      } else {
+        ck_assert_int_eq(rc, CUA_ERR_BAD_PLACEMENT);
+        ck_assert_msg(strstr(m, "policy 'broken-placement'") != NULL, "%s", m);
+        if (i == 0) {
+          ck_assert_msg(strstr(m, "stream 99, which does not exist (that "
+                                  "device has ") != NULL,
+                        "%s", m);
+          ck_assert_msg(strstr(m, "; the op must run on device 0)") != NULL,
+                        "%s", m);
+        } else {
+          ck_assert_msg(strstr(m, "on node 1") != NULL, "%s", m);
+        }
+      }
+      cua_future_destroy(f);
+      cua_op_destroy(op);
+      cua_buffer_destroy(b);
+      cua_runtime_destroy(rt);
+    }
+  }
 }
 END_TEST
 
@@ -677,6 +748,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, policy_create_failure_is_reported_with_its_message);
   tcase_add_test(tc, invalid_placement_fails_the_op_naming_the_policy);
   tcase_add_test(tc, policy_error_falls_back_to_single_stream_when_configured);
+  tcase_add_test(tc, fallback_ignores_the_failed_policys_node);
+  tcase_add_test(tc, device_policy_errors_fall_back_when_configured);
   tcase_add_test(tc, missing_policy_lists_the_paths_searched);
   tcase_add_test(tc, env_policy_overrides_the_file);
   tcase_add_test(tc, unknown_policy_section_is_an_error_with_its_line);
