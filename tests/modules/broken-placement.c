@@ -48,7 +48,9 @@ static int bp_create(const cua_policy_host *host, const cua_param_value *params,
   return host->ensure_streams(host->core, 0, 1);
 }
 
-static void bp_destroy(void *state) { free(state); }
+static void bp_destroy(void *state) {
+  free(state);
+}
 
 /* The defect under test. */
 static int bp_place(void *state, const cua_op_info *op, cua_placement *out) {
