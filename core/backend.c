@@ -238,8 +238,10 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
   rc = d->create(&rt->bhost, params, rt->cfg->devices, (int)rt->cfg->ndevices,
                  &st, &berr);
   if (rc) {
+    char code[160];
     snprintf(err, errlen, "backend '%s' (%s): create() failed with %s: %s",
-             d->name, mod->path, cua_err_name(rc),
+             d->name, mod->path,
+             cua__module_code(rc, "create()", code, sizeof code),
              berr.msg[0] ? berr.msg : cua_strerror(rc));
     cua__config_params_free(params, d->nparams);
     cua__module_unload(mod);

@@ -550,6 +550,8 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
     rc = cua__validate(&b, msg, sizeof msg);
   if (rc == 0)
     rc = local_hazards(&b);
+  if (rc == 0)
+    cua__build_levels(&b); /* the hazards count as edges */
   if (rc == 0) {
     c.dev = cua__calloc(b.n + 1, sizeof *c.dev);
     if (c.dev == NULL)

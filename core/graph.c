@@ -293,13 +293,16 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
 
 /* Levels (cua_op_info.level): a device or host node's level is the number
  * of device and host nodes on the longest path of this submission's edges
- * (inputs and thens) that ends at it; zips, unzips, shared and thens add
- * none. Every edge of the build runs forward in the build's post-order
- * (inputs are built first, and a then orders its next part, built after
- * its first part), so one pass in that order sees every producer first. A
- * virtual node keeps in `level` the level its consumers start from; nodes
- * of earlier submissions count as none. */
-static void set_levels(cua__build *b) {
+ * (inputs and thens, and the buffer hazards between its ops once
+ * cua__add_hazards() or a capture's added them: the caller then runs this
+ * pass again) that ends at it; zips, unzips, shared and thens add none.
+ * Every edge of the build runs forward in the build's post-order (inputs
+ * are built first, a then orders its next part, built after its first
+ * part, and a hazard ties an op to one earlier in that order), so one pass
+ * in that order sees every producer first. A virtual node keeps in `level`
+ * the level its consumers start from; nodes of earlier submissions count
+ * as none. */
+void cua__build_levels(cua__build *b) {
   for (size_t i = 0; i < b->n; i++) {
     cua__node *n = b->order[i];
     uint32_t lv = 0;
@@ -540,7 +543,7 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
   if (st != inl)
     free(st);
   if (rc == 0)
-    set_levels(b);
+    cua__build_levels(b);
   if (rc == 0 && (root->plan == NULL || root->plan == CUA__PLAN_SEEN))
     cua__plan_record(b, root);
   return rc;

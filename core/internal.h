@@ -41,6 +41,11 @@ void *cua__malloc(size_t n);
 void *cua__calloc(size_t n, size_t size);
 void *cua__realloc(void *p, size_t n);
 char *cua__strdup(const char *s);
+/* A module operation's failure code @p rc as words: its CUA_ERR_* name,
+ * or, for a code outside the list (positive, or unknown), "N, which is
+ * not a cuasync error code (@p what returns 0 or a negative CUA_ERR_*)".
+ * Into @p buf; returns it. */
+const char *cua__module_code(int rc, const char *what, char *buf, size_t len);
 /* Writes a failure's message into a caller's buffer (truncated if it must
  * be; nothing when @p err is NULL). */
 void cua__put_err(char *err, size_t errlen, const char *fmt, ...)

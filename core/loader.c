@@ -354,7 +354,7 @@ int cua__check_desc(cua__module_kind kind, const char *path,
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }
-  return 0;
+  return cua__params_check_schema(path, params, nparams, stride, err, errlen);
 }
 
 /* A policy's and an observer's descriptors are laid out alike up to

@@ -167,6 +167,12 @@ int cua__modcheck_pointers(cua__module_kind kind, const kind_info *k,
 int cua__modcheck_names(const kind_info *k, const char *path, const char *name,
                         const cua_param_spec *params, size_t nparams,
                         size_t stride, char *err, size_t errlen);
+/* params.c: a schema a configuration could never satisfy (a type that is
+ * none, a range that holds no value, an enum without choices, a default
+ * that does not parse), refused at load with CUA_ERR_MODULE_INCOMPLETE. */
+int cua__params_check_schema(const char *path, const cua_param_spec *params,
+                             size_t nparams, size_t stride, char *err,
+                             size_t errlen);
 
 /* loader.c, for modsearch.c: each kind's entry symbol, ABI and folder;
  * "DIR/NAMEEXT" (NULL when out of memory); the checks of a descriptor;

@@ -9,6 +9,7 @@
 
 #include "conf.h"
 #include "internal.h"
+#include "loader.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -108,6 +109,49 @@ static int parse_value(const cua_param_spec *spec, const char *text,
   cua__put_err(why, whylen, "the parameter has an unknown type %d",
                (int)spec->type);
   return CUA_ERR_INTERNAL;
+}
+
+int cua__params_check_schema(const char *path, const cua_param_spec *params,
+                             size_t nparams, size_t stride, char *err,
+                             size_t errlen) {
+  for (size_t i = 0; params != NULL && i < nparams; i++) {
+    const cua_param_spec *ps = cua__spec_at(params, stride, i);
+    char why[256];
+    const char *pname = ps->name != NULL ? ps->name : "?";
+    if (ps->type < CUA_PARAM_INT || ps->type > CUA_PARAM_ENUM) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema has type "
+                   "%d, which is no cua_param_type",
+                   path, pname, (int)ps->type);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    if ((ps->type == CUA_PARAM_INT || ps->type == CUA_PARAM_DOUBLE) &&
+        !(ps->min <= ps->max)) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema has the "
+                   "range [%g, %g], which holds no value",
+                   path, pname, ps->min, ps->max);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    if (ps->type == CUA_PARAM_ENUM &&
+        (ps->choices == NULL || ps->choices[0] == '\0')) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema is an enum "
+                   "without choices",
+                   path, pname);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    cua_param_value v = {0};
+    if (ps->default_value != NULL &&
+        parse_value(ps, ps->default_value, &v, why, sizeof why) != 0) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema has an "
+                   "invalid default: %s",
+                   path, pname, why);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+  }
+  return 0;
 }
 
 /* Appends a copy of @p text to a value: to its list for a MULTI parameter,

@@ -199,12 +199,10 @@ static int policy_place(cua_runtime *rt, cua__polinst *p, const cua_op_info *in,
   free(buf);
   if (rc != 0) {
     /* A code outside the list is named as the number it is. */
-    char code[160];
-    if (rc > 0 || strcmp(cua_strerror(rc), cua_strerror(-9999)) == 0)
-      snprintf(code, sizeof code,
-               "returned %d, which is not a cuasync error code (place() "
-               "returns 0 or a negative CUA_ERR_*)",
-               rc);
+    char code[200], num[160];
+    if (rc > 0 || strcmp(cua_err_name(rc), "CUA_ERR_UNKNOWN") == 0)
+      snprintf(code, sizeof code, "returned %s",
+               cua__module_code(rc, "place()", num, sizeof num));
     else
       snprintf(code, sizeof code, "%s", cua_err_name(rc));
     snprintf(msg, len, "policy '%s' failed to place op '%s': %s%s%s", p->name,

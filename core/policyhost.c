@@ -307,14 +307,15 @@ static int polinst_create(cua_runtime *rt, const char *name, cua__module *mod,
   if (slot >= 0)
     ncreating = slot;
   if (rc != 0) {
-    char log[sizeof p->log], path[1024];
+    char log[sizeof p->log], path[1024], code[160];
+    cua__module_code(rc, "create()", code, sizeof code);
     snprintf(log, sizeof log, "%s", p->log);
     snprintf(path, sizeof path, "%s", mod->path ? mod->path : "?");
     p->state = NULL;
     polinst_free(p);
     return cua__fail(rt, CUA_ERR_MODULE_CREATE,
                      "policy '%s' (%s): create() failed with %s%s%s", name,
-                     path, cua_err_name(rc), log[0] ? ": " : "", log);
+                     path, code, log[0] ? ": " : "", log);
   }
   *out = p;
   return 0;

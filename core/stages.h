@@ -36,6 +36,9 @@ void cua__build_free(cua__build *b);
 cua__node *cua__build_add_node(cua__build *b, cua_op *op, unsigned watches,
                                size_t *subcap, int *rc);
 int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
+/* The levels of @p b's nodes, from every edge among them: run by
+ * cua__build_graph(), and again once buffer hazards added edges. */
+void cua__build_levels(cua__build *b);
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
 
 /* plan.c: a root's plan, recorded at its second build. */

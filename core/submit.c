@@ -132,6 +132,8 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
   for (size_t i = 0; i < b.n && b.naccs > 0; i++)
     if (b.order[i]->cls == CUA__CLASS_DEVICE)
       cua__add_hazards(b.order[i]);
+  if (b.naccs > 0 && !staged) /* (a staged plan has no buffer access) */
+    cua__build_levels(&b);    /* the hazards count as edges */
   if (!staged) {
     sub->root = cua__build_get(&b, op);
     atomic_fetch_add(&sub->root->refs, 1);

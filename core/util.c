@@ -137,6 +137,17 @@ void *cua__realloc(void *p, size_t n) {
   return realloc(p, n ? n : 1);
 }
 
+const char *cua__module_code(int rc, const char *what, char *buf, size_t len) {
+  if (rc > 0 || strcmp(cua_err_name(rc), "CUA_ERR_UNKNOWN") == 0)
+    snprintf(buf, len,
+             "%d, which is not a cuasync error code (%s returns 0 "
+             "or a negative CUA_ERR_*)",
+             rc, what);
+  else
+    snprintf(buf, len, "%s", cua_err_name(rc));
+  return buf;
+}
+
 void cua__put_err(char *err, size_t errlen, const char *fmt, ...) {
   va_list ap;
 

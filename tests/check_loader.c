@@ -11,6 +11,8 @@
  */
 #include "helpers.h"
 
+#include <math.h>
+
 /* "../core/loader.h": see check_config.c about the include path. */
 #include "../core/loader.h"
 
@@ -889,6 +891,32 @@ static int reg_pop(void *state, cua_placement where, uint64_t *op_id) {
   return 0;
 }
 
+static int reg_create_positive(const cua_policy_host *host,
+                               const cua_param_value *params, void **state) {
+  (void)host;
+  (void)params;
+  *state = NULL;
+  return 5;
+}
+
+/* A create() that fails with a code outside the list: the message names
+ * the number it returned, not CUA_ERR_UNKNOWN. */
+START_TEST(a_create_returning_no_error_code_is_named_by_its_number) {
+  static const cua_policy_descriptor pos =
+      CUA_POLICY_INIT(.name = "create-positive", .create = reg_create_positive,
+                      .place = reg_place);
+  ck_assert_int_eq(cua_policy_register(&pos), 0);
+  cua_runtime *rt = NULL;
+  ck_assert_err(NULL,
+                open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                               "create-positive\n"),
+                CUA_ERR_MODULE_CREATE,
+                "create() failed with 5, which is not a cuasync error code "
+                "(create() returns 0 or a negative CUA_ERR_*)");
+  ck_assert_ptr_null(rt);
+}
+END_TEST
+
 START_TEST(register_refusals_have_their_codes_and_messages) {
   static const cua_policy_descriptor good =
       CUA_POLICY_INIT(.name = "mine", .create = reg_create, .place = reg_place);
@@ -953,6 +981,39 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
   d.place = NULL;
   ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
                 "lacks required operations: place()");
+  /* A schema no configuration could satisfy is refused at load, not when
+   * a runtime opens the policy (CUA_ERR_INTERNAL, whatever the file set). */
+  static const struct {
+    cua_param_spec spec;
+    const char *needle;
+  } bad_specs[] = {
+      {{"a", CUA_PARAM_INT, "100", 0, 10, NULL, "h", 0},
+       "parameter 'a' of the descriptor's schema has an invalid default: 100 "
+       "is out of range [0, 10]"},
+      {{"a", CUA_PARAM_ENUM, "z", 0, 0, "x|y", "h", 0},
+       "parameter 'a' of the descriptor's schema has an invalid default: 'z' "
+       "is not one of x|y"},
+      {{"a", CUA_PARAM_INT, NULL, 10, 0, NULL, "h", 0},
+       "parameter 'a' of the descriptor's schema has the range [10, 0], which "
+       "holds no value"},
+      {{"a", CUA_PARAM_DOUBLE, NULL, NAN, 1, NULL, "h", 0},
+       "has the range [nan, 1]"},
+      {{"a", CUA_PARAM_ENUM, NULL, 0, 0, NULL, "h", 0},
+       "parameter 'a' of the descriptor's schema is an enum without choices"},
+      {{"a", CUA_PARAM_ENUM, NULL, 0, 0, "", "h", 0}, "without choices"},
+      {{"a", (cua_param_type)9, NULL, 0, 0, NULL, "h", 0},
+       "has type 9, which is no cua_param_type"},
+      {{"a", CUA_PARAM_BOOL, "maybe", 0, 0, NULL, "h", 0},
+       "invalid default: 'maybe' is not a boolean"},
+  };
+  for (size_t i = 0; i < sizeof bad_specs / sizeof *bad_specs; i++) {
+    d = good;
+    d.name = "other";
+    d.params = &bad_specs[i].spec;
+    d.nparams = 1;
+    ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                  bad_specs[i].needle);
+  }
   /* None of the refused ones was registered. */
   cua_runtime *rt = NULL;
   ck_assert_err(NULL,
@@ -980,6 +1041,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, larger_elements_are_read_and_written_with_their_stride);
   tcase_add_test(tc, registered_policy_comes_before_the_search_path);
   tcase_add_test(tc, register_refusals_have_their_codes_and_messages);
+  tcase_add_test(tc, a_create_returning_no_error_code_is_named_by_its_number);
   tcase_add_test(tc, an_abi_2_0_module_loads_in_push_mode);
   tcase_add_test(tc, other_abi_major_is_refused_naming_both_versions);
   tcase_add_test(tc, newer_abi_minor_is_refused_naming_both_versions);

@@ -1421,6 +1421,75 @@ START_TEST(a_held_op_fails_with_its_producer) {
 }
 END_TEST
 
+/* Levels count the buffer hazards between a submission's ops: five
+ * fills of one buffer, zipped (no edge among them in the DAG), run one
+ * after the other, so their levels are 0 to 4, in place() and in
+ * submission_begin()'s DAG, submitted and captured alike. */
+#define LV_OPS 5
+static _Atomic uint32_t lv_place[LV_OPS], lv_dag[LV_OPS];
+static _Atomic uint64_t lv_first;
+
+static int lv_create(const cua_policy_host *host, const cua_param_value *params,
+                     void **state) {
+  (void)params;
+  *state = NULL;
+  return host->ensure_streams(host->core, 0, 2);
+}
+static int lv_place_fn(void *state, const cua_op_info *op, cua_placement *out) {
+  (void)state;
+  uint64_t k = op->op_id - atomic_load(&lv_first);
+  if (k < LV_OPS)
+    atomic_store(&lv_place[k], op->level);
+  out->device = op->restrict_device >= 0 ? op->restrict_device : 0;
+  out->stream = (int)(op->op_id % 2);
+  return 0;
+}
+static void lv_begin(void *state, const cua_dag *dag) {
+  (void)state;
+  if (dag->nops == 0)
+    return;
+  atomic_store(&lv_first, dag->ops[0].op_id);
+  for (size_t i = 0; i < dag->nops && i < LV_OPS; i++)
+    atomic_store(&lv_dag[i], dag->ops[i].level);
+}
+
+START_TEST(levels_count_the_buffer_hazards_within_a_submission) {
+  static const cua_policy_descriptor lv =
+      CUA_POLICY_INIT(.name = "level-probe", .create = lv_create,
+                      .place = lv_place_fn, .submission_begin = lv_begin);
+  ck_assert_int_eq(cua_policy_register(&lv), 0);
+  cua_runtime *rt = open_policy("level-probe", NULL);
+  cua_buffer *b = buffer(rt);
+  cua_op *fill[LV_OPS], *all;
+  for (int i = 0; i < LV_OPS; i++)
+    ck_assert_int_eq(cua_op_fill(&fill[i], b, (float)i), 0);
+  ck_assert_int_eq(cua_op_zip(&all, fill, LV_OPS), 0);
+  for (int pass = 0; pass < 3; pass++) { /* built, then from its plan */
+    for (int i = 0; i < LV_OPS; i++)
+      lv_place[i] = lv_dag[i] = 99;
+    if (pass < 2) {
+      ck_assert_int_eq(cua_submit_wait(rt, all, NULL, NULL), 0);
+    } else {
+      cua_graph *g = NULL;
+      int rc = cua_graph_create(&g, rt, all, NULL);
+      ck_assert_msg(rc == 0, "%s", cua_runtime_error(rt));
+      cua_graph_destroy(g);
+    }
+    for (int i = 0; i < LV_OPS; i++) {
+      ck_assert_msg(lv_place[i] == (uint32_t)i, "pass %d: op %d at level %u",
+                    pass, i, lv_place[i]);
+      ck_assert_msg(lv_dag[i] == (uint32_t)i, "pass %d: dag op %d at level %u",
+                    pass, i, lv_dag[i]);
+    }
+  }
+  cua_op_destroy(all);
+  for (int i = 0; i < LV_OPS; i++)
+    cua_op_destroy(fill[i]);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(pull_depth_is_checked) {
   cua_runtime *rt = NULL;
   ck_assert_err(NULL,
@@ -1607,6 +1676,7 @@ int main(void) {
   tcase_add_test(tc, a_pulled_op_on_a_wrong_device_is_refused);
   tcase_add_test(tc, a_held_op_fails_with_its_producer);
   tcase_add_test(tc, pull_depth_is_checked);
+  tcase_add_test(tc, levels_count_the_buffer_hazards_within_a_submission);
   tcase_add_test(tc, a_placement_on_another_node_is_refused);
   suite_add_tcase(s, tc);
   return run_suite(s);

@@ -145,6 +145,12 @@ static void out_of_memory(void) {
   exit(EXIT_NO_RUNTIME);
 }
 
+/* A descriptor's optional string as printed: "-" where it has none (JSON
+ * says null). */
+static const char *or_dash(const char *s) {
+  return s != NULL ? s : "-";
+}
+
 static char *xstrdup(const char *s) {
   char *d;
 
@@ -1120,7 +1126,8 @@ static void table_modules(FILE *f, const char *title, const report *r,
   table_row(&t, "NAME", "VERSION", third, "DESCRIPTION / PATH");
   for (size_t i = 0; i < n; i++) {
     const module_info *m = &mods[i];
-    table_row(&t, m->name, m->version, status(m), m->description);
+    table_row(&t, m->name, or_dash(m->version), status(m),
+              or_dash(m->description));
     table_row(&t, "", "", "", m->path);
     if (m->probe_error != NULL)
       table_row(&t, "", "", "", m->probe_error);
@@ -1240,8 +1247,8 @@ static void table_policies_full(const report *r, FILE *f) {
   for (i = 0; i < r->npolicies; i++) {
     const module_info *m = &r->policies[i];
     const char *note = policy_note(m);
-    fprintf(f, "\n  %s %s: %s%s%s%s\n", m->name, m->version, m->description,
-            *note ? " [" : "", note, *note ? "]" : "");
+    fprintf(f, "\n  %s %s: %s%s%s%s\n", m->name, or_dash(m->version),
+            or_dash(m->description), *note ? " [" : "", note, *note ? "]" : "");
     fprintf(f, "    %s (ABI %u.%u%s)\n", m->path, m->abi_major, m->abi_minor,
             (m->flags & CUA_POLICY_WANTS_TIMING) ? ", wants timing" : "");
     table_params(m, f);

@@ -168,9 +168,11 @@ typedef struct cua_op_info {
                               (the op's buffers or a device policy demand
                               it); -1: any device */
   /** Depth in the submission's DAG: the device and host ops on the longest
-   * path of inputs and then edges that ends here (0: none before it; zips,
-   * unzips and shared ops add none). Ops of one level cannot depend on
-   * each other through those edges. */
+   * path that ends here of inputs, then edges and buffer hazards between
+   * ops of this submission (an op that uses a buffer an earlier op of the
+   * submission writes, or writes one it reads), 0: none before it; zips,
+   * unzips and shared ops add none. Ops of one level cannot depend on each
+   * other within the submission. */
   uint32_t level;
   uint64_t submission; /**< id of the submission, increasing */
   uint64_t op_id;      /**< unique per executed op, increasing */
