@@ -300,9 +300,11 @@ int cua__validate(cua__build *b, char *msg, size_t len) {
                    "the buffer is freed by an earlier op of this submission");
           rc = CUA_ERR_FREED;
         }
-      if (rc)
-        snprintf(msg, len, "op '%s', buffer %zu: %s", cua__node_name(n), a,
-                 why);
+      if (rc) {
+        char who[256];
+        cua__access_name(n, a, who, sizeof who);
+        snprintf(msg, len, "%s: %s", who, why);
+      }
     }
     if (rc == 0 && op->kind == CUA_OP_FREE) {
       if (cua__grow(&freed, &capfreed, nfreed + 1, sizeof *freed))

@@ -145,11 +145,22 @@ const char *cua__node_name(const cua__node *n) {
   return cua_op_kind_name(n->kind);
 }
 
-/* @p m consumes the data of @p p, which failed: it fails too, saying why. */
+/* @p m consumes the data of @p p, which failed: it fails too, saying why.
+ * When @p p itself failed for a dependency, its message's last hop (the
+ * op that failed first, and why) follows @p p's name, not the whole
+ * chain: a buffer read, failed and written again by each of a thousand
+ * submissions would otherwise nest a thousand hops, cut at CUA__ERRLEN
+ * before the cause. */
 static void dependency_failed(cua__node *m, const cua__node *p) {
+  static const char hop[] = "depends on failed op '";
   char buf[CUA__ERRLEN];
-  snprintf(buf, sizeof buf, "depends on failed op '%s' (%s): %s",
-           cua__node_name(p), cua_err_name(p->code), p->msg ? p->msg : "");
+  const char *why = p->msg ? p->msg : "";
+  if (p->code == CUA_ERR_DEPENDENCY)
+    for (const char *h = strstr(why, hop); h != NULL;
+         h = strstr(h + sizeof hop - 1, hop))
+      why = h;
+  snprintf(buf, sizeof buf, "%s%s' (%s): %s", hop, cua__node_name(p),
+           cua_err_name(p->code), why);
   m->code = CUA_ERR_DEPENDENCY;
   m->msg = cua__strdup(buf);
 }

@@ -224,6 +224,21 @@ void cua__graphs_detach(cua_runtime *rt) {
   pthread_mutex_unlock(&rt->reg_lock);
 }
 
+void cua__access_name(const cua__node *n, size_t a, char *out, size_t len) {
+  const cua_op *op = n->op;
+  const cua_buffer *buf = op->acc[a].buf;
+  const cua__gparams *gp = op->kind == CUA_OP_GRAPH ? op->gparams : NULL;
+  for (size_t k = 0; gp != NULL && k < gp->n; k++)
+    for (size_t j = 0; j < gp->ops[k]->nacc; j++)
+      if (gp->ops[k]->acc[j].buf == buf) {
+        const cua_op *o = gp->ops[k];
+        snprintf(out, len, "graph op '%s', buffer %zu",
+                 o->hints.name ? o->hints.name : cua_op_kind_name(o->kind), j);
+        return;
+      }
+  snprintf(out, len, "op '%s', buffer %zu", cua__node_name(n), a);
+}
+
 /* ----------------------------------------------------------------- API */
 
 static int graph_dead(const cua_graph *g, const char *what) {
@@ -233,8 +248,16 @@ static int graph_dead(const cua_graph *g, const char *what) {
   return 0;
 }
 
-/* A GRAPH op for @p gp: every buffer its ops touch, each once, with the
- * union of their modes. */
+/* A GRAPH op for @p gp: every buffer its ops touch, each once: written
+ * when one of them writes it, and read only when one reads it before any
+ * of them wrote it (gp->ops are in placement order, which follows every
+ * edge between them, hazards included), as the ordinary path would have
+ * it for the same ops submitted. A launch then does not consume what its
+ * own ops overwrite first: a buffer left failed by an earlier launch or
+ * submission fails only the launches that read it, and a graph whose
+ * first op writes it recovers it. A buffer is known by the handle its ops
+ * name (a tile and its parent are two), so a read of a tile after a write
+ * of its parent still reads: conservative, never less than the union. */
 static int make_launch_op(cua_graph *g, cua__gparams *gp, cua_op **out) {
   cua_op *op = NULL;
   int rc = cua__op_new(&op, g->rt, CUA_OP_GRAPH);
@@ -254,26 +277,39 @@ static int make_launch_op(cua_graph *g, cua__gparams *gp, cua_op **out) {
     cap *= 2;
   cua_buffer **keys = cua__calloc(cap, sizeof *keys);
   size_t *slot = cua__calloc(cap, sizeof *slot);
-  if (keys == NULL || slot == NULL || op->name == NULL)
+  unsigned char *written = cua__calloc(cap, 1);
+  if (keys == NULL || slot == NULL || written == NULL || op->name == NULL)
     rc = CUA_ERR_NOMEM;
   for (size_t k = 0; k < gp->n && rc == 0; k++) {
     const cua_op *o = gp->ops[k];
-    for (size_t a = 0; a < o->nacc && rc == 0; a++) {
-      cua_buffer *b = o->acc[a].buf;
-      size_t h = cua__ptr_hash(b, cap);
-      while (keys[h] != NULL && keys[h] != b)
-        h = (h + 1) & (cap - 1);
-      if (keys[h] == b) {
-        op->acc[slot[h]].mode |= o->acc[a].mode;
-        continue;
+    /* Reads first, against the writes of the ops before this one (an op
+     * that reads and writes a buffer reads what was there). */
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+      for (size_t a = 0; a < o->nacc && rc == 0; a++) {
+        cua_buffer *b = o->acc[a].buf;
+        unsigned m = (unsigned)o->acc[a].mode;
+        size_t h = cua__ptr_hash(b, cap);
+        while (keys[h] != NULL && keys[h] != b)
+          h = (h + 1) & (cap - 1);
+        if (keys[h] == NULL) {
+          keys[h] = b;
+          slot[h] = op->nacc;
+          rc = cua__op_add_access(op, b, (cua_access_mode)0);
+          if (rc != 0)
+            break;
+        }
+        if (pass == 0 && (m & CUA_READ) && !written[h])
+          op->acc[slot[h]].mode |= CUA_READ;
+        if (pass == 1 && (m & CUA_WRITE)) {
+          op->acc[slot[h]].mode |= CUA_WRITE;
+          written[h] = 1;
+        }
       }
-      keys[h] = b;
-      slot[h] = op->nacc;
-      rc = cua__op_add_access(op, b, o->acc[a].mode);
     }
   }
   free(keys);
   free(slot);
+  free(written);
   if (rc != 0) {
     cua_op_destroy(op);
     return rc;
@@ -300,6 +336,15 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
     return cua__fail(g->rt, rc, "cua_graph_launch: out of host memory");
   rc = cua_submit_on(fut, g->rt, op, g->anchor.device, g->anchor.stream);
   cua_op_destroy(op);
+  if (rc != 0) {
+    /* The submission's refusal, named as this call's. */
+    const char *m = cua_runtime_error(g->rt);
+    static const char sub[] = "cua_submit: ";
+    char copy[CUA__ERRLEN];
+    snprintf(copy, sizeof copy, "%s",
+             strncmp(m, sub, sizeof sub - 1) == 0 ? m + sizeof sub - 1 : m);
+    return cua__fail(g->rt, rc, "cua_graph_launch: %s", copy);
+  }
   if (rc == 0) {
     atomic_fetch_add(&g->launches, 1);
     atomic_fetch_add(&g->rt->n_graph_launches, 1);

@@ -251,6 +251,10 @@ void cua__graphs_reap(cua_runtime *rt);
 void cua__capture_streams_free(cua_runtime *rt);
 /* Applies one launch of a graph: node @p n of kind GRAPH, on its stream. */
 int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
+/* Names access @p a of node @p n in a message: "op 'NAME', buffer A"; for a
+ * graph's launch, the graph's op that names that buffer first and its
+ * index there ("graph op 'NAME', buffer I"), not the launch's union. */
+void cua__access_name(const cua__node *n, size_t a, char *out, size_t len);
 /* The graph op @p op dies: drops its graph and parameters. */
 void cua__graph_op_gone(cua_op *op);
 /* Sets the result of @p n, a launch (GRAPH op @p op) of a graph, as its

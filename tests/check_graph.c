@@ -1044,6 +1044,153 @@ static void run_auto(const char *mode) {
   cua_runtime_destroy(rt);
 }
 
+static int poison_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)arg;
+  cua_ctx_fail(ctx, "poisoned on purpose");
+  return CUA_ERR_OP_FAILED;
+}
+
+/* Leaves @p b failed: its last writer is a stream function that failed. */
+static void poison(cua_buffer *b) {
+  cua_access w = {b, CUA_WRITE};
+  cua_op *p;
+  ck_assert_int_eq(cua_op_func(&p, rt, poison_fn, NULL, &w, 1), 0);
+  ck_assert_int_eq(run_op(rt, p), CUA_ERR_OP_FAILED);
+  cua_op_destroy(p);
+}
+
+/* h2d(x) -> copy(y, x) -> d2h(y), built anew: its future's status. */
+static int copy_through(cua_buffer *x, cua_buffer *y, const float *in,
+                        float *out) {
+  cua_op *h2d, *cp, *d2h, *a, *dag;
+  ck_assert_int_eq(cua_op_memcpy_h2d(&h2d, x, 0, in, ELEMS * sizeof *in), 0);
+  ck_assert_int_eq(cua_op_copy(&cp, y, x), 0);
+  ck_assert_int_eq(cua_op_memcpy_d2h(&d2h, out, y, 0, ELEMS * sizeof *out), 0);
+  ck_assert_int_eq(cua_op_then(&a, h2d, cp), 0);
+  ck_assert_int_eq(cua_op_then(&dag, a, d2h), 0);
+  int rc = run_op(rt, dag);
+  cua_op *all[] = {h2d, cp, d2h, a, dag};
+  for (size_t i = 0; i < 5; i++)
+    cua_op_destroy(all[i]);
+  return rc;
+}
+
+/* A launch consumes only what its ops read before they write it: a graph
+ * whose first op overwrites a buffer left failed runs (as the same ops
+ * submitted do), and does not leave every buffer it touches failed for the
+ * launches after it; one that reads the failed buffer fails, naming the
+ * cause, and runs again once the buffer is written. Explicitly and in
+ * graphs = auto. */
+START_TEST(a_launch_recovers_a_buffer_its_first_op_overwrites) {
+  for (int mode = 0; mode < 2; mode++) {
+    rt = open_policy("round-robin", mode ? "graphs = auto\n" : "");
+    cua_buffer *x = make_buf(1), *y = make_buf(2);
+    float in[ELEMS], out[ELEMS];
+    cua_op *h2d, *cp, *d2h, *a, *dag, *rd;
+    ck_assert_int_eq(cua_op_memcpy_h2d(&h2d, x, 0, in, sizeof in), 0);
+    ck_assert_int_eq(cua_op_copy(&cp, y, x), 0);
+    ck_assert_int_eq(cua_op_memcpy_d2h(&d2h, out, y, 0, sizeof out), 0);
+    ck_assert_int_eq(cua_op_then(&a, h2d, cp), 0);
+    ck_assert_int_eq(cua_op_then(&dag, a, d2h), 0);
+    ck_assert_int_eq(cua_op_memcpy_d2h(&rd, out, x, 0, sizeof out), 0);
+    cua_graph *g = NULL, *reader = NULL;
+    if (mode == 0) {
+      ck_assert_int_eq(cua_graph_create(&g, rt, dag, NULL), 0);
+      ck_assert_int_eq(cua_graph_create(&reader, rt, rd, NULL), 0);
+    }
+    for (int round = 0; round < 6; round++) {
+      poison(x);
+      for (int i = 0; i < ELEMS; i++)
+        in[i] = (float)(round + 5);
+      int rc;
+      if (mode == 0) {
+        cua_future *f;
+        ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+        rc = cua_future_wait(f);
+        ck_assert_msg(rc == 0, "round %d: %s", round, cua_future_error(f));
+        cua_future_destroy(f);
+      } else {
+        rc = copy_through(x, y, in, out);
+        ck_assert_msg(rc == 0, "round %d: %s", round, cua_runtime_error(rt));
+      }
+      for (int i = 0; i < ELEMS; i++)
+        ck_assert(out[i] == (float)(round + 5));
+    }
+    if (mode == 0) {
+      /* The reader consumes x: it fails while x is failed, with the cause,
+       * and runs once the graph wrote x again. */
+      poison(x);
+      cua_future *f;
+      ck_assert_int_eq(cua_graph_launch(&f, reader), 0);
+      ck_assert_int_eq(cua_future_wait(f), CUA_ERR_DEPENDENCY);
+      ck_assert_msg(strstr(cua_future_error(f), "poisoned on purpose") != NULL,
+                    "%s", cua_future_error(f));
+      cua_future_destroy(f);
+      ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+      ck_assert_int_eq(cua_future_wait(f), 0);
+      cua_future_destroy(f);
+      ck_assert_int_eq(cua_graph_launch(&f, reader), 0);
+      ck_assert_int_eq(cua_future_wait(f), 0);
+      cua_future_destroy(f);
+      cua_graph_destroy(g);
+      cua_graph_destroy(reader);
+    } else {
+      cua_stats st = stats_of();
+      ck_assert_int_ge((int)st.graph_replays, 3);
+    }
+    cua_op *all[] = {h2d, cp, d2h, a, dag, rd};
+    for (size_t i = 0; i < 6; i++)
+      cua_op_destroy(all[i]);
+    cua_buffer_destroy(x);
+    cua_buffer_destroy(y);
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
+/* A launch refused for a buffer names the call and the graph's op that
+ * uses the buffer, not the submission and the launch's union of buffers;
+ * so does a submission that graphs = auto turns into a launch. */
+START_TEST(a_refused_launch_names_the_graphs_op) {
+  for (int mode = 0; mode < 2; mode++) {
+    rt = open_policy("round-robin", mode ? "graphs = always\n" : "");
+    cua_buffer *x = make_buf(1), *y = make_buf(2), *z = make_buf(3);
+    cua_op *fill, *cp, *dag, *fr;
+    ck_assert_int_eq(cua_op_fill(&fill, z, 4.0f), 0);
+    ck_assert_int_eq(cua_op_copy(&cp, y, x), 0);
+    cua_hints h = CUA_HINTS_INIT;
+    h.name = "mycopy";
+    ck_assert_int_eq(cua_op_set_hints(cp, &h), 0);
+    ck_assert_int_eq(cua_op_then(&dag, fill, cp), 0);
+    cua_graph *g = NULL;
+    if (mode == 0)
+      ck_assert_int_eq(cua_graph_create(&g, rt, dag, NULL), 0);
+    else
+      ck_assert_int_eq(run_op(rt, dag), 0); /* captured, cached */
+    ck_assert_int_eq(cua_op_free(&fr, x), 0);
+    ck_assert_int_eq(run_op(rt, fr), 0);
+    cua_future *f = NULL;
+    const char *want = mode == 0 ? "cua_graph_launch: graph op 'mycopy', "
+                                   "buffer "
+                                 : "cua_submit: graph op 'mycopy', buffer ";
+    ck_assert_err(rt, mode == 0 ? cua_graph_launch(&f, g) : run_op(rt, dag),
+                  CUA_ERR_FREED, want);
+    ck_assert_msg(strstr(cua_runtime_error(rt), "freed") != NULL, "%s",
+                  cua_runtime_error(rt));
+    ck_assert_ptr_null(f);
+    if (g != NULL)
+      cua_graph_destroy(g);
+    cua_op *all[] = {fill, cp, dag, fr};
+    for (size_t i = 0; i < 4; i++)
+      cua_op_destroy(all[i]);
+    cua_buffer_destroy(x);
+    cua_buffer_destroy(y);
+    cua_buffer_destroy(z);
+    cua_runtime_destroy(rt);
+  }
+}
+END_TEST
+
 START_TEST(auto_mode_matches_sequential) {
   run_auto("auto");
 }
@@ -1382,6 +1529,8 @@ static Suite *suite(void) {
   tcase_add_test(tsem, out_of_device_memory_at_creation);
   tcase_add_test(tsem, lifetimes);
   tcase_add_test(tsem, launch_gives_results);
+  tcase_add_test(tsem, a_launch_recovers_a_buffer_its_first_op_overwrites);
+  tcase_add_test(tsem, a_refused_launch_names_the_graphs_op);
   tcase_add_test(tsem, edges_are_the_fewest_that_keep_order);
   tcase_add_test(tsem, placement_is_the_policys);
   tcase_add_test(tsem, auto_mode_matches_sequential);

@@ -440,6 +440,41 @@ START_TEST(failure_fails_dependents_but_not_independent_work) {
 }
 END_TEST
 
+/* A buffer read, failed and written again by submission after submission
+ * keeps the first failure's cause in every message, at a bounded length:
+ * the message names the op it depends on and the op that failed first. */
+START_TEST(a_failure_read_again_and_again_keeps_its_cause) {
+  if (!test_backend_on_cpu())
+    return;
+  cua_buffer *x = buf(N);
+  cua_access w = {x, CUA_WRITE}, rw = {x, CUA_READ_WRITE};
+  cua_op *bad, *again;
+  ck_assert_int_eq(cua_op_func(&bad, rt, fn_fail, NULL, &w, 1), 0);
+  ck_assert_int_eq(run_op(rt, bad), CUA_ERR_OP_FAILED);
+  ck_assert_int_eq(cua_op_func(&again, rt, fn_double, NULL, &rw, 1), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = "again";
+  ck_assert_int_eq(cua_op_set_hints(again, &h), 0);
+  for (int i = 0; i < 300; i++) {
+    cua_future *f;
+    ck_assert_int_eq(cua_submit(&f, rt, again, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(f), CUA_ERR_DEPENDENCY);
+    const char *m = cua_future_error(f);
+    ck_assert_msg(strstr(m, "kernel exploded at 42") != NULL, "%d: %s", i, m);
+    ck_assert_msg(strlen(m) < 400, "%d: %zu bytes: %s", i, strlen(m), m);
+    if (i > 0)
+      ck_assert_msg(strstr(m, "depends on failed op 'again' "
+                              "(CUA_ERR_DEPENDENCY): depends on failed op") !=
+                        NULL,
+                    "%s", m);
+    cua_future_destroy(f);
+  }
+  cua_op_destroy(bad);
+  cua_op_destroy(again);
+  cua_buffer_destroy(x);
+}
+END_TEST
+
 /* then(a, then(b, then(c, ...))) 40k deep: walks through nested thens are
  * iterative, and the result is the last op's. */
 START_TEST(deeply_nested_thens_run_in_order) {
@@ -595,6 +630,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, partition_tiles_then_unpartition);
   tcase_add_test(tc, stream_function_sees_its_buffers_and_sets_result);
   tcase_add_test(tc, failure_fails_dependents_but_not_independent_work);
+  tcase_add_test(tc, a_failure_read_again_and_again_keeps_its_cause);
   tcase_add_test(tc, deeply_nested_thens_run_in_order);
   tcase_add_test(tc, a_then_keeps_its_meaning_without_a_node);
   tcase_add_test(tc, a_then_after_a_zip_waits_for_every_part);
