@@ -18,6 +18,31 @@
 
 /* ------------------------------------------------------------ completion */
 
+/* The runtime whose completion thread this is (NULL on other threads). */
+static _Thread_local const cua_runtime *tls_completing;
+
+int cua__completing(const cua_runtime *rt) {
+  return rt != NULL && tls_completing == rt;
+}
+
+int cua__refuse_wait(const cua_runtime *rt, const char *fn, int done) {
+  if (done)
+    return 0;
+  if (cua__in_user_code())
+    return cua__fail(rt, CUA_ERR_BUSY,
+                     "%s: called from a stream function, where waiting could "
+                     "deadlock (what it waits for may be queued behind it); "
+                     "wait after the stream function returns",
+                     fn);
+  if (cua__completing(rt))
+    return cua__fail(rt, CUA_ERR_BUSY,
+                     "%s: called from a host step, map or callback of this "
+                     "runtime, on its completion thread, which would have to "
+                     "complete what it waits for; wait on another thread",
+                     fn);
+  return 0;
+}
+
 static void compute_virtual_result(cua__node *n) {
   if (n->code != 0)
     return;
@@ -517,6 +542,7 @@ static int pending_device_work(cua_runtime *rt) {
 
 void *cua__completion_thread(void *arg) {
   cua_runtime *rt = arg;
+  tls_completing = rt;
   int watched = 0; /* idle_watch() ran since the last pass with work */
   pthread_mutex_lock(&rt->lock);
   for (;;) {

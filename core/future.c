@@ -182,14 +182,14 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   if (s == NULL)
     return CUA_ERR_INVAL;
   /* A stream function waiting may wait for work queued behind itself (on
-   * its own stream, or in its own thread's command list): refused, unless
-   * there is nothing left to wait for. */
-  if (cua__in_user_code() &&
-      !atomic_load_explicit(&s->done, memory_order_acquire))
-    return cua__fail(s->rt, CUA_ERR_BUSY,
-                     "cua_future_wait: called from a stream function, where "
-                     "waiting could deadlock; poll it, or wait after the "
-                     "stream function returns");
+   * its own stream, or in its own thread's command list), and a host step,
+   * map or callback for work its own completion thread must complete:
+   * refused, unless there is nothing left to wait for. */
+  int busy =
+      cua__refuse_wait(s->rt, "cua_future_wait",
+                       atomic_load_explicit(&s->done, memory_order_acquire));
+  if (busy != 0)
+    return busy;
   struct timespec dl = {0, 0}; /* read only with a timeout */
   if (timeout_ns != UINT64_MAX)
     dl = cua__deadline(timeout_ns);

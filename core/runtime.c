@@ -394,6 +394,14 @@ static void wait_idle(cua_runtime *rt) {
 void cua_runtime_destroy(cua_runtime *rt) {
   if (rt == NULL)
     return;
+  /* It waits for the work in flight, and joins the completion thread: from
+   * a stream function or that thread, never. Refused, loudly, as the call
+   * returns nothing. */
+  if (cua__refuse_wait(rt, "cua_runtime_destroy", 0) != 0) {
+    fprintf(stderr, "cuasync: %s; the runtime is not destroyed\n",
+            cua_runtime_error(rt));
+    return;
+  }
   wait_idle(rt);
   pthread_mutex_lock(&rt->lock);
   rt->stopping = 1;
@@ -415,13 +423,12 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   if (rt == NULL)
     return cua__fail(rt, CUA_ERR_INVAL,
                      "cua_runtime_synchronize: NULL runtime");
-  /* A stream function would wait for its own submission: refused, as
+  /* A stream function would wait for its own submission, a host step,
+   * map or callback for its own completion thread: refused, as
    * cua_future_wait() is there. */
-  if (cua__in_user_code())
-    return cua__fail(rt, CUA_ERR_BUSY,
-                     "cua_runtime_synchronize: called from a stream "
-                     "function, whose own submission it would wait for; "
-                     "wait after the stream function returns");
+  int busy = cua__refuse_wait(rt, "cua_runtime_synchronize", 0);
+  if (busy != 0)
+    return busy;
   wait_idle(rt);
   return 0;
 }

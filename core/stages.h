@@ -241,6 +241,14 @@ int cua__backend_op(const cua_op *op, uint64_t seq, cua_backend_op *bo,
                     void **params, void **ptrs, const char *name, char *msg,
                     size_t len);
 int cua__in_user_code(void);
+/* complete.c: 1 on @p rt's completion thread, which runs its host steps,
+ * maps and callbacks: a wait there for work of @p rt would wait for the
+ * thread itself. */
+int cua__completing(const cua_runtime *rt);
+/* The calls that would wait for @p rt's work: 0, or CUA_ERR_BUSY with a
+ * message naming @p fn, from a stream function (with @p done 0: what is
+ * waited for is not complete) or @p rt's completion thread. */
+int cua__refuse_wait(const cua_runtime *rt, const char *fn, int done);
 
 /* capture.c, schedule.c, graphbuild.c, replay.c: graphs (see graphs.h). */
 void cua__graphs_detach(cua_runtime *rt);

@@ -128,7 +128,10 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
 /**
  * Closes a runtime: waits for every submission to complete, fires their
  * callbacks, then frees streams, events, policies, modules and the memory
- * of every buffer. @p rt is invalid afterwards. The other handles the
+ * of every buffer. @p rt is invalid afterwards. From a stream function or
+ * a host step, map or callback of @p rt, where it would wait for itself,
+ * it does nothing but say so on stderr (and as cua_runtime_error(rt)):
+ * destroy the runtime from another thread. The other handles the
  * caller still holds stay valid:
  * - policy handles keep their name, a submission given one fails with
  *   #CUA_ERR_CANCELED, and cua_policy_close() frees them;
@@ -154,7 +157,9 @@ CUA_EXTERN void cua_runtime_destroy(cua_runtime *rt);
 CUA_EXTERN const char *cua_runtime_error(const cua_runtime *rt);
 /** Waits until every submission made so far has completed. Returns 0;
  * failures are reported by each submission's future. From a stream
- * function, whose own submission it would wait for: #CUA_ERR_BUSY. */
+ * function, whose own submission it would wait for, and from a host step,
+ * map or future callback of this runtime (its completion thread, which
+ * would have to complete that work): #CUA_ERR_BUSY. */
 CUA_EXTERN int cua_runtime_synchronize(cua_runtime *rt);
 /** The backend's name, as its descriptor declares it ("cuda", "host"...);
  * NULL for a NULL @p rt. */
@@ -617,7 +622,9 @@ CUA_EXTERN int cua_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
 CUA_EXTERN int cua_submit_on(cua_future **fut, cua_runtime *rt, cua_op *op,
                              int device, int stream);
 /** Submits, waits, stores the result in *result (if not NULL), returns the
- * future's status; a failure's message is then cua_runtime_error(rt). */
+ * future's status; a failure's message is then cua_runtime_error(rt).
+ * Where cua_future_wait() would be refused (a stream function, a host step,
+ * map or callback of @p rt): #CUA_ERR_BUSY, and nothing is submitted. */
 CUA_EXTERN int cua_submit_wait(cua_runtime *rt, cua_op *op,
                                const cua_submit_options *opts, void **result);
 
@@ -625,7 +632,11 @@ CUA_EXTERN int cua_submit_wait(cua_runtime *rt, cua_op *op,
  * It watches the future for 20 us, then sleeps until woken, unless the
  * backend polls the device without sleeping while a thread waits (CUDA's
  * `waited_spin`, on by default: cuasync.ini(5)): then it watches without
- * sleeping until done, as cudaStreamSynchronize() spins. */
+ * sleeping until done, as cudaStreamSynchronize() spins. A future not yet
+ * complete cannot be waited for from a stream function (its work may be
+ * queued behind the function) nor from a host step, map or callback of its
+ * runtime (they run on the completion thread, which completes it):
+ * #CUA_ERR_BUSY; poll it, or wait on another thread. */
 CUA_EXTERN int cua_future_wait(cua_future *fut);
 /** Waits at most @p timeout_ns; CUA_ERR_TIMEDOUT if still pending. */
 CUA_EXTERN int cua_future_wait_timeout(cua_future *fut, uint64_t timeout_ns);

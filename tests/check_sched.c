@@ -195,6 +195,8 @@ static int submitting_fn(cua_stream_ctx *ctx, void *arg) {
      * (it hung). */
     n->sync_rc = cua_runtime_synchronize(n->rt);
     snprintf(n->sync_msg, sizeof n->sync_msg, "%s", cua_runtime_error(n->rt));
+    /* Destroying it would wait for this very function: refused (stderr). */
+    cua_runtime_destroy(n->rt);
   }
   return 0;
 }
@@ -215,14 +217,135 @@ START_TEST(stream_function_may_submit_but_not_wait) {
   ck_assert_int_eq(n.sync_rc, CUA_ERR_BUSY);
   ck_assert_str_eq(n.sync_msg,
                    "cua_runtime_synchronize: called from a stream function, "
-                   "whose own submission it would wait for; wait after the "
-                   "stream function returns");
+                   "where waiting could deadlock (what it waits for may be "
+                   "queued behind it); wait after the stream function "
+                   "returns");
   ck_assert_int_eq(cua_future_wait(n.fut), 0);
   ck_assert(first_value(rt, n.buf) == 5.0f);
   cua_future_destroy(n.fut);
   cua_op_destroy(op);
   cua_buffer_destroy(n.buf);
   cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* The calls that wait for a runtime's work, made on its completion thread
+ * (a host step, a map, a future's callback), would wait for the thread
+ * itself: refused with CUA_ERR_BUSY, nothing submitted, the runtime not
+ * destroyed; a future already complete, or another runtime's, is waited
+ * for. They hung. */
+typedef struct on_ct {
+  cua_runtime *rt, *other;
+  cua_buffer *buf;
+  cua_future *done, *theirs;
+  int wait_rc, sync_rc, sw_rc, done_rc, theirs_rc;
+  uint64_t subs_before, subs_after;
+  char wait_msg[256], sync_msg[256], sw_msg[256];
+  atomic_int finished, go;
+} on_ct;
+
+static void waits_on_completion_thread(on_ct *c) {
+  cua_op *op = NULL;
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_op_fill(&op, c->buf, 6.0f), 0);
+  ck_assert_int_eq(cua_submit(&f, c->rt, op, NULL), 0);
+  c->wait_rc = cua_future_wait(f);
+  snprintf(c->wait_msg, sizeof c->wait_msg, "%s", cua_runtime_error(c->rt));
+  c->sync_rc = cua_runtime_synchronize(c->rt);
+  snprintf(c->sync_msg, sizeof c->sync_msg, "%s", cua_runtime_error(c->rt));
+  cua_stats st = {.size = sizeof st};
+  ck_assert_int_eq(cua_runtime_stats(c->rt, &st), 0);
+  c->subs_before = st.submissions;
+  c->sw_rc = cua_submit_wait(c->rt, op, NULL, NULL);
+  snprintf(c->sw_msg, sizeof c->sw_msg, "%s", cua_runtime_error(c->rt));
+  ck_assert_int_eq(cua_runtime_stats(c->rt, &st), 0);
+  c->subs_after = st.submissions;
+  cua_runtime_destroy(c->rt); /* refused: said on stderr */
+  c->done_rc = cua_future_wait(c->done);
+  c->theirs_rc = cua_future_wait(c->theirs);
+  cua_future_destroy(f); /* (completes later; destroying it is fine) */
+  cua_op_destroy(op);
+  atomic_store(&c->finished, 1);
+}
+
+static int ct_step(void *arg, void **result) {
+  (void)result;
+  waits_on_completion_thread(arg);
+  return 0;
+}
+
+/* Holds its future open until the callback is registered. */
+static int ct_gate(void *arg, void **result) {
+  (void)result;
+  on_ct *c = arg;
+  while (!atomic_load(&c->go))
+    sched_yield();
+  return 0;
+}
+
+static void ct_callback(cua_future *fut, int status, void *arg) {
+  (void)fut;
+  (void)status;
+  waits_on_completion_thread(arg);
+}
+
+START_TEST(waits_on_the_completion_thread_are_refused) {
+  for (int where = 0; where < 2; where++) {
+    on_ct c;
+    memset(&c, 0, sizeof c);
+    c.rt = open_two_streams();
+    c.other = open_two_streams();
+    c.buf = buffer(c.rt);
+    cua_op *first = NULL, *theirs = NULL, *op = NULL;
+    cua_buffer *ob = buffer(c.other);
+    ck_assert_int_eq(cua_op_fill(&first, c.buf, 1.0f), 0);
+    ck_assert_int_eq(cua_submit(&c.done, c.rt, first, NULL), 0);
+    ck_assert_int_eq(cua_future_wait(c.done), 0);
+    ck_assert_int_eq(cua_op_fill(&theirs, ob, 2.0f), 0);
+    ck_assert_int_eq(cua_submit(&c.theirs, c.other, theirs, NULL), 0);
+    cua_future *f = NULL;
+    if (where == 0) {
+      ck_assert_int_eq(cua_op_host(&op, c.rt, ct_step, &c), 0);
+      ck_assert_int_eq(cua_submit(&f, c.rt, op, NULL), 0);
+      ck_assert_int_eq(cua_future_wait(f), 0);
+    } else {
+      ck_assert_int_eq(cua_op_host(&op, c.rt, ct_gate, &c), 0);
+      ck_assert_int_eq(cua_submit(&f, c.rt, op, NULL), 0);
+      ck_assert_int_eq(cua_future_on_complete(f, ct_callback, &c), 0);
+      atomic_store(&c.go, 1);
+      ck_assert_int_eq(cua_future_wait(f), 0);
+    }
+    while (!atomic_load(&c.finished)) /* (a callback runs after the wait) */
+      sched_yield();
+    ck_assert_int_eq(cua_runtime_synchronize(c.rt), 0);
+    ck_assert_int_eq(c.wait_rc, CUA_ERR_BUSY);
+    ck_assert_str_eq(c.wait_msg,
+                     "cua_future_wait: called from a host step, map or "
+                     "callback of this runtime, on its completion thread, "
+                     "which would have to complete what it waits for; wait "
+                     "on another thread");
+    ck_assert_int_eq(c.sync_rc, CUA_ERR_BUSY);
+    ck_assert_ptr_nonnull(strstr(c.sync_msg, "cua_runtime_synchronize: "
+                                             "called from a host step"));
+    ck_assert_int_eq(c.sw_rc, CUA_ERR_BUSY);
+    ck_assert_ptr_nonnull(
+        strstr(c.sw_msg, "cua_submit_wait: called from a host step"));
+    ck_assert_uint_eq(c.subs_after, c.subs_before);
+    ck_assert_int_eq(c.done_rc, 0);
+    ck_assert_int_eq(c.theirs_rc, 0);
+    /* The runtime was not destroyed: it still runs work. */
+    ck_assert_int_eq(cua_submit_wait(c.rt, first, NULL, NULL), 0);
+    cua_future_destroy(f);
+    cua_future_destroy(c.done);
+    cua_future_destroy(c.theirs);
+    cua_op_destroy(first);
+    cua_op_destroy(theirs);
+    cua_op_destroy(op);
+    cua_buffer_destroy(c.buf);
+    cua_buffer_destroy(ob);
+    cua_runtime_destroy(c.rt);
+    cua_runtime_destroy(c.other);
+  }
 }
 END_TEST
 
@@ -706,6 +829,46 @@ START_TEST(native_streams_are_ordered_both_ways) {
   cua_buffer_destroy(ya);
   cua_buffer_destroy(xb);
   cua_runtime_destroy(b);
+  cua_runtime_destroy(a);
+}
+END_TEST
+
+/* The runtime whose future a native stream waits for may be destroyed
+ * before that stream gets to the wait: the stream goes on (CUDA allows
+ * destroying an event a stream waits for). On the host backend its wait
+ * read the destroyed runtime's event (the ASan build and valgrind saw it);
+ * now destroy() waits until the other runtime's stream has passed it. */
+START_TEST(a_runtime_waited_for_natively_may_be_destroyed) {
+  if (runs_ops_at_launch())
+    return;
+  cua_runtime *a = open_native_stand_in(), *b = open_two_streams();
+  void *na = NULL;
+  cua_op *cap = NULL;
+  ck_assert_int_eq(cua_op_func(&cap, a, capture_native, &na, NULL, 0), 0);
+  run_on(a, cap, 0);
+  cua_buffer *xa = buffer(a);
+  cua_op *busy = NULL, *shortop = NULL, *after = NULL;
+  ck_assert_int_eq(cua_op_spin(&busy, a, 300000000ull, 1), 0);
+  cua_future *fa = NULL, *fb = NULL, *fa2 = NULL;
+  ck_assert_int_eq(cua_submit_on(&fa, a, busy, 0, 0), 0);
+  ck_assert_int_eq(cua_op_spin(&shortop, b, 30000000ull, 1), 0);
+  ck_assert_int_eq(cua_submit_on(&fb, b, shortop, 0, 0), 0);
+  ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0);
+  ck_assert_int_eq(cua_future_wait(fb), 0);
+  cua_future_destroy(fb);
+  cua_op_destroy(shortop);
+  cua_runtime_destroy(b); /* a's stream 0 is still in its 300 ms spin */
+  ck_assert_int_eq(cua_op_fill(&after, xa, 4.0f), 0);
+  ck_assert_int_eq(cua_submit_on(&fa2, a, after, 0, 0), 0);
+  ck_assert_int_eq(cua_future_wait(fa2), 0);
+  ck_assert_int_eq(cua_future_wait(fa), 0);
+  ck_assert(first_value(a, xa) == 4.0f);
+  cua_future_destroy(fa);
+  cua_future_destroy(fa2);
+  cua_op_destroy(cap);
+  cua_op_destroy(busy);
+  cua_op_destroy(after);
+  cua_buffer_destroy(xa);
   cua_runtime_destroy(a);
 }
 END_TEST
@@ -1651,6 +1814,7 @@ int main(void) {
   tcase_add_test(tc, later_consumer_waits_for_its_producer_only);
   tcase_add_test(tc, stream_function_blocks_no_other_submission);
   tcase_add_test(tc, stream_function_may_submit_but_not_wait);
+  tcase_add_test(tc, waits_on_the_completion_thread_are_refused);
   tcase_add_test(tc, a_stream_function_submits_inside_a_relayed_round);
   tcase_add_test(tc, relayed_rounds_beside_another_submitting_thread);
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
@@ -1661,6 +1825,7 @@ int main(void) {
   tcase_add_test(tc, policy_handle_outlives_its_runtime);
   tcase_add_test(tc, idle_runtime_uses_no_cpu);
   tcase_add_test(tc, native_streams_are_ordered_both_ways);
+  tcase_add_test(tc, a_runtime_waited_for_natively_may_be_destroyed);
   tcase_add_test(tc, native_wait_for_pending_host_step_is_again);
   tcase_add_test(tc, levels_count_then_edges);
   tcase_add_test(tc, a_fan_out_after_a_then_runs_on_several_streams);

@@ -31,8 +31,11 @@
  * an event's lock (event_record() bumps the record generation while it
  * appends the record item, so that the generation a later wait captures
  * always has its record item enqueued). The state lock (stream list, event
- * chunks), a device's memory lock, a stream's error lock and the wait lock
- * are leaves.
+ * chunks, the count of its events' items on other instances' streams), a
+ * device's memory lock, a stream's error lock and the wait lock are
+ * leaves. An instance is destroyed only once those items have run: stream
+ * interop queues them on another runtime's streams, and they read the
+ * event.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -143,6 +146,8 @@ typedef struct item {
     struct {
       cua_backend_event *ev; /* holds a reference until executed */
       uint64_t gen;          /* the record generation made or awaited */
+      int foreign;           /* ev belongs to another instance (stream interop):
+                                counted in its st->foreign until executed */
     } event;                 /* ITEM_RECORD, ITEM_WAIT */
     void *ptr;               /* ITEM_FREE */
   } u;
@@ -253,8 +258,15 @@ struct host_state {
   int ndevices;
   long ncpus;
 
-  pthread_mutex_t lock; /* the stream list, nstreams, the event chunks */
+  pthread_mutex_t lock; /* the stream list, nstreams, the event chunks,
+                           foreign */
   cua_backend_stream *streams;
+  /* Record and wait items of this instance's events queued on another
+   * instance's streams (another runtime's, through stream interop), not
+   * executed yet: destroy() waits for them (foreign_cond), as they read
+   * the events' memory. */
+  unsigned foreign;
+  pthread_cond_t foreign_cond;
   event_chunk *chunks_avail; /* chunks with a free event */
   event_chunk *chunks_full;  /* chunks without */
   unsigned nempty;           /* chunks whose events are all free */
@@ -573,6 +585,27 @@ static void event_unref(cua_backend_event *e) {
     event_release(e);
 }
 
+/* An item of @p e's about to go on stream @p s: when @p s is another
+ * instance's, counted in e's (host_destroy() waits for it). */
+static int foreign_begin(const cua_backend_event *e,
+                         const cua_backend_stream *s) {
+  if (s->st == e->st)
+    return 0;
+  pthread_mutex_lock(&e->st->lock);
+  e->st->foreign++;
+  pthread_mutex_unlock(&e->st->lock);
+  return 1;
+}
+
+/* A foreign item of @p owner's executed (or never queued). @p owner may be
+ * freed as soon as its lock is released. */
+static void foreign_end(host_state *owner) {
+  pthread_mutex_lock(&owner->lock);
+  if (--owner->foreign == 0)
+    pthread_cond_broadcast(&owner->foreign_cond);
+  pthread_mutex_unlock(&owner->lock);
+}
+
 /* A record item reached: generation gen of e is complete. Completion is a
  * maximum, like CUDA's "the last recording": if e was re-recorded on another
  * stream that got there first, the older generation counts as done too. */
@@ -788,13 +821,17 @@ static void run_item(cua_backend_stream *s, item *it) {
     notify(s->st);
     break;
   case ITEM_RECORD:
-    event_complete(it->u.event.ev, it->u.event.gen);
+  case ITEM_WAIT: {
+    host_state *owner = it->u.event.ev->st;
+    if (it->kind == ITEM_RECORD)
+      event_complete(it->u.event.ev, it->u.event.gen);
+    else
+      event_block(it->u.event.ev, it->u.event.gen);
     event_unref(it->u.event.ev);
+    if (it->u.event.foreign)
+      foreign_end(owner);
     break;
-  case ITEM_WAIT:
-    event_block(it->u.event.ev, it->u.event.gen);
-    event_unref(it->u.event.ev);
-    break;
+  }
   case ITEM_FREE:
     mem_release(s->st, it->u.ptr);
     break;
@@ -1115,9 +1152,14 @@ static int host_event_record(void *state, cua_backend_event *e,
                              cua_backend_stream *s) {
   if (e == NULL || s == NULL)
     return CUA_ERR_INVAL;
+  int foreign = foreign_begin(e, s);
   item *it = queue_begin(s);
-  if (it == NULL)
+  if (it == NULL) {
+    if (foreign)
+      foreign_end(e->st);
     return CUA_ERR_NOMEM;
+  }
+  it->u.event.foreign = foreign;
   /* The generation is taken while the stream's lock is held, so it cannot
    * be awaited before its record item is in a queue. */
   pthread_mutex_lock(&e->lock);
@@ -1143,9 +1185,14 @@ static int host_stream_wait_event(void *state, cua_backend_stream *s,
    * stream is spared a queue item. */
   if (done)
     return CUA_OK;
+  int foreign = foreign_begin(e, s);
   item *it = queue_begin(s);
-  if (it == NULL)
+  if (it == NULL) {
+    if (foreign)
+      foreign_end(e->st);
     return CUA_ERR_NOMEM;
+  }
+  it->u.event.foreign = foreign;
   atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
   it->kind = ITEM_WAIT;
   it->u.event.ev = e;
@@ -1492,6 +1539,7 @@ static void free_state(host_state *st) {
     pthread_mutex_destroy(&st->devices[i].mem_lock);
   svc_free(st, st->devices);
   pthread_cond_destroy(&st->wait_cond);
+  pthread_cond_destroy(&st->foreign_cond);
   pthread_mutex_destroy(&st->wait_lock);
   pthread_mutex_destroy(&st->lock);
   svc_free(st, st);
@@ -1558,6 +1606,7 @@ static int host_create(const cua_backend_host *host,
   if (st->ncpus < 1)
     st->ncpus = 1;
   pthread_mutex_init(&st->lock, NULL);
+  pthread_cond_init(&st->foreign_cond, NULL);
   pthread_mutex_init(&st->wait_lock, NULL);
   /* wait() has deadlines on the monotonic clock, which setting the time of
    * day does not move. */
@@ -1587,6 +1636,14 @@ static void host_destroy(void *state) {
     stream_stop(s);
   while (st->streams != NULL)
     stream_join_free(st->streams);
+  /* Items of these events on other instances' streams (stream interop)
+   * read them until they run: the core waited for this runtime's work, so
+   * every generation they await is recorded and reached, and each runs as
+   * soon as its stream gets to it. */
+  pthread_mutex_lock(&st->lock);
+  while (st->foreign > 0)
+    pthread_cond_wait(&st->foreign_cond, &st->lock);
+  pthread_mutex_unlock(&st->lock);
 
   /* The workers are gone, and with them every reference from a queue item:
    * the events still in use are the handles the core did not destroy. */
