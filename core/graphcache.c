@@ -6,7 +6,8 @@
  * order (breadth first from the root, inputs in order), and for each op
  * what decides the schedule and the hazards: its kind, its inputs (as
  * positions in that order), its buffers and their modes, its hints (the
- * policy's inputs: device, tag, cost, bytes, flops, priority) and, for a
+ * policy's inputs: device, tag, cost, bytes, flops, priority; but for the
+ * ones its constructor derived from a parameter: hint_bytes()) and, for a
  * kernel, the function and which arguments are buffers. Two DAGs with the
  * same fingerprint differ at most in their ops' parameters: scalars, host
  * pointers and ranges, kernel argument values and geometry. They are made
@@ -188,6 +189,29 @@ static uint64_t fn_word(const void *fnp, size_t size) {
 
 /* Takes the fingerprint of the DAG ending at @p root. 0 when it cannot
  * (out of memory, too large). */
+/* A hint the op's constructor derives from a parameter, and that still
+ * says what it said (a memset's or a memcpy's bytes: its length; a spin's
+ * cost: its duration), is that parameter, not a hint of the fingerprint:
+ * the step changes size or duration from one submission to the next and
+ * is still replayed, updated. */
+#define DERIVED ((uint64_t)0xde71fedull)
+static uint64_t hint_bytes(const cua_op *op) {
+  switch (op->kind) {
+  case CUA_OP_MEMSET:
+  case CUA_OP_MEMCPY_H2D:
+  case CUA_OP_MEMCPY_D2H:
+  case CUA_OP_MEMCPY_D2D:
+    return op->hints.bytes == op->bytes ? DERIVED : op->hints.bytes;
+  default:
+    return op->hints.bytes;
+  }
+}
+static uint64_t hint_cost(const cua_op *op) {
+  return op->kind == CUA_OP_SPIN && op->hints.cost_ns == op->spin.ns
+             ? DERIVED
+             : op->hints.cost_ns;
+}
+
 static int fp_walk(fp *f, cua_op *root) {
   if (position(f, root) < 0)
     return 0;
@@ -203,7 +227,7 @@ static int fp_walk(fp *f, cua_op *root) {
       ok = push(f, (uint64_t)(uintptr_t)op->acc[a].buf) &&
            push(f, (uint64_t)op->acc[a].mode);
     ok = ok && push(f, (uint64_t)(int64_t)op->hints.device) &&
-         push(f, op->hints.cost_ns) && push(f, op->hints.bytes) &&
+         push(f, hint_cost(op)) && push(f, hint_bytes(op)) &&
          push(f, op->hints.flops) &&
          push(f, (uint64_t)(int64_t)op->hints.priority) &&
          push(f, str_hash(op->hints.tag));

@@ -1055,8 +1055,7 @@ static void poison(cua_buffer *b) {
   cua_access w = {b, CUA_WRITE};
   cua_op *p;
   ck_assert_int_eq(cua_op_func(&p, rt, poison_fn, NULL, &w, 1), 0);
-  ck_assert_int_eq(run_op(rt, p), CUA_ERR_OP_FAILED);
-  cua_op_destroy(p);
+  ck_assert_int_eq(run_op(rt, p), CUA_ERR_OP_FAILED); /* (destroys p) */
 }
 
 /* h2d(x) -> copy(y, x) -> d2h(y), built anew: its future's status. */
@@ -1068,7 +1067,7 @@ static int copy_through(cua_buffer *x, cua_buffer *y, const float *in,
   ck_assert_int_eq(cua_op_memcpy_d2h(&d2h, out, y, 0, ELEMS * sizeof *out), 0);
   ck_assert_int_eq(cua_op_then(&a, h2d, cp), 0);
   ck_assert_int_eq(cua_op_then(&dag, a, d2h), 0);
-  int rc = run_op(rt, dag);
+  int rc = cua_submit_wait(rt, dag, NULL, NULL);
   cua_op *all[] = {h2d, cp, d2h, a, dag};
   for (size_t i = 0; i < 5; i++)
     cua_op_destroy(all[i]);
@@ -1166,28 +1165,64 @@ START_TEST(a_refused_launch_names_the_graphs_op) {
     if (mode == 0)
       ck_assert_int_eq(cua_graph_create(&g, rt, dag, NULL), 0);
     else
-      ck_assert_int_eq(run_op(rt, dag), 0); /* captured, cached */
+      ck_assert_int_eq(cua_submit_wait(rt, dag, NULL, NULL), 0); /* cached */
     ck_assert_int_eq(cua_op_free(&fr, x), 0);
     ck_assert_int_eq(run_op(rt, fr), 0);
     cua_future *f = NULL;
     const char *want = mode == 0 ? "cua_graph_launch: graph op 'mycopy', "
                                    "buffer "
                                  : "cua_submit: graph op 'mycopy', buffer ";
-    ck_assert_err(rt, mode == 0 ? cua_graph_launch(&f, g) : run_op(rt, dag),
+    ck_assert_err(rt,
+                  mode == 0 ? cua_graph_launch(&f, g)
+                            : cua_submit_wait(rt, dag, NULL, NULL),
                   CUA_ERR_FREED, want);
     ck_assert_msg(strstr(cua_runtime_error(rt), "freed") != NULL, "%s",
                   cua_runtime_error(rt));
     ck_assert_ptr_null(f);
     if (g != NULL)
       cua_graph_destroy(g);
-    cua_op *all[] = {fill, cp, dag, fr};
-    for (size_t i = 0; i < 4; i++)
+    cua_op *all[] = {fill, cp, dag}; /* (run_op() destroyed fr) */
+    for (size_t i = 0; i < 3; i++)
       cua_op_destroy(all[i]);
     cua_buffer_destroy(x);
     cua_buffer_destroy(y);
     cua_buffer_destroy(z);
     cua_runtime_destroy(rt);
   }
+}
+END_TEST
+
+/* A memset's length and a spin's duration are parameters, though their
+ * constructors copy them into the bytes and cost hints: a step whose sizes
+ * change is replayed (updated), with the right results, not captured
+ * anew for every size. A hint the program sets itself still counts. */
+START_TEST(auto_mode_replays_a_step_whose_sizes_change) {
+  rt = open_policy("round-robin", "graphs = auto\n");
+  cua_buffer *x = make_buf(0);
+  for (int i = 0; i < 24; i++) {
+    size_t len = 4 * (size_t)(1 + i % 16);
+    cua_op *clear, *set, *spin, *a, *dag;
+    ck_assert_int_eq(cua_op_memset(&clear, x, 0, 0, ELEMS * sizeof(float)), 0);
+    ck_assert_int_eq(cua_op_memset(&set, x, 0, 0x3f, len), 0);
+    ck_assert_int_eq(cua_op_spin(&spin, rt, 1000u * (uint64_t)(1 + i % 5), 1),
+                     0);
+    ck_assert_int_eq(cua_op_then(&a, clear, set), 0);
+    ck_assert_int_eq(cua_op_then(&dag, spin, a), 0);
+    ck_assert_int_eq(cua_submit_wait(rt, dag, NULL, NULL), 0);
+    unsigned char h[ELEMS * sizeof(float)];
+    read_direct(x, (float *)(void *)h);
+    for (size_t k = 0; k < sizeof h; k++)
+      ck_assert_msg(h[k] == (k < len ? 0x3f : 0), "step %d byte %zu: %u", i, k,
+                    h[k]);
+    cua_op *all[] = {clear, set, spin, a, dag};
+    for (size_t k = 0; k < 5; k++)
+      cua_op_destroy(all[k]);
+  }
+  cua_stats st = stats_of();
+  ck_assert_int_eq((int)st.graphs, 1);
+  ck_assert_int_eq((int)st.graph_replays, 23);
+  cua_buffer_destroy(x);
+  cua_runtime_destroy(rt);
 }
 END_TEST
 
@@ -1536,6 +1571,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, auto_mode_matches_sequential);
   tcase_add_test(tsem, always_mode_matches_sequential);
   tcase_add_test(tsem, auto_mode_updates_parameters);
+  tcase_add_test(tsem, auto_mode_replays_a_step_whose_sizes_change);
   tcase_add_test(tsem, auto_mode_structure_and_buffers);
   tcase_add_test(tsem, auto_mode_four_threads);
   tcase_add_test(tsem, auto_mode_limits);

@@ -450,7 +450,7 @@ START_TEST(a_failure_read_again_and_again_keeps_its_cause) {
   cua_access w = {x, CUA_WRITE}, rw = {x, CUA_READ_WRITE};
   cua_op *bad, *again;
   ck_assert_int_eq(cua_op_func(&bad, rt, fn_fail, NULL, &w, 1), 0);
-  ck_assert_int_eq(run_op(rt, bad), CUA_ERR_OP_FAILED);
+  ck_assert_int_eq(cua_submit_wait(rt, bad, NULL, NULL), CUA_ERR_OP_FAILED);
   ck_assert_int_eq(cua_op_func(&again, rt, fn_double, NULL, &rw, 1), 0);
   cua_hints h = CUA_HINTS_INIT;
   h.name = "again";
