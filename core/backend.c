@@ -21,6 +21,8 @@
 #include "config.h"
 #include "internal.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,10 +125,18 @@ typedef struct backend_list {
   found_backend *v;
   size_t n, cap;
   int nomem;
+  /* Files that could not be loaded (out of file descriptors, a library
+   * missing...): how many, and the first one's reason, for a message
+   * saying that no backend was found. */
+  size_t nfailed;
+  char failed[512];
 } backend_list;
 
 static void on_backend_found(const cua__module_report *r, void *arg) {
   backend_list *l = arg;
+  if (r->status != 0 && l->nfailed++ == 0)
+    snprintf(l->failed, sizeof l->failed, "%s: %s", r->path,
+             r->message ? r->message : cua_strerror(r->status));
   if (r->status != 0 || l->nomem)
     return;
   const cua_backend_descriptor *d = r->module->desc.backend;
@@ -306,7 +316,7 @@ static int choose_auto(cua_runtime *rt, char *err, size_t errlen) {
     return cua__fail(NULL, rc, "out of host memory");
   backend_where(rt->cfg, where, sizeof where);
   snprintf(err, errlen, "%sno backend opened:", where);
-  int tried = 0;
+  int tried = 0, bad_device = 0, no_device = 0;
   for (size_t i = 0; i < l.n; i++) {
     if (l.v[i].priority < 0)
       continue;
@@ -320,24 +330,47 @@ static int choose_auto(cua_runtime *rt, char *err, size_t errlen) {
       backends_free(&l);
       return cua__fail(NULL, rc, "%s", one);
     }
+    bad_device += rc == CUA_ERR_BAD_DEVICE;
+    no_device += rc == CUA_ERR_NO_DEVICE;
     if (cua__debug())
       fprintf(stderr, "cuasync: backend auto: skipping %s: %s\n", l.v[i].name,
               one);
-    msg_add(err, errlen, " %s;", one);
+    msg_add(err, errlen, "%s %s", tried > 1 ? ";" : "", one);
   }
-  backends_free(&l);
   if (tried == 0) {
-    char dirs[CUA__ERRLEN] = "";
+    char dirs[CUA__ERRLEN] = "", unread[CUA__ERRLEN] = "";
     size_t nd = 0;
     char **d =
         cua__module_dirs(CUA__MODULE_BACKEND, NULL, 0, rt->ignore_env, &nd);
-    for (size_t i = 0; i < nd; i++)
+    for (size_t i = 0; i < nd; i++) {
       msg_add(dirs, sizeof dirs, "%s%s", i ? ", " : "", d[i]);
+      /* A folder that is there but cannot be read (out of file
+       * descriptors...) is no folder without backends. */
+      DIR *dh = opendir(d[i]);
+      if (dh != NULL)
+        closedir(dh);
+      else if (errno != ENOENT && errno != ENOTDIR)
+        msg_add(unread, sizeof unread, "; %s cannot be read: %s", d[i],
+                strerror(errno));
+    }
     cua__strv_free(d, nd);
+    char failed[640] = "";
+    if (l.nfailed > 0)
+      snprintf(failed, sizeof failed,
+               "; %zu module file%s could not be loaded, the first %s",
+               l.nfailed, l.nfailed == 1 ? "" : "s", l.failed);
+    backends_free(&l);
     return cua__fail(NULL, CUA_ERR_NO_DEVICE,
-                     "%sno backend module found for auto; searched: %s", where,
-                     dirs);
+                     "%sno backend module found for auto; searched: %s%s%s",
+                     where, dirs, unread, failed);
   }
+  backends_free(&l);
+  /* A device that the backends with devices lack (the others have none):
+   * the line that named it, with its code. */
+  if (bad_device > 0 && bad_device + no_device == tried &&
+      rt->cfg->ndevices > 0 && rt->cfg->devices_line > 0)
+    return cua__fail(NULL, CUA_ERR_BAD_DEVICE, "%s:%d: devices: %s",
+                     rt->cfg->origin, rt->cfg->devices_line, err);
   return cua__fail(NULL, CUA_ERR_NO_DEVICE, "%s", err);
 }
 

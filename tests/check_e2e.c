@@ -7,6 +7,9 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define N 1024
 
@@ -305,6 +308,49 @@ START_TEST(auto_backend_picks_cuda_when_it_opens_else_host) {
   ck_assert_msg(rc == 0, "%s", cua_runtime_error(NULL));
   ck_assert_str_eq(cua_runtime_backend(rt), want);
   cua_runtime_destroy(rt);
+}
+END_TEST
+
+/* backend = auto with a device no backend has: CUA_ERR_BAD_DEVICE at the
+ * devices line, as with a named backend (it was CUA_ERR_NO_DEVICE, with
+ * no line and a stray ';'). */
+START_TEST(auto_backend_without_the_named_device_cites_the_line) {
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = auto\ndevices = 200\n");
+  ck_assert_int_eq(rc, CUA_ERR_BAD_DEVICE);
+  const char *m = cua_runtime_error(NULL);
+  ck_assert_msg(strncmp(m, "<text>:3: devices: ", 19) == 0, "%s", m);
+  ck_assert_msg(strstr(m, "no backend opened: ") != NULL, "%s", m);
+  ck_assert_msg(m[strlen(m) - 1] != ';', "%s", m);
+}
+END_TEST
+
+/* Out of file descriptors, backend = auto says so, instead of that no
+ * backend module is there. */
+START_TEST(auto_backend_out_of_file_descriptors_says_so) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    struct rlimit rl = {64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      _exit(3);
+    while (dup(0) >= 0)
+      ;
+    cua_runtime *rt = NULL;
+    int rc = open_text(&rt, "[runtime]\nbackend = auto\n");
+    const char *m = cua_runtime_error(NULL);
+    if (rc == 0)
+      _exit(4);
+    if (strstr(m, "Too many open files") == NULL) {
+      fprintf(stderr, "%s: %s\n", cua_err_name(rc), m);
+      _exit(5);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "child status %d", status);
 }
 END_TEST
 
@@ -757,6 +803,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, device_section_beyond_device_count);
   tcase_add_test(tc, unknown_backend_section);
   tcase_add_test(tc, auto_backend_picks_cuda_when_it_opens_else_host);
+  tcase_add_test(tc, auto_backend_without_the_named_device_cites_the_line);
+  tcase_add_test(tc, auto_backend_out_of_file_descriptors_says_so);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
   tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
