@@ -384,6 +384,16 @@ int cua_policy_register(const cua_policy_descriptor *desc) {
   return 0;
 }
 
+/* @p rc's message (cua__polinst_open()'s, this thread's), prefixed with
+ * the public function @p fn that failed, as every message is. */
+static int from(cua_runtime *rt, int rc, const char *fn) {
+  if (rc == 0)
+    return 0;
+  char msg[CUA__ERRLEN];
+  snprintf(msg, sizeof msg, "%s", cua_runtime_error(rt));
+  return cua__fail(rt, rc, "%s: %s", fn, msg);
+}
+
 int cua_policy_open(cua_policy **out, cua_runtime *rt, const char *name) {
   if (out == NULL || rt == NULL || name == NULL)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_policy_open: NULL argument");
@@ -394,7 +404,7 @@ int cua_policy_open(cua_policy **out, cua_runtime *rt, const char *name) {
     p->user = 1;
   pthread_mutex_unlock(&rt->lock);
   *out = rc ? NULL : (cua_policy *)p;
-  return rc;
+  return from(rt, rc, "cua_policy_open");
 }
 
 void cua_policy_close(cua_policy *pol) {
@@ -438,7 +448,7 @@ int cua_runtime_set_policy(cua_runtime *rt, const char *name) {
   /* Cached graphs were placed by the policy before (graphs = auto). */
   if (rc == 0)
     cua__gcache_clear(rt);
-  return rc;
+  return from(rt, rc, "cua_runtime_set_policy");
 }
 
 int cua_runtime_set_device_policy(cua_runtime *rt, int device,
@@ -461,7 +471,7 @@ int cua_runtime_set_device_policy(cua_runtime *rt, int device,
   pthread_mutex_unlock(&rt->lock);
   if (rc == 0)
     cua__gcache_clear(rt);
-  return rc;
+  return from(rt, rc, "cua_runtime_set_device_policy");
 }
 
 const char *cua_runtime_policy(const cua_runtime *rt) {

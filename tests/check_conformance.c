@@ -272,7 +272,14 @@ START_TEST(policy_swapped_at_run_time) {
   ck_assert_err(rt, cua_runtime_set_device_policy(rt, 9, "single-stream"),
                 CUA_ERR_BAD_DEVICE, "no device 9");
   ck_assert_err(rt, cua_runtime_set_policy(rt, "nope"),
-                CUA_ERR_MODULE_NOT_FOUND, "nope");
+                CUA_ERR_MODULE_NOT_FOUND,
+                "cua_runtime_set_policy: policy module 'nope' not found");
+  ck_assert_err(rt, cua_runtime_set_device_policy(rt, 0, ""), CUA_ERR_INVAL,
+                "cua_runtime_set_device_policy: no module name given");
+  cua_policy *none = NULL;
+  ck_assert_err(rt, cua_policy_open(&none, rt, "nope"),
+                CUA_ERR_MODULE_NOT_FOUND, "cua_policy_open: policy module");
+  ck_assert_ptr_null(none);
   ck_assert_str_eq(cua_runtime_policy(rt), policies[NPOL - 1]);
   cua_buffer_destroy(x);
   cua_runtime_destroy(rt);
