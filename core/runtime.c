@@ -164,6 +164,13 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
                        o->size, sizeof opts);
     memcpy(&opts, o, o->size);
   }
+  unsigned known = CUA_RUNTIME_IGNORE_ENV | CUA_RUNTIME_NO_SYSTEM_CONFIG;
+  if ((opts.flags & ~known) != 0)
+    return cua__fail(NULL, CUA_ERR_INVAL,
+                     "cua_runtime_create_ex: options.flags has unknown bits "
+                     "0x%x (known: CUA_RUNTIME_IGNORE_ENV, "
+                     "CUA_RUNTIME_NO_SYSTEM_CONFIG)",
+                     opts.flags & ~known);
   cua_runtime *rt = cua__calloc(1, sizeof *rt);
   if (rt == NULL)
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");

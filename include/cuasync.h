@@ -106,7 +106,7 @@ typedef struct cua_runtime_options {
   size_t size;             /**< sizeof(cua_runtime_options) */
   const char *config_path; /**< INI file to read, or NULL for the lookup */
   const char *config_text; /**< INI text to parse instead of any file */
-  unsigned flags;          /**< CUA_RUNTIME_* flags */
+  unsigned flags;          /**< CUA_RUNTIME_* flags (others: CUA_ERR_INVAL) */
 } cua_runtime_options;
 
 /**

@@ -111,6 +111,13 @@ static int r_create_ex_size0(void) {
   cua_runtime_options o = {0};
   return cua_runtime_create_ex(&r, &o);
 }
+static int r_create_ex_flags(void) {
+  cua_runtime *r = NULL;
+  cua_runtime_options o = {.size = sizeof o, .flags = 0xff00};
+  int rc = cua_runtime_create_ex(&r, &o);
+  cua_runtime_destroy(r);
+  return rc;
+}
 static int r_destroy_null(void) {
   cua_runtime_destroy(NULL);
   return 0;
@@ -666,6 +673,8 @@ static const row rows[] = {
       "cua_runtime_create: NULL rt"),
     R("cua_runtime_create_ex", "opts->size 0", r_create_ex_size0, INVAL,
       "options.size is 0"),
+    R("cua_runtime_create_ex", "unknown flags", r_create_ex_flags, INVAL,
+      "cua_runtime_create_ex: options.flags has unknown bits 0xff00"),
     R("cua_runtime_destroy", "rt NULL", r_destroy_null, 0, NULL),
     R("cua_runtime_error", "rt NULL", r_error_null, 0, NULL),
     R("cua_runtime_synchronize", "rt NULL", r_sync_null, INVAL,
