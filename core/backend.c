@@ -208,6 +208,30 @@ static void backend_names(const cua_runtime *rt, char *buf, size_t len) {
   backends_free(&l);
 }
 
+static int is_config_error(int rc) {
+  return rc <= CUA_ERR_CONFIG_NOT_FOUND && rc >= CUA_ERR_CONFIG_DUPLICATE_KEY;
+}
+
+/* The line of the configuration that a backend's configuration error
+ * @p msg is about, when it starts "[SECTION] KEY:" (as cuasync-backend(7)
+ * asks), KEY given in @p section; else 0. A value the core cannot check
+ * (a string the backend parses) is then cited as the core's own errors
+ * are. */
+static int key_line(const cua__config *cfg, const char *section,
+                    const char *msg) {
+  size_t sl = strlen(section);
+  if (msg[0] != '[' || strncmp(msg + 1, section, sl) != 0 ||
+      strncmp(msg + 1 + sl, "] ", 2) != 0)
+    return 0;
+  const char *key = msg + sl + 3, *colon = strchr(key, ':');
+  const cua__section *sec = cua__config_section(cfg, section);
+  for (size_t i = 0; colon != NULL && sec != NULL && i < sec->nkv; i++)
+    if (strlen(sec->kv[i].key) == (size_t)(colon - key) &&
+        strncmp(sec->kv[i].key, key, (size_t)(colon - key)) == 0)
+      return sec->kv[i].line;
+  return 0;
+}
+
 /* Opens backend @p name (a name or a path). Fails with the loader's code
  * (CUA_ERR_MODULE_NOT_FOUND...), a CUA_ERR_CONFIG_* code for its
  * [backend.NAME] section, or the code of its create() (CUA_ERR_NO_DEVICE
@@ -249,10 +273,14 @@ static int open_backend(cua_runtime *rt, const char *name, char *err,
                  &st, &berr);
   if (rc) {
     char code[160];
-    snprintf(err, errlen, "backend '%s' (%s): create() failed with %s: %s",
-             d->name, mod->path,
-             cua__module_code(rc, "create()", code, sizeof code),
-             berr.msg[0] ? berr.msg : cua_strerror(rc));
+    int line = key_line(rt->cfg, section, berr.msg);
+    if (is_config_error(rc) && line > 0)
+      snprintf(err, errlen, "%s:%d: %s", rt->cfg->origin, line, berr.msg);
+    else
+      snprintf(err, errlen, "backend '%s' (%s): create() failed with %s: %s",
+               d->name, mod->path,
+               cua__module_code(rc, "create()", code, sizeof code),
+               berr.msg[0] ? berr.msg : cua_strerror(rc));
     cua__config_params_free(params, d->nparams);
     cua__module_unload(mod);
     return rc;
@@ -297,10 +325,6 @@ int cua__waiting(cua_runtime *rt, int delta) {
   int spin = delta > 0 && rt->waiters_spin;
   pthread_mutex_unlock(&rt->waiters_mu);
   return spin;
-}
-
-static int is_config_error(int rc) {
-  return rc <= CUA_ERR_CONFIG_NOT_FOUND && rc >= CUA_ERR_CONFIG_DUPLICATE_KEY;
 }
 
 /* backend = auto: every backend on the path with a priority of 0 or more,

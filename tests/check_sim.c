@@ -966,6 +966,13 @@ START_TEST(bad_sections) {
           "peer_wait_ns: 1000000001 is out of range");
   refused("machine = /nonexistent/m.ini\n", CUA_ERR_CONFIG_NOT_FOUND,
           "/nonexistent/m.ini");
+  /* A directory read as nothing: the defaults, silently. */
+  refused("machine = /\n", CUA_ERR_CONFIG_NOT_FOUND,
+          "machine file /: cannot read it: Is a directory");
+  /* A string the backend parses itself is cited at its line, as the
+   * core's own checks are (the section's header is line 4). */
+  refused("gpus = 2\nhost_plan_ns = x\n", CUA_ERR_CONFIG_BAD_VALUE,
+          "<text>:6: [backend.sim] host_plan_ns: 'x' is not an integer");
   char path[256], line[512];
   snprintf(path, sizeof path, "sim-machine-%d.ini", (int)getpid());
   snprintf(line, sizeof line, "machine = %s\n", path);

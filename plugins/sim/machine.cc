@@ -19,6 +19,8 @@
 #include <cstring>
 #include <string>
 
+#include <sys/stat.h>
+
 namespace sg4 = simgrid::s4u;
 
 /* clang-format off */
@@ -240,6 +242,14 @@ int read_machine_file(const char *path, Val *vals, cua_backend_err *err) {
     set_err(err, "machine file %s: cannot open it: %s", path, strerror(errno));
     return CUA_ERR_CONFIG_NOT_FOUND;
   }
+  /* A directory opens, and reads as nothing: the defaults, silently. */
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    set_err(err, "machine file %s: cannot read it: %s", path,
+            strerror(EISDIR));
+    fclose(f);
+    return CUA_ERR_CONFIG_NOT_FOUND;
+  }
   char buf[1024];
   int line = 0, rc = 0;
   bool seen[SIM_PARAM_COUNT] = {};
@@ -281,6 +291,11 @@ int read_machine_file(const char *path, Val *vals, cua_backend_err *err) {
     rc = parse_value(k, value, &vals[k], why);
     if (rc != 0)
       set_err(err, "%s:%d: %s: %s", path, line, key.c_str(), why.c_str());
+  }
+  if (rc == 0 && ferror(f)) {
+    set_err(err, "machine file %s: reading it failed: %s", path,
+            strerror(errno));
+    rc = CUA_ERR_CONFIG_NOT_FOUND;
   }
   fclose(f);
   return rc;
