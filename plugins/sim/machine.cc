@@ -245,8 +245,7 @@ int read_machine_file(const char *path, Val *vals, cua_backend_err *err) {
   /* A directory opens, and reads as nothing: the defaults, silently. */
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    set_err(err, "machine file %s: cannot read it: %s", path,
-            strerror(EISDIR));
+    set_err(err, "machine file %s: cannot read it: %s", path, strerror(EISDIR));
     fclose(f);
     return CUA_ERR_CONFIG_NOT_FOUND;
   }
