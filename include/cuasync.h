@@ -444,7 +444,10 @@ CUA_EXTERN void cua_ctx_fail(cua_stream_ctx *ctx, const char *fmt, ...)
  * queued on @p native, a stream the application owns (a cudaStream_t of
  * runtime device @p device on CUDA, such as a cuBLAS, cuDNN or PyTorch
  * stream; on the host backend, a handle from cua_ctx_stream(), possibly of
- * another runtime). "Already queued" is as of when the op is launched:
+ * another runtime). The handle is not checked: it must be a live stream of
+ * that kind until the op has run (on the host backend, a stream of a
+ * runtime not yet destroyed); anything else is undefined, as it is for
+ * CUDA's own calls. "Already queued" is as of when the op is launched:
  * once its DAG inputs are placed, normally inside cua_submit(). The host
  * is never blocked; the op runs on @p device, and what consumes it runs
  * after that work. Fails the op with CUA_ERR_NOTSUP on a backend without
@@ -679,7 +682,10 @@ CUA_EXTERN const char *cua_future_error(const cua_future *fut);
  * not launched yet (host steps, or ops after them, which no stream can
  * wait for): wait for the future then; CUA_ERR_NOTSUP if the backend lacks
  * the interop calls. Call it from the application's thread, not from a
- * stream function or a callback.
+ * stream function or a callback. @p native is not checked, as for
+ * cua_op_wait_native(); @p fut's runtime may be destroyed before @p native
+ * reaches the wait (on the host backend its destruction then waits until
+ * it has).
  */
 CUA_EXTERN int cua_future_wait_native(cua_future *fut, int device,
                                       void *native);
