@@ -229,9 +229,11 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
     goto fail;
   }
   rt->ndev = ndev;
+  /* (stops at the first pair that is not: a simulated machine of 65,536
+   * GPUs has 4 billion pairs) */
   rt->all_peers = 1;
-  for (int a = 0; a < rt->ndev; a++)
-    for (int b = 0; b < rt->ndev; b++)
+  for (int a = 0; a < rt->ndev && rt->all_peers; a++)
+    for (int b = 0; b < rt->ndev && rt->all_peers; b++)
       if (a != b &&
           (rt->be->can_access == NULL || !rt->be->can_access(rt->bst, a, b)))
         rt->all_peers = 0;
