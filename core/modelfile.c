@@ -5,14 +5,17 @@
  * op class, bits of the bytes hint) and its six sums. Read when the
  * runtime opens (entries for its backend and devices become the models'
  * sums); when it is destroyed, read again, given what this runtime
- * measured (the "delta" sums) and replaced at once (rename()), so that
- * runs beside each other lose nothing but a race's last writer. A file
- * that cannot be read, is foreign (another host or format) or corrupt is
- * a warning on stderr and is replaced at the next save; one that cannot
- * be written is a warning too: never a failure.
+ * measured (the "delta" sums) and replaced at once (rename()), all under
+ * an flock() of DIR/models-HOST.lock, so that runs beside each other,
+ * in one process or several, add up. A save that waits 10 s for the lock
+ * keeps nothing (a warning). A file that cannot be read, is foreign
+ * (another host or format) or corrupt is a warning on stderr and is
+ * replaced at the next save; one that cannot be written is a warning
+ * too: never a failure.
  *
- * Runs on the thread that creates or destroys the runtime (no lock: the
- * models are not shared then). The store is core/modelstore.h.
+ * Runs on the thread that creates or destroys the runtime (no mutex: the
+ * models are not shared then; the lock file orders saves to one file).
+ * The store is core/modelstore.h.
  */
 #include "config.h"
 
@@ -28,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* 2: durations only from ops the backend timed. A format 1 file can hold
@@ -420,7 +425,6 @@ static int mkdirs(const char *dir) {
   return 0;
 }
 
-/* Merges this runtime's measurements into the file (see the top). */
 static uint64_t key_hash(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (; *s; s++)
@@ -448,14 +452,11 @@ static void index_put(const fdata *d, size_t *idx, size_t cap, size_t e) {
   idx[j] = e;
 }
 
-static void save(cua__models *m) {
+/* Merges this runtime's measurements into the file as it is now, and
+ * replaces it (see the top); the caller holds the file's lock. */
+static void save_locked(cua__models *m) {
   fdata d = {0};
   size_t *idx = NULL, icap = 64;
-  if (mkdirs(m->dir) != 0) {
-    warn("cannot create %s: %s; this run's models are not kept", m->dir,
-         strerror(errno));
-    return;
-  }
   /* A foreign or corrupt file was reported at creation, and is replaced;
    * one that cannot be read now is left as it is. */
   if (read_file(m, &d, 1) == -2) {
@@ -507,7 +508,8 @@ static void save(cua__models *m) {
   char *tmp = cua__malloc(tl);
   if (tmp == NULL)
     goto nomem;
-  /* A name of its own: runtimes of one process may save at once. */
+  /* A name of its own: a save that timed out on the lock, or one on a
+   * file system without locks, may write beside this one. */
   snprintf(tmp, tl, "%s/.models.XXXXXX", m->dir);
   int tfd = mkstemp(tmp);
   FILE *o = tfd >= 0 ? fdopen(tfd, "w") : NULL;
@@ -540,6 +542,71 @@ nomem:
   warn("out of memory; this run's models are not kept");
   free(idx);
   fdata_free(&d);
+}
+
+/* How long a save waits for another's lock: saves take milliseconds (a
+ * 64 MiB file, the largest read, about a second), so this is many
+ * processes' saves in a row, or one that is stopped or hung. */
+#define LOCK_WAIT_S 10
+
+/* Takes DIR/models-HOST.lock, an flock() of an open file description of
+ * its own (so runtimes of one process exclude each other too): the
+ * descriptor, or -1 where the file cannot be opened or the file system
+ * has no locks (the save goes on without one, as before locks were
+ * taken), or -2 when another has held it for LOCK_WAIT_S (the save is
+ * skipped: this run's measurements are lost, not another's). */
+static int lock_file(const cua__models *m) {
+  size_t n = strlen(m->dir) + strlen(m->host) + sizeof "/models-.lock";
+  char *path = cua__malloc(n);
+  if (path == NULL)
+    return -1;
+  snprintf(path, n, "%s/models-%s.lock", m->dir, m->host);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  free(path);
+  if (fd < 0)
+    return -1;
+  struct timespec t0, now, nap = {0, 1000000};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+      return fd;
+    if (errno == EINTR)
+      continue;
+    if (errno != EWOULDBLOCK) {
+      close(fd);
+      return -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t waited = (int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
+                     (now.tv_nsec - t0.tv_nsec);
+    if (waited >= (int64_t)LOCK_WAIT_S * 1000000000) {
+      close(fd);
+      return -2;
+    }
+    /* Polled (a blocking flock() would wait for ever), 1 ms at first,
+     * doubling to 50 ms. */
+    nanosleep(&nap, NULL);
+    if (nap.tv_nsec < 50000000)
+      nap.tv_nsec = nap.tv_nsec * 2 > 50000000 ? 50000000 : nap.tv_nsec * 2;
+  }
+}
+
+static void save(cua__models *m) {
+  if (mkdirs(m->dir) != 0) {
+    warn("cannot create %s: %s; this run's models are not kept", m->dir,
+         strerror(errno));
+    return;
+  }
+  int lk = lock_file(m);
+  if (lk == -2) {
+    warn("%s: models-%s.lock was held by another save for %d s; this run's "
+         "models are not kept",
+         m->file, m->host, LOCK_WAIT_S);
+    return;
+  }
+  save_locked(m);
+  if (lk >= 0)
+    close(lk); /* and so unlocked, after the rename */
 }
 
 /* ------------------------------------------------------- opening, closing */

@@ -14,7 +14,10 @@
 #include <cuasync/policy.h>
 
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ the probe */
 
@@ -233,6 +236,29 @@ static char *read_all(const char *path) {
     return NULL;
   static char buf[65536];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* All of @p path, allocated anew each call (the previous one freed). */
+static char *read_all_big(const char *path) {
+  static char *buf;
+  free(buf);
+  buf = NULL;
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return NULL;
+  size_t cap = 1 << 16, n = 0, k;
+  buf = malloc(cap);
+  ck_assert_ptr_nonnull(buf);
+  while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (cap - n - 1 == 0) {
+      buf = realloc(buf, cap *= 2);
+      ck_assert_ptr_nonnull(buf);
+    }
+  }
   buf[n] = '\0';
   fclose(f);
   return buf;
@@ -723,6 +749,157 @@ START_TEST(only_timed_ops_teach_the_models) {
 }
 END_TEST
 
+/* Lines of @p text that start with @p prefix. */
+static int count_lines(const char *text, const char *prefix) {
+  int n = 0;
+  size_t len = strlen(prefix);
+  for (const char *l = text; l != NULL && *l; l = strchr(l, '\n')) {
+    if (*l == '\n')
+      l++;
+    n += strncmp(l, prefix, len) == 0;
+  }
+  return n;
+}
+
+/* A child of runs_side_by_side_lose_nothing: measures 5 classes of its
+ * own, says so on @p ready, and destroys its runtime (saves) once
+ * @p go is closed. */
+static void save_at_once(int round, int child, int ready, int go) {
+  char text[8192], name[64];
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = probe\nmodels = %s\n", dir);
+  cua_runtime *rt = NULL;
+  if (open_text(&rt, text) != 0)
+    _exit(2);
+  for (int i = 0; i < 5; i++) {
+    cua_op *op;
+    snprintf(name, sizeof name, "r%d-c%d-%d", round, child, i);
+    cua_hints h = CUA_HINTS_INIT;
+    h.name = name;
+    if (cua_op_spin(&op, rt, 1000, 1) != 0 || cua_op_set_hints(op, &h) != 0 ||
+        run_op(rt, op) != 0)
+      _exit(3);
+  }
+  char c = 'r', buf;
+  if (write(ready, &c, 1) != 1 || read(go, &buf, 1) != 0)
+    _exit(4);
+  cua_runtime_destroy(rt);
+  _exit(0);
+}
+
+/* Processes that save to one directory at the same moment add up: each
+ * save re-reads the file under the lock. (Without the lock, 4 processes
+ * at once lost about one save in eight; a file of 5000 other entries
+ * makes each save long enough that, without it, every round would.) */
+START_TEST(runs_side_by_side_lose_nothing) {
+  enum { ROUNDS = 8, CHILDREN = 4 };
+  register_probe();
+  make_dir();
+  size_t cap = 5000 * 80 + 256, o = 0;
+  char *text = malloc(cap);
+  ck_assert_ptr_nonnull(text);
+  o += (size_t)snprintf(text, cap, "cuasync-models 2 %s\n", host_field());
+  for (int i = 0; i < 5000; i++)
+    o += (size_t)snprintf(text + o, cap - o,
+                          "op cuda 0:GPU spin other-%d - 0 0 1 0 0 1000 "
+                          "1000000 0\n",
+                          i);
+  write_file(model_file(dir), text);
+  free(text);
+  for (int r = 0; r < ROUNDS; r++) {
+    int ready[2], go[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid[CHILDREN];
+    for (int c = 0; c < CHILDREN; c++) {
+      pid[c] = fork();
+      ck_assert_int_ge(pid[c], 0);
+      if (pid[c] == 0) {
+        close(ready[0]);
+        close(go[1]);
+        save_at_once(r, c, ready[1], go[0]);
+      }
+    }
+    close(ready[1]);
+    close(go[0]);
+    char buf[CHILDREN];
+    size_t got = 0;
+    ssize_t k;
+    while (got < CHILDREN && (k = read(ready[0], buf, CHILDREN - got)) > 0)
+      got += (size_t)k;
+    close(go[1]); /* all of them save now */
+    close(ready[0]);
+    for (int c = 0; c < CHILDREN; c++) {
+      int status = 0;
+      waitpid(pid[c], &status, 0);
+      ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                    "round %d, child %d: status %d", r, c, status);
+    }
+  }
+  cua_runtime *rt = open_models(dir, NULL);
+  ck_assert_int_eq(entries(rt), ROUNDS * CHILDREN * 5);
+  cua_runtime_destroy(rt);
+  ck_assert_int_eq(count_lines(read_all_big(model_file(dir)), "op cuda "),
+                   5000);
+}
+END_TEST
+
+/* A save waits for another's lock, and gives up after 10 s with a
+ * warning instead of hanging the program. */
+START_TEST(a_held_lock_is_waited_for_then_given_up) {
+  register_probe();
+  make_dir();
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s/models-%s.lock", dir, host_field());
+  /* Another process holds the lock for half a second: the save waits. */
+  int ready[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    int fd = open(lock, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "r", 1) != 1)
+      _exit(1);
+    usleep(500000);
+    _exit(0);
+  }
+  char c;
+  ck_assert_int_eq(read(ready[0], &c, 1), 1);
+  cua_runtime *rt = open_models(dir, NULL);
+  spin(rt, "waited", 1000, -1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cua_runtime_destroy(rt);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+  ck_assert_msg(s > 0.3, "the save did not wait for the lock (%.3f s)", s);
+  waitpid(pid, NULL, 0);
+  rt = open_models(dir, NULL);
+  ck_assert_int_eq(lookup(rt, CUA_OP_SPIN, "waited").n, 1);
+  spin(rt, "stuck", 1000, -1);
+  /* Held for good (here, by this process: a lock of its own open file
+   * description): given up after 10 s, the file as it was. */
+  int fd = open(lock, O_RDWR);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+  capture_begin();
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cua_runtime_destroy(rt);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const char *err = capture_end();
+  close(fd);
+  s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+  ck_assert_msg(s > 9.5 && s < 15, "gave up after %.3f s", s);
+  ck_assert_msg(strstr(err, ".lock was held by another save for 10 s; this "
+                            "run's models are not kept") != NULL,
+                "stderr: %s", err);
+  rt = open_models(dir, NULL);
+  ck_assert_int_eq(lookup(rt, CUA_OP_SPIN, "waited").n, 1);
+  ck_assert_int_eq(lookup(rt, CUA_OP_SPIN, "stuck").n, 0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("models");
   TCase *t = tcase_create("models");
@@ -741,6 +918,8 @@ static Suite *suite(void) {
   tcase_add_test(t, a_relative_directory_is_the_files);
   tcase_add_test(t, dmda_uses_measured_durations);
   tcase_add_test(t, only_timed_ops_teach_the_models);
+  tcase_add_test(t, runs_side_by_side_lose_nothing);
+  tcase_add_test(t, a_held_lock_is_waited_for_then_given_up);
   suite_add_tcase(s, t);
   return s;
 }
