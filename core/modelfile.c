@@ -8,10 +8,13 @@
  * measured (the "delta" sums) and replaced at once (rename()), all under
  * an flock() of DIR/models-HOST.lock, so that runs beside each other,
  * in one process or several, add up. A save that waits 10 s for the lock
- * keeps nothing (a warning). A file that cannot be read, is foreign
- * (another host or format) or corrupt is a warning on stderr and is
- * replaced at the next save; one that cannot be written is a warning
- * too: never a failure.
+ * keeps nothing (a warning). A file that is foreign (another host or
+ * format) or not a model file is a warning on stderr and is replaced at
+ * the next save; one that cannot be read is a warning and is left alone.
+ * A malformed line is a warning and is skipped (entries of other
+ * backends, devices or op kinds are kept, not loaded), and the writer
+ * writes only lines the reader takes back (entry_problem()). A file that
+ * cannot be written is a warning too: never a failure.
  *
  * Runs on the thread that creates or destroys the runtime (no mutex: the
  * models are not shared then; the lock file orders saves to one file).
@@ -23,6 +26,7 @@
 #include "models.h"
 #include "modelstore.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -164,31 +168,93 @@ static int split(char *line, char **f, int max) {
   return n;
 }
 
-static int parse_sums(char **f, mstat *s) {
+#define MAX_LINE 4096
+#define MAX_ENTRIES 1000000
+/* Malformed lines warned one by one; the rest are counted. */
+#define MAX_LINE_WARNINGS 3
+
+/* What a measurement can make, as a mean over an entry's count: a bytes
+ * hint is a uint64_t (2^64, with room for the sums' rounding), a duration
+ * at most 10^15 ns (11 days); a count is a whole number up to 2^53, the
+ * last one a double adds 1 to exactly. */
+#define MAX_MEAN_BYTES 1.9e19
+#define MAX_MEAN_NS 1e15
+#define MAX_COUNT 9007199254740992.0
+
+static const char *parse_sums(char **f, mstat *s) {
   double *v[6] = {&s->n, &s->sx, &s->sxx, &s->sy, &s->syy, &s->sxy};
   for (int i = 0; i < 6; i++) {
     char *end;
     errno = 0;
     *v[i] = strtod(f[i], &end);
     if (*end != '\0' || errno != 0 || !isfinite(*v[i]) || *v[i] < 0)
-      return -1;
+      return "a sum that is not a finite number >= 0";
   }
-  /* Sums no measurement can make are refused: a mean duration beyond
-   * 10^15 ns (11 days), a mean size beyond 10^18 bytes, a count below
-   * 10^-9. */
-  if (s->n < 1e-9 || s->sy / s->n > 1e15 || s->sx / s->n > 1e18)
-    return -1;
-  return 0;
+  if (!(s->n >= 1 && s->n <= MAX_COUNT && s->n == floor(s->n)))
+    return "a count that is not a whole number from 1 to 2^53";
+  if (s->sx / s->n > MAX_MEAN_BYTES ||
+      s->sxx / s->n > MAX_MEAN_BYTES * MAX_MEAN_BYTES ||
+      s->sy / s->n > MAX_MEAN_NS || s->syy / s->n > MAX_MEAN_NS * MAX_MEAN_NS ||
+      s->sxy / s->n > MAX_MEAN_BYTES * MAX_MEAN_NS)
+    return "sums no measurement can make (a mean beyond 2^64 bytes or "
+           "10^15 ns)";
+  return NULL;
 }
 
-#define MAX_LINE 4096
-#define MAX_ENTRIES 1000000
+/* Whether @p s is a field as put_field() writes it: each '%' starts an
+ * escape of two hex digits, not %00. */
+static int field_ok(const char *s) {
+  for (; *s; s++) {
+    if (*s != '%')
+      continue;
+    if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]) ||
+        (s[1] == '0' && s[2] == '0'))
+      return 0;
+    s += 2;
+  }
+  return 1;
+}
 
-/* Reads the model file of @p m into @p d: 0 (an absent file is empty);
- * -1 after a warning when it is foreign or corrupt (then @p d is empty:
- * the file is ignored, and replaced at the next save); -2 when it cannot
- * be read (not a regular file, an I/O error: a save must not replace
- * it). */
+/* Whether @p s is a bucket: bits of a uint64_t, 0 to 64, in decimal. */
+static int bits_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 2 || strspn(s, "0123456789") != n)
+    return 0;
+  return atoi(s) <= 64;
+}
+
+/* Why the entry @p line (of @p len bytes, no newline) is malformed, or
+ * NULL when it is not; then @p line is split into @p fld, *nkey is the
+ * number of fields that name the entry and @p s holds its sums. The
+ * reader skips a malformed line, and the writer checks each line with
+ * this before it writes it, so that it never writes one the next run
+ * would refuse. */
+static const char *entry_problem(char *line, size_t len, char **fld, int *nkey,
+                                 mstat *s) {
+  if (len > MAX_LINE)
+    return "a line longer than 4096 bytes";
+  if (memchr(line, '\0', len) != NULL)
+    return "a NUL byte";
+  int nf = split(line, fld, 14);
+  *nkey = nf == 14 && strcmp(fld[0], "op") == 0     ? 8
+          : nf == 11 && strcmp(fld[0], "xfer") == 0 ? 5
+                                                    : -1;
+  if (*nkey < 0)
+    return "neither op and 13 fields nor xfer and 10";
+  for (int i = 1; i < *nkey - (*nkey == 8 ? 2 : 1); i++)
+    if (!field_ok(fld[i]))
+      return "a bad %XX escape";
+  if (!bits_ok(fld[*nkey - 1]) || (*nkey == 8 && !bits_ok(fld[6])))
+    return "a bucket that is not a number from 0 to 64";
+  return parse_sums(fld + *nkey, s);
+}
+
+/* Reads the model file of @p m into @p d: 0 (an absent file is empty;
+ * a malformed line is skipped, with a warning unless @p quiet); -1 after
+ * a warning when the file as a whole is foreign or not a model file (then
+ * @p d is empty: the file is ignored, and replaced at the next save); -2
+ * when it cannot be read (not a regular file, an I/O error: a save must
+ * not replace it). */
 static int read_file(const cua__models *m, fdata *d, int quiet) {
   /* Not blocking on a FIFO someone left there. */
   int fd = open(m->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -220,7 +286,7 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
   char *line = NULL;
   size_t cap = 0, total = 0;
   ssize_t len;
-  int lineno = 0, rc = 0;
+  int lineno = 0, rc = 0, nbad = 0;
   const char *why = NULL;
   while ((len = getline(&line, &cap, f)) >= 0) {
     lineno++;
@@ -231,26 +297,12 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
     }
     if (len > 0 && line[len - 1] == '\n')
       line[--len] = '\0';
-    if (len > MAX_LINE) {
-      why = "a line longer than 4096 bytes";
-      break;
-    }
-    if (d->n >= MAX_ENTRIES) {
-      why = "more than a million entries";
-      break;
-    }
-    if (memchr(line, '\0', (size_t)len) != NULL) {
-      why = "a NUL byte";
-      break;
-    }
     if (lineno == 1) {
       char *fld[4];
-      char *copy = cua__strdup(line);
-      if (copy == NULL) {
-        why = "out of memory";
-        break;
-      }
-      int nf = split(copy, fld, 3);
+      char *copy = len <= MAX_LINE && memchr(line, '\0', (size_t)len) == NULL
+                       ? cua__strdup(line)
+                       : NULL;
+      int nf = copy != NULL ? split(copy, fld, 3) : 0;
       if (nf != 3 || strcmp(fld[0], "cuasync-models") != 0) {
         why = "not a cuasync model file";
       } else if (strcmp(fld[1], STR(MODELS_VERSION)) != 0) {
@@ -272,21 +324,32 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
     }
     if (len == 0 || line[0] == '#')
       continue;
+    /* One bad line costs that line, not the file. */
     char *fld[16];
-    char *copy = cua__strdup(line);
+    int nkey = 0;
+    mstat s;
+    if (d->n >= MAX_ENTRIES) {
+      if (!quiet)
+        warn("%s:%d: past the first million entries; the rest are skipped "
+             "(and left out when the file is next saved)",
+             m->file, lineno);
+      break;
+    }
+    char *copy = cua__malloc((size_t)len + 1);
     if (copy == NULL) {
       why = "out of memory";
       break;
     }
-    int nf = split(copy, fld, 14);
-    int nkey = nf == 14 && strcmp(fld[0], "op") == 0     ? 8
-               : nf == 11 && strcmp(fld[0], "xfer") == 0 ? 5
-                                                         : -1;
-    mstat s;
-    if (nkey < 0 || parse_sums(fld + nkey, &s) != 0) {
+    memcpy(copy, line, (size_t)len + 1);
+    const char *prob = entry_problem(copy, (size_t)len, fld, &nkey, &s);
+    if (prob != NULL) {
+      if (!quiet && nbad < MAX_LINE_WARNINGS)
+        warn("%s:%d: a malformed entry (%s); skipped (it is left out when "
+             "the file is next saved)",
+             m->file, lineno, prob);
+      nbad++;
       free(copy);
-      why = "a malformed entry";
-      break;
+      continue;
     }
     /* The key, verbatim: the fields before the sums, one space apart. */
     size_t klen = (size_t)(fld[nkey - 1] - copy) + strlen(fld[nkey - 1]);
@@ -303,6 +366,9 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
     d->v[d->n].s = s;
     d->n++;
   }
+  if (!quiet && nbad > MAX_LINE_WARNINGS)
+    warn("%s: %d more malformed entries skipped", m->file,
+         nbad - MAX_LINE_WARNINGS);
   if (why != NULL) {
     if (lineno <= 1 && total == 0)
       why = NULL; /* an empty file: nothing stored */
@@ -452,6 +518,57 @@ static void index_put(const fdata *d, size_t *idx, size_t cap, size_t e) {
   idx[j] = e;
 }
 
+/* Writes @p d's entries to @p o after the header, each only when the
+ * reader would take its line back (entry_problem()) and the file stays
+ * within the reader's limits; warns of those left out. 0, or -1 on a
+ * write error. */
+static int write_entries(const cua__models *m, FILE *o, const fdata *d) {
+  char line[MAX_LINE + 2], chk[MAX_LINE + 2];
+  char *fld[16];
+  size_t written = 0, bytes = 0, skipped = 0;
+  const char *first = NULL;
+  char first_key[64] = "";
+  fprintf(o, "cuasync-models %d %s\n", MODELS_VERSION, m->host);
+  fputs("# kind backend device(s) class bits-of-bytes: count, sums of "
+        "bytes, bytes^2, ns, ns^2, bytes*ns\n",
+        o);
+  for (size_t i = 0; i < d->n; i++) {
+    const mstat *s = &d->v[i].s;
+    int len =
+        snprintf(line, sizeof line, "%s %.17g %.17g %.17g %.17g %.17g %.17g",
+                 d->v[i].key, s->n, s->sx, s->sxx, s->sy, s->syy, s->sxy);
+    const char *prob = NULL;
+    int nkey;
+    mstat back;
+    if (len < 0 || len > MAX_LINE) {
+      /* Only a name or tag hint makes a key this long: clipped, it
+       * would be another class's, so the entry is left out. */
+      prob = "a line longer than 4096 bytes (a long name or tag hint)";
+    } else {
+      memcpy(chk, line, (size_t)len + 1);
+      prob = entry_problem(chk, (size_t)len, fld, &nkey, &back);
+      if (prob == NULL && (written == MAX_ENTRIES ||
+                           bytes + (size_t)len + 1 > MAX_FILE_BYTES - MAX_LINE))
+        prob = "the file is full (a million entries or 64 MiB)";
+    }
+    if (prob != NULL) {
+      if (skipped++ == 0) {
+        first = prob;
+        snprintf(first_key, sizeof first_key, "%s", d->v[i].key);
+      }
+      continue;
+    }
+    fputs(line, o);
+    fputc('\n', o);
+    written++;
+    bytes += (size_t)len + 1;
+  }
+  if (skipped > 0)
+    warn("%s: %zu entr%s not saved: %s (the first: %s...)", m->file, skipped,
+         skipped == 1 ? "y" : "ies", first, first_key);
+  return ferror(o) ? -1 : 0;
+}
+
 /* Merges this runtime's measurements into the file as it is now, and
  * replaces it (see the top); the caller holds the file's lock. */
 static void save_locked(cua__models *m) {
@@ -517,16 +634,7 @@ static void save_locked(cua__models *m) {
     close(tfd);
   int ok = o != NULL;
   if (ok) {
-    fprintf(o, "cuasync-models %d %s\n", MODELS_VERSION, m->host);
-    fputs("# kind backend device(s) class bits-of-bytes: count, sums of "
-          "bytes, bytes^2, ns, ns^2, bytes*ns\n",
-          o);
-    for (size_t i = 0; i < d.n; i++) {
-      const mstat *s = &d.v[i].s;
-      fprintf(o, "%s %.17g %.17g %.17g %.17g %.17g %.17g\n", d.v[i].key, s->n,
-              s->sx, s->sxx, s->sy, s->syy, s->sxy);
-    }
-    ok = !ferror(o);
+    ok = write_entries(m, o, &d) == 0;
     ok = fclose(o) == 0 && ok;
   }
   if (!ok || rename(tmp, m->file) != 0) {
