@@ -26,6 +26,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/modelstore.h \
 	%reldir%/models.c \
 	%reldir%/modelfile.c \
+	%reldir%/modelline.c \
 	%reldir%/op.c \
 	%reldir%/combine.c \
 	%reldir%/buffer.c \

@@ -13,8 +13,8 @@
  * the next save; one that cannot be read is a warning and is left alone.
  * A malformed line is a warning and is skipped (entries of other
  * backends, devices or op kinds are kept, not loaded), and the writer
- * writes only lines the reader takes back (entry_problem()). A file that
- * cannot be written is a warning too: never a failure.
+ * writes only lines the reader takes back (cua__models_entry_problem()). A file
+ * that cannot be written is a warning too: never a failure.
  *
  * Runs on the thread that creates or destroys the runtime (no mutex: the
  * models are not shared then; the lock file orders saves to one file).
@@ -47,79 +47,6 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define MAX_FILE_BYTES (64u << 20)
-
-/* ------------------------------------------------------------ fields */
-
-void cua__models_put_field(FILE *f, const char *s) {
-  if (s == NULL || *s == '\0') {
-    fputc('-', f);
-    return;
-  }
-  if (strcmp(s, "-") == 0) {
-    fputs("%2D", f);
-    return;
-  }
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c <= ' ' || c == 0x7f || c == '%' || c == '/')
-      fprintf(f, "%%%02X", c);
-    else
-      fputc(c, f);
-  }
-}
-
-/* The escaped form of @p s, allocated. */
-char *cua__models_escaped(const char *s) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (f == NULL)
-    return NULL;
-  cua__models_put_field(f, s);
-  if (fclose(f) != 0) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
-}
-
-/* Decodes a field in place; NULL for "-". Sets *bad on a malformed escape. */
-static char *unescape(char *s, int *bad) {
-  if (strcmp(s, "-") == 0)
-    return NULL;
-  char *w = s;
-  for (char *r = s; *r; r++) {
-    if (*r != '%') {
-      *w++ = *r;
-      continue;
-    }
-    unsigned v;
-    char hex[3] = {r[1], r[1] ? r[2] : 0, 0};
-    char *end;
-    if (hex[0] == 0 || hex[1] == 0) {
-      *bad = 1;
-      return s;
-    }
-    v = (unsigned)strtoul(hex, &end, 16);
-    if (*end != '\0' || v == 0) {
-      *bad = 1;
-      return s;
-    }
-    *w++ = (char)v;
-    r += 2;
-  }
-  *w = '\0';
-  return s;
-}
-
-static int kind_by_name(const char *s) {
-#define KIND(id, val, name, launched, desc)                                    \
-  if (strcmp(s, name) == 0)                                                    \
-    return val;
-  CUA_OP_KIND_MAP(KIND)
-#undef KIND
-  return 0;
-}
 
 /* ------------------------------------------------------------ the file */
 
@@ -155,99 +82,9 @@ static void warn(const char *fmt, ...) {
   fprintf(stderr, "cuasync: warning: performance models: %s\n", line);
 }
 
-/* Splits @p line into at most @p max space-separated fields. */
-static int split(char *line, char **f, int max) {
-  int n = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(line, " ", &save); t != NULL;
-       t = strtok_r(NULL, " ", &save)) {
-    if (n == max)
-      return max + 1;
-    f[n++] = t;
-  }
-  return n;
-}
-
-#define MAX_LINE 4096
 #define MAX_ENTRIES 1000000
 /* Malformed lines warned one by one; the rest are counted. */
 #define MAX_LINE_WARNINGS 3
-
-/* What a measurement can make, as a mean over an entry's count: a bytes
- * hint is a uint64_t (2^64, with room for the sums' rounding), a duration
- * at most 10^15 ns (11 days); a count is a whole number up to 2^53, the
- * last one a double adds 1 to exactly. */
-#define MAX_MEAN_BYTES 1.9e19
-#define MAX_MEAN_NS 1e15
-#define MAX_COUNT 9007199254740992.0
-
-static const char *parse_sums(char **f, mstat *s) {
-  double *v[6] = {&s->n, &s->sx, &s->sxx, &s->sy, &s->syy, &s->sxy};
-  for (int i = 0; i < 6; i++) {
-    char *end;
-    errno = 0;
-    *v[i] = strtod(f[i], &end);
-    if (*end != '\0' || errno != 0 || !isfinite(*v[i]) || *v[i] < 0)
-      return "a sum that is not a finite number >= 0";
-  }
-  if (!(s->n >= 1 && s->n <= MAX_COUNT && s->n == floor(s->n)))
-    return "a count that is not a whole number from 1 to 2^53";
-  if (s->sx / s->n > MAX_MEAN_BYTES ||
-      s->sxx / s->n > MAX_MEAN_BYTES * MAX_MEAN_BYTES ||
-      s->sy / s->n > MAX_MEAN_NS || s->syy / s->n > MAX_MEAN_NS * MAX_MEAN_NS ||
-      s->sxy / s->n > MAX_MEAN_BYTES * MAX_MEAN_NS)
-    return "sums no measurement can make (a mean beyond 2^64 bytes or "
-           "10^15 ns)";
-  return NULL;
-}
-
-/* Whether @p s is a field as put_field() writes it: each '%' starts an
- * escape of two hex digits, not %00. */
-static int field_ok(const char *s) {
-  for (; *s; s++) {
-    if (*s != '%')
-      continue;
-    if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2]) ||
-        (s[1] == '0' && s[2] == '0'))
-      return 0;
-    s += 2;
-  }
-  return 1;
-}
-
-/* Whether @p s is a bucket: bits of a uint64_t, 0 to 64, in decimal. */
-static int bits_ok(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > 2 || strspn(s, "0123456789") != n)
-    return 0;
-  return atoi(s) <= 64;
-}
-
-/* Why the entry @p line (of @p len bytes, no newline) is malformed, or
- * NULL when it is not; then @p line is split into @p fld, *nkey is the
- * number of fields that name the entry and @p s holds its sums. The
- * reader skips a malformed line, and the writer checks each line with
- * this before it writes it, so that it never writes one the next run
- * would refuse. */
-static const char *entry_problem(char *line, size_t len, char **fld, int *nkey,
-                                 mstat *s) {
-  if (len > MAX_LINE)
-    return "a line longer than 4096 bytes";
-  if (memchr(line, '\0', len) != NULL)
-    return "a NUL byte";
-  int nf = split(line, fld, 14);
-  *nkey = nf == 14 && strcmp(fld[0], "op") == 0     ? 8
-          : nf == 11 && strcmp(fld[0], "xfer") == 0 ? 5
-                                                    : -1;
-  if (*nkey < 0)
-    return "neither op and 13 fields nor xfer and 10";
-  for (int i = 1; i < *nkey - (*nkey == 8 ? 2 : 1); i++)
-    if (!field_ok(fld[i]))
-      return "a bad %XX escape";
-  if (!bits_ok(fld[*nkey - 1]) || (*nkey == 8 && !bits_ok(fld[6])))
-    return "a bucket that is not a number from 0 to 64";
-  return parse_sums(fld + *nkey, s);
-}
 
 /* Reads the model file of @p m into @p d: 0 (an absent file is empty;
  * a malformed line is skipped, with a warning unless @p quiet); -1 after
@@ -299,10 +136,11 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
       line[--len] = '\0';
     if (lineno == 1) {
       char *fld[4];
-      char *copy = len <= MAX_LINE && memchr(line, '\0', (size_t)len) == NULL
-                       ? cua__strdup(line)
-                       : NULL;
-      int nf = copy != NULL ? split(copy, fld, 3) : 0;
+      char *copy =
+          len <= CUA__MODELS_MAX_LINE && memchr(line, '\0', (size_t)len) == NULL
+              ? cua__strdup(line)
+              : NULL;
+      int nf = copy != NULL ? cua__models_split(copy, fld, 3) : 0;
       if (nf != 3 || strcmp(fld[0], "cuasync-models") != 0) {
         why = "not a cuasync model file";
       } else if (strcmp(fld[1], STR(MODELS_VERSION)) != 0) {
@@ -341,7 +179,8 @@ static int read_file(const cua__models *m, fdata *d, int quiet) {
       break;
     }
     memcpy(copy, line, (size_t)len + 1);
-    const char *prob = entry_problem(copy, (size_t)len, fld, &nkey, &s);
+    const char *prob =
+        cua__models_entry_problem(copy, (size_t)len, fld, &nkey, &s);
     if (prob != NULL) {
       if (!quiet && nbad < MAX_LINE_WARNINGS)
         warn("%s:%d: a malformed entry (%s); skipped (it is left out when "
@@ -413,14 +252,15 @@ static int load_entries(cua__models *m, const fdata *d) {
     if (copy == NULL)
       return CUA_ERR_NOMEM;
     char *f[10];
-    int nf = split(copy, f, 8);
+    int nf = cua__models_split(copy, f, 8);
     int bad = 0;
     mfam *fam = NULL;
     unsigned b = 0;
     if (nf == 8 && strcmp(f[1], m->backend) == 0) {
       /* op BACKEND DEVICE KIND NAME TAG COSTBITS BYTESBITS */
-      int dev = dev_of(m, f[2], 0), kind = kind_by_name(f[3]);
-      char *name = unescape(f[4], &bad), *tag = unescape(f[5], &bad);
+      int dev = dev_of(m, f[2], 0), kind = cua__models_kind(f[3]);
+      char *name = cua__models_unescape(f[4], &bad),
+           *tag = cua__models_unescape(f[5], &bad);
       unsigned long cb = strtoul(f[6], NULL, 10);
       b = (unsigned)strtoul(f[7], NULL, 10);
       if (dev >= 0 && kind != 0 && !bad && cb <= 64 && b <= 64)
@@ -519,11 +359,11 @@ static void index_put(const fdata *d, size_t *idx, size_t cap, size_t e) {
 }
 
 /* Writes @p d's entries to @p o after the header, each only when the
- * reader would take its line back (entry_problem()) and the file stays
- * within the reader's limits; warns of those left out. 0, or -1 on a
+ * reader would take its line back (cua__models_entry_problem()) and the file
+ * stays within the reader's limits; warns of those left out. 0, or -1 on a
  * write error. */
 static int write_entries(const cua__models *m, FILE *o, const fdata *d) {
-  char line[MAX_LINE + 2], chk[MAX_LINE + 2];
+  char line[CUA__MODELS_MAX_LINE + 2], chk[CUA__MODELS_MAX_LINE + 2];
   char *fld[16];
   size_t written = 0, bytes = 0, skipped = 0;
   const char *first = NULL;
@@ -540,15 +380,16 @@ static int write_entries(const cua__models *m, FILE *o, const fdata *d) {
     const char *prob = NULL;
     int nkey;
     mstat back;
-    if (len < 0 || len > MAX_LINE) {
+    if (len < 0 || len > CUA__MODELS_MAX_LINE) {
       /* Only a name or tag hint makes a key this long: clipped, it
        * would be another class's, so the entry is left out. */
       prob = "a line longer than 4096 bytes (a long name or tag hint)";
     } else {
       memcpy(chk, line, (size_t)len + 1);
-      prob = entry_problem(chk, (size_t)len, fld, &nkey, &back);
-      if (prob == NULL && (written == MAX_ENTRIES ||
-                           bytes + (size_t)len + 1 > MAX_FILE_BYTES - MAX_LINE))
+      prob = cua__models_entry_problem(chk, (size_t)len, fld, &nkey, &back);
+      if (prob == NULL &&
+          (written == MAX_ENTRIES ||
+           bytes + (size_t)len + 1 > MAX_FILE_BYTES - CUA__MODELS_MAX_LINE))
         prob = "the file is full (a million entries or 64 MiB)";
     }
     if (prob != NULL) {

@@ -1,8 +1,9 @@
 /*
- * core/modelstore.h: the performance models' store, shared by the two
- * files that keep it: core/models.c (the service: families of sums, what
- * policies are told, what completions add) and core/modelfile.c (the
- * model file: reading, merging, writing). Nothing else includes it. Every
+ * core/modelstore.h: the performance models' store, shared by the files
+ * that keep it: core/models.c (the service: families of sums, what
+ * policies are told, what completions add), core/modelfile.c (the model
+ * file: reading, merging, writing) and core/modelline.c (one line of it).
+ * Nothing else includes it. Every
  * use is under rt->lock, or on the thread creating or destroying the
  * runtime (models.c says which).
  */
@@ -93,7 +94,21 @@ void cua__mfam_free(mfam *f);
 
 /* modelfile.c: a field of the model file (NULL or "" is "-"; bytes that
  * would split a field or a line, '%%', '/' and a "-" alone as %XX). */
+/* modelline.c: a line of the model file. */
+#define CUA__MODELS_MAX_LINE 4096
 void cua__models_put_field(FILE *f, const char *s);
 char *cua__models_escaped(const char *s);
+/* Decodes a field in place; NULL for "-". Sets *bad on a malformed escape. */
+char *cua__models_unescape(char *s, int *bad);
+/* The op kind named @p s, 0 for none. */
+int cua__models_kind(const char *s);
+/* Splits @p line into at most @p max space-separated fields: their count,
+ * or max + 1 when there are more. */
+int cua__models_split(char *line, char **f, int max);
+/* Why the entry @p line (of @p len bytes, no newline) is malformed, or
+ * NULL when it is not; then @p line is split into @p fld (14 fields), *nkey
+ * is the number of fields that name the entry and @p s holds its sums. */
+const char *cua__models_entry_problem(char *line, size_t len, char **fld,
+                                      int *nkey, mstat *s);
 
 #endif /* CUA_CORE_MODELSTORE_H */
