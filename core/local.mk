@@ -8,6 +8,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/util.c \
 	%reldir%/pool.c \
 	%reldir%/conf.h \
+	%reldir%/jsonstr.h \
 	%reldir%/conf.c \
 	%reldir%/confruntime.c \
 	%reldir%/confprint.c \

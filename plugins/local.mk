@@ -1,6 +1,6 @@
 # Observers, each a module in $(pkglibdir)/observers.
 observer_LTLIBRARIES += %reldir%/perfetto.la
-%canon_reldir%_perfetto_la_SOURCES = %reldir%/perfetto/perfetto.c
+%canon_reldir%_perfetto_la_SOURCES = %reldir%/perfetto/perfetto.c core/jsonstr.h
 %canon_reldir%_perfetto_la_LDFLAGS = $(MODULE_LDFLAGS)
 # nvtx: NVTX3 ranges (header-only, from the CUDA toolkit's include
 # directory; NVTX opens a tool's library with dlopen()).

@@ -374,6 +374,20 @@ run 1 --quick --backend host --policy no-such-policy
 expect "$ERR" "no-such-policy" "an unknown policy: stderr"
 pass "an unknown policy exits 1 with a message"
 
+# JSON is UTF-8 whatever the bytes of what it quotes (here the
+# environment's $CUASYNC_MODELS): an ill-formed sequence becomes U+FFFD.
+mdir=$(printf '%s/m\377\303\251' "$TMP")
+models=${CUASYNC_MODELS-}
+CUASYNC_MODELS=$mdir run 0 --quick --backend host --workload trivial \
+  --repeat 1 --policy round-robin --format json
+CUASYNC_MODELS=$models # a function's prefix assignment may stay in sh
+expect "$OUT" '"CUASYNC_MODELS": ".*/m\\ufffdé"' "--format json: a value not UTF-8"
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read())' \
+    <"$OUT" 2>"$ERR" || fail "--format json: not UTF-8 JSON: $(cat "$ERR")"
+fi
+pass "--format json is valid UTF-8 whatever the environment holds"
+
 # A configuration that does not exist: exit 1, the file named.
 run 1 --quick --config "$TMP/missing.ini"
 expect "$ERR" "$TMP/missing.ini" "a missing configuration: stderr"

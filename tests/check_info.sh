@@ -150,6 +150,27 @@ run 0 --config "$TMP/off.ini"
 expect "$OUT" '^Performance models: off' "table: models off"
 pass "--models lists the performance models; the table says where they are"
 
+# JSON is UTF-8 whatever the bytes of a model's name or a configured value:
+# ill-formed sequences become U+FFFD, valid ones stay whole.
+utf8_json() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read())' \
+      <"$OUT" 2>"$ERR" || fail "$1: not UTF-8 JSON: $(cat "$ERR")"
+  fi
+}
+printf 'cuasync-models 2 %s\nop host 0:host%%20device%%200 spin g%%FF%%C3%%A9m - 20 0 3 0 0 3000000 3000000000000 0\n' \
+  "$hn" >"$TMP/models/models-$hn.txt"
+run 0 --config "$TMP/m.ini" --models --format json
+expect "$OUT" '"name": "g\\ufffdém"' "--models --format json: a name not UTF-8"
+utf8_json "--models --format json"
+printf '[runtime]\nbackend = host\nmodels = off\n[policy.round-robin]\nstreams = \377\376 \342\202\254 \342\202\n' \
+  >"$TMP/utf.ini"
+run 1 --config "$TMP/utf.ini" --format json
+expect "$OUT" '"value": "\\ufffd\\ufffd € \\ufffd"' \
+  "--format json: a configured value not UTF-8"
+utf8_json "--format json"
+pass "--format json is valid UTF-8 whatever the bytes of names and values"
+
 # Graphs: how the backend runs them, and the cache's settings.
 printf '[runtime]\nbackend = host\ngraphs = auto\ngraph_cache = 7\nmodels = off\n' >"$TMP/g.ini"
 run 0 --config "$TMP/g.ini"

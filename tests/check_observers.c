@@ -1,7 +1,8 @@
 /*
  * tests/check_observers.c: observer modules (cuasync/observer.h): the
  * perfetto observer's trace of a known DAG, checked by a JSON parser
- * (tests/trace_check.py); $CUASYNC_TRACE; the loader's and the
+ * (tests/trace_check.py); one of names that are not UTF-8;
+ * $CUASYNC_TRACE; the loader's and the
  * configuration's refusals; an observer that fails at run time; one too
  * slow to keep up (tests/modules/obs-test.c); the nvtx observer's ranges,
  * counted by an NVTX tool library (tests/modules/nvtx-inject.c).
@@ -231,6 +232,48 @@ START_TEST(cuasync_trace_variable) {
 }
 END_TEST
 
+/* A name hint or tag that is not UTF-8 still makes a trace that is: each
+ * ill-formed sequence becomes \ufffd, valid ones stay whole, and the
+ * trace's parser is happy. */
+START_TEST(perfetto_trace_is_utf8_whatever_the_names) {
+  snprintf(trace_path, sizeof trace_path, "%s/utf-trace-%ld.json",
+           built("tests"), (long)getpid());
+  char extra[4400];
+  snprintf(extra, sizeof extra,
+           "observers = perfetto\n[observer.perfetto]\n"
+           "path = %s\n",
+           trace_path);
+  cua_runtime *rt = open_with(extra);
+  cua_buffer *b;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, ELEMS * sizeof(float), 0), 0);
+  cua_op *f;
+  ck_assert_int_eq(cua_op_fill(&f, b, 3.0f), 0);
+  cua_hints h = CUA_HINTS_INIT;
+  h.name = "a\xff\xfe"
+           "b\xc3\xa9\xe2\x82";            /* é, then a cut-off euro sign */
+  h.tag = "t\xed\xa0\x80\xf0\x9f\x98\x80"; /* a surrogate, then U+1F600 */
+  ck_assert_int_eq(cua_op_set_hints(f, &h), 0);
+  ck_assert_int_eq(run_op(rt, f), 0);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+
+  FILE *in = fopen(trace_path, "rb");
+  ck_assert_ptr_nonnull(in);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, in);
+  fclose(in);
+  text[n] = '\0';
+  ck_assert_msg(strstr(text, "\"a\\ufffd\\ufffdb\xc3\xa9\\ufffd\"") != NULL,
+                "the name hint is not in the trace as UTF-8: %.400s", text);
+  ck_assert_msg(strstr(text, "\"t\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80\"") !=
+                    NULL,
+                "the tag is not in the trace as UTF-8");
+  ck_assert_ptr_null(memchr(text, 0xff, n));
+  check_trace(trace_path, 1, 0, NULL);
+  unlink(trace_path);
+}
+END_TEST
+
 /* What the loader and the configuration refuse, each with its code. */
 START_TEST(refusals) {
   cua_runtime *rt = NULL;
@@ -452,6 +495,7 @@ int main(void) {
   tcase_add_loop_test(tc, perfetto_trace_of_a_known_dag, 0, 4);
   tcase_add_test(tc, perfetto_trace_over_two_devices);
   tcase_add_test(tc, cuasync_trace_variable);
+  tcase_add_test(tc, perfetto_trace_is_utf8_whatever_the_names);
   tcase_add_test(tc, no_observer_no_drops);
   /* (the nvtx observer and its test library are built with CUDA) */
   if (access(built("tests/modules/.libs/nvtx-inject.so"), R_OK) == 0)

@@ -26,7 +26,8 @@ def main():
     path, nops, nwaits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     timing = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
     ndev = int(sys.argv[5]) if len(sys.argv) > 5 else None
-    with open(path) as f:
+    # Strict UTF-8, as JSON is (RFC 8259): a byte that is not fails here.
+    with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     events = doc["traceEvents"]
     slices = [e for e in events if e["ph"] == "X"]

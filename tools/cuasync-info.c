@@ -25,6 +25,7 @@
 #include <cuasync/policy.h>
 
 #include "conf.h"
+#include "jsonstr.h"
 #include "loader.h"
 
 #include <getopt.h>
@@ -1314,25 +1315,6 @@ typedef struct json {
   int items[JSON_MAX_DEPTH]; /* members written at each depth */
 } json;
 
-static void json_quote(FILE *f, const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
-
-  fputc('"', f);
-  for (; *p != '\0'; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 /* Starts a member: the comma after the previous one, a new line, and the
  * key inside an object (@p key NULL inside an array). */
 static void json_member(json *j, const char *key) {
@@ -1342,7 +1324,7 @@ static void json_member(json *j, const char *key) {
   }
   j->items[j->depth]++;
   if (key != NULL) {
-    json_quote(j->f, key);
+    cua_jsonstr_put(j->f, key);
     fputs(": ", j->f);
   }
 }
@@ -1369,7 +1351,7 @@ static void json_close(json *j, char bracket) {
 static void json_string(json *j, const char *key, const char *value) {
   json_member(j, key);
   if (value != NULL)
-    json_quote(j->f, value);
+    cua_jsonstr_put(j->f, value);
   else
     fputs("null", j->f);
 }

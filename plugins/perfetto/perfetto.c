@@ -30,6 +30,8 @@
 #include <cuasync/errors.h>
 #include <cuasync/observer.h>
 
+#include "jsonstr.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,21 +214,6 @@ static int pf_record(void *state, const cua_obs_record *recs, size_t n,
 static void put_us(FILE *f, uint64_t ns, uint64_t base) {
   uint64_t d = ns > base ? ns - base : 0;
   fprintf(f, "%" PRIu64 ".%03u", d / 1000, (unsigned)(d % 1000));
-}
-
-/* A JSON string (quoted, escaped). */
-static void put_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s != NULL && *s != '\0'; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
 }
 
 static const char *kind_name(int k) {
@@ -414,7 +401,7 @@ static int write_trace(pf_state *s, FILE *f) {
   }
 
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"backend\":");
-  put_str(f, s->host->backend_name(s->host->core));
+  cua_jsonstr_put(f, s->host->backend_name(s->host->core));
   if (put_summary(s, f, ops, nops, places, nplaces) != 0) {
     free(ops);
     free(places);
@@ -439,7 +426,7 @@ static int write_trace(pf_state *s, FILE *f) {
             ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,"
             "\"tid\":0,\"args\":{\"name\":",
             PID(d));
-    put_str(f, label);
+    cua_jsonstr_put(f, label);
     fprintf(f, "}}");
   }
   /* A name for each stream that appears (device, stream pairs kept in a
@@ -481,7 +468,7 @@ static int write_trace(pf_state *s, FILE *f) {
               ",\"args\":{\"op\":%" PRIu64 ",\"submission\":%" PRIu64
               ",\"device\":%d,\"stream\":%d,\"policy\":",
               r->op, r->submission, r->device, r->stream);
-      put_str(f, r->policy);
+      cua_jsonstr_put(f, r->policy);
       fprintf(f, "}}");
       /* Dependencies between streams, as flows between the slices. */
       const pf_rec *to = find_op(ops, nops, r->op);
@@ -505,7 +492,7 @@ static int write_trace(pf_state *s, FILE *f) {
       break;
     case CUA_OBS_OP: {
       fprintf(f, ",\n{\"ph\":\"X\",\"name\":");
-      put_str(f, r->name != NULL ? r->name : kind_name(r->kind_op));
+      cua_jsonstr_put(f, r->name != NULL ? r->name : kind_name(r->kind_op));
       fprintf(f,
               ",\"cat\":\"op\",\"pid\":%d,\"tid\":%d,\"ts\":", PID(r->device),
               r->stream);
@@ -524,7 +511,7 @@ static int write_trace(pf_state *s, FILE *f) {
       const pf_rec *p = find_op(places, nplaces, r->op);
       if (p != NULL) {
         fprintf(f, ",\"policy\":");
-        put_str(f, p->policy);
+        cua_jsonstr_put(f, p->policy);
         fprintf(f,
                 ",\"bytes\":%" PRIu64 ",\"cost_ns\":%" PRIu64 ",\"inputs\":[",
                 p->bytes, p->cost);
@@ -534,7 +521,7 @@ static int write_trace(pf_state *s, FILE *f) {
       }
       if (r->tag != NULL) {
         fprintf(f, ",\"tag\":");
-        put_str(f, r->tag);
+        cua_jsonstr_put(f, r->tag);
       }
       if (r->code != 0)
         fprintf(f, ",\"error\":%d", r->code);

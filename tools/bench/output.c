@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "jsonstr.h"
 #include "report.h"
 
 #include <math.h>
@@ -270,20 +271,6 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
 
 /* ------------------------------------------------------------ JSON */
 
-static void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(out, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(out, "\\u%04x", ch);
-    else
-      fputc(ch, out);
-  }
-  fputc('"', out);
-}
-
 static void json_num(FILE *out, const char *key, double v, int comma) {
   fprintf(out, "\"%s\": ", key);
   if (isnan(v) || isinf(v))
@@ -297,19 +284,19 @@ static void json_num(FILE *out, const char *key, double v, int comma) {
 static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
                        size_t n) {
   fputs("{\n  \"tool\": \"cuasync-bench\",\n  \"version\": ", out);
-  json_str(out, m->version);
+  cua_jsonstr_put(out, m->version);
   fputs(",\n  \"date\": ", out);
-  json_str(out, m->date);
+  cua_jsonstr_put(out, m->date);
   fputs(",\n  \"system\": {\"hostname\": ", out);
-  json_str(out, m->hostname);
+  cua_jsonstr_put(out, m->hostname);
   fputs(", \"cpu\": ", out);
-  json_str(out, m->cpu);
+  cua_jsonstr_put(out, m->cpu);
   fprintf(out, ", \"cpus\": %ld, \"backends\": ", m->cpus);
-  json_str(out, m->backends);
+  cua_jsonstr_put(out, m->backends);
   fputs(", \"cuda\": ", out);
   if (m->have_cuda_info) {
     fputs("{\"gpu\": ", out);
-    json_str(out, m->cuda.gpu);
+    cua_jsonstr_put(out, m->cuda.gpu);
     fprintf(out,
             ", \"devices\": %d, \"compute_capability\": \"%d.%d\", "
             "\"driver_version\": %d, \"runtime_version\": %d}",
@@ -337,18 +324,18 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     if (v == NULL || *v == '\0')
       continue;
     fputs(nenv++ ? ", " : "", out);
-    json_str(out, env_vars[i]);
+    cua_jsonstr_put(out, env_vars[i]);
     fputs(": ", out);
-    json_str(out, v);
+    cua_jsonstr_put(out, v);
   }
   fputs("},\n  \"results\": [", out);
   for (size_t i = 0; i < n; i++) {
     const bench_row *r = &rows[i];
     fputs(i ? ",\n    {" : "\n    {", out);
     fputs("\"workload\": ", out);
-    json_str(out, r->workload);
+    cua_jsonstr_put(out, r->workload);
     fputs(", \"contender\": ", out);
-    json_str(out, r->contender);
+    cua_jsonstr_put(out, r->contender);
     fprintf(out,
             ", \"kind\": \"%s\", \"backend\": \"%s\", \"submit\": %s%s%s, "
             "\"tasks\": %zu, "
@@ -377,7 +364,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "vs_lpt", r->vs_lpt, 1);
     fputs("\"best_raw\": ", out);
     if (r->best_raw[0])
-      json_str(out, r->best_raw);
+      cua_jsonstr_put(out, r->best_raw);
     else
       fputs("null", out);
     fputs(", ", out);
@@ -391,7 +378,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     json_num(out, "metg_ns", r->metg_ns, 1);
     fputs("\"metg_state\": ", out);
     if (r->metg_state != BENCH_METG_NONE)
-      json_str(out, metg_state_name(r->metg_state));
+      cua_jsonstr_put(out, metg_state_name(r->metg_state));
     else
       fputs("null", out);
     fputs(", \"metg_curve\": [", out);
@@ -400,7 +387,7 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
               r->metg_eff[j]);
     fprintf(out, "], \"valid\": %s, \"error\": ", r->valid ? "true" : "false");
     if (r->error[0])
-      json_str(out, r->error);
+      cua_jsonstr_put(out, r->error);
     else
       fputs("null", out);
     fputc('}', out);
