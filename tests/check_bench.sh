@@ -374,6 +374,35 @@ run 1 --quick --backend host --policy no-such-policy
 expect "$ERR" "no-such-policy" "an unknown policy: stderr"
 pass "an unknown policy exits 1 with a message"
 
+# A contender whose runs fail (tests/modules/broken-placement.c places on
+# a device that does not exist): exit 1; its rows say valid 0 (JSON false)
+# and keep the run's parameters (they were 0), as its baseline's rows have.
+run 1 --quick --backend host --workload trivial,latency,submit --repeat 1 \
+  --policy broken-placement --format csv
+expect "$ERR" "trivial / broken-placement: run failed: " \
+  "a failing contender: stderr"
+for row in 'trivial,broken-placement,cuasync,host,whole,64,64,4,1,1,50000,1,' \
+  'latency,broken-placement,cuasync,host,task,100,0,1,1,1,0,0,' \
+  'submit,broken-placement,cuasync,host,task,1000,1,4,1,1,0,1,'; do
+  expect "$OUT" "^$row.*,0,\".*CUA_ERR_BAD_PLACEMENT" \
+    "a failed row: its parameters, valid 0"
+done
+pass "a failed row keeps its parameters and says valid 0"
+run 1 --quick --backend host --workload trivial --repeat 1 \
+  --policy broken-placement --format json
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c '
+import json, sys
+r = [r for r in json.load(sys.stdin)["results"]
+     if r["contender"] == "broken-placement"][0]
+assert r["valid"] is False and r["error"].startswith("run failed: "), r
+assert (r["tasks"], r["width"], r["streams"], r["repeat"], r["duration_ns"]) \
+    == (64, 64, 4, 1, 50000), r
+assert r["makespan_ns"] is None, r
+' <"$OUT" 2>"$ERR" || fail "a failed row in JSON: $(cat "$ERR")"
+fi
+pass "a failed row in JSON: valid false, its parameters kept"
+
 # JSON is UTF-8 whatever the bytes of what it quotes (here the
 # environment's $CUASYNC_MODELS): an ill-formed sequence becomes U+FFFD.
 mdir=$(printf '%s/m\377\303\251' "$TMP")
@@ -387,6 +416,17 @@ if command -v python3 >/dev/null 2>&1; then
     <"$OUT" 2>"$ERR" || fail "--format json: not UTF-8 JSON: $(cat "$ERR")"
 fi
 pass "--format json is valid UTF-8 whatever the environment holds"
+
+# CSV writes numbers as the JSON does: whole nanoseconds exactly (it wrote
+# 4.63933e+06), the rest with 9 significant digits.
+run 0 --quick --backend host --workload trivial,submit --repeat 1 \
+  --policy round-robin --format csv
+grep -v '^#' "$OUT" | grep -q '[0-9]e[-+]' && fail "CSV: a number with an exponent"
+awk -F, '!/^#/ && $1 == "trivial" && $2 == "round-robin" {
+  if ($14 !~ /^[1-9][0-9]*(\.[0-9]+)?$/ || $14 < 1000000) bad = 1; n++ }
+  END { exit bad || n != 1 }' "$OUT" ||
+  fail "CSV: the makespan is not written in full nanoseconds"
+pass "CSV numbers: whole nanoseconds, no exponent"
 
 # A configuration that does not exist: exit 1, the file named.
 run 1 --quick --config "$TMP/missing.ini"

@@ -397,8 +397,10 @@ static bench_row *row_new(rows *r, const char *workload, const char *who,
   return row;
 }
 
+/* A failed row: invalid, with its message; its parameters stay. */
 static void row_fail(rows *r, bench_row *row, const char *msg) {
   snprintf(row->error, sizeof row->error, "%s", msg);
+  row->valid = 0;
   row->makespan_ns = NAN;
   r->failed = 1;
   progress_end();
@@ -771,9 +773,9 @@ static double task_ns_of(const bench_dag *d, const group *gr) {
   return has_axpy(d) ? gr->axpy_ns : (double)d->ns;
 }
 
-/* Fills a row's metrics from a measurement. */
-static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
-                     const options *o, const measure *m) {
+/* A DAG workload's row's parameters, set before it runs. */
+static void dag_params(bench_row *row, const bench_dag *d, const options *o) {
+  row->params = 1;
   row->tasks = d->n;
   row->width = d->width;
   row->streams = o->streams;
@@ -781,6 +783,11 @@ static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
   row->repeat = o->repeat;
   row->duration_ns = d->ns;
   row->blocks = d->blocks;
+}
+
+/* Fills a row's metrics from a measurement. */
+static void fill_row(bench_row *row, const bench_dag *d, const group *gr,
+                     const options *o, const measure *m) {
   row->task_ns = task_ns_of(d, gr);
   row->makespan_ns = m->makespan_ns;
   row->per_task_ns = m->makespan_ns / (double)d->n;
@@ -962,6 +969,7 @@ static void measure_series(bench *b, const group *gr, const char *w,
                                                     : "cuasync",
                              gr->backend);
     at[i] = (size_t)(row - b->rows.v);
+    dag_params(row, dagp, b->o);
     if (!is_baseline(s->kind))
       snprintf(row->submit, sizeof row->submit, "%s",
                bench_submit_name(s->submit));
@@ -1139,17 +1147,21 @@ static void turn_fail(bench *b, turn_row *t, const char *err) {
   row_fail(&b->rows, &b->rows.v[t->at], err);
 }
 
-static void latency_row(bench *b, bench_row *row, uint64_t *v, uint64_t *sv,
-                        size_t n) {
+/* A latency row's parameters: @p n samples, one at a time. */
+static void latency_params(bench *b, bench_row *row, size_t n) {
+  row->params = 1;
+  row->tasks = n;
+  row->repeat = b->o->repeat;
+  row->streams = 1;
+  row->devices = 1;
+}
+
+static void latency_row(bench_row *row, uint64_t *v, uint64_t *sv, size_t n) {
   qsort(v, n, sizeof *v, cmp_u64);
   if (sv != NULL) {
     qsort(sv, n, sizeof *sv, cmp_u64);
     row->submit_ns_per_op = percentile(sv, n, 50);
   }
-  row->tasks = n;
-  row->repeat = b->o->repeat;
-  row->streams = 1;
-  row->devices = 1;
   row->lat_p50_ns = percentile(v, n, 50);
   row->lat_p99_ns = percentile(v, n, 99);
 }
@@ -1194,6 +1206,8 @@ static void run_latency(bench *b, const group *gr) {
     turn_baseline(b, gr, "latency", "threads-task", 2, &t[n++]);
   }
   n += turn_contenders(b, gr, "latency", t + n);
+  for (size_t i = 0; i < n; i++)
+    latency_params(b, &b->rows.v[t[i].at], iters);
   size_t per = (iters + LATENCY_BLOCKS - 1) / LATENCY_BLOCKS;
   for (size_t blk = 0; blk * per < iters; blk++) {
     size_t m = iters - blk * per < per ? iters - blk * per : per;
@@ -1209,7 +1223,7 @@ static void run_latency(bench *b, const group *gr) {
   }
   for (size_t i = 0; i < n; i++)
     if (t[i].ok)
-      latency_row(b, &b->rows.v[t[i].at], v + i * iters,
+      latency_row(&b->rows.v[t[i].at], v + i * iters,
                   t[i].who != NULL || t[i].kind == 0 ? sv + i * iters : NULL,
                   iters);
   const bench_row *base = &b->rows.v[first];
@@ -1230,8 +1244,8 @@ static void run_latency(bench *b, const group *gr) {
  * the rate is submissions per second of host time, waits included. With
  * several threads, each row's scaling is its aggregate rate over its own
  * rate from one thread (the submit row of this run, or measured here). */
-static void submit_fill(bench *b, bench_row *r, size_t n, uint64_t *t,
-                        int nthreads) {
+static void submit_params(bench *b, bench_row *r, size_t n, int nthreads) {
+  r->params = 1;
   r->tasks = n;
   r->repeat = b->o->repeat;
   r->streams = b->o->streams;
@@ -1239,6 +1253,11 @@ static void submit_fill(bench *b, bench_row *r, size_t n, uint64_t *t,
   r->width = nthreads;
   r->duration_ns = 0;
   r->blocks = 1;
+}
+
+static void submit_fill(bench *b, bench_row *r, size_t n, uint64_t *t,
+                        int nthreads) {
+  submit_params(b, r, n, nthreads);
   r->makespan_ns = median(t, (size_t)b->o->repeat);
   r->per_task_ns = r->makespan_ns / (double)n;
   r->throughput = (double)n * 1e9 / r->makespan_ns;
@@ -1298,6 +1317,8 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
   }
   turn_baseline(b, gr, w, base, 0, &t[nr++]);
   nr += turn_contenders(b, gr, w, t + nr);
+  for (size_t i = 0; i < nr; i++)
+    submit_params(b, &b->rows.v[t[i].at], n, nthreads);
   for (size_t k = 0; k < runs; k++) {
     progress("%s: %s %zu of %d", w, k == 0 ? "warm-up" : "timed run", k,
              b->o->repeat);
@@ -1367,19 +1388,22 @@ static void run_dispatch(bench *b) {
   bench_row *rm =
       row_new(&b->rows, "dispatch", "module round-robin.so", "cuasync", "-");
   bench_row *rs = rm - 1; /* the second row_new() may have moved the first */
+  bench_row *pair[2] = {rs, rm};
+  for (int i = 0; i < 2; i++) {
+    pair[i]->params = 1;
+    pair[i]->tasks = calls / 5;
+    pair[i]->repeat = 5;
+    pair[i]->streams = 4;
+    pair[i]->devices = 1;
+  }
   if (bench_dispatch(calls, &mod, &sta, path, sizeof path, err, sizeof err)) {
     row_fail(&b->rows, rs, err);
     row_fail(&b->rows, rm, err);
     return;
   }
-  bench_row *pair[2] = {rs, rm};
   double per[2] = {sta, mod};
   for (int i = 0; i < 2; i++) {
     bench_row *r = pair[i];
-    r->tasks = calls / 5;
-    r->repeat = 5;
-    r->streams = 4;
-    r->devices = 1;
     r->per_task_ns = per[i];
     r->makespan_ns = per[i] * (double)r->tasks;
     r->throughput = 1e9 / per[i];

@@ -146,11 +146,17 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
   fprintf(out, "%s\n", any ? "" : " none");
 }
 
+/* Whether a row ran faster than its critical path: invalid but not failed
+ * (the table's !; a failed row says FAILED instead). */
+static int too_fast(const bench_row *r) {
+  return !r->valid && r->error[0] == '\0';
+}
+
 static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
                         size_t n) {
   int cw = 10; /* the contender column fits the longest label */
   for (size_t i = 0; i < n; i++) {
-    int l = (int)strlen(rows[i].contender) + !rows[i].valid;
+    int l = (int)strlen(rows[i].contender) + too_fast(&rows[i]);
     cw = l > cw ? l : cw;
   }
   header_lines(out, "# ", m);
@@ -165,7 +171,7 @@ static void write_table(FILE *out, const bench_meta *m, const bench_row *rows,
     char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32], l[32],
         mm[32], sc[32], lp[32];
     char who[sizeof r->contender + 2];
-    snprintf(who, sizeof who, "%s%s", r->contender, r->valid ? "" : "!");
+    snprintf(who, sizeof who, "%s%s", r->contender, too_fast(r) ? "!" : "");
     if (r->error[0]) {
       fprintf(out, "%-13s %-*s %-4s %-6s FAILED: %s\n", r->workload, cw, who,
               r->backend, r->submit, r->error);
@@ -211,9 +217,18 @@ static void csv_str(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+/* A number as CSV and JSON write it: a whole number (nanoseconds, counts)
+ * exactly, any other with 9 significant digits. */
+static void put_num(FILE *out, double v) {
+  if (fabs(v) < 0x1p53 && v == floor(v))
+    fprintf(out, "%.0f", v);
+  else
+    fprintf(out, "%.9g", v);
+}
+
 static void csv_num(FILE *out, double v) {
-  if (!isnan(v))
-    fprintf(out, "%.6g", v);
+  if (isfinite(v))
+    put_num(out, v);
 }
 
 static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
@@ -225,9 +240,13 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
     csv_str(out, r->workload);
     fputc(',', out);
     csv_str(out, r->contender);
-    fprintf(out, ",%s,%s,%s,%zu,%d,%d,%d,%d,%llu,%u,", r->kind, r->backend,
-            r->submit, r->tasks, r->width, r->streams, r->devices, r->repeat,
-            (unsigned long long)r->duration_ns, r->blocks);
+    fprintf(out, ",%s,%s,%s,", r->kind, r->backend, r->submit);
+    if (r->params)
+      fprintf(out, "%zu,%d,%d,%d,%d,%llu,%u,", r->tasks, r->width, r->streams,
+              r->devices, r->repeat, (unsigned long long)r->duration_ns,
+              r->blocks);
+    else
+      fputs(",,,,,,,", out);
     const double v[] = {r->task_ns,       r->makespan_ns, r->per_task_ns,
                         r->throughput,    r->overhead_ns, r->ideal_ns,
                         r->efficiency,    r->concurrency, r->events_per_kop,
@@ -273,10 +292,10 @@ static void write_csv(FILE *out, const bench_meta *m, const bench_row *rows,
 
 static void json_num(FILE *out, const char *key, double v, int comma) {
   fprintf(out, "\"%s\": ", key);
-  if (isnan(v) || isinf(v))
-    fputs("null", out);
+  if (isfinite(v))
+    put_num(out, v);
   else
-    fprintf(out, "%.9g", v);
+    fputs("null", out);
   if (comma)
     fputs(", ", out);
 }
@@ -337,15 +356,22 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
     fputs(", \"contender\": ", out);
     cua_jsonstr_put(out, r->contender);
     fprintf(out,
-            ", \"kind\": \"%s\", \"backend\": \"%s\", \"submit\": %s%s%s, "
-            "\"tasks\": %zu, "
-            "\"width\": %d, \"streams\": %d, \"devices\": %d, \"repeat\": %d, "
-            "\"duration_ns\": %llu, \"blocks\": %u, ",
+            ", \"kind\": \"%s\", \"backend\": \"%s\", \"submit\": %s%s%s, ",
             r->kind, r->backend, strcmp(r->submit, "-") ? "\"" : "",
             strcmp(r->submit, "-") ? r->submit : "null",
-            strcmp(r->submit, "-") ? "\"" : "", r->tasks, r->width, r->streams,
-            r->devices, r->repeat, (unsigned long long)r->duration_ns,
-            r->blocks);
+            strcmp(r->submit, "-") ? "\"" : "");
+    if (r->params)
+      fprintf(out,
+              "\"tasks\": %zu, \"width\": %d, \"streams\": %d, "
+              "\"devices\": %d, \"repeat\": %d, \"duration_ns\": %llu, "
+              "\"blocks\": %u, ",
+              r->tasks, r->width, r->streams, r->devices, r->repeat,
+              (unsigned long long)r->duration_ns, r->blocks);
+    else
+      fputs("\"tasks\": null, \"width\": null, \"streams\": null, "
+            "\"devices\": null, \"repeat\": null, \"duration_ns\": null, "
+            "\"blocks\": null, ",
+            out);
     json_num(out, "task_ns", r->task_ns, 1);
     json_num(out, "makespan_ns", r->makespan_ns, 1);
     json_num(out, "per_task_ns", r->per_task_ns, 1);

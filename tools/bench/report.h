@@ -28,6 +28,10 @@ typedef struct bench_row {
   const char *kind;    /**< "cuasync" or "baseline" */
   char backend[64];    /**< the backend's name: "cuda", "host", "sim"... */
   char submit[8];      /**< cuasync rows: "whole", "task", "level"; "-" */
+  /** The run's parameters, tasks to blocks: set when the row is made,
+   * so that a row that fails keeps them; where @c params is 0 (a row that
+   * failed before its workload had a shape) they are empty. */
+  int params;
   size_t tasks;
   int width, streams, devices, repeat;
   uint64_t duration_ns; /**< SPIN duration (nominal) */
@@ -62,7 +66,7 @@ typedef struct bench_row {
   double metg_ns;
   size_t metg_points;
   double metg_d[BENCH_METG_POINTS], metg_eff[BENCH_METG_POINTS];
-  int valid; /**< makespan not below the critical path */
+  int valid; /**< ran, and not faster than its critical path */
   char error[320];
 } bench_row;
 
