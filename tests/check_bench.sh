@@ -442,12 +442,35 @@ expect "$ERR" "gnuplot" "--plot without gnuplot: stderr"
 [ -s "$OUT" ] && fail "--plot without gnuplot still ran the benchmark"
 pass "--plot without gnuplot exits 3"
 
+# --plot to a file that cannot be written: exit 1, said before anything
+# runs (gnuplot wrote its SVG on standard output after the table).
+GNUPLOT=$(command -v true)
+export GNUPLOT
+run 1 --quick --backend host --workload trivial --repeat 1 \
+  --plot "$TMP/no-such-dir/p.svg"
+unset GNUPLOT
+expect "$ERR" "^cuasync-bench: cannot write $TMP/no-such-dir/p.svg: No such file or directory$" \
+  "--plot to a missing folder: stderr"
+[ -s "$OUT" ] && fail "--plot to a missing folder still ran the benchmark"
+pass "--plot to a missing folder exits 1 before running, saying why"
+
 # --plot with gnuplot, where it is installed.
 if command -v gnuplot >/dev/null 2>&1; then
   run 0 --quick --backend host --workload trivial --repeat 1 \
     --plot "$TMP/p.svg"
   expect "$TMP/p.svg" '<svg' "--plot: the SVG"
+  grep -q '<svg' "$OUT" && fail "--plot: the SVG is on standard output"
   pass "--plot writes an SVG through gnuplot"
+  # A plot that cannot be written (a full disk): exit 1, saying why (it
+  # exited 0).
+  if [ -w /dev/full ]; then
+    run 1 --quick --backend host --workload trivial --repeat 1 \
+      --plot /dev/full
+    expect "$ERR" '^cuasync-bench: writing /dev/full: No space left on device$' \
+      "--plot /dev/full: stderr"
+    expect "$OUT" '^trivial ' "--plot /dev/full: the results are still printed"
+    pass "--plot to a full disk exits 1, saying why"
+  fi
   # With --trace: a Gantt chart per trace (contender and workload).
   tdir="$OUT.gantt"
   rm -rf "$tdir"

@@ -721,6 +721,7 @@ typedef struct bench {
   group groups[8]; /* one per backend the contenders use */
   size_t ngroups;
   rows rows;
+  FILE *plot; /* --plot: its file, opened before the runs */
 } bench;
 
 /* The shape of workload @p w for group @p gr. */
@@ -1612,6 +1613,8 @@ static int give_up(bench *b, FILE *out) {
   free(b->traced);
   if (out != stdout)
     fclose(out);
+  if (b->plot != NULL)
+    fclose(b->plot);
   return EXIT_RUN;
 }
 
@@ -2005,6 +2008,12 @@ static int bench_main(int argc, char **argv, spec *specs) {
     b.ncont++;
   }
   unique_labels(b.cont, b.ncont);
+  /* The plot's file, opened before anything runs: a run of an hour is not
+   * lost to a typo in its name. */
+  if (o.plot != NULL && (b.plot = fopen(o.plot, "w")) == NULL) {
+    fprintf(stderr, PROG ": cannot write %s: %s\n", o.plot, strerror(errno));
+    return give_up(&b, out);
+  }
   /* A simulated machine of several GPUs with --devices one: every pattern
    * but multigpu runs on its first GPU, which a study of the machine
    * rarely wants. Said once. */
@@ -2100,7 +2109,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
   }
   if (o.plot != NULL) {
     char err[ERRLEN];
-    if (bench_plot(o.plot, &meta, b.rows.v, b.rows.n, err, sizeof err) != 0) {
+    if (bench_plot(b.plot, o.plot, &meta, b.rows.v, b.rows.n, err,
+                   sizeof err) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
       status = EXIT_RUN;
     }

@@ -10,6 +10,7 @@
 #include "jsonstr.h"
 #include "report.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,54 +594,129 @@ static void plot_metg(FILE *gp, const bench_row *rows, size_t n) {
   fputc('\n', gp);
 }
 
-/* Starts gnuplot with its input a pipe, or NULL with @p err set. */
-static FILE *open_gnuplot(char *err, size_t len) {
-  /* The shell sees the name single-quoted, as one word. */
-  char cmd[4200];
-  size_t at = 0;
-  cmd[at++] = '\'';
-  for (const char *c = gnuplot_name(); *c && at < sizeof cmd - 8; c++) {
-    if (*c == '\'') {
-      memcpy(cmd + at, "'\\''", 4);
-      at += 4;
-    } else {
-      cmd[at++] = *c;
-    }
-  }
-  cmd[at++] = '\'';
-  cmd[at] = '\0';
-  FILE *gp = popen(cmd, "w");
-  if (gp == NULL)
-    snprintf(err, len, "cannot run %s", gnuplot_name());
-  return gp;
-}
+/* gnuplot at work: the script goes to @c in, a pipe; it writes the SVG on
+ * its standard output, @c svg, an unlinked temporary file, copied to the
+ * chart's file once gnuplot has exited. It never opens the chart's file
+ * itself: where it cannot (a missing folder) it wrote the SVG on the
+ * benchmark's standard output, and a write that failed (a full disk) it
+ * does not report in its status; here both are seen and said. */
+typedef struct gnuplot {
+  FILE *in;
+  FILE *svg;
+  pid_t pid;
+} gnuplot;
 
-/* Waits for gnuplot; 0, or -1 with @p err set. */
-static int close_gnuplot(FILE *gp, const char *path, char *err, size_t len) {
-  int st = pclose(gp);
-  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    snprintf(err, len, "gnuplot failed writing %s (status %d)", path,
-             st == -1        ? -1
-             : WIFEXITED(st) ? WEXITSTATUS(st)
-                             : 128);
+/* Starts gnuplot; 0, or -1 with @p err set. */
+static int gp_start(gnuplot *g, char *err, size_t len) {
+  int fd[2];
+
+  g->svg = tmpfile();
+  if (g->svg == NULL) {
+    snprintf(err, len, "cannot make a temporary file for gnuplot: %s",
+             strerror(errno));
     return -1;
+  }
+  if (pipe(fd) != 0) {
+    snprintf(err, len, "cannot run %s: %s", gnuplot_name(), strerror(errno));
+    goto fail_svg;
+  }
+  fflush(NULL); /* the child has copies of the buffers */
+  g->pid = fork();
+  if (g->pid < 0) {
+    snprintf(err, len, "cannot run %s: %s", gnuplot_name(), strerror(errno));
+    goto fail_pipe;
+  }
+  if (g->pid == 0) {
+    if (dup2(fd[0], STDIN_FILENO) >= 0 &&
+        dup2(fileno(g->svg), STDOUT_FILENO) >= 0) {
+      close(fd[0]);
+      close(fd[1]);
+      execlp(gnuplot_name(), gnuplot_name(), (char *)NULL);
+    }
+    fprintf(stderr, "cuasync-bench: cannot run %s: %s\n", gnuplot_name(),
+            strerror(errno));
+    _exit(127);
+  }
+  close(fd[0]);
+  g->in = fdopen(fd[1], "w");
+  if (g->in == NULL) {
+    snprintf(err, len, "cannot write to %s: %s", gnuplot_name(),
+             strerror(errno));
+    close(fd[1]);
+    waitpid(g->pid, NULL, 0);
+    goto fail_svg;
   }
   return 0;
+fail_pipe:
+  close(fd[0]);
+  close(fd[1]);
+fail_svg:
+  fclose(g->svg);
+  return -1;
 }
 
-int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
-               size_t n, char *err, size_t len) {
+/* Ends gnuplot's script, waits for it, and copies the SVG it wrote to
+ * @p dst, the file @p path (opened here when @p dst is NULL), which it
+ * closes; 0, or -1 with @p err set. */
+static int gp_finish(gnuplot *g, FILE *dst, const char *path, char *err,
+                     size_t len) {
+  int st = 0, rc = -1;
+  char buf[65536];
+  size_t n, total = 0;
+
+  fclose(g->in);
+  while (waitpid(g->pid, &st, 0) < 0)
+    if (errno != EINTR) {
+      st = -1;
+      break;
+    }
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    snprintf(err, len, "gnuplot failed drawing %s (status %d)", path,
+             st == -1        ? -1
+             : WIFEXITED(st) ? WEXITSTATUS(st)
+                             : 128 + WTERMSIG(st));
+    goto out;
+  }
+  if (dst == NULL && (dst = fopen(path, "w")) == NULL) {
+    snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
+    goto out;
+  }
+  rewind(g->svg);
+  while ((n = fread(buf, 1, sizeof buf, g->svg)) > 0 &&
+         fwrite(buf, 1, n, dst) == n)
+    total += n;
+  if (ferror(g->svg))
+    snprintf(err, len, "reading gnuplot's SVG for %s: %s", path,
+             strerror(errno));
+  else if (ferror(dst) || fflush(dst) != 0)
+    snprintf(err, len, "writing %s: %s", path, strerror(errno));
+  else if (total == 0)
+    snprintf(err, len, "gnuplot wrote no SVG for %s", path);
+  else
+    rc = 0;
+out:
+  if (dst != NULL && fclose(dst) != 0 && rc == 0) {
+    snprintf(err, len, "writing %s: %s", path, strerror(errno));
+    rc = -1;
+  }
+  fclose(g->svg);
+  return rc;
+}
+
+int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
+               const bench_row *rows, size_t n, char *err, size_t len) {
   int metg = 0;
+  gnuplot g;
   for (size_t i = 0; i < n; i++)
     metg |= rows[i].metg_points > 0;
-  FILE *gp = open_gnuplot(err, len);
-  if (gp == NULL)
+  if (gp_start(&g, err, len) != 0) {
+    fclose(dst);
     return -1;
+  }
+  FILE *gp = g.in;
   fputs("set terminal svg size 1200,700 dynamic enhanced font 'sans,11' "
-        "background rgb 'white'\nset output ",
+        "background rgb 'white'\nset encoding utf8\nset title ",
         gp);
-  gp_str(gp, path);
-  fputs("\nset encoding utf8\nset title ", gp);
   char title[512];
   snprintf(title, sizeof title, "cuasync-bench %s on %s%s%s", meta->version,
            meta->have_cuda_info ? meta->cuda.gpu : "host ",
@@ -652,7 +728,7 @@ int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
     plot_metg(gp, rows, n);
   else
     plot_bars(gp, rows, n);
-  return close_gnuplot(gp, path, err, len);
+  return gp_finish(&g, dst, path, err, len);
 }
 
 /* ------------------------------------------------------- Gantt charts */
@@ -779,18 +855,17 @@ int bench_gantt(const char *svg, const char *trace, const char *title,
     }
   }
   qsort(tracks, nt, sizeof *tracks, cmp_track);
-  FILE *gp = open_gnuplot(err, len);
-  if (gp == NULL) {
+  gnuplot g;
+  if (gp_start(&g, err, len) != 0) {
     free(v);
     free(tracks);
     return -1;
   }
+  FILE *gp = g.in;
   fprintf(gp,
           "set terminal svg size 1200,%zu dynamic enhanced font 'sans,11' "
-          "background rgb 'white'\nset output ",
+          "background rgb 'white'\nset encoding utf8\nset title ",
           (size_t)160 + 28 * nt);
-  gp_str(gp, svg);
-  fputs("\nset encoding utf8\nset title ", gp);
   gp_str(gp, title);
   fputs(" noenhanced\nset key noenhanced outside right top\n"
         "set xlabel 'time (us, from the first record)'\n"
@@ -826,5 +901,5 @@ int bench_gantt(const char *svg, const char *trace, const char *title,
   fputc('\n', gp);
   free(v);
   free(tracks);
-  return close_gnuplot(gp, svg, err, len);
+  return gp_finish(&g, NULL, svg, err, len);
 }

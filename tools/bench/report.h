@@ -96,9 +96,11 @@ enum { BENCH_FMT_TABLE = 0, BENCH_FMT_CSV = 1, BENCH_FMT_JSON = 2 };
 
 void bench_write(FILE *out, int format, const bench_meta *meta,
                  const bench_row *rows, size_t n);
-/** Writes an SVG through gnuplot; 0, or -1 with @p err set. */
-int bench_plot(const char *path, const bench_meta *meta, const bench_row *rows,
-               size_t n, char *err, size_t len);
+/** Writes an SVG through gnuplot to @p dst, the file @p path opened for
+ * writing, which it closes; 0, or -1 with @p err set (gnuplot failed, or
+ * the SVG could not be written). */
+int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
+               const bench_row *rows, size_t n, char *err, size_t len);
 /** A Gantt chart (SVG, through gnuplot) of the perfetto trace @p trace:
  * a row per stream, a box per op slice coloured by its name. 0; 1 (with
  * @p err set, nothing drawn) when the trace is absent, has no slices or
