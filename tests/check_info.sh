@@ -197,6 +197,32 @@ for args in "--no-such-option" "--format xml" "--config" "stray"; do
 done
 pass "bad usage exits 2 with a message"
 
+# An argument to an option that takes none is named as given (it read
+# "unknown option '-h'").
+run 2 --help=x
+expect "$ERR" "^cuasync-info: option '--help' takes no argument$" "--help=x"
+run 2 --policies=1
+expect "$ERR" "^cuasync-info: option '--policies' takes no argument$" \
+  "--policies=1"
+run 2 --format=json -xp
+expect "$ERR" "^cuasync-info: unknown option '-x'$" "--format=json -xp"
+pass "an argument to an option that takes none is named as given"
+
+# Output that cannot be written (a full disk) exits 1 with the reason,
+# --help and --version too (they exited 0).
+if [ -w /dev/full ]; then
+  for args in "--help" "--version" "--config $HOST_CONFIG"; do
+    status=0
+    # shellcheck disable=SC2086 # the words are meant to split
+    "$TOOL" $args >/dev/full 2>"$ERR" || status=$?
+    [ "$status" -eq 1 ] ||
+      fail "cuasync-info $args >/dev/full exited with $status, expected 1"
+    expect "$ERR" '^cuasync-info: cannot write the output: No space left on device$' \
+      "cuasync-info $args >/dev/full"
+  done
+  pass "output that cannot be written exits 1 with the reason"
+fi
+
 # A configuration file that does not exist: exit 1, the file named on
 # stderr, and the rest of the report still printed.
 missing=$TMP/no-such-dir/cuasync.ini

@@ -28,6 +28,7 @@
 #include "jsonstr.h"
 #include "loader.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -236,6 +237,27 @@ static int usage_error(const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
+/* The name of the long option that getopt_long() refused an argument to
+ * (--help=x): it sets optopt to that option's value, which would read as
+ * a short option the user did not type. NULL when @p val is none. */
+static const char *no_argument_name(const struct option *opts, int val) {
+  for (; opts->name != NULL; opts++)
+    if (opts->val == val && opts->has_arg == no_argument)
+      return opts->name;
+  return NULL;
+}
+
+/* Standard output flushed: @p rc, or EXIT_NO_RUNTIME when it could not be
+ * written (a full disk), said on standard error. */
+static int output_written(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "%s: cannot write the output: %s\n", PROGRAM,
+            strerror(errno));
+    return EXIT_NO_RUNTIME;
+  }
+  return rc;
+}
+
 /* Parses the command line. Returns -1 to go on, or an exit code (--help
  * and --version have done their work; a bad option has been reported). */
 static int parse_args(int argc, char **argv, options *o) {
@@ -275,15 +297,18 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case 'h':
       usage(stdout);
-      return EXIT_OK;
+      return output_written(EXIT_OK);
     case 'V':
       printf("%s (cuasync) %s\n", PROGRAM, cua_version_string());
-      return EXIT_OK;
+      return output_written(EXIT_OK);
     case ':':
       if (optopt != 0 && argv[optind - 1][1] != '-')
         return usage_error("option '-%c' needs an argument", optopt);
       return usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
+      if (no_argument_name(longopts, optopt) != NULL)
+        return usage_error("option '--%s' takes no argument",
+                           no_argument_name(longopts, optopt));
       /* optopt names a bad short option, even within a cluster (-px). */
       if (optopt != 0)
         return usage_error("unknown option '-%c'", optopt);
@@ -1666,9 +1691,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: the configuration does not open a runtime: %s\n",
             PROGRAM, r.rt_error);
   free_report(&r);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, "%s: cannot write the output\n", PROGRAM);
-    return EXIT_NO_RUNTIME;
-  }
-  return rc;
+  return output_written(rc);
 }
