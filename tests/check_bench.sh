@@ -344,6 +344,50 @@ for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
 done
 pass "bad usage exits 2 with a message"
 
+# An empty entry in a list is refused (--workload '' ran every workload),
+# and an argument to an option that takes none is named as given (it read
+# "unknown option '-h'").
+for list in "" "trivial," ",trivial" "trivial,,chain"; do
+  run 2 --workload "$list"
+  expect "$ERR" "^cuasync-bench: --workload '$list': an empty name in the list$" \
+    "--workload '$list'"
+done
+for list in "" "whole,,task" "whole,"; do
+  run 2 --workload trivial --submit "$list"
+  expect "$ERR" "^cuasync-bench: --submit '$list': an empty mode in the list$" \
+    "--submit '$list'"
+done
+run 2 --help=x
+expect "$ERR" "^cuasync-bench: option '--help' takes no argument$" "--help=x"
+run 2 --timestamps=1
+expect "$ERR" "^cuasync-bench: option '--timestamps' takes no argument$" \
+  "--timestamps=1"
+pass "empty list entries and arguments to options that take none: exit 2"
+
+# Output that cannot be written (a full disk) exits 1 with the reason,
+# --help and --version too (they exited 0).
+if [ -w /dev/full ]; then
+  for args in "--help" "--version" \
+    "--quick --backend host --workload trivial --repeat 1 --policy round-robin"; do
+    status=0
+    # shellcheck disable=SC2086 # the words are meant to split
+    "$TOOL" $args >/dev/full 2>"$ERR" || status=$?
+    [ "$status" -eq 1 ] ||
+      fail "cuasync-bench $args >/dev/full exited with $status, expected 1"
+    expect "$ERR" '^cuasync-bench: cannot write the output: No space left on device$' \
+      "cuasync-bench $args >/dev/full"
+  done
+  pass "output that cannot be written exits 1 with the reason"
+fi
+
+# A width above the tasks is lowered to them (cuasync-bench(1)): -n 2
+# -W 1000 runs two chains of one task.
+run 0 --backend host --workload chain --tasks 2 --width 1000 --repeat 1 \
+  --policy round-robin --format csv
+expect "$OUT" '^chain,round-robin,cuasync,host,whole,2,2,' \
+  "-n 2 -W 1000: the chain row's tasks and width"
+pass "a width above the tasks is lowered to them"
+
 # bench-ops, what tools/bench/callgrind-per-op.sh runs under valgrind: one
 # run of one DAG in each submission mode, three runs of one on one runtime
 # (the script's warm column); bad usage exits 2.

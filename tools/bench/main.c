@@ -195,6 +195,26 @@ static int usage_error(const char *fmt, ...) {
   return EXIT_USAGE;
 }
 
+/* The name of the long option that getopt_long() refused an argument to
+ * (--help=x): it sets optopt to that option's value, which would read as
+ * a short option the user did not type. NULL when @p val is none. */
+static const char *no_argument_name(const struct option *opts, int val) {
+  for (; opts->name != NULL; opts++)
+    if (opts->val == val && opts->has_arg == no_argument)
+      return opts->name;
+  return NULL;
+}
+
+/* Standard output flushed (--help, --version): 0, or EXIT_RUN when it
+ * could not be written, said on standard error, as for the results. */
+static int output_written(void) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, PROG ": cannot write the output: %s\n", strerror(errno));
+    return EXIT_RUN;
+  }
+  return 0;
+}
+
 /* An unsigned number with an optional unit suffix from @p units (name,
  * factor pairs, NULL-terminated). */
 typedef struct unit {
@@ -243,6 +263,14 @@ static int known_workload(const char *w) {
     if (strcmp(w, micro_workloads[i]) == 0)
       return 1;
   return 0;
+}
+
+/* Whether a comma-separated list has an empty entry ("", "a,", "a,,b"):
+ * strtok_r() would skip it, and an empty --workload ran every workload. */
+static int has_empty_entry(const char *list) {
+  size_t n = strlen(list);
+  return n == 0 || list[0] == ',' || list[n - 1] == ',' ||
+         strstr(list, ",,") != NULL;
 }
 
 /* --submit: a comma-separated list of modes, each once. */
@@ -1773,6 +1801,10 @@ static int bench_main(int argc, char **argv, spec *specs) {
       o.backend = optarg;
       break;
     case 'w': {
+      if (has_empty_entry(optarg))
+        return free(o.workloads),
+               usage_error("--workload '%s': an empty name in the list",
+                           optarg);
       int rc = add_workloads(&o, optarg);
       if (rc == -2)
         return EXIT_USAGE;
@@ -1890,6 +1922,9 @@ static int bench_main(int argc, char **argv, spec *specs) {
       o.metg = 1;
       break;
     case 'u':
+      if (has_empty_entry(optarg))
+        return free(o.workloads),
+               usage_error("--submit '%s': an empty mode in the list", optarg);
       if (parse_submit(&o, optarg))
         return free(o.workloads),
                usage_error("--submit wants whole, task, level, graph or auto, "
@@ -1921,14 +1956,18 @@ static int bench_main(int argc, char **argv, spec *specs) {
       break;
     case 'h':
       usage(stdout);
-      return 0;
+      return free(o.workloads), output_written();
     case 'V':
       printf(PROG " (cuasync) %s\n", cua_version_string());
-      return 0;
+      return free(o.workloads), output_written();
     case ':':
       return free(o.workloads),
              usage_error("option '%s' needs an argument", argv[optind - 1]);
     default:
+      if (no_argument_name(longopts, optopt) != NULL)
+        return free(o.workloads),
+               usage_error("option '--%s' takes no argument",
+                           no_argument_name(longopts, optopt));
       if (optopt)
         return free(o.workloads), usage_error("unknown option '-%c'", optopt);
       return free(o.workloads),
@@ -2104,7 +2143,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
   if (out != stdout && fclose(out) != 0) {
     fprintf(stderr, PROG ": writing %s: %s\n", o.output, strerror(errno));
     status = EXIT_RUN;
-  } else if (out == stdout && fflush(stdout) != 0) {
+  } else if (out == stdout && output_written() != 0) {
     status = EXIT_RUN;
   }
   if (o.plot != NULL) {
