@@ -543,6 +543,7 @@ static int resolve(cua__config *cfg, unsigned flags, char *err, size_t errlen) {
   if (cfg->graph_cache == 0)
     cfg->graph_cache = 16;
   /* $CUASYNC_TRACE=FILE: the perfetto observer, writing FILE. */
+  cfg->nobs_conf = cfg->nobservers;
   env = (flags & CUA_RUNTIME_IGNORE_ENV) ? NULL : getenv("CUASYNC_TRACE");
   if (env != NULL && *env != '\0') {
     if ((cfg->trace = cua__strdup(env)) == NULL ||

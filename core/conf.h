@@ -98,6 +98,9 @@ typedef struct cua__config {
   int graph_cache;     /* graph_cache = 1..4096 (default 16): graphs kept */
   char **observers;    /* observers = NAME[, NAME...]: observer modules, */
   size_t nobservers;   /* in order, each once ($CUASYNC_TRACE adds perfetto) */
+  size_t nobs_conf;    /* the first of them from `observers =`, the rest
+                          from $CUASYNC_TRACE (for messages) */
+  int observers_line;  /* line of `observers =`, 0 if none */
   char *trace;         /* $CUASYNC_TRACE: the perfetto observer's path */
   int observer_times;  /* observer_times = ends | device | estimated:
                           CUA__OBS_TIMES_* (ends) */

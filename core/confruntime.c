@@ -387,6 +387,7 @@ int cua__conf_add_observer(cua__config *cfg, const char *name, size_t n) {
  * leading '"' would read as a quoted value); an empty value means none. */
 static int set_observers(cua__conf_parser *p, const char *value) {
   const char *s = value;
+  p->cfg->observers_line = p->line;
   while (*s != '\0') {
     while (*s == ',' || isspace((unsigned char)*s))
       s++;

@@ -58,6 +58,8 @@ typedef struct obs_one {
   atomic_int dead; /* record() failed: neither it nor launch() called
                       again (read by launching threads) */
   char log[1024];  /* recent log lines, for a failing create() or record() */
+  char *where;     /* where its parameters came from (configured_at()) */
+  int flushing;    /* in flush(): its log lines say where */
 } obs_one;
 
 struct cua__observers {
@@ -97,10 +99,16 @@ static uint64_t h_now_ns(void *core) {
  * message of a failing create() or record(). */
 static void h_log(void *core, cua_log_level level, const char *fmt, ...) {
   obs_one *w = core;
+  char label[1400];
   va_list ap;
+  /* What flush() logs is the only word of a trace lost as the runtime
+   * closes: it names where the observer's parameters came from. */
+  if (w->flushing && w->where != NULL)
+    snprintf(label, sizeof label, "%s (%s)", w->name, w->where);
+  else
+    snprintf(label, sizeof label, "%s", w->name);
   va_start(ap, fmt);
-  cua__module_vlog(w->log, sizeof w->log, 0, "observer", w->name, level, fmt,
-                   ap);
+  cua__module_vlog(w->log, sizeof w->log, 0, "observer", label, level, fmt, ap);
   va_end(ap);
 }
 
@@ -257,9 +265,14 @@ static void *obs_thread(void *arg) {
 
 /* ------------------------------------------------------ open and close */
 
+/* Whether $CUASYNC_TRACE sets @p w's path (it is the perfetto observer). */
+static int traced(const cua__config *cfg, const obs_one *w) {
+  return cfg->trace != NULL && strcmp(w->name, "perfetto") == 0;
+}
+
 /* The perfetto observer's `path`, replaced by $CUASYNC_TRACE. */
 static int trace_override(cua__config *cfg, obs_one *w) {
-  if (cfg->trace == NULL || strcmp(w->name, "perfetto") != 0)
+  if (!traced(cfg, w))
     return 0;
   for (size_t i = 0; i < w->d->nparams; i++) {
     const cua_param_spec *ps = &w->d->params[i];
@@ -275,16 +288,49 @@ static int trace_override(cua__config *cfg, obs_one *w) {
   return 0;
 }
 
-static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
-                    obs_one *w) {
-  char err[CUA__ERRLEN], section[256];
+/* Where observer @p i of the configuration was named, for messages:
+ * "FILE:LINE: [runtime] observers", "$CUASYNC_TRACE=FILE", or "". */
+static const char *named_at(const cua__config *cfg, size_t i, char *buf,
+                            size_t len) {
+  if (i < cfg->nobs_conf && cfg->observers_line > 0)
+    snprintf(buf, len, "%s:%d: [runtime] observers", cfg->origin,
+             cfg->observers_line);
+  else if (cfg->trace != NULL)
+    snprintf(buf, len, "$CUASYNC_TRACE=%s", cfg->trace);
+  else
+    buf[0] = '\0';
+  return buf;
+}
+
+/* Where @p w's parameters came from, for messages: the variable that set
+ * its path, else its [observer.NAME] section, else where it was named
+ * (it runs with its defaults). */
+static const char *configured_at(const cua__config *cfg, size_t i,
+                                 const obs_one *w, const char *section,
+                                 char *buf, size_t len) {
+  const cua__section *sec = cua__config_section(cfg, section);
+  if (traced(cfg, w))
+    snprintf(buf, len, "$CUASYNC_TRACE=%s", cfg->trace);
+  else if (sec != NULL && sec->line > 0)
+    snprintf(buf, len, "%s:%d: [%s]", cfg->origin, sec->line, section);
+  else
+    named_at(cfg, i, buf, len);
+  return buf;
+}
+
+/* Opens observer @p i of the configuration into @p w. */
+static int open_one(cua_runtime *rt, cua__observers *o, size_t i, obs_one *w) {
+  char err[CUA__ERRLEN], section[256], at[1200], code[160];
+  const char *name = rt->cfg->observers[i];
   w->o = o;
   if ((w->name = cua__strdup(name)) == NULL)
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   int rc = cua__module_load(&w->mod, CUA__MODULE_OBSERVER, name, NULL, 0,
                             rt->ignore_env, err, sizeof err);
-  if (rc != 0)
-    return cua__fail(NULL, rc, "%s", err);
+  if (rc != 0) {
+    named_at(rt->cfg, i, at, sizeof at);
+    return cua__fail(NULL, rc, "%s%s%s", at, at[0] ? ": " : "", err);
+  }
   w->d = w->mod->desc.observer;
   snprintf(section, sizeof section, "observer.%s", name);
   rc = cua__config_params(rt->cfg, section, w->d->params, w->d->nparams,
@@ -309,13 +355,20 @@ static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
   if (cua__params_restride(w->params, w->nparams, w->d->param_value_size,
                            &w->values, &values) != 0)
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  configured_at(rt->cfg, i, w, section, at, sizeof at);
   rc = w->d->create(&w->host, values, &w->state);
   if (rc != 0) {
     w->state = NULL;
     return cua__fail(NULL, CUA_ERR_MODULE_CREATE,
-                     "observer '%s' failed to start (%d): %s", name, rc,
+                     "%s%sobserver '%s' failed to start (%s): %s", at,
+                     at[0] ? ": " : "", name,
+                     cua__module_code(rc, "create()", code, sizeof code),
                      w->log[0] ? w->log : "create() returned an error");
   }
+  /* For what flush() logs: the runtime is closing then, and only the
+   * line on standard error can say where the failing value came from. */
+  if (at[0] != '\0' && (w->where = cua__strdup(at)) == NULL)
+    return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
   w->log[0] = '\0';
   return 0;
 }
@@ -323,8 +376,11 @@ static int open_one(cua_runtime *rt, cua__observers *o, const char *name,
 static void free_one(obs_one *w, int started) {
   if (w->d != NULL && w->state != NULL) {
     /* Nothing to flush when the runtime never opened. */
-    if (w->d->flush != NULL && !w->dead && started)
+    if (w->d->flush != NULL && !w->dead && started) {
+      w->flushing = 1;
       w->d->flush(w->state);
+      w->flushing = 0;
+    }
     if (w->d->destroy != NULL)
       w->d->destroy(w->state);
   }
@@ -333,6 +389,7 @@ static void free_one(obs_one *w, int started) {
   free(w->values);
   cua__module_unload(w->mod);
   free(w->name);
+  free(w->where);
 }
 
 void cua__observers_close(cua_runtime *rt) {
@@ -386,7 +443,7 @@ int cua__observers_open(cua_runtime *rt) {
   }
   int records = 0, commands = 0;
   for (size_t i = 0; i < cfg->nobservers; i++) {
-    int rc = open_one(rt, o, cfg->observers[i], &o->v[o->n]);
+    int rc = open_one(rt, o, i, &o->v[o->n]);
     o->n++;
     if (rc != 0) {
       cua__observers_close(rt);

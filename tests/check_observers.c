@@ -281,8 +281,11 @@ START_TEST(refusals) {
 #define OPEN(extra)                                                            \
   (snprintf(text, sizeof text, "[runtime]\nbackend = host\n%s", extra),        \
    open_text(&rt, text))
+  /* Each says where the name or value came from (file and line, or the
+   * variable), why, and the code create() returned by its name. */
   ck_assert_err(NULL, OPEN("observers = nosuch\n"), CUA_ERR_MODULE_NOT_FOUND,
-                "observer module 'nosuch' not found: no nosuch.so in");
+                "<text>:3: [runtime] observers: observer module 'nosuch' not "
+                "found: no nosuch.so in");
   ck_assert_err(NULL, OPEN("observers = perfetto, perfetto\n"),
                 CUA_ERR_CONFIG_BAD_VALUE,
                 "[runtime] observers: 'perfetto' is named twice");
@@ -300,7 +303,15 @@ START_TEST(refusals) {
   ck_assert_err(NULL,
                 OPEN("observers = perfetto\n[observer.perfetto]\npath = "
                      "/nonexistent/dir/t.json\n"),
-                CUA_ERR_MODULE_CREATE, "cannot write /nonexistent/dir/t.json");
+                CUA_ERR_MODULE_CREATE,
+                "<text>:4: [observer.perfetto]: observer 'perfetto' failed to "
+                "start (CUA_ERR_INVAL): cannot write /nonexistent/dir/t.json: "
+                "No such file or directory");
+  ck_assert_err(NULL,
+                OPEN("observers = perfetto\n[observer.perfetto]\npath =\n"),
+                CUA_ERR_MODULE_CREATE,
+                "<text>:4: [observer.perfetto]: observer 'perfetto' failed to "
+                "start (CUA_ERR_INVAL): path is empty");
   ck_assert_err(NULL, OPEN("[observer.]\n"), CUA_ERR_CONFIG_UNKNOWN_SECTION,
                 "needs a module name after 'observer.'");
   /* A policy is not an observer. */
@@ -309,6 +320,87 @@ START_TEST(refusals) {
                 "no cua_observer_entry symbol: not an observer module");
   ck_assert_ptr_null(rt);
 #undef OPEN
+}
+END_TEST
+
+/* $CUASYNC_TRACE naming what cannot be written: the message names the
+ * variable and says why, with the code's name. */
+START_TEST(cuasync_trace_refusals) {
+  cua_runtime *rt = NULL;
+  char want[1024], longname[320];
+  const char *dir = built("tests");
+  static const char *const why[] = {
+      "Is a directory", "No such file or directory", "File name too long"};
+  memset(longname, 'x', 300);
+  longname[300] = '\0';
+  const char *values[] = {dir, "/nonexistent/dir/t.json", longname};
+  for (int i = 0; i < 3; i++) {
+    char value[4200];
+    snprintf(value, sizeof value, "%s", values[i]);
+    setenv("CUASYNC_TRACE", value, 1);
+    snprintf(want, sizeof want,
+             "$CUASYNC_TRACE=%.320s: observer 'perfetto' failed to start "
+             "(CUA_ERR_INVAL): cannot write %.320s: %s",
+             value, value, why[i]);
+    ck_assert_err(NULL, open_text(&rt, "[runtime]\nbackend = host\n"),
+                  CUA_ERR_MODULE_CREATE, want);
+  }
+  unsetenv("CUASYNC_TRACE");
+  ck_assert_ptr_null(rt);
+}
+END_TEST
+
+/* A trace that cannot be written when the runtime closes (a full disk) is
+ * said on standard error, with the reason and where its path came from
+ * (it said "writing /dev/full failed"). */
+START_TEST(lost_trace_says_where_and_why) {
+  if (access("/dev/full", W_OK) != 0) {
+    printf("skipped: no /dev/full\n");
+    return;
+  }
+  char log[4200];
+  snprintf(log, sizeof log, "%s/lost-trace-%ld.err", built("tests"),
+           (long)getpid());
+  for (int env = 0; env < 2; env++) {
+    cua_runtime *rt;
+    if (env) {
+      setenv("CUASYNC_TRACE", "/dev/full", 1);
+      rt = open_with("");
+      unsetenv("CUASYNC_TRACE");
+    } else {
+      rt = open_with(
+          "observers = perfetto\n[observer.perfetto]\npath = /dev/full\n");
+    }
+    cua_buffer *b;
+    ck_assert_int_eq(cua_buffer_create(&b, rt, 0, ELEMS * sizeof(float), 0), 0);
+    cua_op *f;
+    ck_assert_int_eq(cua_op_fill(&f, b, 3.0f), 0);
+    ck_assert_int_eq(run_op(rt, f), 0);
+    cua_buffer_destroy(b);
+    /* The runtime's standard error, while it closes, into a file. */
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    FILE *err = fopen(log, "w+");
+    ck_assert_ptr_nonnull(err);
+    dup2(fileno(err), STDERR_FILENO);
+    cua_runtime_destroy(rt);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    char text[4096];
+    rewind(err);
+    size_t n = fread(text, 1, sizeof text - 1, err);
+    text[n] = '\0';
+    fclose(err);
+    unlink(log);
+    const char *want =
+        env ? "cuasync: observer perfetto ($CUASYNC_TRACE=/dev/full): "
+              "writing /dev/full: No space left on device; the trace is lost"
+            : "cuasync: observer perfetto (<text>:5: [observer.perfetto]): "
+              "writing /dev/full: No space left on device; the trace is lost";
+    ck_assert_msg(strstr(text, want) != NULL, "stderr '%s' lacks '%s'", text,
+                  want);
+  }
 }
 END_TEST
 
@@ -502,6 +594,8 @@ int main(void) {
     tcase_add_test(tc, nvtx_ranges_around_launches);
   if (test_backend_on_cpu()) {
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, cuasync_trace_refusals);
+    tcase_add_test(tc, lost_trace_says_where_and_why);
     tcase_add_test(tc, failing_observer_changes_nothing);
     tcase_add_test(tc, slow_observer_stalls_nothing);
     tcase_add_test(tc, commands_and_graph_captures_are_recorded);

@@ -32,6 +32,7 @@
 
 #include "jsonstr.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,8 @@ static int pf_create(const cua_observer_host *host,
    * at the end. */
   FILE *f = fopen(s->path, "a"); /* not truncated until the trace is written */
   if (f == NULL) {
-    host->log(host->core, CUA_LOG_ERROR, "cannot write %s", s->path);
+    host->log(host->core, CUA_LOG_ERROR, "cannot write %s: %s", s->path,
+              strerror(errno));
     free(s->path);
     free(s);
     return CUA_ERR_INVAL;
@@ -549,16 +551,32 @@ static int write_trace(pf_state *s, FILE *f) {
   return 0;
 }
 
+/* Writes the trace; a failure is logged with its reason (the runtime is
+ * closing: there is no caller to return it to). */
 static void pf_flush(void *state) {
   pf_state *s = state;
   FILE *f = fopen(s->path, "w");
   if (f == NULL) {
-    s->host->log(s->host->core, CUA_LOG_ERROR, "cannot write %s", s->path);
+    s->host->log(s->host->core, CUA_LOG_ERROR,
+                 "cannot write %s: %s; the trace is lost", s->path,
+                 strerror(errno));
     return;
   }
   int rc = write_trace(s, f);
-  if (fclose(f) != 0 || rc != 0)
-    s->host->log(s->host->core, CUA_LOG_ERROR, "writing %s failed", s->path);
+  /* A write that failed (a full disk) set the stream's error and errno;
+   * the flush fails again with the same reason. */
+  int err = 0;
+  if (fflush(f) != 0 || ferror(f))
+    err = errno != 0 ? errno : EIO;
+  if (fclose(f) != 0 && err == 0)
+    err = errno != 0 ? errno : EIO;
+  if (rc != 0)
+    s->host->log(s->host->core, CUA_LOG_ERROR,
+                 "writing %s: out of host memory; the trace is incomplete",
+                 s->path);
+  else if (err != 0)
+    s->host->log(s->host->core, CUA_LOG_ERROR,
+                 "writing %s: %s; the trace is lost", s->path, strerror(err));
 }
 
 CUA_OBSERVER_DEFINE(.name = "perfetto", .version = "1.0",
