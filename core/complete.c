@@ -571,8 +571,15 @@ void *cua__completion_thread(void *arg) {
     /* Futures to fire, outside the lock, all that are done at once: the
      * lock is taken twice per batch, not per submission. */
     if (rt->done_head != NULL) {
-      cua__sub *done = rt->done_head;
-      rt->done_head = NULL;
+      /* Oldest first (the list is pushed at its head): callbacks run in
+       * the order their submissions completed. */
+      cua__sub *done = NULL;
+      while (rt->done_head != NULL) {
+        cua__sub *s = rt->done_head;
+        rt->done_head = s->next_done;
+        s->next_done = done;
+        done = s;
+      }
       for (cua__sub *s = done; s != NULL; s = s->next_done)
         if (s->policy != NULL) {
           /* The policy handle of this submission may be closed now. */
@@ -580,8 +587,7 @@ void *cua__completion_thread(void *arg) {
           s->policy = NULL;
         }
       pthread_mutex_unlock(&rt->lock);
-      for (cua__sub *s = done; s != NULL; s = s->next_done)
-        cua__sub_fire(s);
+      cua__subs_fire(done);
       pthread_mutex_lock(&rt->lock);
       for (cua__sub *s = done; s != NULL; s = s->next_done) {
         if (s->prev)

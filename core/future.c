@@ -2,10 +2,10 @@
  * core/future.c: futures. A future is the user's handle on a submission;
  * its completion state has its own lock (sub->mu) so that it outlives the
  * runtime. sub->mu guards done, status, msg, efd and the callback fields;
- * cua__sub_fire() runs on the completion thread, the rest on user threads.
+ * cua__subs_fire() runs on the completion thread, the rest on user threads.
  *
  * The callback and cua_future_destroy(): the callback receives the future
- * handle, so the handle must outlive the call. cua__sub_fire() marks the
+ * handle, so the handle must outlive the call. cua__subs_fire() marks the
  * callback running (cb_state, cb_thread) under sub->mu before calling it,
  * and cua_future_destroy() on another thread waits, on sub->cv, until it
  * has returned. Destroying the future from within its own callback is
@@ -130,10 +130,11 @@ static void signal_fd(int fd) {
 
 /* Called by the completion thread, without the runtime lock, which it held
  * since status and msg were last written (so they are settled; readers
- * read them under mu once done is set). */
-void cua__sub_fire(cua__sub *s) {
+ * read them under mu once done is set). Marks @p s done and wakes its
+ * waiters; a callback registered is marked running (cb_due) and runs in
+ * run_callback(), after the rest of the batch is settled. */
+static void settle(cua__sub *s) {
   pthread_mutex_lock(&s->mu);
-  int status = s->status;
   atomic_store_explicit(&s->done, 1, memory_order_release);
   if (s->vwaiters > 0) {
     /* Its waiters are running again from now on, for a simulated clock's
@@ -149,23 +150,37 @@ void cua__sub_fire(cua__sub *s) {
   }
   if (s->efd >= 0)
     signal_fd(s->efd);
-  cua_future_cb cb = s->cb;
-  void *arg = s->cb_arg;
-  cua_future *f = s->cb_future;
-  if (cb != NULL) {
+  s->cb_due = s->cb != NULL;
+  if (s->cb_due) {
     s->cb_state = CUA__CB_RUNNING;
     s->cb_thread = pthread_self();
   }
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
-  if (cb == NULL)
-    return;
+}
+
+static void run_callback(cua__sub *s) {
+  pthread_mutex_lock(&s->mu);
+  int status = s->status;
+  cua_future_cb cb = s->cb;
+  void *arg = s->cb_arg;
+  cua_future *f = s->cb_future;
+  s->cb_due = 0;
+  pthread_mutex_unlock(&s->mu);
   cb(f, status, arg);
   /* The runtime still holds s (its reference goes after this returns). */
   pthread_mutex_lock(&s->mu);
   s->cb_state = CUA__CB_DONE;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
+}
+
+void cua__subs_fire(cua__sub *batch) {
+  for (cua__sub *s = batch; s != NULL; s = s->next_done)
+    settle(s);
+  for (cua__sub *s = batch; s != NULL; s = s->next_done)
+    if (s->cb_due)
+      run_callback(s);
 }
 
 int cua_future_wait(cua_future *f) {
@@ -185,9 +200,10 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
    * its own stream, or in its own thread's command list), and a host step,
    * map or callback for work its own completion thread must complete:
    * refused, unless there is nothing left to wait for. */
-  int busy =
-      cua__refuse_wait(s->rt, "cua_future_wait",
-                       atomic_load_explicit(&s->done, memory_order_acquire));
+  int busy = cua__refuse_wait(
+      s->rt,
+      timeout_ns == UINT64_MAX ? "cua_future_wait" : "cua_future_wait_timeout",
+      atomic_load_explicit(&s->done, memory_order_acquire));
   if (busy != 0)
     return busy;
   struct timespec dl = {0, 0}; /* read only with a timeout */
@@ -209,7 +225,7 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
   }
   if (!s->done && s->rt->be_waited != NULL) {
     /* The backend may poll the device more eagerly while someone waits;
-     * cua__sub_fire() counts this thread out. If it does, this thread
+     * cua__subs_fire() counts this thread out. If it does, this thread
      * watches the flag without sleeping too, as a synchronize spins: the
      * completion is seen at once, and waking a sleeping thread can cost
      * tens of microseconds. */

@@ -187,8 +187,6 @@ static uint64_t fn_word(const void *fnp, size_t size) {
   return w;
 }
 
-/* Takes the fingerprint of the DAG ending at @p root. 0 when it cannot
- * (out of memory, too large). */
 /* A hint the op's constructor derives from a parameter, and that still
  * says what it said (a memset's or a memcpy's bytes: its length; a spin's
  * cost: its duration), is that parameter, not a hint of the fingerprint:
@@ -212,6 +210,8 @@ static uint64_t hint_cost(const cua_op *op) {
              : op->hints.cost_ns;
 }
 
+/* Takes the fingerprint of the DAG ending at @p root. 0 when it cannot
+ * (out of memory, too large). */
 static int fp_walk(fp *f, cua_op *root) {
   if (position(f, root) < 0)
     return 0;

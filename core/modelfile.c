@@ -510,7 +510,12 @@ static int lock_file(const cua__models *m) {
   if (path == NULL)
     return -1;
   snprintf(path, n, "%s/models-%s.lock", m->dir, m->host);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  /* Readable by all, as the model file is (its mode comes from the umask):
+   * a directory a team shares is locked by whoever saves, and flock()
+   * takes a read-only descriptor as well. */
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EACCES)
+    fd = open(path, O_RDONLY | O_CLOEXEC);
   free(path);
   if (fd < 0)
     return -1;

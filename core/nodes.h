@@ -199,6 +199,7 @@ struct cua__sub {
    * on another thread waits while it runs (see future.c). */
   int cb_state; /* CUA__CB_* */
   pthread_t cb_thread;
+  int cb_due; /* settled with a callback still to run (completion thread) */
   /* The user destroyed the future (set under mu): a second
    * cua_future_destroy(), or a call given the handle afterwards, is told
    * so while the block has not been reused (future.c). */

@@ -126,7 +126,8 @@ int cua__params_check_schema(const char *path, const cua_param_spec *params,
       return CUA_ERR_MODULE_INCOMPLETE;
     }
     if ((ps->type == CUA_PARAM_INT || ps->type == CUA_PARAM_DOUBLE) &&
-        !(ps->min <= ps->max)) {
+        !(ps->type == CUA_PARAM_INT ? ceil(ps->min) <= floor(ps->max)
+                                    : ps->min <= ps->max)) {
       cua__put_err(err, errlen,
                    "%s: parameter '%s' of the descriptor's schema has the "
                    "range [%g, %g], which holds no value",

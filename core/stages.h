@@ -336,7 +336,10 @@ void *cua__completion_thread(void *arg);
 cua__sub *cua__sub_new(cua_runtime *rt);
 void cua__sub_release(cua__sub *s);
 cua__sub *cua__future_live(const cua_future *f, const char *fn);
-void cua__sub_fire(cua__sub *s);
+/* Fires @p batch, submissions linked by next_done, oldest first: each is
+ * marked done and its waiters woken, then their callbacks run, in that
+ * order, so that a callback finds every future of the batch complete. */
+void cua__subs_fire(cua__sub *batch);
 void cua__sub_fini(void *s);
 /* Keeps the node list a submission grew past its inline room in the block
  * (s->kept_nodes), for the next submission made from it; s->nodes is

@@ -128,8 +128,9 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
 /**
  * Closes a runtime: waits for every submission to complete, fires their
  * callbacks, then frees streams, events, policies, modules and the memory
- * of every buffer. @p rt is invalid afterwards. From a stream function or
- * a host step, map or callback of @p rt, where it would wait for itself,
+ * of every buffer. @p rt is invalid afterwards. From a stream function (of
+ * any runtime) or a host step, map or callback of @p rt, where it would
+ * wait for itself,
  * it does nothing but say so on stderr (and as cua_runtime_error(rt)):
  * destroy the runtime from another thread. The other handles the
  * caller still holds stay valid:
@@ -636,12 +637,14 @@ CUA_EXTERN int cua_submit_wait(cua_runtime *rt, cua_op *op,
  * backend polls the device without sleeping while a thread waits (CUDA's
  * `waited_spin`, on by default: cuasync.ini(5)): then it watches without
  * sleeping until done, as cudaStreamSynchronize() spins. A future not yet
- * complete cannot be waited for from a stream function (its work may be
- * queued behind the function) nor from a host step, map or callback of its
- * runtime (they run on the completion thread, which completes it):
+ * complete cannot be waited for from a stream function (of any runtime:
+ * its work may be queued behind the function) nor from a host step, map or
+ * callback of its runtime (they run on the completion thread, which
+ * completes it):
  * #CUA_ERR_BUSY; poll it, or wait on another thread. */
 CUA_EXTERN int cua_future_wait(cua_future *fut);
-/** Waits at most @p timeout_ns; CUA_ERR_TIMEDOUT if still pending. */
+/** Waits at most @p timeout_ns; CUA_ERR_TIMEDOUT if still pending.
+ * Refused with #CUA_ERR_BUSY where cua_future_wait() is. */
 CUA_EXTERN int cua_future_wait_timeout(cua_future *fut, uint64_t timeout_ns);
 /** CUA_ERR_AGAIN while pending, else the status. Never blocks, but on a
  * backend with a clock of its own (sim), where time moves only while the

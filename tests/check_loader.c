@@ -998,6 +998,8 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
        "holds no value"},
       {{"a", CUA_PARAM_DOUBLE, NULL, NAN, 1, NULL, "h", 0},
        "has the range [nan, 1]"},
+      {{"a", CUA_PARAM_INT, NULL, 0.5, 0.9, NULL, "h", 0},
+       "has the range [0.5, 0.9], which holds no value"},
       {{"a", CUA_PARAM_ENUM, NULL, 0, 0, NULL, "h", 0},
        "parameter 'a' of the descriptor's schema is an enum without choices"},
       {{"a", CUA_PARAM_ENUM, NULL, 0, 0, "", "h", 0}, "without choices"},

@@ -862,14 +862,18 @@ START_TEST(a_held_lock_is_waited_for_then_given_up) {
   make_dir();
   char lock[4200];
   snprintf(lock, sizeof lock, "%s/models-%s.lock", dir, host_field());
-  /* Another process holds the lock for half a second: the save waits. */
-  int ready[2];
+  /* Another process holds the lock for half a second from when the save
+   * starts (told through the pipe go): the save waits. */
+  int ready[2], go[2];
   ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go), 0);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
+    char g;
     int fd = open(lock, O_RDWR | O_CREAT, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "r", 1) != 1)
+    if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], "r", 1) != 1 ||
+        read(go[0], &g, 1) != 1)
       _exit(1);
     usleep(500000);
     _exit(0);
@@ -880,11 +884,16 @@ START_TEST(a_held_lock_is_waited_for_then_given_up) {
   spin(rt, "waited", 1000, -1);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  ck_assert_int_eq(write(go[1], "g", 1), 1);
   cua_runtime_destroy(rt);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
   ck_assert_msg(s > 0.3, "the save did not wait for the lock (%.3f s)", s);
   waitpid(pid, NULL, 0);
+  close(ready[0]);
+  close(ready[1]);
+  close(go[0]);
+  close(go[1]);
   rt = open_models(dir, NULL);
   ck_assert_int_eq(lookup(rt, CUA_OP_SPIN, "waited").n, 1);
   spin(rt, "stuck", 1000, -1);

@@ -349,6 +349,79 @@ START_TEST(waits_on_the_completion_thread_are_refused) {
 }
 END_TEST
 
+/* Futures that complete together fire in the order their submissions
+ * completed, all marked complete before any callback runs: a callback
+ * may wait for an earlier future of its batch (it was refused as not yet
+ * complete, and callbacks ran newest first). */
+typedef struct order_cb {
+  cua_future *earlier;
+  int wait_rc;
+  char seen[8];
+  atomic_int n, go;
+} order_cb;
+
+static int order_gate(void *arg, void **result) {
+  (void)result;
+  order_cb *o = arg;
+  while (!atomic_load(&o->go))
+    sched_yield();
+  return 0;
+}
+
+static void order_first(cua_future *fut, int status, void *arg) {
+  (void)fut;
+  (void)status;
+  order_cb *o = arg;
+  o->seen[atomic_fetch_add(&o->n, 1)] = 'b';
+}
+
+static void order_second(cua_future *fut, int status, void *arg) {
+  (void)fut;
+  (void)status;
+  order_cb *o = arg;
+  o->wait_rc = cua_future_wait(o->earlier);
+  o->seen[atomic_fetch_add(&o->n, 1)] = 'a';
+}
+
+START_TEST(callbacks_of_a_batch_run_in_completion_order) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt), *y = buffer(rt);
+  order_cb o;
+  memset(&o, 0, sizeof o);
+  cua_op *gate = NULL, *fill = NULL, *copy = NULL;
+  cua_future *fg = NULL, *fb = NULL, *fa = NULL;
+  ck_assert_int_eq(cua_op_host(&gate, rt, order_gate, &o), 0);
+  ck_assert_int_eq(cua_submit(&fg, rt, gate, NULL), 0);
+  ck_assert_int_eq(cua_op_fill(&fill, x, 2.0f), 0);
+  ck_assert_int_eq(cua_submit(&fb, rt, fill, NULL), 0);
+  ck_assert_int_eq(cua_op_copy(&copy, y, x), 0);
+  ck_assert_int_eq(cua_submit(&fa, rt, copy, NULL), 0);
+  o.earlier = fb;
+  ck_assert_int_eq(cua_future_on_complete(fb, order_first, &o), 0);
+  ck_assert_int_eq(cua_future_on_complete(fa, order_second, &o), 0);
+  /* Both complete while the completion thread runs the gate. */
+  struct timespec ts = {0, 100000000};
+  nanosleep(&ts, NULL);
+  atomic_store(&o.go, 1);
+  ck_assert_int_eq(cua_future_wait(fa), 0);
+  while (atomic_load(&o.n) < 2)
+    sched_yield();
+  ck_assert_int_eq(o.wait_rc, 0);
+  ck_assert_msg(o.seen[0] == 'b' && o.seen[1] == 'a', "callbacks ran %c, %c",
+                o.seen[0], o.seen[1]);
+  ck_assert(first_value(rt, y) == 2.0f);
+  cua_future *fs[] = {fg, fb, fa};
+  cua_op *ops[] = {gate, fill, copy};
+  for (size_t i = 0; i < 3; i++) {
+    cua_future_destroy(fs[i]);
+    cua_op_destroy(ops[i]);
+  }
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------- relayed rounds */
 
 /* Whether a runtime opened with "launch = relay" relays: not under another
@@ -835,29 +908,75 @@ END_TEST
 
 /* The runtime whose future a native stream waits for may be destroyed
  * before that stream gets to the wait: the stream goes on (CUDA allows
- * destroying an event a stream waits for). On the host backend its wait
- * read the destroyed runtime's event (the ASan build and valgrind saw it);
- * now destroy() waits until the other runtime's stream has passed it. */
+ * destroying an event a stream waits for). On the host backend the wait
+ * read the destroyed runtime's event (ASan and valgrind saw it); now
+ * destroy() waits until the other runtime's stream has passed it. Both
+ * streams are held by stream functions the test releases, so the wait is
+ * queued and not yet reached when b is destroyed. */
+typedef struct native_gone {
+  atomic_int a_go, b_go, destroyed;
+  cua_runtime *b;
+} native_gone;
+
+static int hold_a(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  native_gone *g = arg;
+  while (!atomic_load(&g->a_go))
+    sched_yield();
+  return 0;
+}
+
+static int hold_b(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  native_gone *g = arg;
+  while (!atomic_load(&g->b_go))
+    sched_yield();
+  return 0;
+}
+
+static void *destroy_b(void *arg) {
+  native_gone *g = arg;
+  cua_runtime_destroy(g->b);
+  atomic_store(&g->destroyed, 1);
+  return NULL;
+}
+
 START_TEST(a_runtime_waited_for_natively_may_be_destroyed) {
-  if (runs_ops_at_launch())
+  /* (host only: stream functions that block their stream would block the
+   * submitting thread where they run at launch, as on CUDA) */
+  if (strcmp(test_backend(), "host") != 0)
     return;
-  cua_runtime *a = open_native_stand_in(), *b = open_two_streams();
+  cua_runtime *a = open_native_stand_in();
+  native_gone g;
+  memset(&g, 0, sizeof g);
+  g.b = open_two_streams();
   void *na = NULL;
   cua_op *cap = NULL;
   ck_assert_int_eq(cua_op_func(&cap, a, capture_native, &na, NULL, 0), 0);
   run_on(a, cap, 0);
   cua_buffer *xa = buffer(a);
-  cua_op *busy = NULL, *shortop = NULL, *after = NULL;
-  ck_assert_int_eq(cua_op_spin(&busy, a, 300000000ull, 1), 0);
+  cua_op *ha = NULL, *hb = NULL, *after = NULL;
   cua_future *fa = NULL, *fb = NULL, *fa2 = NULL;
-  ck_assert_int_eq(cua_submit_on(&fa, a, busy, 0, 0), 0);
-  ck_assert_int_eq(cua_op_spin(&shortop, b, 30000000ull, 1), 0);
-  ck_assert_int_eq(cua_submit_on(&fb, b, shortop, 0, 0), 0);
-  ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0);
+  ck_assert_int_eq(cua_op_func(&ha, a, hold_a, &g, NULL, 0), 0);
+  ck_assert_int_eq(cua_submit_on(&fa, a, ha, 0, 0), 0);
+  ck_assert_int_eq(cua_op_func(&hb, g.b, hold_b, &g, NULL, 0), 0);
+  ck_assert_int_eq(cua_submit_on(&fb, g.b, hb, 0, 0), 0);
+  ck_assert_int_eq(cua_future_poll(fb), CUA_ERR_AGAIN);
+  ck_assert_int_eq(cua_future_wait_native(fb, 0, na), 0); /* queued on a */
+  atomic_store(&g.b_go, 1);
   ck_assert_int_eq(cua_future_wait(fb), 0);
   cua_future_destroy(fb);
-  cua_op_destroy(shortop);
-  cua_runtime_destroy(b); /* a's stream 0 is still in its 300 ms spin */
+  cua_op_destroy(hb);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, destroy_b, &g), 0);
+  struct timespec ts = {0, 100000000};
+  nanosleep(&ts, NULL);
+  /* a's stream 0 has not reached the wait: b's destruction waits for it */
+  ck_assert_msg(!atomic_load(&g.destroyed),
+                "runtime b was destroyed while a's stream was still to read "
+                "its event");
+  atomic_store(&g.a_go, 1);
+  pthread_join(t, NULL);
   ck_assert_int_eq(cua_op_fill(&after, xa, 4.0f), 0);
   ck_assert_int_eq(cua_submit_on(&fa2, a, after, 0, 0), 0);
   ck_assert_int_eq(cua_future_wait(fa2), 0);
@@ -866,7 +985,7 @@ START_TEST(a_runtime_waited_for_natively_may_be_destroyed) {
   cua_future_destroy(fa);
   cua_future_destroy(fa2);
   cua_op_destroy(cap);
-  cua_op_destroy(busy);
+  cua_op_destroy(ha);
   cua_op_destroy(after);
   cua_buffer_destroy(xa);
   cua_runtime_destroy(a);
@@ -1815,6 +1934,7 @@ int main(void) {
   tcase_add_test(tc, stream_function_blocks_no_other_submission);
   tcase_add_test(tc, stream_function_may_submit_but_not_wait);
   tcase_add_test(tc, waits_on_the_completion_thread_are_refused);
+  tcase_add_test(tc, callbacks_of_a_batch_run_in_completion_order);
   tcase_add_test(tc, a_stream_function_submits_inside_a_relayed_round);
   tcase_add_test(tc, relayed_rounds_beside_another_submitting_thread);
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
