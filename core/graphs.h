@@ -104,6 +104,11 @@ struct cua_graph {
   uint64_t build_ns;              /* of place_ns, before the placement */
   atomic_uint_fast64_t finish_ns; /* the last capture's end (instantiation) */
   int dead; /* the runtime closed: its backend objects are gone */
+  /* cua_graph_destroy() ran (under mu): a launch still made by a holder of
+   * another reference (the graph cache's, for a launch under way) makes
+   * its own launch op and keeps none, since a kept one would hold the
+   * graph for ever. */
+  int destroyed;
   struct cua_graph *reg_prev, *reg_next; /* rt->graphs, under reg_lock */
 };
 

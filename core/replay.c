@@ -328,9 +328,14 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
   cua__graphs_reap(g->rt);
   pthread_mutex_lock(&g->mu);
   int rc = 0;
-  if (g->launch_op == NULL)
-    rc = make_launch_op(g, g->cur, &g->launch_op);
-  cua_op *op = rc == 0 ? cua_op_retain(g->launch_op) : NULL;
+  cua_op *op = NULL;
+  if (g->launch_op != NULL) {
+    op = cua_op_retain(g->launch_op);
+  } else {
+    rc = make_launch_op(g, g->cur, &op);
+    if (rc == 0 && !g->destroyed)
+      g->launch_op = cua_op_retain(op);
+  }
   pthread_mutex_unlock(&g->mu);
   if (rc != 0)
     return cua__fail(g->rt, rc, "cua_graph_launch: out of host memory");
@@ -546,6 +551,7 @@ void cua_graph_destroy(cua_graph *g) {
   pthread_mutex_lock(&g->mu);
   cua_op *op = g->launch_op;
   g->launch_op = NULL;
+  g->destroyed = 1;
   pthread_mutex_unlock(&g->mu);
   /* The launch op holds the graph: dropping it first lets the graph go. */
   cua_runtime *rt = g->rt;

@@ -12,6 +12,7 @@
  * Runs on the backend named by $CUASYNC_TEST_BACKEND (host by default).
  */
 #include "config.h"
+#include "graphs.h"
 #include "helpers.h"
 #include "internal.h"
 
@@ -757,6 +758,42 @@ START_TEST(a_long_chain_whose_stream_function_submits_does_not_hang) {
 }
 END_TEST
 
+/* The graph cache takes a reference to a graph for a launch under way;
+ * a policy swap can drop the graph from the cache (cua_graph_destroy())
+ * before that launch is made. The launch then made a launch op that the
+ * dropped graph kept, and that held it for ever: a service swapping
+ * policies kept every such graph, its streams' threads and its buffers'
+ * memory. Now such a launch keeps no op, and the graph goes with the
+ * cache's reference. (The interleaving, made here in order.) */
+START_TEST(a_graph_dropped_before_its_launch_goes_after_it) {
+  cua_runtime *rt = open_policy("round-robin", NULL);
+  cua_buffer *b = NULL;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 4096, 0), 0);
+  cua_op *fill = NULL;
+  ck_assert_int_eq(cua_op_fill(&fill, b, 3.0f), 0);
+  cua_graph *g = NULL;
+  ck_assert_int_eq(cua_graph_create(&g, rt, fill, NULL), 0);
+  atomic_fetch_add(&g->refs, 1); /* the cache's, for its launch */
+  cua_graph_destroy(g);          /* the cache drops it */
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  cua_future_destroy(f);
+  cua__graph_release(g); /* the launch's holder lets it go */
+  ck_assert_int_eq(cua_runtime_synchronize(rt), 0);
+  cua__graphs_reap(rt);
+  pthread_mutex_lock(&rt->reg_lock);
+  int left = 0;
+  for (cua_graph *x = rt->graphs; x != NULL; x = x->reg_next)
+    left++;
+  pthread_mutex_unlock(&rt->reg_lock);
+  ck_assert_int_eq(left, 0);
+  cua_op_destroy(fill);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plans");
   TCase *tc = tcase_create("core");
@@ -773,6 +810,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_submission_between_chunks_comes_after_the_chain);
   tcase_add_test(tc, barriers_between_chunks_leave_the_chain_its_room);
   tcase_add_test(tc, a_long_chain_whose_stream_function_submits_does_not_hang);
+  tcase_add_test(tc, a_graph_dropped_before_its_launch_goes_after_it);
   suite_add_tcase(s, tc);
   return s;
 }
