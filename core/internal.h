@@ -479,6 +479,7 @@ struct cua_runtime {
   char work_end_pad_[CUA__CACHE_LINE];
   pthread_cond_t idle; /* signalled when a submission completes */
   int stopping;
+  int closing; /* cua_runtime_destroy() began: submissions are refused */
   uint64_t next_sub, next_op;
   cua_stats stats;
   /* (read for every command applied, by whichever thread applies it; the

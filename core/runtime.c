@@ -411,6 +411,12 @@ void cua_runtime_destroy(cua_runtime *rt) {
             cua_runtime_error(rt));
     return;
   }
+  /* From here on a submission is refused: callbacks that submit a
+   * follow-up of their own work would otherwise keep wait_idle() waiting
+   * for ever. */
+  pthread_mutex_lock(&rt->lock);
+  rt->closing = 1;
+  pthread_mutex_unlock(&rt->lock);
   wait_idle(rt);
   pthread_mutex_lock(&rt->lock);
   rt->stopping = 1;

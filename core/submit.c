@@ -65,7 +65,7 @@ static int do_submit(cua_future **fut, cua_runtime *rt, cua_op *op,
                      "cua_submit: the op belongs to another runtime");
   cua__relay_nested_wait();
   pthread_mutex_lock(&rt->lock);
-  if (rt->stopping) {
+  if (rt->stopping || rt->closing) {
     pthread_mutex_unlock(&rt->lock);
     return cua__fail(rt, CUA_ERR_CANCELED, "cua_submit: runtime closing");
   }

@@ -128,7 +128,9 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
 /**
  * Closes a runtime: waits for every submission to complete, fires their
  * callbacks, then frees streams, events, policies, modules and the memory
- * of every buffer. @p rt is invalid afterwards. From a stream function (of
+ * of every buffer. @p rt is invalid afterwards. A submission made once it
+ * has begun (by a callback or host step following up its work) fails with
+ * #CUA_ERR_CANCELED, "cua_submit: runtime closing". From a stream function (of
  * any runtime) or a host step, map or callback of @p rt, where it would
  * wait for itself,
  * it does nothing but say so on stderr (and as cua_runtime_error(rt)):

@@ -422,6 +422,57 @@ START_TEST(callbacks_of_a_batch_run_in_completion_order) {
 }
 END_TEST
 
+/* A callback that submits the next step of its work and registers itself
+ * on it, for ever: cua_runtime_destroy() refuses submissions once it has
+ * begun (CUA_ERR_CANCELED), so the chain ends and destroy returns. It
+ * waited for ever, every callback submitting another step. */
+typedef struct endless {
+  cua_runtime *rt;
+  cua_buffer *buf;
+  atomic_int steps, refused;
+  char msg[256];
+} endless;
+
+static void endless_step(cua_future *fut, int status, void *arg) {
+  (void)status;
+  endless *e = arg;
+  cua_future_destroy(fut);
+  cua_op *op = NULL;
+  cua_future *next = NULL;
+  int rc = cua_op_fill(&op, e->buf, 1.0f);
+  if (rc == 0)
+    rc = cua_submit(&next, e->rt, op, NULL);
+  cua_op_destroy(op);
+  if (rc != 0) {
+    snprintf(e->msg, sizeof e->msg, "%s", cua_runtime_error(e->rt));
+    atomic_store(&e->refused, rc);
+    return;
+  }
+  atomic_fetch_add(&e->steps, 1);
+  if (cua_future_on_complete(next, endless_step, e) != 0)
+    cua_future_destroy(next);
+}
+
+START_TEST(destroy_ends_callbacks_that_submit_for_ever) {
+  endless e;
+  memset(&e, 0, sizeof e);
+  e.rt = open_two_streams();
+  e.buf = buffer(e.rt);
+  cua_op *op = NULL;
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_op_fill(&op, e.buf, 1.0f), 0);
+  ck_assert_int_eq(cua_submit(&f, e.rt, op, NULL), 0);
+  cua_op_destroy(op);
+  ck_assert_int_eq(cua_future_on_complete(f, endless_step, &e), 0);
+  while (atomic_load(&e.steps) < 50)
+    sched_yield();
+  cua_runtime_destroy(e.rt);
+  ck_assert_int_eq(atomic_load(&e.refused), CUA_ERR_CANCELED);
+  ck_assert_str_eq(e.msg, "cua_submit: runtime closing");
+  cua_buffer_destroy(e.buf); /* (the callbacks used it until the end) */
+}
+END_TEST
+
 /* ------------------------------------------------------- relayed rounds */
 
 /* Whether a runtime opened with "launch = relay" relays: not under another
@@ -1935,6 +1986,7 @@ int main(void) {
   tcase_add_test(tc, stream_function_may_submit_but_not_wait);
   tcase_add_test(tc, waits_on_the_completion_thread_are_refused);
   tcase_add_test(tc, callbacks_of_a_batch_run_in_completion_order);
+  tcase_add_test(tc, destroy_ends_callbacks_that_submit_for_ever);
   tcase_add_test(tc, a_stream_function_submits_inside_a_relayed_round);
   tcase_add_test(tc, relayed_rounds_beside_another_submitting_thread);
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
