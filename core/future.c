@@ -200,6 +200,13 @@ int cua_future_wait_timeout(cua_future *f, uint64_t timeout_ns) {
    * its own stream, or in its own thread's command list), and a host step,
    * map or callback for work its own completion thread must complete:
    * refused, unless there is nothing left to wait for. */
+  /* In a forked child, what the parent's runtime had in flight never
+   * completes there. */
+  if (!atomic_load_explicit(&s->done, memory_order_acquire) &&
+      cua__runtime_closed(s->rt, timeout_ns == UINT64_MAX
+                                     ? "cua_future_wait"
+                                     : "cua_future_wait_timeout"))
+    return CUA_ERR_CANCELED;
   int busy = cua__refuse_wait(
       s->rt,
       timeout_ns == UINT64_MAX ? "cua_future_wait" : "cua_future_wait_timeout",

@@ -479,7 +479,8 @@ struct cua_runtime {
   char work_end_pad_[CUA__CACHE_LINE];
   pthread_cond_t idle; /* signalled when a submission completes */
   int stopping;
-  int closing; /* cua_runtime_destroy() began: submissions are refused */
+  int closing;       /* cua_runtime_destroy() began: submissions are refused */
+  unsigned fork_gen; /* the process's fork count when made (cua__forked()) */
   uint64_t next_sub, next_op;
   cua_stats stats;
   /* (read for every command applied, by whichever thread applies it; the
@@ -611,6 +612,9 @@ void cua__runtime_release(cua_runtime *rt);
 /* Whether @p rt was closed: then fails with CUA_ERR_CANCELED and a message
  * naming @p what. */
 int cua__runtime_closed(const cua_runtime *rt, const char *what);
+/* 1 in a child forked after @p rt was made (runtime.c): its threads are
+ * not there, so it cannot run anything. */
+int cua__forked(const cua_runtime *rt);
 
 /* policyhost.c */
 int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out);

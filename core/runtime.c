@@ -150,6 +150,19 @@ static void init_runtime_lock(pthread_mutex_t *mu) {
   pthread_mutex_init(mu, NULL);
 }
 
+/* fork(): a child has none of the runtime's threads (the completion
+ * thread, the launch threads, the backend's), so a runtime made before
+ * it is unusable there. A count of the forks this process is the child
+ * of, bumped by pthread_atfork() in the child, tells: a load per check. */
+static atomic_uint fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void on_fork_child(void) {
+  atomic_fetch_add(&fork_gen, 1);
+}
+static void fork_watch(void) {
+  (void)pthread_atfork(NULL, NULL, on_fork_child);
+}
+
 int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
   if (out == NULL)
     return cua__fail(NULL, CUA_ERR_INVAL, "cua_runtime_create: NULL rt");
@@ -171,9 +184,11 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
                      "0x%x (known: CUA_RUNTIME_IGNORE_ENV, "
                      "CUA_RUNTIME_NO_SYSTEM_CONFIG)",
                      opts.flags & ~known);
+  pthread_once(&fork_once, fork_watch);
   cua_runtime *rt = cua__calloc(1, sizeof *rt);
   if (rt == NULL)
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");
+  rt->fork_gen = atomic_load(&fork_gen);
   init_runtime_lock(&rt->lock);
   pthread_mutex_init(&rt->reg_lock, NULL);
   pthread_mutex_init(&rt->capture_mu, NULL);
@@ -369,12 +384,23 @@ void cua__runtime_release(cua_runtime *rt) {
 }
 
 int cua__runtime_closed(const cua_runtime *rt, const char *what) {
+  if (cua__forked(rt))
+    return cua__fail(rt, CUA_ERR_CANCELED,
+                     "%s: the runtime was made before this process was "
+                     "forked, and its threads are the parent's: make a "
+                     "runtime in this process",
+                     what);
   if (!atomic_load_explicit(&rt->closed, memory_order_acquire))
     return 0;
   return cua__fail(rt, CUA_ERR_CANCELED,
                    "%s: the op's runtime is closed (cua_runtime_destroy() was "
                    "called)",
                    what);
+}
+
+int cua__forked(const cua_runtime *rt) {
+  return rt != NULL &&
+         atomic_load_explicit(&fork_gen, memory_order_relaxed) != rt->fork_gen;
 }
 
 /* Blocks until no submission is in flight, as a waiting program thread:
@@ -403,6 +429,13 @@ static void wait_idle(cua_runtime *rt) {
 void cua_runtime_destroy(cua_runtime *rt) {
   if (rt == NULL)
     return;
+  /* In a forked child the runtime's threads are not there to join: it is
+   * left as it is (its memory is the child's copy), and said so. */
+  if (cua__runtime_closed(rt, "cua_runtime_destroy") != 0) {
+    fprintf(stderr, "cuasync: %s; it is not destroyed\n",
+            cua_runtime_error(rt));
+    return;
+  }
   /* It waits for the work in flight, and joins the completion thread: from
    * a stream function or that thread, never. Refused, loudly, as the call
    * returns nothing. */

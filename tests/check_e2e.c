@@ -354,6 +354,68 @@ START_TEST(auto_backend_out_of_file_descriptors_says_so) {
 }
 END_TEST
 
+/* A runtime does not survive fork(): the child has none of its threads.
+ * There its calls fail with CUA_ERR_CANCELED and say so, a future of the
+ * parent's still pending is not waited for (it never completes there),
+ * and destroying it leaves it alone (it crashed joining threads that are
+ * not there); a runtime made in the child works. */
+START_TEST(a_runtime_made_before_fork_is_refused_in_the_child) {
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\n"), 0);
+  cua_buffer *b = NULL;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 4096, 0), 0);
+  cua_op *spin = NULL, *fill = NULL;
+  ck_assert_int_eq(cua_op_spin(&spin, rt, 300000000ull, 1), 0);
+  cua_future *pending = NULL;
+  ck_assert_int_eq(cua_submit(&pending, rt, spin, NULL), 0);
+  ck_assert_int_eq(cua_op_fill(&fill, b, 1.0f), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    cua_future *f = NULL;
+    int rc = cua_submit(&f, rt, fill, NULL);
+    if (rc != CUA_ERR_CANCELED ||
+        strstr(cua_runtime_error(rt), "cua_submit: the runtime was made "
+                                      "before this process was forked") == NULL)
+      _exit(3);
+    if (cua_future_wait(pending) != CUA_ERR_CANCELED)
+      _exit(4);
+    cua_runtime_destroy(rt); /* left alone, said on stderr */
+#if defined(__SANITIZE_THREAD__)
+    /* (ThreadSanitizer ends a child of a threaded process that starts
+     * threads) */
+    _exit(0);
+#endif
+    cua_runtime *mine = NULL;
+    if (open_text(&mine, "[runtime]\nbackend = host\n") != 0)
+      _exit(5);
+    cua_buffer *x = NULL;
+    cua_op *op = NULL;
+    if (cua_buffer_create(&x, mine, 0, 4096, 0) != 0 ||
+        cua_op_fill(&op, x, 2.0f) != 0 ||
+        cua_submit_wait(mine, op, NULL, NULL) != 0)
+      _exit(6);
+    cua_op_destroy(op);
+    cua_buffer_destroy(x);
+    cua_runtime_destroy(mine);
+    _exit(0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "child status %d", status);
+  /* The parent's runtime goes on. */
+  ck_assert_int_eq(cua_future_wait(pending), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, fill, NULL, NULL), 0);
+  cua_future_destroy(pending);
+  cua_op_destroy(spin);
+  cua_op_destroy(fill);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(virtual_host_devices_and_device_policy) {
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"
@@ -805,6 +867,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, auto_backend_picks_cuda_when_it_opens_else_host);
   tcase_add_test(tc, auto_backend_without_the_named_device_cites_the_line);
   tcase_add_test(tc, auto_backend_out_of_file_descriptors_says_so);
+  tcase_add_test(tc, a_runtime_made_before_fork_is_refused_in_the_child);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
   tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
