@@ -477,6 +477,8 @@ int cua_runtime_synchronize(cua_runtime *rt) {
   int busy = cua__refuse_wait(rt, "cua_runtime_synchronize", 0);
   if (busy != 0)
     return busy;
+  if (cua__forked(rt))
+    return cua__runtime_closed(rt, "cua_runtime_synchronize");
   wait_idle(rt);
   return 0;
 }

@@ -46,10 +46,10 @@
  *   fail as said above, but a call racing the destroy may use what it
  *   frees.
  * - fork(): a runtime does not survive it, as the child has none of its
- *   threads. In the child, calls given it or its handles fail with
- *   #CUA_ERR_CANCELED, a future it had pending is not waited for (the same
- *   code), and cua_runtime_destroy() leaves it as it is; a runtime made in
- *   the child works.
+ *   threads. In the child, its submissions, graph launches and waits (for
+ *   a future it had pending, cua_runtime_synchronize()) fail with
+ *   #CUA_ERR_CANCELED, and cua_runtime_destroy() leaves it as it is; a
+ *   runtime made in the child works.
  */
 #ifndef CUASYNC_H
 #define CUASYNC_H

@@ -379,7 +379,8 @@ START_TEST(a_runtime_made_before_fork_is_refused_in_the_child) {
         strstr(cua_runtime_error(rt), "cua_submit: the runtime was made "
                                       "before this process was forked") == NULL)
       _exit(3);
-    if (cua_future_wait(pending) != CUA_ERR_CANCELED)
+    if (cua_future_wait(pending) != CUA_ERR_CANCELED ||
+        cua_runtime_synchronize(rt) != CUA_ERR_CANCELED)
       _exit(4);
     cua_runtime_destroy(rt); /* left alone, said on stderr */
 #if defined(__SANITIZE_THREAD__)
