@@ -9,6 +9,8 @@
  */
 #include "helpers.h"
 
+#include <pthread.h>
+
 #include <cuasync/observer.h>
 
 #include <dlfcn.h>
@@ -579,6 +581,61 @@ START_TEST(nvtx_ranges_around_launches) {
 }
 END_TEST
 
+/* Runtimes of one process given one trace path (one $CUASYNC_TRACE),
+ * open at once and closed at once: each writes a whole trace into a file
+ * of its own and renames it over the path, so the path holds one whole,
+ * valid trace, the last closed. They wrote into one open file at once
+ * (invalid JSON, most runs). */
+typedef struct same_path {
+  const char *extra;
+  pthread_barrier_t *both;
+} same_path;
+
+static void *traced_runtime(void *arg) {
+  same_path *sp = arg;
+  cua_runtime *rt = open_with(sp->extra);
+  cua_buffer *b[NBUF];
+  (void)run_known_dag(rt, b);
+  for (int i = 0; i < NBUF; i++)
+    cua_buffer_destroy(b[i]);
+  pthread_barrier_wait(sp->both);
+  cua_runtime_destroy(rt);
+  return NULL;
+}
+
+START_TEST(runtimes_sharing_a_trace_path_leave_one_whole_trace) {
+  snprintf(trace_path, sizeof trace_path, "%s/trace-shared-%ld.json",
+           built("tests"), (long)getpid());
+  char extra[4400];
+  snprintf(extra, sizeof extra,
+           "observers = perfetto\n[observer.perfetto]\npath = %s\n",
+           trace_path);
+  for (int round = 0; round < 4; round++) {
+    pthread_barrier_t both;
+    pthread_barrier_init(&both, NULL, 4);
+    same_path sp = {extra, &both};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+      ck_assert_int_eq(pthread_create(&t[i], NULL, traced_runtime, &sp), 0);
+    for (int i = 0; i < 4; i++)
+      pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&both);
+    char cmd[4400 + 128];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "
+             "%s 2>&1",
+             trace_path);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char out[1024] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ck_assert_msg(pclose(p) == 0, "round %d: %s", round, out);
+  }
+  unlink(trace_path);
+}
+END_TEST
+
 int main(void) {
   require_backend();
   Suite *s = suite_create("observers");
@@ -599,6 +656,7 @@ int main(void) {
     tcase_add_test(tc, failing_observer_changes_nothing);
     tcase_add_test(tc, slow_observer_stalls_nothing);
     tcase_add_test(tc, commands_and_graph_captures_are_recorded);
+    tcase_add_test(tc, runtimes_sharing_a_trace_path_leave_one_whole_trace);
   }
   suite_add_tcase(s, tc);
   return run_suite(s);

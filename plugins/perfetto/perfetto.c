@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const cua_param_spec pf_params[] = {
@@ -552,10 +553,31 @@ static int write_trace(pf_state *s, FILE *f) {
 }
 
 /* Writes the trace; a failure is logged with its reason (the runtime is
- * closing: there is no caller to return it to). */
+ * closing: there is no caller to return it to). Into a file of its own
+ * beside the path, renamed over it once whole: runtimes of one process
+ * given the same path (one $CUASYNC_TRACE) each write a whole trace, the
+ * last closed wins, and none is ever read half-written or interleaved
+ * with another's. A path that is not a regular file (a FIFO, /dev/...),
+ * or whose directory takes no new file, is written in place. */
 static void pf_flush(void *state) {
   pf_state *s = state;
-  FILE *f = fopen(s->path, "w");
+  struct stat st;
+  char *tmp = NULL;
+  FILE *f = NULL;
+  if (stat(s->path, &st) != 0 || S_ISREG(st.st_mode)) {
+    size_t n = strlen(s->path) + 64;
+    tmp = malloc(n);
+    if (tmp != NULL) {
+      snprintf(tmp, n, "%s.%ld.%p.tmp", s->path, (long)getpid(), (void *)s);
+      f = fopen(tmp, "w");
+      if (f == NULL) {
+        free(tmp);
+        tmp = NULL;
+      }
+    }
+  }
+  if (f == NULL)
+    f = fopen(s->path, "w");
   if (f == NULL) {
     s->host->log(s->host->core, CUA_LOG_ERROR,
                  "cannot write %s: %s; the trace is lost", s->path,
@@ -570,13 +592,20 @@ static void pf_flush(void *state) {
     err = errno != 0 ? errno : EIO;
   if (fclose(f) != 0 && err == 0)
     err = errno != 0 ? errno : EIO;
-  if (rc != 0)
+  if (tmp != NULL) {
+    if (err == 0 && rename(tmp, s->path) != 0)
+      err = errno != 0 ? errno : EIO;
+    if (err != 0)
+      (void)unlink(tmp);
+    free(tmp);
+  }
+  if (err != 0)
+    s->host->log(s->host->core, CUA_LOG_ERROR,
+                 "writing %s: %s; the trace is lost", s->path, strerror(err));
+  else if (rc != 0)
     s->host->log(s->host->core, CUA_LOG_ERROR,
                  "writing %s: out of host memory; the trace is incomplete",
                  s->path);
-  else if (err != 0)
-    s->host->log(s->host->core, CUA_LOG_ERROR,
-                 "writing %s: %s; the trace is lost", s->path, strerror(err));
 }
 
 CUA_OBSERVER_DEFINE(.name = "perfetto", .version = "1.0",
