@@ -438,7 +438,8 @@ void cua__run_round(cua_runtime *rt, cua__round *r) {
         r->left--;
       if (rc != 0)
         cua__fail_node(rt, n, rc, msg);
-      rt->stats.ops++;
+      /* A graph's launch runs its graph's ops. */
+      rt->stats.ops += n->kind == CUA_OP_GRAPH ? cua__graph_nops(n->op) : 1;
       inflight_push(rt, n->stream, n);
       /* A MARK of its own: in pull mode, so that the completion thread
        * sees each op end and its stream is offered again as soon as it

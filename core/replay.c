@@ -203,6 +203,10 @@ int cua__graph_result(cua__node *n, const cua_op *op) {
   return 0;
 }
 
+uint64_t cua__graph_nops(const cua_op *op) {
+  return op->gparams != NULL ? (uint64_t)op->gparams->n : 1;
+}
+
 void cua__graph_op_gone(cua_op *op) {
   cua__gparams_release(op->gparams);
   cua__graph_release(op->graph);

@@ -263,6 +263,8 @@ int cua__graph_replay(cua_runtime *rt, cua__node *n, char *msg, size_t len);
  * graph's launch, the graph's op that names that buffer first and its
  * index there ("graph op 'NAME', buffer I"), not the launch's union. */
 void cua__access_name(const cua__node *n, size_t a, char *out, size_t len);
+/* The ops a launch (GRAPH op @p op) runs. */
+uint64_t cua__graph_nops(const cua_op *op);
 /* The graph op @p op dies: drops its graph and parameters. */
 void cua__graph_op_gone(cua_op *op);
 /* Sets the result of @p n, a launch (GRAPH op @p op) of a graph, as its

@@ -195,12 +195,14 @@ CUA_EXTERN int cua_device_get_info(const cua_runtime *rt, int device,
 typedef struct cua_stats {
   size_t size;                /**< sizeof(cua_stats) as the caller knows it */
   uint64_t submissions;       /**< cua_submit() calls that succeeded */
-  uint64_t ops;               /**< ops that ran (device and host) */
+  uint64_t ops;               /**< ops that ran (device and host; a graph
+                                   launch counts its graph's ops) */
   uint64_t ops_failed;        /**< ops that failed or were skipped */
   uint64_t events_recorded;   /**< events recorded for cross-stream waits */
   uint64_t event_waits;       /**< cross-stream waits inserted */
   uint64_t events_created;    /**< events created (the pool grows, then not) */
-  uint64_t streams;           /**< streams created, all devices */
+  uint64_t streams;           /**< streams created, all devices (not a
+                                   graph's own streams) */
   uint64_t host_steps;        /**< host steps and maps run */
   uint64_t graphs;            /**< graphs created (cua_graph_create()) */
   uint64_t graph_launches;    /**< cua_graph_launch() calls that succeeded */

@@ -1226,6 +1226,38 @@ START_TEST(auto_mode_replays_a_step_whose_sizes_change) {
 }
 END_TEST
 
+/* cua_stats.ops counts the ops a launch runs, as submitting them would
+ * (a launch counted one: a dashboard saw a third of the ops once graphs
+ * were on). */
+START_TEST(a_launch_counts_its_graphs_ops) {
+  rt = open_policy("round-robin", "");
+  cua_buffer *x = make_buf(1), *y = make_buf(2);
+  cua_op *f1, *f2, *ax, *a, *dag;
+  ck_assert_int_eq(cua_op_fill(&f1, x, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&f2, y, 2.0f), 0);
+  ck_assert_int_eq(cua_op_axpy(&ax, y, 3.0f, x), 0);
+  ck_assert_int_eq(cua_op_then(&a, f1, f2), 0);
+  ck_assert_int_eq(cua_op_then(&dag, a, ax), 0);
+  cua_graph *g = NULL;
+  ck_assert_int_eq(cua_graph_create(&g, rt, dag, NULL), 0);
+  uint64_t before = stats_of().ops;
+  for (int i = 0; i < 5; i++) {
+    cua_future *f = NULL;
+    ck_assert_int_eq(cua_graph_launch(&f, g), 0);
+    ck_assert_int_eq(cua_future_wait(f), 0);
+    cua_future_destroy(f);
+  }
+  ck_assert_uint_eq(stats_of().ops - before, 15);
+  cua_graph_destroy(g);
+  cua_op *all[] = {f1, f2, ax, a, dag};
+  for (size_t i = 0; i < 5; i++)
+    cua_op_destroy(all[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(auto_mode_matches_sequential) {
   run_auto("auto");
 }
@@ -1564,6 +1596,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, out_of_device_memory_at_creation);
   tcase_add_test(tsem, lifetimes);
   tcase_add_test(tsem, launch_gives_results);
+  tcase_add_test(tsem, a_launch_counts_its_graphs_ops);
   tcase_add_test(tsem, a_launch_recovers_a_buffer_its_first_op_overwrites);
   tcase_add_test(tsem, a_refused_launch_names_the_graphs_op);
   tcase_add_test(tsem, edges_are_the_fewest_that_keep_order);
