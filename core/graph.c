@@ -6,7 +6,8 @@
  * gets dependency edges: its DAG inputs (through zips and thens, to the
  * device nodes they stand for), the "runs after" edges of then, and (from
  * hazards.c) its buffer hazards. An op that appears twice in one DAG is
- * built once, which is the only way a cycle can appear (checked here).
+ * built once, which is the only way a cycle can appear (checked in
+ * cycles.c).
  * What happens to the nodes afterwards (their edges' arrays, reference
  * counts, wiring, failure) is node.c's. A root submitted again is built
  * from the plan its second build recorded on it (plan.c), with no walk
@@ -546,67 +547,5 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
     cua__build_levels(b);
   if (rc == 0 && (root->plan == NULL || root->plan == CUA__PLAN_SEEN))
     cua__plan_record(b, root);
-  return rc;
-}
-
-/* An op that appears twice in one DAG is built once; a then that places
- * it after itself (then(S, S), then(S, then(T, S))) would make its node
- * wait for itself. Nodes are made in post-order with increasing ids, and
- * every edge of a build runs from a lower id to a higher one (inputs are
- * built first, a then's first part before its next part), except a then's
- * edge to an op built before its first part, which is only possible when
- * an op appears twice: only then can a build have a cycle, so only then is
- * it looked for, a depth-first walk over the edges within the build. */
-int cua__check_cycles(cua__build *b, char *msg, size_t len) {
-  if (!b->backward)
-    return 0;
-  typedef struct frame {
-    cua__node *n;
-    size_t next;
-  } frame;
-  size_t cap = 64, depth = 0;
-  frame *st = cua__malloc(cap * sizeof *st);
-  if (st == NULL)
-    return CUA_ERR_NOMEM;
-  int rc = 0;
-  for (size_t i = 0; i < b->n; i++)
-    b->order[i]->scratch = 0;
-  for (size_t i = 0; i < b->n && rc == 0; i++) {
-    if (b->order[i]->scratch != 0)
-      continue;
-    b->order[i]->scratch = 1; /* on the walk's path */
-    st[depth++] = (frame){b->order[i], 0};
-    while (depth > 0 && rc == 0) {
-      frame *f = &st[depth - 1];
-      if (f->next == f->n->ndeps) {
-        f->n->scratch = 2; /* done: no cycle through it */
-        depth--;
-        continue;
-      }
-      cua__node *p = f->n->deps[f->next++].node;
-      if (p->op == NULL || cua__build_get(b, p->op) != p || p->scratch == 2)
-        continue;
-      if (p->scratch == 1) {
-        snprintf(msg, len,
-                 "op '%s' would have to run after itself: a then places an "
-                 "op after itself (the same op twice in one DAG runs once)",
-                 cua__node_name(p));
-        rc = CUA_ERR_CYCLE;
-        break;
-      }
-      if (depth == cap) {
-        frame *s2 = cua__realloc(st, 2 * cap * sizeof *st);
-        if (s2 == NULL) {
-          rc = CUA_ERR_NOMEM;
-          break;
-        }
-        st = s2;
-        cap *= 2;
-      }
-      p->scratch = 1;
-      st[depth++] = (frame){p, 0};
-    }
-  }
-  free(st);
   return rc;
 }

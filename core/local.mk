@@ -33,6 +33,7 @@ noinst_LTLIBRARIES += %reldir%/libcuasync-core.la
 	%reldir%/buffer.c \
 	%reldir%/dag.c \
 	%reldir%/graph.c \
+	%reldir%/cycles.c \
 	%reldir%/plan.c \
 	%reldir%/node.c \
 	%reldir%/hazards.c \

@@ -39,6 +39,9 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap);
 /* The levels of @p b's nodes, from every edge among them: run by
  * cua__build_graph(), and again once buffer hazards added edges. */
 void cua__build_levels(cua__build *b);
+
+/* cycles.c: CUA_ERR_CYCLE for a build whose thens, with the hazards
+ * between its ops, would make an op wait for itself. */
 int cua__check_cycles(cua__build *b, char *msg, size_t len);
 
 /* plan.c: a root's plan, recorded at its second build. */

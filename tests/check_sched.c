@@ -766,6 +766,61 @@ START_TEST(then_placing_an_op_after_itself_is_a_cycle) {
 }
 END_TEST
 
+/* A cycle through a buffer: in zip(X, then(G, X)) with X and G writing
+ * one buffer, G follows X for the buffer (X comes first in the zip) and
+ * X follows G for the then; so with two unzips of one zip. Refused, as a
+ * then's cycle is: the submission hung, with every later use of the
+ * buffer and the runtime's destruction. The same parts on two buffers
+ * run, in the DAG's order; graphs refuse it too. */
+START_TEST(a_cycle_through_a_buffer_is_refused) {
+  cua_runtime *rt = open_two_streams();
+  cua_buffer *x = buffer(rt), *y = buffer(rt);
+  cua_op *X = NULL, *G = NULL, *t = NULL, *z = NULL;
+  ck_assert_int_eq(cua_op_fill(&X, x, 1.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&G, x, 2.0f), 0);
+  ck_assert_int_eq(cua_op_then(&t, G, X), 0);
+  cua_op *parts[] = {X, t};
+  ck_assert_int_eq(cua_op_zip(&z, parts, 2), 0);
+  expect_cycle(rt, z);
+  cua_graph *g = (cua_graph *)&g;
+  ck_assert_err(rt, cua_graph_create(&g, rt, z, NULL), CUA_ERR_CYCLE,
+                "or after an op that must follow it for a buffer");
+  ck_assert_ptr_null(g);
+  /* Two unzips of one zip, the form the unzip docs suggest. */
+  cua_op *A = NULL, *B = NULL, *zz = NULL, *u0 = NULL, *u1 = NULL, *t2 = NULL,
+         *z2 = NULL;
+  ck_assert_int_eq(cua_op_fill(&A, x, 3.0f), 0);
+  ck_assert_int_eq(cua_op_fill(&B, y, 4.0f), 0);
+  cua_op *ab[] = {A, B};
+  ck_assert_int_eq(cua_op_zip(&zz, ab, 2), 0);
+  ck_assert_int_eq(cua_op_unzip(&u0, zz, 0), 0);
+  ck_assert_int_eq(cua_op_unzip(&u1, zz, 1), 0);
+  ck_assert_int_eq(cua_op_then(&t2, G, u1), 0);
+  cua_op *parts2[] = {u0, t2};
+  ck_assert_int_eq(cua_op_zip(&z2, parts2, 2), 0);
+  expect_cycle(rt, z2);
+  /* Nothing ran, nothing hangs: x is still usable. */
+  cua_op *F = NULL;
+  ck_assert_int_eq(cua_op_fill(&F, x, 5.0f), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, F, NULL, NULL), 0);
+  ck_assert(first_value(rt, x) == 5.0f);
+  /* With G on the other buffer there is no cycle: X, G, then X once. */
+  cua_op *Gy = NULL, *t3 = NULL, *z3 = NULL;
+  ck_assert_int_eq(cua_op_fill(&Gy, y, 6.0f), 0);
+  ck_assert_int_eq(cua_op_then(&t3, Gy, X), 0);
+  cua_op *parts3[] = {X, t3};
+  ck_assert_int_eq(cua_op_zip(&z3, parts3, 2), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, z3, NULL, NULL), 0);
+  ck_assert(first_value(rt, x) == 1.0f && first_value(rt, y) == 6.0f);
+  cua_op *ops[] = {X, G, t, z, A, B, zz, u0, u1, t2, z2, F, Gy, t3, z3};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------- options */
 
 START_TEST(submit_options_without_size_are_refused) {
@@ -1991,6 +2046,7 @@ int main(void) {
   tcase_add_test(tc, relayed_rounds_beside_another_submitting_thread);
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
+  tcase_add_test(tc, a_cycle_through_a_buffer_is_refused);
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
   tcase_add_test(tc, place_codes_outside_the_list_are_named);
