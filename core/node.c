@@ -165,6 +165,18 @@ static void dependency_failed(cua__node *m, const cua__node *p) {
   m->msg = cua__strdup(buf);
 }
 
+/* A free that fails (its dependency failed, or its placement) frees
+ * nothing: its buffer, marked freed when it was submitted, is usable
+ * again, and freed when its handle goes. (A free that ran took the
+ * memory: root->ptr is NULL, and the mark stays.) */
+static void free_failed(cua__node *n) {
+  if (n->op == NULL || n->op->kind != CUA_OP_FREE || n->op->nacc < 1)
+    return;
+  cua_buffer *root = cua__buffer_root(n->op->acc[0].buf);
+  if (__atomic_load_n(&root->ptr, __ATOMIC_ACQUIRE) != NULL || root->lazy)
+    root->freed = 0;
+}
+
 /* Fails @p n and, through data edges, everything that consumes it. */
 void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
   if (n->state == CUA__NODE_DONE || n->code != 0)
@@ -172,6 +184,7 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
   n->code = code;
   atomic_store(&n->doomed, 1);
   n->msg = cua__strdup(msg ? msg : cua_strerror(code));
+  free_failed(n);
   /* An explicit stack: a failure at the head of a long chain must not
    * recurse once per op. */
   size_t cap = 16, len = 0;
@@ -190,6 +203,7 @@ void cua__fail_node(cua_runtime *rt, cua__node *n, int code, const char *msg) {
       m->code = CUA_ERR_DEPENDENCY;
       atomic_store(&m->doomed, 1); /* (before its message, as always) */
       dependency_failed(m, p);
+      free_failed(m);
       if (len == cap) {
         cua__node **s2 = cua__realloc(stack, 2 * cap * sizeof *stack);
         if (s2 == NULL)
@@ -222,8 +236,10 @@ void cua__wire_range(cua_runtime *rt, cua__build *b, size_t from, size_t to,
       if (n->cls != CUA__CLASS_DEVICE || p->cls != CUA__CLASS_DEVICE)
         fl |= CUA__DEP_COMPLETE;
       n->deps[k].flags = fl;
-      if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0)
+      if (p->code != 0 && (fl & CUA__DEP_DATA) && n->code == 0) {
         dependency_failed(n, p);
+        free_failed(n);
+      }
       if (p->state == CUA__NODE_DONE)
         continue;
       if (!(fl & CUA__DEP_COMPLETE) && p->state == CUA__NODE_ENQUEUED)

@@ -499,7 +499,11 @@ CUA_EXTERN int cua_op_memset(cua_op **op, cua_buffer *dst, size_t off,
 /** Allocates a #CUA_BUFFER_LAZY buffer on the op's stream; result: @p buf. */
 CUA_EXTERN int cua_op_alloc(cua_op **op, cua_buffer *buf);
 /** Frees a buffer's memory stream-ordered after every earlier use; later
- * submissions that touch it fail with CUA_ERR_FREED. */
+ * submissions that touch it fail with CUA_ERR_FREED. A free that fails
+ * before it is launched (an op it follows had failed, its placement was
+ * refused) frees nothing, and the buffer is usable again; one already
+ * queued on its stream frees the memory even when an op before it fails
+ * (its future then reports that failure). */
 CUA_EXTERN int cua_op_free(cua_op **op, cua_buffer *buf);
 
 /** A host step: runs on the host once its inputs are complete, blocking no

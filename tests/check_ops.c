@@ -475,6 +475,34 @@ START_TEST(a_failure_read_again_and_again_keeps_its_cause) {
 }
 END_TEST
 
+/* A free that fails before it is launched (here: after a shared op that
+ * failed already) frees nothing: its buffer is usable again, and can be
+ * freed later. It stayed marked freed, refused for ever (CUA_ERR_FREED). */
+START_TEST(a_free_that_never_ran_leaves_its_buffer_usable) {
+  if (!test_backend_on_cpu())
+    return;
+  cua_buffer *b = buf(N);
+  cua_op *bad = NULL, *once = NULL, *fr = NULL, *t = NULL;
+  ck_assert_int_eq(cua_op_func(&bad, rt, fn_fail, NULL, NULL, 0), 0);
+  ck_assert_int_eq(cua_op_shared(&once, bad), 0);
+  ck_assert_int_ne(cua_submit_wait(rt, once, NULL, NULL), 0);
+  ck_assert_int_eq(cua_op_free(&fr, b), 0);
+  ck_assert_int_eq(cua_op_then(&t, once, fr), 0);
+  ck_assert_err(rt, cua_submit_wait(rt, t, NULL, NULL), CUA_ERR_DEPENDENCY,
+                "kernel exploded at 42");
+  cua_op *fill = NULL, *fr2 = NULL;
+  ck_assert_int_eq(cua_op_fill(&fill, b, 7.0f), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, fill, NULL, NULL), 0);
+  expect_all(b, 7.0f);
+  ck_assert_int_eq(cua_op_free(&fr2, b), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, fr2, NULL, NULL), 0);
+  cua_op *ops[] = {bad, once, fr, t, fill, fr2};
+  for (size_t i = 0; i < 6; i++)
+    cua_op_destroy(ops[i]);
+  cua_buffer_destroy(b);
+}
+END_TEST
+
 /* then(a, then(b, then(c, ...))) 40k deep: walks through nested thens are
  * iterative, and the result is the last op's. */
 START_TEST(deeply_nested_thens_run_in_order) {
@@ -631,6 +659,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, stream_function_sees_its_buffers_and_sets_result);
   tcase_add_test(tc, failure_fails_dependents_but_not_independent_work);
   tcase_add_test(tc, a_failure_read_again_and_again_keeps_its_cause);
+  tcase_add_test(tc, a_free_that_never_ran_leaves_its_buffer_usable);
   tcase_add_test(tc, deeply_nested_thens_run_in_order);
   tcase_add_test(tc, a_then_keeps_its_meaning_without_a_node);
   tcase_add_test(tc, a_then_after_a_zip_waits_for_every_part);
