@@ -383,10 +383,13 @@ CUA_EXTERN int cua_buffer_share(cua_buffer *buf);
  * every read submitted while it was shared). */
 CUA_EXTERN int cua_buffer_unshare(cua_buffer *buf);
 /**
- * Splits a buffer into @p n disjoint tiles of equal size (the last takes the
- * remainder). Tiles are buffers: different ops may write different tiles
- * concurrently. While partitioned, using the whole buffer in an op fails
- * with CUA_ERR_PARTITIONED. The caller owns the @p n tile handles.
+ * Splits a buffer into @p n disjoint tiles of equal size, a multiple of 4
+ * bytes (the size divided by @p n, rounded down to 4 bytes; the last takes
+ * the remainder). Tiles are buffers: different ops may write different
+ * tiles concurrently. While partitioned, using the whole buffer in an op
+ * fails with CUA_ERR_PARTITIONED. The caller owns the @p n tile handles.
+ * A tile cannot be partitioned (CUA_ERR_NOTSUP) nor freed on its own with
+ * cua_op_free() (CUA_ERR_INVAL).
  */
 CUA_EXTERN int cua_buffer_partition(cua_buffer *buf, size_t n,
                                     cua_buffer **tiles);
@@ -490,7 +493,8 @@ CUA_EXTERN int cua_op_memcpy_h2d(cua_op **op, cua_buffer *dst, size_t dst_off,
 CUA_EXTERN int cua_op_memcpy_d2h(cua_op **op, void *dst, cua_buffer *src,
                                  size_t src_off, size_t bytes);
 /** Copies between buffers, on one device or between two (peer access where
- * the backend has it, staged through the host otherwise). */
+ * the backend has it, staged through the host otherwise). @p dst and
+ * @p src must be different buffers, whatever the ranges (CUA_ERR_INVAL). */
 CUA_EXTERN int cua_op_memcpy_d2d(cua_op **op, cua_buffer *dst, size_t dst_off,
                                  cua_buffer *src, size_t src_off, size_t bytes);
 /** Sets @p bytes of @p dst from @p off to the byte @p value. */
@@ -855,7 +859,10 @@ CUA_EXTERN int cua_graph_create(cua_graph **g, cua_runtime *rt, cua_op *op,
  * host pointer or NULL), NULL for other ops; a zip root with a zip or an
  * unzip among its parts gives NULL. #CUA_ERR_CANCELED once the runtime is
  * closed (not while cua_runtime_destroy() runs: see the thread-safety rule
- * at the top).
+ * at the top). A launch is refused, as a submission of its ops would be,
+ * when one of its buffers was freed, partitioned, shared read-only for an
+ * op that writes it, or is a stale tile (CUA_ERR_FREED, _PARTITIONED,
+ * _READONLY, _STALE; the message names the graph's op).
  */
 CUA_EXTERN int cua_graph_launch(cua_future **fut, cua_graph *g);
 /**
