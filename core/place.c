@@ -279,10 +279,15 @@ int cua__place_ask(cua_runtime *rt, cua__node *n, cua__sub *sub,
   if (sub != NULL && sub->on_stream) {
     cua_placement pl = sub->placement;
     if (!valid_placement(rt, info, pl)) {
+      char why[96] = "";
+      if (info->restrict_device >= 0 && pl.device != info->restrict_device)
+        snprintf(why, sizeof why,
+                 " (it must run on device %d, where its buffers live)",
+                 info->restrict_device);
       snprintf(msg, len,
                "explicit placement device %d stream %d is not valid for op "
-               "'%s'",
-               pl.device, pl.stream, cua__node_name(n));
+               "'%s'%s",
+               pl.device, pl.stream, cua__node_name(n), why);
       return CUA_ERR_BAD_PLACEMENT;
     }
     n->pl = pl;

@@ -417,6 +417,33 @@ START_TEST(a_runtime_made_before_fork_is_refused_in_the_child) {
 }
 END_TEST
 
+/* A free given an explicit stream on another device than its buffer's:
+ * the op fails saying where it must run (the message said only that the
+ * placement was not valid). */
+START_TEST(explicit_placement_says_where_an_op_must_run) {
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                                  "round-robin\n[backend.host]\ndevices = 2\n"),
+                   0);
+  cua_buffer *b = NULL;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 1, 4096, 0), 0);
+  cua_op *fr = NULL;
+  ck_assert_int_eq(cua_op_free(&fr, b), 0);
+  cua_future *f = NULL;
+  ck_assert_int_eq(cua_submit_on(&f, rt, fr, 0, 0), 0);
+  ck_assert_int_eq(cua_future_wait(f), CUA_ERR_BAD_PLACEMENT);
+  ck_assert_msg(strstr(cua_future_error(f),
+                       "explicit placement device 0 stream 0 is not valid for "
+                       "op 'free' (it must run on device 1, where its buffers "
+                       "live)") != NULL,
+                "%s", cua_future_error(f));
+  cua_future_destroy(f);
+  cua_op_destroy(fr);
+  cua_buffer_destroy(b);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(virtual_host_devices_and_device_policy) {
   cua_runtime *rt = NULL;
   int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = round-robin\n"
@@ -869,6 +896,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, auto_backend_without_the_named_device_cites_the_line);
   tcase_add_test(tc, auto_backend_out_of_file_descriptors_says_so);
   tcase_add_test(tc, a_runtime_made_before_fork_is_refused_in_the_child);
+  tcase_add_test(tc, explicit_placement_says_where_an_op_must_run);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
   tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
