@@ -102,9 +102,13 @@ static int add_device_dep(cua__node *n, cua__node *p0, unsigned flags) {
     cua__node *p = st.v[--st.len];
     if (p->cls != CUA__CLASS_VIRTUAL || p->state == CUA__NODE_DONE) {
       rc = cua__add_dep(n, p, flags);
-    } else if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2) {
+    } else if (p->op != NULL && p->op->kind == CUA_OP_THEN && p->ndeps == 2 &&
+               p->then_ordered) {
       /* then(first, next) ends with next, which is already ordered after
-       * first: standing for next alone keeps long chains linear. */
+       * first: standing for next alone keeps long chains linear. Not when
+       * add_after() could not order it (a start of next done already, or
+       * an earlier submission's shared run): its node alone waits for
+       * first, so both parts are walked. */
       rc = ns_push(&st, p->deps[1].node);
     } else {
       for (size_t i = p->ndeps; i-- > 0 && rc == 0;)
@@ -279,6 +283,14 @@ static int add_after(cua__build *b, cua_op *next0, cua__node *first,
     /* A then starts with its first part (with or without a node of its
      * own); a zip with all of its parts; shared and unzip with theirs. */
     size_t nd = op->kind == CUA_OP_THEN ? 1 : op->ninputs;
+    if (op->kind == CUA_OP_THEN) {
+      /* then(s, z) whose s is done already, or an earlier submission's
+       * shared run: s orders nothing after first, so z's starts are
+       * starts too. */
+      cua__node *s = cua__build_get(b, op->inputs[0]);
+      if (s != NULL && (s->state == CUA__NODE_DONE || s->sub_id != b->sub->id))
+        nd = 2;
+    }
     if (cua__grow_inl(&st.v, &st.cap, st.len + nd, sizeof *st.v, st.inl)) {
       rc = CUA_ERR_NOMEM;
       break;
@@ -522,8 +534,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
      * stands for it (ends, results and failures are the same), which
      * halves the nodes of a chain of thens. A named or tagged then keeps
      * its node, for its name in messages. */
+    int whole = 0;
     if (op->kind == CUA_OP_THEN) {
-      int whole;
       rc =
           add_after(b, op->inputs[1], cua__build_get(b, op->inputs[0]), &whole);
       if (rc != 0)
@@ -539,6 +551,8 @@ int cua__build_graph(cua__build *b, cua_op *root, size_t *subcap) {
       }
     }
     rc = build_node(b, op, root, subcap);
+    if (rc == 0 && op->kind == CUA_OP_THEN)
+      cua__build_get(b, op)->then_ordered = whole;
     len--;
   }
   if (st != inl)

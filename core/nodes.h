@@ -158,6 +158,12 @@ struct cua__node {
    * the first start to claim it gets it as its then_src; the others of a
    * fan-out are placed freely, so that they may run concurrently). */
   int then_taken;
+  /* A then's own node: add_after() gave every start of its next part the
+   * edge from its first part, so its next part's end is ordered after its
+   * first (add_device_dep() may stand for it by its next part alone). 0
+   * when a start was done already or an earlier submission's shared run:
+   * then the node is all that waits for its first part. */
+  int then_ordered;
 };
 
 /* The handle of a submission, which lives in it. */

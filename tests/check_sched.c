@@ -821,6 +821,100 @@ START_TEST(a_cycle_through_a_buffer_is_refused) {
 }
 END_TEST
 
+/* A shared op that ran in an earlier submission, in the middle of a
+ * chain: what follows it still follows what came before it. In
+ * then(then(then(F, D), S), Y) the then around S kept the only edge to D,
+ * and Y, standing for it by its last part alone, waited for S (done) but
+ * not for D; in then(then(F, D), then(S, Z)) the walk for Z's starts
+ * stopped at S. Y and Z then ran before D on their other device. F is a
+ * slow stream function writing b, D copies b to the host, and the check
+ * (a host step after Y; Z itself) sees D's copy or counts an early run. */
+static float order_dst[16];
+
+static int slow_sevens(cua_stream_ctx *ctx, void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 20000000};
+  nanosleep(&ts, NULL);
+  float *p = cua_ctx_ptr(ctx, 0);
+  for (int i = 0; i < 16; i++)
+    p[i] = 7.0f;
+  return 0;
+}
+
+static int nothing_to_do(void *arg, void **result) {
+  (void)arg;
+  *result = NULL;
+  return 0;
+}
+
+static int sees_sevens_host(void *arg, void **result) {
+  if (order_dst[0] != 7.0f)
+    (*(int *)arg)++;
+  *result = NULL;
+  return 0;
+}
+
+static int sees_sevens_fn(cua_stream_ctx *ctx, void *arg) {
+  (void)ctx;
+  if (order_dst[0] != 7.0f)
+    (*(int *)arg)++;
+  return 0;
+}
+
+START_TEST(what_follows_a_shared_op_run_before_follows_the_chain) {
+  if (strcmp(test_backend(), "host") != 0)
+    return; /* (a stream function writing through cua_ctx_ptr(): the CPU) */
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                                  "round-robin\nlaunch = caller\n"
+                                  "[backend.host]\ndevices = 2\n"),
+                   0);
+  cua_buffer *b = NULL, *c = NULL;
+  ck_assert_int_eq(cua_buffer_create(&b, rt, 0, 64, 0), 0);
+  ck_assert_int_eq(cua_buffer_create(&c, rt, 1, 64, 0), 0);
+  cua_op *inner = NULL, *S = NULL;
+  ck_assert_int_eq(cua_op_host(&inner, rt, nothing_to_do, NULL), 0);
+  ck_assert_int_eq(cua_op_shared(&S, inner), 0);
+  ck_assert_int_eq(cua_submit_wait(rt, S, NULL, NULL), 0);
+  int early = 0;
+  for (int form = 0; form < 2; form++) {
+    for (int i = 0; i < 5; i++) {
+      memset(order_dst, 0, sizeof order_dst);
+      cua_access ab = {b, CUA_READ_WRITE}, ac = {c, CUA_READ_WRITE};
+      cua_op *F = NULL, *D = NULL, *t1 = NULL, *t2 = NULL, *Y = NULL,
+             *t3 = NULL, *H = NULL, *root = NULL;
+      ck_assert_int_eq(cua_op_func(&F, rt, slow_sevens, NULL, &ab, 1), 0);
+      ck_assert_int_eq(cua_op_memcpy_d2h(&D, order_dst, b, 0, sizeof order_dst),
+                       0);
+      ck_assert_int_eq(cua_op_then(&t1, F, D), 0);
+      if (form == 0) {
+        ck_assert_int_eq(cua_op_then(&t2, t1, S), 0);
+        ck_assert_int_eq(cua_op_fill(&Y, c, 1.0f), 0);
+        ck_assert_int_eq(cua_op_then(&t3, t2, Y), 0);
+        ck_assert_int_eq(cua_op_host(&H, rt, sees_sevens_host, &early), 0);
+        ck_assert_int_eq(cua_op_then(&root, t3, H), 0);
+      } else {
+        ck_assert_int_eq(cua_op_func(&Y, rt, sees_sevens_fn, &early, &ac, 1),
+                         0);
+        ck_assert_int_eq(cua_op_then(&t2, S, Y), 0);
+        ck_assert_int_eq(cua_op_then(&root, t1, t2), 0);
+      }
+      ck_assert_int_eq(cua_submit_wait(rt, root, NULL, NULL), 0);
+      ck_assert_msg(early == 0, "form %d, run %d: ran before D completed", form,
+                    i);
+      cua_op *all[] = {F, D, t1, t2, Y, t3, H, root};
+      for (size_t k = 0; k < 8; k++)
+        cua_op_destroy(all[k]);
+    }
+  }
+  cua_op_destroy(S);
+  cua_op_destroy(inner);
+  cua_buffer_destroy(b);
+  cua_buffer_destroy(c);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* ------------------------------------------------------------- options */
 
 START_TEST(submit_options_without_size_are_refused) {
@@ -2047,6 +2141,7 @@ int main(void) {
   tcase_add_test(tc, a_large_dag_starts_before_it_is_all_decided);
   tcase_add_test(tc, then_placing_an_op_after_itself_is_a_cycle);
   tcase_add_test(tc, a_cycle_through_a_buffer_is_refused);
+  tcase_add_test(tc, what_follows_a_shared_op_run_before_follows_the_chain);
   tcase_add_test(tc, submit_options_without_size_are_refused);
   tcase_add_test(tc, context_accessors_take_null);
   tcase_add_test(tc, place_codes_outside_the_list_are_named);
