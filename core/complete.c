@@ -61,7 +61,11 @@ static void compute_virtual_result(cua__node *n) {
     break;
   }
   case CUA_OP_THEN:
-    n->result = n->ndeps > 1 ? n->deps[1].node->result : NULL;
+    /* Its next part's result: the last edge (then_source() reads it so
+     * too). Its two input edges are one when both parts are the same
+     * node, then(S, S) with S a shared op that ran in an earlier
+     * submission (cua__add_dep() merges duplicates), so not deps[1]. */
+    n->result = n->ndeps > 0 ? n->deps[n->ndeps - 1].node->result : NULL;
     break;
   case CUA_OP_SHARED:
     if (n->ndeps > 0) {

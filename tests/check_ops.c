@@ -567,6 +567,13 @@ START_TEST(a_then_keeps_its_meaning_without_a_node) {
   ck_assert_int_eq(atomic_load(&slow_done), 1);
   ck_assert_ptr_eq(res, (void *)20);
   cua_op_destroy(t2);
+  /* then(sh, sh), sh having run: both parts are sh's one node (one edge),
+   * and the result is still the next part's */
+  ck_assert_int_eq(cua_op_then(&t2, sh, sh), 0);
+  res = NULL;
+  ck_assert_int_eq(cua_submit_wait(rt, t2, NULL, &res), 0);
+  ck_assert_ptr_eq(res, (void *)20);
+  cua_op_destroy(t2);
   ck_assert_int_eq(cua_op_host(&bad, rt, slow_step, (void *)1), 0);
   ck_assert_int_eq(cua_op_then(&t2, bad, sh), 0);
   atomic_store(&slow_done, 0);
