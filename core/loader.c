@@ -13,7 +13,8 @@
  * the checks of a descriptor's pointers and names, modcheck.c's.
  *
  * Runs on the calling thread (creating or destroying a runtime, a tool's
- * scan) with no core lock.
+ * scan) with no core lock; dl_mu, a leaf, around dlopen() and the reading
+ * of the link map it made (runtimes opened on several threads at once).
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -426,6 +428,14 @@ int cua__normalise(cua__module *mod, const void *head) {
   return 0;
 }
 
+/* Runtimes opened on several threads at once load the same modules at
+ * once: the dynamic loader serialises dlopen() itself, but the module's
+ * link map and segments, which dlopen() of another thread wrote, are read
+ * here (cua__modcheck_map()) under this lock too, so that the order is
+ * one that every checker sees (ThreadSanitizer saw a race). A leaf lock,
+ * held only around dlopen() and the reading of its link map. */
+static pthread_mutex_t dl_mu = PTHREAD_MUTEX_INITIALIZER;
+
 /*
  * Loads and checks @p path as a module of @p kind; @p expect is the name it
  * must declare (NULL: any). On failure writes "PATH: reason" into @p err
@@ -452,13 +462,16 @@ int cua__load_file(cua__module **out, cua__module_kind kind, const char *path,
    * code, and any file may be that one (a scan for policies opens backends
    * too). A module loaded once stays mapped for the life of the process;
    * dlclose() still drops the reference. */
+  pthread_mutex_lock(&dl_mu);
   dl = cua__dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (dl == NULL) {
     const char *why = cua__dlerror();
     cua__put_err(err, errlen, "%s: dlopen failed: %s", path,
                  why != NULL ? why : "unknown reason");
+    pthread_mutex_unlock(&dl_mu);
     return CUA_ERR_MODULE_DLOPEN;
   }
+  pthread_mutex_unlock(&dl_mu);
   head = dlsym(dl, k->symbol);
   if (head == NULL) {
     for (int o = 0; other != NULL && o < CUA__MODULE_KINDS; o++)
@@ -469,7 +482,10 @@ int cua__load_file(cua__module **out, cua__module_kind kind, const char *path,
     rc = CUA_ERR_MODULE_NO_ENTRY;
     goto fail;
   }
-  if (cua__modcheck_map(dl, &map) != 0) {
+  pthread_mutex_lock(&dl_mu);
+  int mapped = cua__modcheck_map(dl, &map);
+  pthread_mutex_unlock(&dl_mu);
+  if (mapped != 0) {
     cua__put_err(err, errlen, "%s: cannot find the module's loaded segments",
                  path);
     rc = CUA_ERR_MODULE_DLOPEN;
