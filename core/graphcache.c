@@ -413,20 +413,6 @@ static int map_device_ops(cua_graph *g, const fp *f) {
   return 1;
 }
 
-/* A launch of @p g for a submission: its refusal is the submission's
- * (cua_submit(), as the program called it). */
-static int submit_launch(cua_future **fut, cua_graph *g) {
-  int rc = cua_graph_launch(fut, g);
-  static const char gl[] = "cua_graph_launch: ";
-  const char *m = cua_runtime_error(g->rt);
-  if (rc != 0 && strncmp(m, gl, sizeof gl - 1) == 0) {
-    char copy[CUA__ERRLEN];
-    snprintf(copy, sizeof copy, "%s", m + sizeof gl - 1);
-    cua__fail(g->rt, rc, "cua_submit: %s", copy);
-  }
-  return rc;
-}
-
 /* Launches @p g (held by the caller, who releases it) for a submission of
  * the DAG with fingerprint @p f, after updating the ops whose parameters
  * differ. Returns 1 with *rc the launch's outcome, or 0 if an update
@@ -453,7 +439,7 @@ static int launch(cua_runtime *rt, cua_graph *g, const fp *f, cua_future **fut,
     cua_op_destroy(g->auto_root);
     g->auto_root = cua_op_retain(f->ops[0]);
   }
-  *rc = submit_launch(fut, g);
+  *rc = cua__graph_launch(fut, g, "cua_submit");
   pthread_mutex_unlock(&g->auto_mu);
   if (*rc == 0)
     atomic_fetch_add(&rt->n_graph_replays, 1);
@@ -493,7 +479,7 @@ static int launch_same_root(cua_runtime *rt, cua_op *op, cua__polinst *pol,
   int done = 0;
   pthread_mutex_lock(&g->auto_mu);
   if (g->auto_root == op) {
-    *rc = submit_launch(fut, g);
+    *rc = cua__graph_launch(fut, g, "cua_submit");
     done = 1;
   }
   pthread_mutex_unlock(&g->auto_mu);

@@ -227,6 +227,9 @@ void cua__feed_free(cua__feed *f);
 
 /* replay.c */
 void cua__gparams_release(cua__gparams *gp);
+/* cua_graph_launch(), its failures named as @p fn's: the graph cache launches
+ * for a submission, whose refusals are cua_submit()'s. */
+int cua__graph_launch(cua_future **fut, cua_graph *g, const char *fn);
 /* The index in g->ops of the op the user names @p key, or -1. */
 long cua__graph_find(const cua_graph *g, const cua_op *key);
 void cua__graph_release(cua_graph *g);

@@ -322,12 +322,12 @@ static int make_launch_op(cua_graph *g, cua__gparams *gp, cua_op **out) {
   return 0;
 }
 
-int cua_graph_launch(cua_future **fut, cua_graph *g) {
+int cua__graph_launch(cua_future **fut, cua_graph *g, const char *fn) {
   if (fut != NULL)
     *fut = NULL;
   if (fut == NULL || g == NULL)
-    return cua__fail(NULL, CUA_ERR_INVAL, "cua_graph_launch: NULL argument");
-  if (graph_dead(g, "cua_graph_launch"))
+    return cua__fail(NULL, CUA_ERR_INVAL, "%s: NULL argument", fn);
+  if (graph_dead(g, fn))
     return CUA_ERR_CANCELED;
   cua__graphs_reap(g->rt);
   pthread_mutex_lock(&g->mu);
@@ -342,23 +342,25 @@ int cua_graph_launch(cua_future **fut, cua_graph *g) {
   }
   pthread_mutex_unlock(&g->mu);
   if (rc != 0)
-    return cua__fail(g->rt, rc, "cua_graph_launch: out of host memory");
+    return cua__fail(g->rt, rc, "%s: out of host memory", fn);
   rc = cua_submit_on(fut, g->rt, op, g->anchor.device, g->anchor.stream);
   cua_op_destroy(op);
   if (rc != 0) {
-    /* The submission's refusal, named as this call's. */
+    /* The submission's refusal, named as @p fn's. */
     const char *m = cua_runtime_error(g->rt);
     static const char sub[] = "cua_submit: ";
     char copy[CUA__ERRLEN];
     snprintf(copy, sizeof copy, "%s",
              strncmp(m, sub, sizeof sub - 1) == 0 ? m + sizeof sub - 1 : m);
-    return cua__fail(g->rt, rc, "cua_graph_launch: %s", copy);
+    return cua__fail(g->rt, rc, "%s: %s", fn, copy);
   }
-  if (rc == 0) {
-    atomic_fetch_add(&g->launches, 1);
-    atomic_fetch_add(&g->rt->n_graph_launches, 1);
-  }
-  return rc;
+  atomic_fetch_add(&g->launches, 1);
+  atomic_fetch_add(&g->rt->n_graph_launches, 1);
+  return 0;
+}
+
+int cua_graph_launch(cua_future **fut, cua_graph *g) {
+  return cua__graph_launch(fut, g, "cua_graph_launch");
 }
 
 long cua__graph_find(const cua_graph *g, const cua_op *key) {
