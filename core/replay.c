@@ -2,8 +2,9 @@
  * core/replay.c: a captured graph's launches, updates and end.
  *
  * cua_graph_launch() submits one op of kind GRAPH on the graph's anchor
- * stream (chain 0's placement), which reads and writes the union of the
- * graph's buffer accesses: the ordinary submission path orders it against
+ * stream (chain 0's placement), which accesses the graph's buffers as its
+ * ops do, taken together (make_launch_op()): the ordinary submission path
+ * orders it against
  * everything else (hazards, exact waits, marks, futures), and launches of
  * one graph follow each other on the anchor. When the executor applies
  * that op, cua__graph_replay() runs: on a backend with graphs, one launch
