@@ -21,6 +21,13 @@
  * while it is held but cua_op_shared(), which takes no lock. */
 static pthread_mutex_t unzip_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void cua__unzip_fork(int take) {
+  if (take)
+    pthread_mutex_lock(&unzip_lock);
+  else
+    pthread_mutex_unlock(&unzip_lock);
+}
+
 int cua_op_then(cua_op **out, cua_op *first, cua_op *next) {
   cua_runtime *rt = first ? first->rt : NULL;
   if (out == NULL || first == NULL || next == NULL)

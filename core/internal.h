@@ -615,6 +615,17 @@ int cua__runtime_closed(const cua_runtime *rt, const char *what);
 /* 1 in a child forked after @p rt was made (runtime.c): its threads are
  * not there, so it cannot run anything. */
 int cua__forked(const cua_runtime *rt);
+/* The process-wide leaf locks (dl_mu, reg_lock, unzip_lock) are taken
+ * before a fork() and let go after it, in parent and child, so that a child
+ * forked while another thread held one can still make a runtime. Registers
+ * the handlers once (runtime.c); called by what takes those locks first. */
+void cua__fork_watch(void);
+/* Takes (@p take 1) or lets go (0) one file's process-wide lock, for
+ * cua__fork_watch()'s handlers: loader.c's dl_mu, modsearch.c's reg_lock,
+ * combine.c's unzip_lock. */
+void cua__loader_fork(int take);
+void cua__registry_fork(int take);
+void cua__unzip_fork(int take);
 
 /* policyhost.c */
 int cua__polinst_open(cua_runtime *rt, const char *name, cua__polinst **out);

@@ -436,6 +436,13 @@ int cua__normalise(cua__module *mod, const void *head) {
  * held only around dlopen() and the reading of its link map. */
 static pthread_mutex_t dl_mu = PTHREAD_MUTEX_INITIALIZER;
 
+void cua__loader_fork(int take) {
+  if (take)
+    pthread_mutex_lock(&dl_mu);
+  else
+    pthread_mutex_unlock(&dl_mu);
+}
+
 /*
  * Loads and checks @p path as a module of @p kind; @p expect is the name it
  * must declare (NULL: any). On failure writes "PATH: reason" into @p err
@@ -462,6 +469,7 @@ int cua__load_file(cua__module **out, cua__module_kind kind, const char *path,
    * code, and any file may be that one (a scan for policies opens backends
    * too). A module loaded once stays mapped for the life of the process;
    * dlclose() still drops the reference. */
+  cua__fork_watch();
   pthread_mutex_lock(&dl_mu);
   dl = cua__dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (dl == NULL) {

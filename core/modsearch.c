@@ -109,6 +109,13 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const cua_policy_descriptor **reg;
 static size_t nreg, capreg;
 
+void cua__registry_fork(int take) {
+  if (take)
+    pthread_mutex_lock(&reg_lock);
+  else
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static const cua_policy_descriptor *registered(const char *name) {
   const cua_policy_descriptor *d = NULL;
 
@@ -136,6 +143,7 @@ int cua__policy_register(const cua_policy_descriptor *desc, char *err,
                        NULL, NULL, err, errlen);
   if (rc != 0)
     return rc;
+  cua__fork_watch();
   pthread_mutex_lock(&reg_lock);
   for (size_t i = 0; i < nreg; i++)
     if (strcmp(reg[i]->name, desc->name) == 0) {

@@ -153,14 +153,33 @@ static void init_runtime_lock(pthread_mutex_t *mu) {
 /* fork(): a child has none of the runtime's threads (the completion
  * thread, the launch threads, the backend's), so a runtime made before
  * it is unusable there. A count of the forks this process is the child
- * of, bumped by pthread_atfork() in the child, tells: a load per check. */
+ * of, bumped by pthread_atfork() in the child, tells: a load per check.
+ * The process-wide leaf locks are held across the fork, so that none is
+ * left locked in the child by a thread that is not there (a child making
+ * a runtime would hang on it). Taken in the one order (dl_mu before
+ * reg_lock: a module's constructor, run under dl_mu, may register a
+ * policy), let go in the other. */
 static atomic_uint fork_gen;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void on_fork_prepare(void) {
+  cua__loader_fork(1);
+  cua__registry_fork(1);
+  cua__unzip_fork(1);
+}
+static void on_fork_parent(void) {
+  cua__unzip_fork(0);
+  cua__registry_fork(0);
+  cua__loader_fork(0);
+}
 static void on_fork_child(void) {
   atomic_fetch_add(&fork_gen, 1);
+  on_fork_parent();
 }
 static void fork_watch(void) {
-  (void)pthread_atfork(NULL, NULL, on_fork_child);
+  (void)pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+}
+void cua__fork_watch(void) {
+  pthread_once(&fork_once, fork_watch);
 }
 
 int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
@@ -184,7 +203,7 @@ int cua_runtime_create_ex(cua_runtime **out, const cua_runtime_options *o) {
                      "0x%x (known: CUA_RUNTIME_IGNORE_ENV, "
                      "CUA_RUNTIME_NO_SYSTEM_CONFIG)",
                      opts.flags & ~known);
-  pthread_once(&fork_once, fork_watch);
+  cua__fork_watch();
   cua_runtime *rt = cua__calloc(1, sizeof *rt);
   if (rt == NULL)
     return cua__fail(NULL, CUA_ERR_NOMEM, "out of host memory");

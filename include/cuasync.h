@@ -49,7 +49,8 @@
  *   threads. In the child, its submissions, graph launches and waits (for
  *   a future it had pending, cua_runtime_synchronize()) fail with
  *   #CUA_ERR_CANCELED, and cua_runtime_destroy() leaves it as it is; a
- *   runtime made in the child works.
+ *   runtime made in the child works, also when another thread of the
+ *   parent was opening or closing a runtime as it forked.
  */
 #ifndef CUASYNC_H
 #define CUASYNC_H
