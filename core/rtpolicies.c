@@ -103,8 +103,10 @@ static void help_policy(const cua__module_report *r, void *arg) {
   for (size_t i = 0; i < d->nparams; i++)
     help_add(&hp->brief, "%s%s", i ? ", " : "", d->params[i].name);
   help_add(&hp->brief, ")");
-  help_add(h, "\n  %s %s: %s (%s)", d->name, d->version, d->description,
-           r->path);
+  /* version and description are optional (NULL when the descriptor
+   * leaves them out): "-", as cuasync-info writes them. */
+  help_add(h, "\n  %s %s: %s (%s)", d->name, d->version ? d->version : "-",
+           d->description ? d->description : "-", r->path);
   for (size_t i = 0; i < d->nparams; i++) {
     const cua_param_spec *p = &d->params[i];
     help_add(h, "\n      %s = %s", p->name,

@@ -573,6 +573,42 @@ START_TEST(policy_help_lists_the_policies_and_fails_the_open) {
 }
 END_TEST
 
+/* A descriptor may leave out its version and description (the macro makes
+ * them NULL): policy = help writes "-" for them, as cuasync-info does,
+ * never a NULL through %s. tests/modules/bare.c has neither. */
+START_TEST(policy_help_writes_a_dash_for_a_missing_version) {
+  char path[] = "/tmp/cuasync-help-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  unlink(path);
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO);
+  ck_assert_int_ge(saved, 0);
+  ck_assert_int_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+  cua_runtime *rt = NULL;
+  int rc = open_text(&rt, "[runtime]\nbackend = host\npolicy = help\n");
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  ck_assert_int_eq(rc, CUA_ERR_INVAL);
+  ck_assert_msg(strstr(cua_runtime_error(NULL), " bare ()") != NULL, "%s",
+                cua_runtime_error(NULL));
+  char text[65536];
+  ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  ck_assert_int_gt(n, 0);
+  text[n] = '\0';
+  /* The line of bare alone in the messages: the whole text is too long
+   * for one. */
+  const char *line = strstr(text, "\n  bare ");
+  ck_assert_msg(line != NULL, "no line for bare in: %.200s", text);
+  static const char want[] = "\n  bare -: - (";
+  ck_assert_msg(strncmp(line, want, sizeof want - 1) == 0, "%.80s", line + 1);
+  ck_assert_msg(strstr(text, "(null)") == NULL, "%.80s",
+                strstr(text, "(null)"));
+}
+END_TEST
+
 /* Every policy's INI section is checked against its schema, with the line
  * of the offending key. */
 static const struct bad_param {
@@ -999,6 +1035,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, explicit_placement_says_where_an_op_must_run);
   tcase_add_test(tc, virtual_host_devices_and_device_policy);
   tcase_add_test(tc, policy_help_lists_the_policies_and_fails_the_open);
+  tcase_add_test(tc, policy_help_writes_a_dash_for_a_missing_version);
   tcase_add_loop_test(tc, policy_parameters_are_validated_with_their_line, 0,
                       sizeof bad_params / sizeof *bad_params);
   tcase_add_test(tc, affinity_rule_errors_fail_create_quoting_the_rule);

@@ -293,7 +293,8 @@ check_LTLIBRARIES += \
 	tests/modules/launchtime.la \
 	tests/modules/launchgraph.la \
 	tests/modules/nodevice.la \
-	tests/modules/obs-test.la
+	tests/modules/obs-test.la \
+	tests/modules/bare.la
 tests_modules_obs_test_la_SOURCES = tests/modules/obs-test.c
 tests_modules_obs_test_la_LDFLAGS = $(TEST_MODULE_LDFLAGS) -pthread
 # An NVTX tool library counting what the nvtx observer calls (NVTX loads
@@ -321,6 +322,8 @@ tests_modules_nodevice_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 # holds it to the same rules as the standard ones.
 tests_modules_random_la_SOURCES = doc/examples/custom-policy/random-policy.c
 tests_modules_random_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
+tests_modules_bare_la_SOURCES = tests/modules/bare.c
+tests_modules_bare_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_scatter_la_SOURCES = tests/modules/scatter.c
 tests_modules_scatter_la_LDFLAGS = $(TEST_MODULE_LDFLAGS)
 tests_modules_broken_noentry_la_SOURCES = tests/modules/broken-noentry.c
