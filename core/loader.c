@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include "conf.h"
 #include "internal.h"
 #include "loader.h"
 
@@ -350,9 +351,22 @@ int cua__check_desc(cua__module_kind kind, const char *path,
     return CUA_ERR_MODULE_INCOMPLETE;
   }
   for (i = 0; i < nparams; i++) {
-    if (cua__spec_at(params, stride, i)->name == NULL) {
+    const char *pname = cua__spec_at(params, stride, i)->name;
+    if (pname == NULL) {
       cua__put_err(err, errlen,
                    "%s: parameter %zu of the descriptor has no name", path, i);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    /* A parameter is set by a line "name = value": one that no line can
+     * give would keep its default for ever, and a section setting it
+     * would be told the key is unknown. */
+    if (!cua__conf_key_ok(pname)) {
+      cua__put_err(err, errlen,
+                   "%s: parameter %zu of the descriptor is named '%s', which "
+                   "no INI line can set (an INI key is not empty, has no "
+                   "blank at either end, no '=' or ':', no ';' after a "
+                   "blank, and does not start with ';', '#' or '[')",
+                   path, i, pname);
       return CUA_ERR_MODULE_INCOMPLETE;
     }
   }

@@ -1016,6 +1016,25 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
     ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
                   bad_specs[i].needle);
   }
+  /* A parameter is set by a line "name = value": a name no line can give
+   * is refused, naming the parameter. */
+  static const char *const unkeyable[] = {
+      "", " lead", "trail\t", "a=b", "a:b", ";a", "#a", "[a", "a ;b"};
+  for (size_t i = 0; i < sizeof unkeyable / sizeof *unkeyable; i++) {
+    static cua_param_spec spec = {NULL, CUA_PARAM_INT, "1", 0, 9, NULL, "h", 0};
+    char needle[128];
+    spec.name = unkeyable[i];
+    d = good;
+    d.name = "other";
+    d.params = &spec;
+    d.nparams = 1;
+    snprintf(needle, sizeof needle,
+             "parameter 0 of the descriptor is named '%s', which no INI line "
+             "can set",
+             unkeyable[i]);
+    ck_assert_err(NULL, cua_policy_register(&d), CUA_ERR_MODULE_INCOMPLETE,
+                  needle);
+  }
   /* None of the refused ones was registered. */
   cua_runtime *rt = NULL;
   ck_assert_err(NULL,

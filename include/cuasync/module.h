@@ -32,7 +32,9 @@ typedef enum cua_param_type {
 
 /** One parameter of a module's schema. */
 typedef struct cua_param_spec {
-  const char *name;          /**< INI key */
+  const char *name;          /**< INI key: one a line can give (not
+                                  empty, no blank at either end, no '='
+                                  or ':'), or the module is refused */
   cua_param_type type;       /**< its type */
   const char *default_value; /**< as INI text; NULL: no default (absent) */
   double min;                /**< INT/DOUBLE: smallest allowed value */

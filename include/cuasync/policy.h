@@ -34,7 +34,9 @@
  *   (CUA_ERR_MODULE_BAD_SIZE / CUA_ERR_MODULE_INCOMPLETE);
  * - create or place is NULL, a pointer in the descriptor (strings, schema,
  *   operations) lies outside the module's own loaded segments, the name is
- *   empty or has control characters, or the schema names a parameter twice
+ *   empty or has control characters, the schema names a parameter twice,
+ *   or names one that no INI line can set (empty, a blank at either end,
+ *   '=' or ':', a ';' after a blank, a first ';', '#' or '[')
  *   (CUA_ERR_MODULE_INCOMPLETE, each with its own message);
  * - create() returns non-zero (CUA_ERR_MODULE_CREATE).
  * Fields beyond the descriptor's size count as absent.
