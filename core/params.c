@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +41,16 @@ static int parse_value(const cua_param_spec *spec, const char *text,
     if (end == text || *end != '\0' || isspace((unsigned char)text[0])) {
       cua__put_err(why, whylen, "'%s' is not an integer", text);
       return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    /* A schema's range may reach past what an int64_t holds: a value
+     * strtoll() cannot hold is then out of that, not of the schema's. */
+    if (errno == ERANGE && (x == LLONG_MAX ? spec->max >= (double)LLONG_MAX
+                                           : spec->min <= (double)LLONG_MIN)) {
+      cua__put_err(why, whylen,
+                   "%s is out of range: it does not fit a 64-bit integer "
+                   "[%lld, %lld]",
+                   text, LLONG_MIN, LLONG_MAX);
+      return CUA_ERR_CONFIG_OUT_OF_RANGE;
     }
     if (errno == ERANGE || (double)x < spec->min || (double)x > spec->max) {
       cua__put_err(why, whylen, "%s is out of range [%.0f, %.0f]", text,

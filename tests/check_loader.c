@@ -917,6 +917,43 @@ START_TEST(a_create_returning_no_error_code_is_named_by_its_number) {
 }
 END_TEST
 
+/* An INT parameter whose range reaches past int64_t: a value that does
+ * not fit one is out of range, and the message says of what (it named
+ * the schema's range, which holds the value). */
+START_TEST(an_int_past_64_bits_is_out_of_range_of_64_bits) {
+  static const cua_param_spec wide_range[] = {
+      {"k", CUA_PARAM_INT, "0", -1e30, 1e30, NULL, "h", 0}};
+  static const cua_policy_descriptor big =
+      CUA_POLICY_INIT(.name = "bigint", .create = reg_create,
+                      .place = reg_place, CUA_POLICY_PARAMS(wide_range));
+  static const char *const values[] = {
+      "9223372036854775808", "-9223372036854775809", "99999999999999999999999"};
+  ck_assert_int_eq(cua_policy_register(&big), 0);
+  for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+    char text[256], needle[128];
+    cua_runtime *rt = NULL;
+    snprintf(text, sizeof text,
+             "[runtime]\nbackend = host\npolicy = bigint\n"
+             "[policy.bigint]\nk = %s\n",
+             values[i]);
+    snprintf(needle, sizeof needle,
+             "[policy.bigint] k: %s is out of range: it does not fit a "
+             "64-bit integer [-9223372036854775808, 9223372036854775807]",
+             values[i]);
+    ck_assert_err(NULL, open_text(&rt, text), CUA_ERR_CONFIG_OUT_OF_RANGE,
+                  needle);
+    ck_assert_ptr_null(rt);
+  }
+  /* The largest that fits is taken. */
+  cua_runtime *rt = NULL;
+  ck_assert_int_eq(open_text(&rt, "[runtime]\nbackend = host\npolicy = "
+                                  "bigint\n[policy.bigint]\n"
+                                  "k = 9223372036854775807\n"),
+                   0);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 START_TEST(register_refusals_have_their_codes_and_messages) {
   static const cua_policy_descriptor good =
       CUA_POLICY_INIT(.name = "mine", .create = reg_create, .place = reg_place);
@@ -1062,6 +1099,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, larger_elements_are_read_and_written_with_their_stride);
   tcase_add_test(tc, registered_policy_comes_before_the_search_path);
   tcase_add_test(tc, register_refusals_have_their_codes_and_messages);
+  tcase_add_test(tc, an_int_past_64_bits_is_out_of_range_of_64_bits);
   tcase_add_test(tc, a_create_returning_no_error_code_is_named_by_its_number);
   tcase_add_test(tc, an_abi_2_0_module_loads_in_push_mode);
   tcase_add_test(tc, other_abi_major_is_refused_naming_both_versions);

@@ -15,7 +15,8 @@
 
 /** Types of a module parameter. */
 typedef enum cua_param_type {
-  CUA_PARAM_INT = 1,    /**< integer, checked against [min, max] */
+  CUA_PARAM_INT = 1,    /**< integer, checked against [min, max] and
+                             the range of int64_t (cua_param_value::i) */
   CUA_PARAM_DOUBLE = 2, /**< real, checked against [min, max] */
   CUA_PARAM_BOOL = 3,   /**< true/false, yes/no, on/off, 1/0 */
   CUA_PARAM_STRING = 4, /**< any text */
