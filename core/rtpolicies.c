@@ -17,6 +17,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A section named after the file of a policy loaded by path, whose
+ * descriptor says another name (random-policy.so is policy 'random'): the
+ * usual slip, written into @p out for the message ("" when it is not). */
+static void file_name_hint(const cua_runtime *rt, const char *name, char *out,
+                           size_t len) {
+  out[0] = '\0';
+  for (const cua__polinst *p = rt->policies; p; p = p->next) {
+    const char *path = p->mod != NULL ? p->mod->path : NULL;
+    if (path == NULL || strcmp(p->d->name, name) == 0)
+      continue;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(base);
+    if (n > 3 && strcmp(base + n - 3, ".so") == 0)
+      n -= 3;
+    if (n == strlen(name) && strncmp(base, name, n) == 0) {
+      snprintf(out, len,
+               "; the policy loaded from %s is named '%s': its section is "
+               "[policy.%s]",
+               path, p->d->name, p->d->name);
+      return;
+    }
+  }
+}
+
 /* Every [policy.NAME] section must name a policy that exists, and its keys
  * must fit that policy's schema, whether or not it is used now: a typo in
  * a section for later would otherwise go unnoticed. */
@@ -38,15 +62,19 @@ static int check_policy_sections(cua_runtime *rt) {
     int rc =
         cua__module_load(&mod, CUA__MODULE_POLICY, name, cfg->policy_path,
                          cfg->npolicy_path, rt->ignore_env, err, sizeof err);
-    if (rc == CUA_ERR_MODULE_NOT_FOUND)
+    if (rc == CUA_ERR_MODULE_NOT_FOUND) {
+      /* The hint before the search's list, which may fill the message. */
+      char hint[1200];
+      file_name_hint(rt, name, hint, sizeof hint);
       return cua__fail(NULL, CUA_ERR_CONFIG_UNKNOWN_SECTION,
                        "%s:%d: [%s]: no policy named '%s' is installed or "
-                       "on the policy path (%s)%s",
-                       cfg->origin, sec->line, sec->name, name, err,
+                       "on the policy path%s (%s)%s",
+                       cfg->origin, sec->line, sec->name, name, hint, err,
                        cfg->policy_from_env
                            ? "; $CUASYNC_POLICY replaced [runtime] policy, "
                              "which may have named this one by its path"
                            : "");
+    }
     if (rc)
       return cua__fail(NULL, rc, "%s:%d: [%s]: %s", cfg->origin, sec->line,
                        sec->name, err);

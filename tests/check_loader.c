@@ -55,7 +55,7 @@ static void setup(void) {
 /* Removes what the tests put in the scratch directory (plain files). */
 static void teardown(void) {
   static const char *const names[] = {"broken-create.so", "broken-abi-major.so",
-                                      "single-stream.so"};
+                                      "single-stream.so", "renamed-policy.so"};
   char path[8192];
   size_t i;
 
@@ -390,6 +390,39 @@ START_TEST(path_is_loaded_as_is_without_name_check) {
   ck_assert_msg(rc == 0, "%s", err);
   ck_assert_str_eq(mod->desc.policy->name, "not-the-file-name");
   cua__module_unload(mod);
+}
+END_TEST
+
+/* Loaded by path, a policy takes its parameters from the section of the
+ * name its descriptor declares; a section named after the file instead is
+ * refused, and the message says which section was meant. (A copy under a
+ * name that is on no search path: broken-name.so is found by name.) */
+START_TEST(section_named_after_the_file_says_the_policys_name) {
+  char text[8600], needle[8400], path[8200];
+  cua_runtime *rt = NULL;
+
+  copy_module("broken-name.so", "renamed-policy.so");
+  snprintf(path, sizeof path, "%s/renamed-policy.so", tmp);
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = %s\n"
+           "[policy.renamed-policy]\n",
+           path);
+  snprintf(needle, sizeof needle,
+           "[policy.renamed-policy]: no policy named 'renamed-policy' is "
+           "installed or on the policy path; the policy loaded from %s is "
+           "named 'not-the-file-name': its section is "
+           "[policy.not-the-file-name] (",
+           path);
+  ck_assert_err(NULL, open_text(&rt, text), CUA_ERR_CONFIG_UNKNOWN_SECTION,
+                needle);
+  ck_assert_ptr_null(rt);
+  /* The section of its own name is the one it reads. */
+  snprintf(text, sizeof text,
+           "[runtime]\nbackend = host\npolicy = %s\n"
+           "[policy.not-the-file-name]\n",
+           path);
+  ck_assert_int_eq(open_text(&rt, text), 0);
+  cua_runtime_destroy(rt);
 }
 END_TEST
 
@@ -1137,6 +1170,7 @@ static Suite *suite(void) {
   tc = tcase_create("paths");
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, path_is_loaded_as_is_without_name_check);
+  tcase_add_test(tc, section_named_after_the_file_says_the_policys_name);
   tcase_add_test(tc, path_refusal_names_the_file);
   tcase_add_test(tc, bare_so_name_is_in_the_working_directory);
   tcase_add_test(tc, empty_name_is_invalid);
