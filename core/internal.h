@@ -285,7 +285,8 @@ struct cua_op {
    * its hints: a large submission's build misses the cache on each line
    * it touches (doc/results, thirtieth session). */
   atomic_int refs;
-  atomic_int frozen; /* 0, 1 once frozen, 2 while set_hints writes: op.c */
+  atomic_int frozen; /* 0, 1 once frozen, 2 while set_hints writes, 3
+                        while get_hints reads: op.c */
   cua_op_kind kind;
   /* Its node in the submission being built, when build_sub is that
    * submission's id (graph.c); under rt->lock. */

@@ -6,9 +6,11 @@
  * An op is immutable once frozen, so most of it needs no lock. What may
  * change, and how it is guarded:
  * - refs: atomic.
- * - frozen: atomic; 0 (hints may change), 1 (frozen, for good), or 2 while
- *   cua_op_set_hints() writes the hints. Freezing waits out a 2, so no
- *   reader of a frozen op's hints races with a writer.
+ * - frozen: atomic; 0 (hints may change), 1 (frozen, for good), 2 while
+ *   cua_op_set_hints() writes the hints, or 3 while cua_op_get_hints()
+ *   reads those of an unfrozen op. Freezing waits out a 2 or a 3, so no
+ *   reader of a frozen op's hints races with a writer; a writer waits out
+ *   a 3 (a reader is no other writer, and must not make it fail).
  * - unzip_shared (a zip's weak link to its shared wrapper): combine.c's
  *   unzip_lock.
  * - shared_node of a SHARED op: the runtime lock (graph.c, submit.c).
@@ -481,8 +483,14 @@ int cua_op_set_hints(cua_op *op, const cua_hints *h) {
                      h->size);
   if (cua__runtime_closed(op->rt, "cua_op_set_hints"))
     return CUA_ERR_CANCELED;
+  /* A cua_op_get_hints() in progress (3) finishes first: a copy. */
   int state = 0;
-  if (!atomic_compare_exchange_strong(&op->frozen, &state, 2))
+  while (!atomic_compare_exchange_strong(&op->frozen, &state, 2) &&
+         state == 3) {
+    sched_yield();
+    state = 0;
+  }
+  if (state != 0)
     return cua__fail(op->rt, CUA_ERR_BUSY,
                      state == 1 ? "cua_op_set_hints: the op is frozen (already "
                                   "used by another op or submitted)"
@@ -502,12 +510,13 @@ int cua_op_get_hints(const cua_op *op, cua_hints *out) {
                      "cua_op_get_hints: hints.size is %zu (set it to "
                      "sizeof(cua_hints))",
                      out->size);
-  /* A frozen op's hints never change. An unfrozen one is read in the same
-   * state cua_op_set_hints() writes in (2), so the two never overlap. */
+  /* A frozen op's hints never change. An unfrozen one is read in a state
+   * of its own (3), which cua_op_set_hints() waits out instead of taking
+   * it for another writer, so the two never overlap. */
   cua_op *w = (cua_op *)op;
   int v = atomic_load_explicit(&w->frozen, memory_order_acquire);
-  while (v != 1 && !(v == 0 && atomic_compare_exchange_weak(&w->frozen, &v, 2)))
-    if (v == 2) {
+  while (v != 1 && !(v == 0 && atomic_compare_exchange_weak(&w->frozen, &v, 3)))
+    if (v == 2 || v == 3) {
       sched_yield();
       v = atomic_load_explicit(&w->frozen, memory_order_acquire);
     }
@@ -537,13 +546,14 @@ cua_op *cua_op_retain(cua_op *op) {
  * references one, every submission): when it is frozen already, nothing is
  * written, so a shared op's cache line is not bounced between threads. A
  * cua_op_set_hints() in progress on another thread (2) finishes first: a
- * few instructions and two string copies. */
+ * few instructions and two string copies; so does a cua_op_get_hints()
+ * (3). */
 void cua__op_freeze(cua_op *op) {
   int v = atomic_load_explicit(&op->frozen, memory_order_acquire);
   while (v != 1) {
     if (v == 0 && atomic_compare_exchange_weak(&op->frozen, &v, 1))
       return;
-    if (v == 2) {
+    if (v == 2 || v == 3) {
       sched_yield();
       v = atomic_load_explicit(&op->frozen, memory_order_acquire);
     }

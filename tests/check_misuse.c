@@ -15,8 +15,10 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The fixture: a live runtime and its handles, and the handles of a
@@ -1167,6 +1169,72 @@ START_TEST(set_hints_races_with_freezing) {
 }
 END_TEST
 
+/* Reading an unfrozen op's hints on one thread while another sets them:
+ * the reader is no other writer, so every set succeeds. cua_op_get_hints()
+ * took the state a writer holds, and a cua_op_set_hints() meanwhile
+ * failed with CUA_ERR_BUSY, "another thread is setting the op's hints"
+ * (about one call in five with one reader). */
+static atomic_int hint_reads;
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void *hint_reader(void *arg) {
+  (void)arg;
+  while (!atomic_load(&race_go)) {
+    cua_hints h;
+    memset(&h, 0, sizeof h);
+    h.size = sizeof h;
+    if (cua_op_get_hints(race_op, &h) != 0)
+      return (void *)1;
+    atomic_fetch_add(&hint_reads, 1);
+  }
+  return NULL;
+}
+
+START_TEST(set_hints_is_not_refused_while_another_thread_reads_them) {
+  ck_assert_int_eq(cua_op_barrier(&race_op, rt), 0);
+  atomic_store(&race_go, 0);
+  atomic_store(&hint_reads, 0);
+  pthread_t th;
+  pthread_create(&th, NULL, hint_reader, NULL);
+  while (atomic_load(&hint_reads) == 0)
+    sched_yield();
+  int refused = 0, first = 0, sets = 0;
+  char msg[256] = "";
+  /* 20000 sets while the reader reads (a few milliseconds), and on until
+   * it has read 20000 times meanwhile, for at most 2 seconds on a loaded
+   * machine. */
+  int before = atomic_load(&hint_reads);
+  uint64_t end = now_ns() + 2000000000u;
+  while (sets < 20000 ||
+         (atomic_load(&hint_reads) - before < 20000 && now_ns() < end)) {
+    cua_hints h = CUA_HINTS_INIT;
+    h.name = "read";
+    h.priority = sets++;
+    int rc = cua_op_set_hints(race_op, &h);
+    if (rc != 0 && refused++ == 0) {
+      first = rc;
+      snprintf(msg, sizeof msg, "%s", cua_runtime_error(NULL));
+    }
+  }
+  atomic_store(&race_go, 1);
+  void *r;
+  pthread_join(th, &r);
+  ck_assert_msg(r == NULL, "get_hints failed: %s", cua_runtime_error(NULL));
+  ck_assert_msg(refused == 0, "%d of %d sets refused, the first with %s: %s",
+                refused, sets, cua_err_name(first), msg);
+  cua_hints h;
+  memset(&h, 0, sizeof h);
+  h.size = sizeof h;
+  ck_assert_int_eq(cua_op_get_hints(race_op, &h), 0);
+  ck_assert_int_eq(h.priority, sets - 1);
+  ck_assert_str_eq(h.name, "read");
+  cua_op_destroy(race_op);
+}
+END_TEST
+
 /* A future destroyed twice: the second call is refused with a message
  * (on standard error too, as it returns nothing), calls given the handle
  * after the first are refused, and the runtime goes on: before, the
@@ -1300,6 +1368,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads_unzip_one_zip);
   tcase_add_test(tc, threads_unzip_and_drop_run_the_zip_once);
   tcase_add_test(tc, set_hints_races_with_freezing);
+  tcase_add_test(tc, set_hints_is_not_refused_while_another_thread_reads_them);
   tcase_add_test(tc, a_future_destroyed_twice_is_refused);
   tcase_add_test(tc, a_future_destroyed_by_its_callback_and_the_program);
   suite_add_tcase(s, tc);
