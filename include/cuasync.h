@@ -588,9 +588,10 @@ typedef struct cua_hints {
 /**
  * Sets an op's hints. Allowed only until the op is frozen, that is until it
  * is referenced by another op or submitted: then CUA_ERR_BUSY (also while
- * another thread is setting the same op's hints). Referencing an op from
- * another thread at the same time is safe: either the hints are set before
- * it freezes, or this call fails with CUA_ERR_BUSY.
+ * another thread is setting the same op's hints; a cua_op_get_hints() on
+ * another thread is waited for, a copy). Referencing an op from another
+ * thread at the same time is safe: either the hints are set before it
+ * freezes, or this call fails with CUA_ERR_BUSY.
  */
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
 /**
