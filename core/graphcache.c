@@ -27,8 +27,9 @@
  *
  * At most [runtime] graph_cache fingerprints are remembered: the least
  * recently submitted goes first. cua_buffer_destroy() drops the entries
- * whose ops use the buffer; changing the runtime's or a device's policy
- * forgets every entry (they were placed by the old one).
+ * whose ops use the buffer, cua_policy_close() those its policy placed;
+ * changing the runtime's or a device's policy forgets every entry (they
+ * were placed by the old one).
  *
  * Owns: the cache (rt->gcache, a list in order of use). Locks: gcache_mu
  * guards the list and the entries, and is taken before a graph's mu (to
@@ -653,15 +654,29 @@ int cua__gcache_submit(cua_runtime *rt, cua_op *op, cua__polinst *pol,
   return done;
 }
 
-void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b) {
+/* Whether @p e's ops use the buffer @p key (or a tile of it). */
+static int uses_buffer(const cua__gentry *e, const void *key) {
+  for (size_t i = 0; i < e->nbufs; i++)
+    if (e->bufs[i] == key || cua__buffer_root(e->bufs[i]) == key)
+      return 1;
+  return 0;
+}
+
+/* Whether @p e was placed by the policy @p key. */
+static int placed_by(const cua__gentry *e, const void *key) {
+  return e->pol == key;
+}
+
+/* Drops the entries @p match says of @p key; one being captured is marked
+ * stale instead, and its capture removes it. */
+static void drop_where(cua_runtime *rt,
+                       int (*match)(const cua__gentry *, const void *),
+                       const void *key) {
   cua__gentry *victims = NULL;
   pthread_mutex_lock(&rt->gcache_mu);
   for (cua__gentry **p = &rt->gcache; *p != NULL;) {
     cua__gentry *e = *p;
-    int uses = 0;
-    for (size_t i = 0; i < e->nbufs && !uses; i++)
-      uses = e->bufs[i] == b || cua__buffer_root(e->bufs[i]) == b;
-    if (!uses) {
+    if (!match(e, key)) {
       p = &e->next;
     } else if (e->state == GE_CAPTURING) {
       e->stale = 1; /* its capture removes it */
@@ -675,6 +690,14 @@ void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b) {
   }
   pthread_mutex_unlock(&rt->gcache_mu);
   drop(rt, victims);
+}
+
+void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b) {
+  drop_where(rt, uses_buffer, b);
+}
+
+void cua__gcache_policy_gone(cua_runtime *rt, const cua__polinst *pol) {
+  drop_where(rt, placed_by, pol);
 }
 
 void cua__gcache_clear(cua_runtime *rt) {

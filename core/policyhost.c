@@ -418,6 +418,9 @@ void cua_policy_close(cua_policy *pol) {
     return;
   }
   cua_runtime *rt = p->rt;
+  /* Graphs it placed (graphs = auto) are matched by its address: a policy
+   * opened after it is freed may be given the same one. */
+  cua__gcache_policy_gone(rt, p);
   pthread_mutex_lock(&rt->lock);
   p->closed = 1;
   p->user = 0;

@@ -283,6 +283,10 @@ void cua__gcache_clear(cua_runtime *rt);
 /* cua_buffer_destroy() was called on @p b: drops the cached graphs whose
  * ops use it (or a tile of it). */
 void cua__gcache_buffer_gone(cua_runtime *rt, cua_buffer *b);
+/* cua_policy_close() was called on @p pol: drops the cached graphs it
+ * placed (they are matched by its address, which a policy opened later may
+ * be given). */
+void cua__gcache_policy_gone(cua_runtime *rt, const cua__polinst *pol);
 /* submit.c: undoes a build that will not run (nodes, shared ops' runs). */
 void cua__build_undo(cua__build *b, cua__sub *sub);
 

@@ -214,9 +214,10 @@ typedef struct cua_stats {
                                    ([runtime] graphs = auto or always; the
                                    submission that captures counts) */
   uint64_t graph_evictions;   /**< cached graphs dropped ([runtime]
-                                   graph_cache full, or a buffer of theirs
-                                   destroyed); a policy change drops the
-                                   cache without counting */
+                                   graph_cache full, a buffer of theirs
+                                   destroyed, or the cua_policy that
+                                   placed them closed); a policy change
+                                   drops the cache without counting */
   uint64_t observer_drops;    /**< records the observers fell too far behind
                                    to get (cuasync/observer.h) */
   uint64_t lists_handed_over; /**< command lists (a submission's, or a

@@ -1360,6 +1360,49 @@ START_TEST(auto_mode_structure_and_buffers) {
 }
 END_TEST
 
+/* A cached graph is matched by the policy that placed it: one of a closed
+ * policy handle went on being replayed for a policy opened later at the
+ * same address (the allocator's to give), placed as the closed one said.
+ * cua_policy_close() drops the graphs its policy placed. */
+static void submit_step_with(cua_policy *pol, cua_buffer *y, float v, float a,
+                             cua_buffer *x) {
+  cua_op *t = step(y, v, a, x);
+  cua_submit_options o = {sizeof o, pol, 0, {0, 0, 0}};
+  ck_assert_int_eq(cua_submit_wait(rt, t, &o, NULL), 0);
+  cua_op_destroy(t);
+}
+
+START_TEST(auto_mode_forgets_the_graphs_of_a_closed_policy) {
+  rt = open_policy("round-robin", "graphs = auto\n");
+  cua_buffer *y = make_buf(0), *x = make_buf(1);
+  cua_policy *a = NULL, *b = NULL;
+  ck_assert_int_eq(cua_policy_open(&a, rt, "single-stream"), 0);
+  for (int i = 0; i < 2; i++)
+    submit_step_with(a, y, 1.0f, 2.0f, x);
+  cua_stats st = stats_of();
+  ck_assert_int_eq((int)st.graphs, 1);
+  ck_assert_int_eq((int)st.graph_replays, 1);
+  uintptr_t was = (uintptr_t)a;
+  cua_policy_close(a);
+  ck_assert_int_eq((int)stats_of().graph_evictions, 1);
+  ck_assert_int_eq(cua_policy_open(&b, rt, "single-stream"), 0);
+  if ((uintptr_t)b != was)
+    printf("auto_mode_forgets_the_graphs_of_a_closed_policy: the new policy "
+           "has another address; only the eviction is tested\n");
+  for (int i = 0; i < 2; i++)
+    submit_step_with(b, y, 1.0f, 2.0f, x);
+  ck_assert(first(y) == 3.0f);
+  st = stats_of();
+  /* b's own graph: captured anew, then replayed once. */
+  ck_assert_int_eq((int)st.graphs, 2);
+  ck_assert_int_eq((int)st.graph_replays, 2);
+  cua_policy_close(b);
+  cua_buffer_destroy(x);
+  cua_buffer_destroy(y);
+  cua_runtime_destroy(rt);
+}
+END_TEST
+
 /* Four threads submit the same step, built anew each time with a factor
  * of their own (y += k * x, then z = y): one fingerprint, so one cached
  * graph, updated and launched by turns, and the same root resubmitted
@@ -1607,6 +1650,7 @@ static Suite *suite(void) {
   tcase_add_test(tsem, auto_mode_replays_a_step_whose_sizes_change);
   tcase_add_test(tsem, auto_mode_structure_and_buffers);
   tcase_add_test(tsem, auto_mode_four_threads);
+  tcase_add_test(tsem, auto_mode_forgets_the_graphs_of_a_closed_policy);
   tcase_add_test(tsem, auto_mode_limits);
   tcase_add_test(tsem, auto_mode_config_errors);
   suite_add_tcase(s, tsem);
