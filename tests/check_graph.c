@@ -1367,7 +1367,7 @@ END_TEST
 static void submit_step_with(cua_policy *pol, cua_buffer *y, float v, float a,
                              cua_buffer *x) {
   cua_op *t = step(y, v, a, x);
-  cua_submit_options o = {sizeof o, pol, 0, {0, 0, 0}};
+  cua_submit_options o = {.size = sizeof o, .policy = pol};
   ck_assert_int_eq(cua_submit_wait(rt, t, &o, NULL), 0);
   cua_op_destroy(t);
 }
