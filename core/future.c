@@ -354,9 +354,16 @@ int cua_future_fd(cua_future *f) {
   int fd = s->efd;
   int e = errno;
   pthread_mutex_unlock(&s->mu);
-  if (fd < 0)
-    return cua__fail(NULL, CUA_ERR_INTERNAL, "cua_future_fd: eventfd: %s",
+  /* Out of descriptors is the process's state, not a defect: a later
+   * call, once some are closed, makes the one this call could not. */
+  if (fd < 0 && (e == EMFILE || e == ENFILE))
+    return cua__fail(NULL, CUA_ERR_BUSY,
+                     "cua_future_fd: eventfd: %s (no file descriptor left; "
+                     "a later call may succeed once some are closed)",
                      strerror(e));
+  if (fd < 0)
+    return cua__fail(NULL, e == ENOMEM ? CUA_ERR_NOMEM : CUA_ERR_INTERNAL,
+                     "cua_future_fd: eventfd: %s", strerror(e));
   return fd;
 }
 

@@ -94,6 +94,16 @@ char *cua__join_path(const char *dir, const char *name, const char *ext) {
   return p;
 }
 
+size_t cua__so_stem(const char *name) {
+  size_t n = strlen(name);
+
+  return n > 3 && strcmp(name + n - 3, ".so") == 0 ? n - 3 : n;
+}
+
+int cua__names_file(const char *name) {
+  return strchr(name, '/') != NULL || cua__so_stem(name) != strlen(name);
+}
+
 /* ------------------------------------------------------------------ */
 /* Loading one file. */
 
@@ -618,12 +628,8 @@ int cua__module_load(cua__module **out, cua__module_kind kind, const char *name,
   if (kind == CUA__MODULE_POLICY &&
       (rc = cua__load_registered(out, name, err, errlen)) <= 0)
     return rc;
-  {
-    size_t nl = strlen(name);
-    if (strchr(name, '/') != NULL ||
-        (nl > 3 && strcmp(name + nl - 3, ".so") == 0))
-      return load_path(out, kind, name, err, errlen);
-  }
+  if (cua__names_file(name))
+    return load_path(out, kind, name, err, errlen);
 
   dirs = cua__module_dirs(kind, extra, nextra, ignore_env, &ndirs);
   if (dirs == NULL) {

@@ -181,6 +181,12 @@ int cua__params_check_schema(const char *path, const cua_param_spec *params,
  * the other kind's entry symbol). */
 extern const kind_info cua__kinds[CUA__MODULE_KINDS];
 char *cua__join_path(const char *dir, const char *name, const char *ext);
+/* loader.c: the length of @p name less its ".so" ending (the whole length
+ * when it has none, or is no more than ".so"); and 1 when the loader takes
+ * @p name as a file (a '/' in it, or that ending), 0 when it is a module
+ * name to search for. */
+size_t cua__so_stem(const char *name);
+int cua__names_file(const char *name);
 int cua__check_desc(cua__module_kind kind, const char *path,
                     const desc_head *head, size_t symsize, const mod_map *map,
                     const char *expect, char *err, size_t errlen);

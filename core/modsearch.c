@@ -215,7 +215,7 @@ static int list_modules(const char *dir, char ***names, size_t *n) {
     return 0;
   while ((e = readdir(d)) != NULL) {
     size_t len = strlen(e->d_name);
-    if (len <= 3 || strcmp(e->d_name + len - 3, ".so") != 0)
+    if (cua__so_stem(e->d_name) == len)
       continue;
     if (strv_add(names, n, e->d_name, len) != 0) {
       closedir(d);
@@ -359,7 +359,7 @@ void cua__module_scan(cua__module_kind kind, char *const *extra, size_t nextra,
     for (j = 0; j < nfiles; j++) {
       cua__module_report r;
       cua__module *mod = NULL;
-      size_t nl = strlen(files[j]) - 3;
+      size_t nl = cua__so_stem(files[j]);
       int other;
 
       memset(&r, 0, sizeof r);

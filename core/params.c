@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -69,6 +70,15 @@ static int parse_value(const cua_param_spec *spec, const char *text,
         isnan(x) || (isinf(x) && errno != ERANGE)) {
       cua__put_err(why, whylen, "'%s' is not a finite number", text);
       return CUA_ERR_CONFIG_BAD_VALUE;
+    }
+    /* Too near 0 to hold: strtod() gives 0 or a value that lost digits,
+     * which is not what the text says. */
+    if (errno == ERANGE && !isinf(x)) {
+      cua__put_err(why, whylen,
+                   "%s is out of range: it is too near 0 for a double (the "
+                   "smallest is %g)",
+                   text, DBL_MIN);
+      return CUA_ERR_CONFIG_OUT_OF_RANGE;
     }
     if ((errno == ERANGE && isinf(x)) || x < spec->min || x > spec->max) {
       cua__put_err(why, whylen, "%s is out of range [%g, %g]", text, spec->min,
@@ -150,6 +160,36 @@ int cua__params_check_schema(const char *path, const cua_param_spec *params,
       cua__put_err(err, errlen,
                    "%s: parameter '%s' of the descriptor's schema is an enum "
                    "without choices",
+                   path, pname);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    /* An empty word ("a||b", "|a", "a|") is a choice no value selects
+     * except an empty one: a slip in the schema, not a choice. */
+    if (ps->type == CUA_PARAM_ENUM &&
+        (ps->choices[0] == '|' || strstr(ps->choices, "||") != NULL ||
+         ps->choices[strlen(ps->choices) - 1] == '|')) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema is an enum "
+                   "whose choices '%s' include an empty one",
+                   path, pname, ps->choices);
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    /* Flags this library does not know are what a module built against a
+     * newer cuasync.h asks for: refused rather than ignored. */
+    if ((ps->flags & ~(CUA_PARAM_MULTI | CUA_PARAM_PATH)) != 0) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema has flags "
+                   "0x%x, which this cuasync does not know (it knows "
+                   "CUA_PARAM_MULTI 0x1 and CUA_PARAM_PATH 0x2)",
+                   path, pname,
+                   ps->flags & ~(CUA_PARAM_MULTI | CUA_PARAM_PATH));
+      return CUA_ERR_MODULE_INCOMPLETE;
+    }
+    if ((ps->flags & CUA_PARAM_PATH) != 0 && ps->type != CUA_PARAM_STRING) {
+      cua__put_err(err, errlen,
+                   "%s: parameter '%s' of the descriptor's schema has "
+                   "CUA_PARAM_PATH, which only a CUA_PARAM_STRING parameter "
+                   "takes",
                    path, pname);
       return CUA_ERR_MODULE_INCOMPLETE;
     }

@@ -369,9 +369,7 @@ int cua_policy_register(const cua_policy_descriptor *desc) {
   char err[CUA__ERRLEN];
   if (desc != NULL && desc->abi_major == CUA_POLICY_ABI_MAJOR &&
       desc->name != NULL) {
-    size_t n = strlen(desc->name);
-    if (strchr(desc->name, '/') != NULL ||
-        (n > 3 && strcmp(desc->name + n - 3, ".so") == 0))
+    if (cua__names_file(desc->name))
       return cua__fail(NULL, CUA_ERR_INVAL,
                        "cua_policy_register: the name '%s' has a '/' or ends "
                        "in \".so\", so a configuration would name a file "

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 #include "internal.h"
+#include "loader.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,9 +29,7 @@ static void file_name_hint(const cua_runtime *rt, const char *name, char *out,
     if (path == NULL || strcmp(p->d->name, name) == 0)
       continue;
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t n = strlen(base);
-    if (n > 3 && strcmp(base + n - 3, ".so") == 0)
-      n -= 3;
+    size_t n = cua__so_stem(base);
     if (n == strlen(name) && strncmp(base, name, n) == 0) {
       snprintf(out, len,
                "; the policy loaded from %s is named '%s': its section is "

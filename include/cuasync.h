@@ -690,7 +690,9 @@ typedef void (*cua_future_cb)(cua_future *fut, int status, void *arg);
 CUA_EXTERN int cua_future_on_complete(cua_future *fut, cua_future_cb cb,
                                       void *arg);
 /** A file descriptor that becomes readable (and stays so) on completion,
- * for poll/epoll/event loops. Owned by the future: do not close or read. */
+ * for poll/epoll/event loops. Owned by the future: do not close or read.
+ * CUA_ERR_BUSY when the process or the system has no descriptor left
+ * (EMFILE, ENFILE): a later call may succeed once some are closed. */
 CUA_EXTERN int cua_future_fd(cua_future *fut);
 /** The root op's result (CUA_ERR_AGAIN pending, or the failure's code). */
 CUA_EXTERN int cua_future_result(const cua_future *fut, void **result);

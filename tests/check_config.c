@@ -1060,6 +1060,13 @@ START_TEST(params_bad_double_is_refused) {
   expect_params_error("[policy.test]\nratio = 1.5\n",
                       CUA_ERR_CONFIG_OUT_OF_RANGE,
                       "<text>:2: ", "out of range [0, 1]");
+  /* Too near 0 for a double: not read as 0, which it does not say. */
+  expect_params_error("[policy.test]\nratio = 1e-400\n",
+                      CUA_ERR_CONFIG_OUT_OF_RANGE, "<text>:2: ",
+                      "[policy.test] ratio: 1e-400 is out of range: it is too "
+                      "near 0 for a double (the smallest is 2.22507e-308)");
+  expect_params_error("[policy.test]\nratio = -1e-310\n",
+                      CUA_ERR_CONFIG_OUT_OF_RANGE, "<text>:2: ", "too near 0");
 }
 END_TEST
 

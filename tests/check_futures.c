@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +94,35 @@ START_TEST(fd_becomes_readable_on_completion) {
   ck_assert_int_eq(cua_future_wait(f), 0);
   p.fd = cua_future_fd(f);
   ck_assert_int_eq(poll(&p, 1, 0), 1);
+  cua_future_destroy(f);
+  cua_op_destroy(op);
+}
+END_TEST
+
+START_TEST(fd_out_of_descriptors_is_busy_and_a_later_call_succeeds) {
+  cua_op *op = spin_op(0);
+  cua_future *f;
+  ck_assert_int_eq(cua_submit(&f, rt, op, NULL), 0);
+  ck_assert_int_eq(cua_future_wait(f), 0);
+  /* The lowest free descriptor becomes the limit: none is left below. */
+  struct rlimit old, low;
+  ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+  int lowest = dup(0);
+  ck_assert_int_ge(lowest, 0);
+  close(lowest);
+  low = old;
+  low.rlim_cur = (rlim_t)lowest;
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+  int rc = cua_future_fd(f);
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+  ck_assert_err(NULL, rc, CUA_ERR_BUSY,
+                "cua_future_fd: eventfd: Too many open files (no file "
+                "descriptor left; a later call may succeed once some are "
+                "closed)");
+  int fd = cua_future_fd(f);
+  ck_assert_int_ge(fd, 0);
+  struct pollfd p = {fd, POLLIN, 0};
+  ck_assert_int_eq(poll(&p, 1, 0), 1); /* complete: readable at once */
   cua_future_destroy(f);
   cua_op_destroy(op);
 }
@@ -349,6 +379,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, wait_timeout_and_poll);
   tcase_add_test(tc, callback_fires_once_with_the_status);
   tcase_add_test(tc, fd_becomes_readable_on_completion);
+  tcase_add_test(tc, fd_out_of_descriptors_is_busy_and_a_later_call_succeeds);
   tcase_add_test(tc, early_release_of_futures_ops_and_buffers);
   tcase_add_test(tc, destroying_the_runtime_waits_for_work);
   tcase_add_test(tc, submit_errors_leave_no_future);

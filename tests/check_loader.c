@@ -1077,6 +1077,20 @@ START_TEST(register_refusals_have_their_codes_and_messages) {
        "has type 9, which is no cua_param_type"},
       {{"a", CUA_PARAM_BOOL, "maybe", 0, 0, NULL, "h", 0},
        "invalid default: 'maybe' is not a boolean"},
+      {{"a", CUA_PARAM_ENUM, NULL, 0, 0, "x||y", "h", 0},
+       "parameter 'a' of the descriptor's schema is an enum whose choices "
+       "'x||y' include an empty one"},
+      {{"a", CUA_PARAM_ENUM, NULL, 0, 0, "|x", "h", 0},
+       "choices '|x' include an empty one"},
+      {{"a", CUA_PARAM_ENUM, NULL, 0, 0, "x|", "h", 0},
+       "choices 'x|' include an empty one"},
+      {{"a", CUA_PARAM_STRING, NULL, 0, 0, NULL, "h", 0x10},
+       "parameter 'a' of the descriptor's schema has flags 0x10, which this "
+       "cuasync does not know (it knows CUA_PARAM_MULTI 0x1 and "
+       "CUA_PARAM_PATH 0x2)"},
+      {{"a", CUA_PARAM_INT, NULL, 0, 9, NULL, "h", CUA_PARAM_PATH},
+       "parameter 'a' of the descriptor's schema has CUA_PARAM_PATH, which "
+       "only a CUA_PARAM_STRING parameter takes"},
   };
   for (size_t i = 0; i < sizeof bad_specs / sizeof *bad_specs; i++) {
     d = good;

@@ -40,9 +40,12 @@ typedef struct cua_param_spec {
   const char *default_value; /**< as INI text; NULL: no default (absent) */
   double min;                /**< INT/DOUBLE: smallest allowed value */
   double max;                /**< INT/DOUBLE: largest allowed value */
-  const char *choices;       /**< ENUM: "a|b|c" */
+  const char *choices;       /**< ENUM: "a|b|c", no word empty */
   const char *help;          /**< one line, shown by cuasync-info */
-  unsigned flags;            /**< CUA_PARAM_* flags */
+  unsigned flags;            /**< CUA_PARAM_* flags; one this library
+                                  does not know, or CUA_PARAM_PATH on
+                                  a type but STRING, and the module is
+                                  refused */
 } cua_param_spec;
 
 /** The value of one parameter, as handed to a module's create(). */

@@ -36,7 +36,12 @@
  *   operations) lies outside the module's own loaded segments, the name is
  *   empty or has control characters, the schema names a parameter twice,
  *   or names one that no INI line can set (empty, a blank at either end,
- *   '=' or ':', a ';' after a blank, a first ';', '#' or '[')
+ *   '=' or ':', a ';' after a blank, a first ';', '#' or '['), or
+ *   describes one no configuration could satisfy or this library could
+ *   not honour (a type that is no cua_param_type, a range that holds no
+ *   value, an enum without choices or with an empty one, a default that
+ *   does not parse, flags this library does not know, CUA_PARAM_PATH on
+ *   a type other than CUA_PARAM_STRING)
  *   (CUA_ERR_MODULE_INCOMPLETE, each with its own message);
  * - create() returns non-zero (CUA_ERR_MODULE_CREATE).
  * Fields beyond the descriptor's size count as absent.
