@@ -516,7 +516,9 @@ int cua_graph_create(cua_graph **out, cua_runtime *rt, cua_op *op,
   char msg[CUA__ERRLEN];
   msg[0] = '\0';
   pthread_mutex_lock(&rt->lock);
-  if (rt->stopping) {
+  /* Refused once cua_runtime_destroy() began, as a submission is: its
+   * launches would be. */
+  if (rt->stopping || rt->closing) {
     pthread_mutex_unlock(&rt->lock);
     g->dead = 1;
     cua__graph_release(g);

@@ -136,12 +136,12 @@ CUA_EXTERN int cua_runtime_create_ex(cua_runtime **rt,
  * callbacks, then frees streams, events, policies, modules and the memory
  * of every buffer. @p rt is invalid afterwards. A submission made once it
  * has begun (by a callback or host step following up its work) fails with
- * #CUA_ERR_CANCELED, "cua_submit: runtime closing". From a stream function (of
- * any runtime) or a host step, map or callback of @p rt, where it would
- * wait for itself,
- * it does nothing but say so on stderr (and as cua_runtime_error(rt)):
- * destroy the runtime from another thread. The other handles the
- * caller still holds stay valid:
+ * #CUA_ERR_CANCELED, "cua_submit: runtime closing"; so does
+ * cua_graph_create() ("cua_graph_create: runtime closing"). From a stream
+ * function (of any runtime) or a host step, map or callback of @p rt, where it
+ * would wait for itself, it does nothing but say so on stderr (and as
+ * cua_runtime_error(rt)): destroy the runtime from another thread. The other
+ * handles the caller still holds stay valid:
  * - policy handles keep their name, a submission given one fails with
  *   #CUA_ERR_CANCELED, and cua_policy_close() frees them;
  * - futures work as before (wait, poll, result, error, fd, callback);

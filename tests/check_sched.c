@@ -431,8 +431,8 @@ END_TEST
 typedef struct endless {
   cua_runtime *rt;
   cua_buffer *buf;
-  atomic_int steps, refused;
-  char msg[256];
+  atomic_int steps, refused, graph_refused;
+  char msg[256], graph_msg[256];
 } endless;
 
 static void endless_step(cua_future *fut, int status, void *arg) {
@@ -444,12 +444,19 @@ static void endless_step(cua_future *fut, int status, void *arg) {
   int rc = cua_op_fill(&op, e->buf, 1.0f);
   if (rc == 0)
     rc = cua_submit(&next, e->rt, op, NULL);
-  cua_op_destroy(op);
   if (rc != 0) {
     snprintf(e->msg, sizeof e->msg, "%s", cua_runtime_error(e->rt));
     atomic_store(&e->refused, rc);
+    /* A graph of the same op is refused too: its launches would be. */
+    cua_graph *g = NULL;
+    int grc = op != NULL ? cua_graph_create(&g, e->rt, op, NULL) : rc;
+    snprintf(e->graph_msg, sizeof e->graph_msg, "%s", cua_runtime_error(e->rt));
+    atomic_store(&e->graph_refused, grc);
+    cua_graph_destroy(g);
+    cua_op_destroy(op);
     return;
   }
+  cua_op_destroy(op);
   atomic_fetch_add(&e->steps, 1);
   if (cua_future_on_complete(next, endless_step, e) != 0)
     cua_future_destroy(next);
@@ -471,6 +478,8 @@ START_TEST(destroy_ends_callbacks_that_submit_for_ever) {
   cua_runtime_destroy(e.rt);
   ck_assert_int_eq(atomic_load(&e.refused), CUA_ERR_CANCELED);
   ck_assert_str_eq(e.msg, "cua_submit: runtime closing");
+  ck_assert_int_eq(atomic_load(&e.graph_refused), CUA_ERR_CANCELED);
+  ck_assert_str_eq(e.graph_msg, "cua_graph_create: runtime closing");
   cua_buffer_destroy(e.buf); /* (the callbacks used it until the end) */
 }
 END_TEST
