@@ -418,6 +418,32 @@ run 1 --quick --backend host --policy no-such-policy
 expect "$ERR" "no-such-policy" "an unknown policy: stderr"
 pass "an unknown policy exits 1 with a message"
 
+# A run that gives up before its results (a contender that does not open)
+# leaves an earlier --output or --plot file as it was, and creates none
+# (it emptied them); a run that writes replaces a longer file whole.
+echo "earlier results" >"$TMP/keep.csv"
+echo "earlier plot" >"$TMP/keep.svg"
+GNUPLOT=$(command -v true)
+export GNUPLOT
+run 1 --quick --backend host --policy no-such-policy \
+  --output "$TMP/keep.csv" --plot "$TMP/keep.svg"
+unset GNUPLOT
+[ "$(cat "$TMP/keep.csv")" = "earlier results" ] ||
+  fail "a run that gave up emptied the earlier --output file"
+[ "$(cat "$TMP/keep.svg")" = "earlier plot" ] ||
+  fail "a run that gave up emptied the earlier --plot file"
+run 1 --quick --backend host --policy no-such-policy --output "$TMP/new.csv"
+[ -e "$TMP/new.csv" ] && fail "a run that gave up left an empty --output file"
+awk 'BEGIN { for (i = 0; i < 2000; i++) print "earlier,longer,results" }' \
+  >"$TMP/keep.csv"
+run 0 --quick --backend host --workload trivial --repeat 1 \
+  --policy round-robin --format csv --output "$TMP/keep.csv"
+grep -q 'earlier' "$TMP/keep.csv" &&
+  fail "--output: the earlier file's tail is still there"
+expect "$TMP/keep.csv" '^trivial,round-robin,cuasync,' "--output: the results"
+rm -f "$TMP/keep.csv" "$TMP/keep.svg"
+pass "a run that gives up leaves --output and --plot files as they were"
+
 # A contender whose runs fail (tests/modules/broken-placement.c places on
 # a device that does not exist): exit 1; its rows say valid 0 (JSON false)
 # and keep the run's parameters (they were 0), as its baseline's rows have.

@@ -70,6 +70,7 @@ typedef struct options {
   const char *trace_dir; /* --trace DIR */
   int timestamps;        /* --timestamps: the raw-ts-* baselines */
   const char *output, *plot;
+  int output_created, plot_created; /* did not exist before this run */
   int set_tasks, set_width, set_repeat, set_bytes;
   int submit[BENCH_SUBMIT_MODES]; /* the --submit modes, in order */
   int nsubmit;
@@ -1639,10 +1640,18 @@ static int give_up(bench *b, FILE *out) {
   for (size_t i = 0; i < b->ntraced; i++)
     free(b->traced[i]);
   free(b->traced);
-  if (out != stdout)
+  /* Nothing was written: an earlier file stays as it was, and one this
+   * run created goes. */
+  if (out != stdout) {
     fclose(out);
-  if (b->plot != NULL)
+    if (b->o->output_created)
+      unlink(b->o->output);
+  }
+  if (b->plot != NULL) {
     fclose(b->plot);
+    if (b->o->plot_created)
+      unlink(b->o->plot);
+  }
   return EXIT_RUN;
 }
 
@@ -2009,7 +2018,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
     return EXIT_PLOT;
   }
   FILE *out = stdout;
-  if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
+  if (o.output != NULL &&
+      (out = bench_open_later(o.output, &o.output_created)) == NULL) {
     fprintf(stderr, PROG ": cannot write %s: %s\n", o.output, strerror(errno));
     free(o.workloads);
     return EXIT_RUN;
@@ -2049,7 +2059,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
   unique_labels(b.cont, b.ncont);
   /* The plot's file, opened before anything runs: a run of an hour is not
    * lost to a typo in its name. */
-  if (o.plot != NULL && (b.plot = fopen(o.plot, "w")) == NULL) {
+  if (o.plot != NULL &&
+      (b.plot = bench_open_later(o.plot, &o.plot_created)) == NULL) {
     fprintf(stderr, PROG ": cannot write %s: %s\n", o.plot, strerror(errno));
     return give_up(&b, out);
   }
@@ -2138,13 +2149,30 @@ static int bench_main(int argc, char **argv, spec *specs) {
 
   bench_meta meta;
   fill_meta(&meta, &b);
-  bench_write(out, o.format, &meta, b.rows.v, b.rows.n);
   int status = b.rows.failed ? EXIT_RUN : 0;
-  if (out != stdout && fclose(out) != 0) {
-    fprintf(stderr, PROG ": writing %s: %s\n", o.output, strerror(errno));
-    status = EXIT_RUN;
-  } else if (out == stdout && output_written() != 0) {
-    status = EXIT_RUN;
+  if (out != stdout) {
+    /* Emptied only now: an earlier file stayed whole until the results
+     * were ready. */
+    int rc = bench_file_empty(out), e = errno;
+    if (rc == 0) {
+      bench_write(out, o.format, &meta, b.rows.v, b.rows.n);
+      rc = fflush(out) != 0 || ferror(out) ? -1 : 0;
+      e = errno;
+    }
+    if (fclose(out) != 0 && rc == 0) {
+      rc = -1;
+      e = errno;
+    }
+    if (rc != 0) {
+      fprintf(stderr, PROG ": writing %s: %s\n", o.output, strerror(e));
+      status = EXIT_RUN;
+      if (o.output_created)
+        unlink(o.output); /* not a half-written file */
+    }
+  } else {
+    bench_write(out, o.format, &meta, b.rows.v, b.rows.n);
+    if (output_written() != 0)
+      status = EXIT_RUN;
   }
   if (o.plot != NULL) {
     char err[ERRLEN];
@@ -2152,6 +2180,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
                    sizeof err) != 0) {
       fprintf(stderr, PROG ": %s\n", err);
       status = EXIT_RUN;
+      if (o.plot_created)
+        unlink(o.plot);
     }
     if (gantt_charts(&b) != 0)
       status = EXIT_RUN;

@@ -11,10 +11,12 @@
 #include "report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -655,6 +657,37 @@ fail_svg:
   return -1;
 }
 
+FILE *bench_open_later(const char *path, int *created) {
+  struct stat st;
+  int fd;
+  FILE *f;
+
+  *created = stat(path, &st) != 0;
+  /* No O_TRUNC: the file is emptied when its contents are ready. */
+  fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return NULL;
+  f = fdopen(fd, "w");
+  if (f == NULL) {
+    int e = errno;
+    close(fd);
+    if (*created)
+      unlink(path);
+    errno = e;
+  }
+  return f;
+}
+
+int bench_file_empty(FILE *f) {
+  struct stat st;
+
+  if (fstat(fileno(f), &st) != 0)
+    return -1;
+  if (!S_ISREG(st.st_mode))
+    return 0;
+  return ftruncate(fileno(f), 0);
+}
+
 /* Ends gnuplot's script, waits for it, and copies the SVG it wrote to
  * @p dst, the file @p path (opened here when @p dst is NULL), which it
  * closes; 0, or -1 with @p err set. */
@@ -679,6 +712,10 @@ static int gp_finish(gnuplot *g, FILE *dst, const char *path, char *err,
   }
   if (dst == NULL && (dst = fopen(path, "w")) == NULL) {
     snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
+    goto out;
+  }
+  if (bench_file_empty(dst) != 0) {
+    snprintf(err, len, "writing %s: %s", path, strerror(errno));
     goto out;
   }
   rewind(g->svg);

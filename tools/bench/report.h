@@ -107,6 +107,14 @@ int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
  * over @p max_slices; -1 with @p err set. */
 int bench_gantt(const char *svg, const char *trace, const char *title,
                 size_t max_slices, char *err, size_t len);
+/** Opens @p path for writing without emptying it, so that a run that
+ * gives up before its results are written leaves an earlier file as it
+ * was; @p created says whether the file did not exist (and is to be
+ * removed then). NULL with errno set when it cannot be written. */
+FILE *bench_open_later(const char *path, int *created);
+/** Empties @p f, opened by bench_open_later(), before its contents are
+ * written; a device or a pipe is left as it is. 0, or -1 with errno. */
+int bench_file_empty(FILE *f);
 /** Whether an executable gnuplot is in $PATH. */
 int bench_have_gnuplot(void);
 
