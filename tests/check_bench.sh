@@ -524,6 +524,25 @@ expect "$ERR" "^cuasync-bench: cannot write $TMP/no-such-dir/p.svg: No such file
 [ -s "$OUT" ] && fail "--plot to a missing folder still ran the benchmark"
 pass "--plot to a missing folder exits 1 before running, saying why"
 
+# --output and --plot naming one file (here through a link): bad usage,
+# before anything runs (the SVG was written over the results, exit 0).
+GNUPLOT=$(command -v true)
+export GNUPLOT
+echo "earlier results" >"$TMP/same.svg"
+ln -s same.svg "$TMP/link.svg"
+run 2 --quick --backend host --workload trivial --repeat 1 \
+  --output "$TMP/same.svg" --plot "$TMP/link.svg"
+expect "$ERR" "^cuasync-bench: --output $TMP/same.svg and --plot $TMP/link.svg are the same file$" \
+  "--output and --plot the same file: stderr"
+[ "$(cat "$TMP/same.svg")" = "earlier results" ] ||
+  fail "--output and --plot the same file: the file was changed"
+run 2 --quick --backend host --workload trivial --repeat 1 \
+  --output "$TMP/new.svg" --plot "$TMP/new.svg"
+[ -e "$TMP/new.svg" ] && fail "--output and --plot the same file: created it"
+unset GNUPLOT
+rm -f "$TMP/same.svg" "$TMP/link.svg"
+pass "--output and --plot naming the same file is bad usage"
+
 # --plot with gnuplot, where it is installed.
 if command -v gnuplot >/dev/null 2>&1; then
   run 0 --quick --backend host --workload trivial --repeat 1 \

@@ -1731,6 +1731,13 @@ static void fill_meta(bench_meta *m, const bench *b) {
   }
 }
 
+/* Whether @p path names the regular file open as @p f. */
+static int same_file(FILE *f, const char *path) {
+  struct stat a, b;
+  return fstat(fileno(f), &a) == 0 && stat(path, &b) == 0 &&
+         S_ISREG(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* ------------------------------------------------------------ main */
 
 typedef struct spec {
@@ -2023,6 +2030,15 @@ static int bench_main(int argc, char **argv, spec *specs) {
     fprintf(stderr, PROG ": cannot write %s: %s\n", o.output, strerror(errno));
     free(o.workloads);
     return EXIT_RUN;
+  }
+  /* The SVG would be written over the results. */
+  if (out != stdout && o.plot != NULL && same_file(out, o.plot)) {
+    fclose(out);
+    if (o.output_created)
+      unlink(o.output);
+    free(o.workloads);
+    return usage_error("--output %s and --plot %s are the same file", o.output,
+                       o.plot);
   }
   progress_on = isatty(STDERR_FILENO);
 
