@@ -574,7 +574,38 @@ if command -v gnuplot >/dev/null 2>&1; then
   done
   rm -rf "$tdir"
   pass "--plot with --trace draws a Gantt chart per trace"
+  # On the sim backend, whose rows have no baseline and no vs-raw, the
+  # bars are the efficiencies (gnuplot was given no column and failed,
+  # exit 1 after the whole run).
+  sim=
+  for d in $(echo "${CUASYNC_MODULE_PATH:-}" | tr : ' '); do
+    [ -e "$d/sim.so" ] && sim=1
+  done
+  if [ -n "$sim" ]; then
+    run 0 -b sim -p round-robin -p least-loaded -w chain,random --tasks 16 \
+      --repeat 1 --plot "$TMP/sim.svg"
+    expect "$TMP/sim.svg" '<svg' "--plot on the sim backend: the SVG"
+    expect "$TMP/sim.svg" 'efficiency (ideal / makespan)' \
+      "--plot on the sim backend: efficiency bars"
+    expect "$TMP/sim.svg" '<title>least-loaded</title>' \
+      "--plot on the sim backend: a bar per contender"
+    rm -f "$TMP/sim.svg"
+    pass "--plot on the sim backend draws the efficiencies"
+  fi
 fi
+
+# A run with nothing to draw (latency alone: its ratios are not of
+# makespans) says so and leaves no file (gnuplot failed on an empty plot).
+GNUPLOT=$(command -v true)
+export GNUPLOT
+run 1 --quick --backend host --workload latency --repeat 1 \
+  --policy round-robin --plot "$TMP/lat.svg"
+unset GNUPLOT
+expect "$ERR" "^cuasync-bench: nothing to plot in $TMP/lat.svg: no row has a makespan ratio or an efficiency$" \
+  "--plot with nothing to draw: stderr"
+expect "$OUT" '^latency  *round-robin ' "--plot with nothing to draw: the results"
+[ -e "$TMP/lat.svg" ] && fail "--plot with nothing to draw: left a file"
+pass "--plot with nothing to draw says so, exit 1"
 
 echo "all $checks checks passed"
 exit 0

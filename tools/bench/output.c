@@ -495,20 +495,33 @@ static const char *series_name(const bench_row *r, char *buf, size_t len) {
   return buf;
 }
 
-static int has_makespan_ratio(const bench_row *r) {
-  return !isnan(r->ratio) && strcmp(r->workload, "latency") != 0 &&
-         strcmp(r->workload, "dispatch") != 0;
+/* The height of @p r's bar: its makespan over the best baseline's, or
+ * with @p eff its efficiency; NAN for none (latency's and dispatch's
+ * ratios are not of makespans). */
+static double bar_value(const bench_row *r, int eff) {
+  if (strcmp(r->workload, "latency") == 0 ||
+      strcmp(r->workload, "dispatch") == 0)
+    return NAN;
+  return eff ? r->efficiency : r->ratio;
 }
 
-/* Bars: makespan / best baseline, workloads clustered, one bar per
+static int has_bars(const bench_row *rows, size_t n, int eff) {
+  for (size_t i = 0; i < n; i++)
+    if (!isnan(bar_value(&rows[i], eff)))
+      return 1;
+  return 0;
+}
+
+/* Bars: makespan / best baseline, or with @p eff (no row has a baseline:
+ * the sim backend's) the efficiency, workloads clustered, one bar per
  * contender or baseline. */
-static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
+static void plot_bars(FILE *gp, const bench_row *rows, size_t n, int eff) {
   static char who[64][192];
   const char *wl[64];
   char nm[192];
   size_t nwho = 0, nwl = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!has_makespan_ratio(&rows[i]))
+    if (isnan(bar_value(&rows[i], eff)))
       continue;
     size_t j;
     const char *name = series_name(&rows[i], nm, sizeof nm);
@@ -532,10 +545,10 @@ static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
     for (size_t j = 0; j < nwho; j++) {
       double v = NAN;
       for (size_t i = 0; i < n; i++)
-        if (has_makespan_ratio(&rows[i]) &&
+        if (!isnan(bar_value(&rows[i], eff)) &&
             strcmp(rows[i].workload, wl[w]) == 0 &&
             strcmp(series_name(&rows[i], nm, sizeof nm), who[j]) == 0)
-          v = rows[i].ratio;
+          v = bar_value(&rows[i], eff);
       if (isnan(v))
         fputs(" ?", gp);
       else
@@ -547,9 +560,12 @@ static void plot_bars(FILE *gp, const bench_row *rows, size_t n) {
         "set datafile missing '?'\n"
         "set style data histograms\n"
         "set style histogram clustered gap 1\n"
-        "set style fill solid 0.85 border -1\n"
-        "set ylabel 'makespan / best hand-written baseline'\n"
-        "set yrange [0:*]\n"
+        "set style fill solid 0.85 border -1\n",
+        gp);
+  fprintf(gp, "set ylabel '%s'\n",
+          eff ? "efficiency (ideal / makespan)"
+              : "makespan / best hand-written baseline");
+  fputs("set yrange [0:*]\n"
         "set xtics rotate by -35 left nomirror\n"
         "set bmargin 7\n"
         "set key outside right top\n"
@@ -742,10 +758,21 @@ out:
 
 int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
                const bench_row *rows, size_t n, char *err, size_t len) {
-  int metg = 0;
+  int metg = 0, eff = 0;
   gnuplot g;
   for (size_t i = 0; i < n; i++)
     metg |= rows[i].metg_points > 0;
+  if (!metg && !has_bars(rows, n, 0)) {
+    eff = 1;
+    if (!has_bars(rows, n, 1)) {
+      snprintf(err, len,
+               "nothing to plot in %s: no row has a makespan ratio or an "
+               "efficiency",
+               path);
+      fclose(dst);
+      return -1;
+    }
+  }
   if (gp_start(&g, err, len) != 0) {
     fclose(dst);
     return -1;
@@ -764,7 +791,7 @@ int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
   if (metg)
     plot_metg(gp, rows, n);
   else
-    plot_bars(gp, rows, n);
+    plot_bars(gp, rows, n, eff);
   return gp_finish(&g, dst, path, err, len);
 }
 
