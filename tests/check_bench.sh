@@ -543,6 +543,12 @@ unset GNUPLOT
 rm -f "$TMP/same.svg" "$TMP/link.svg"
 pass "--output and --plot naming the same file is bad usage"
 
+# Whether the sim backend was built (SimGrid found).
+sim=
+for d in $(echo "${CUASYNC_MODULE_PATH:-}" | tr : ' '); do
+  [ -e "$d/sim.so" ] && sim=1
+done
+
 # --plot with gnuplot, where it is installed.
 if command -v gnuplot >/dev/null 2>&1; then
   run 0 --quick --backend host --workload trivial --repeat 1 \
@@ -577,10 +583,6 @@ if command -v gnuplot >/dev/null 2>&1; then
   # On the sim backend, whose rows have no baseline and no vs-raw, the
   # bars are the efficiencies (gnuplot was given no column and failed,
   # exit 1 after the whole run).
-  sim=
-  for d in $(echo "${CUASYNC_MODULE_PATH:-}" | tr : ' '); do
-    [ -e "$d/sim.so" ] && sim=1
-  done
   if [ -n "$sim" ]; then
     run 0 -b sim -p round-robin -p least-loaded -w chain,random --tasks 16 \
       --repeat 1 --plot "$TMP/sim.svg"
@@ -606,6 +608,33 @@ expect "$ERR" "^cuasync-bench: nothing to plot in $TMP/lat.svg: no row has a mak
 expect "$OUT" '^latency  *round-robin ' "--plot with nothing to draw: the results"
 [ -e "$TMP/lat.svg" ] && fail "--plot with nothing to draw: left a file"
 pass "--plot with nothing to draw says so, exit 1"
+
+# The simulated machine is written with the parameters, in every format:
+# the results of two machines, compared in separate runs, could not be
+# told apart.
+if [ -n "$sim" ]; then
+  printf 'gpus = 2\nlaunch_ns = 3000\n' >"$TMP/two.machine"
+  for f in table csv; do
+    run 0 -b sim --machine "$TMP/two.machine" -p round-robin -w trivial \
+      --tasks 8 --repeat 1 --format $f
+    expect "$OUT" "^# parameters: .*, submission whole, machine $TMP/two.machine$" \
+      "--machine in the $f parameters"
+  done
+  run 0 -b sim --machine "$TMP/two.machine" -p round-robin -w trivial \
+    --tasks 8 --repeat 1 --format json
+  python3 -c 'import json, sys
+p = json.load(sys.stdin)["parameters"]
+sys.exit(0 if p["machine"] == sys.argv[1] else "machine: %r" % p.get("machine"))' \
+    "$TMP/two.machine" <"$OUT" >"$ERR" 2>&1 ||
+    fail "--machine in the JSON parameters: $(cat "$ERR")"
+  run 0 -b host -p round-robin -w trivial --tasks 8 --repeat 1 --format json
+  python3 -c 'import json, sys
+p = json.load(sys.stdin)["parameters"]
+sys.exit(0 if "machine" in p and p["machine"] is None else "machine: %r" % p)' \
+    <"$OUT" >"$ERR" 2>&1 || fail "no --machine: not null in JSON: $(cat "$ERR")"
+  rm -f "$TMP/two.machine"
+  pass "--machine is written with the parameters"
+fi
 
 echo "all $checks checks passed"
 exit 0

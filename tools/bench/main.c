@@ -1723,6 +1723,7 @@ static void fill_meta(bench_meta *m, const bench *b) {
   m->no_hints = o->no_hints;
   m->blocks = (uint32_t)o->blocks;
   m->bytes = o->bytes;
+  m->machine = o->machine;
   m->submit[0] = '\0';
   for (int i = 0; i < o->nsubmit; i++) {
     if (i)

@@ -130,13 +130,14 @@ static void header_lines(FILE *out, const char *prefix, const bench_meta *m) {
           "%sparameters: tasks %zu, width %d, %s, %d stream(s) per device "
           "for baselines and ideal, seed %llu, skew %u (%u%% of spins), "
           "hints %s, patterns on %s, median of %d run(s) after 1 "
-          "warm-up%s%s, submission %s\n",
+          "warm-up%s%s, submission %s%s%s\n",
           prefix, m->tasks, m->width, task, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "off" : "on",
           m->all_devices ? "every device" : "device 0 (multigpu: every device)",
           m->repeat, m->quick ? ", quick" : "", m->metg ? ", METG sweep" : "",
-          m->submit);
+          m->submit, m->machine ? ", machine " : "",
+          m->machine ? m->machine : "");
   int any = 0;
   fprintf(out, "%senvironment:", prefix);
   for (size_t i = 0; i < NENV_VARS; i++) {
@@ -332,14 +333,19 @@ static void write_json(FILE *out, const bench_meta *m, const bench_row *rows,
           "\"duration_ns\": %llu, \"blocks\": %u, \"kernel\": \"%s\", "
           "\"bytes\": %zu, \"streams\": %d, \"seed\": %llu, \"skew\": %u, "
           "\"skew_share\": %u, \"hints\": %s, \"devices\": \"%s\", "
-          "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\"},\n"
-          "  \"environment\": {",
+          "\"repeat\": %d, \"quick\": %s, \"metg\": %s, \"submit\": \"%s\", "
+          "\"machine\": ",
           m->tasks, m->width, (unsigned long long)m->duration_ns, m->blocks,
           m->axpy ? "axpy" : "spin", m->bytes, m->streams,
           (unsigned long long)m->seed, m->skew ? m->skew : 1,
           m->skew_share ? m->skew_share : 25, m->no_hints ? "false" : "true",
           m->all_devices ? "all" : "one", m->repeat,
           m->quick ? "true" : "false", m->metg ? "true" : "false", m->submit);
+  if (m->machine != NULL)
+    cua_jsonstr_put(out, m->machine);
+  else
+    fputs("null", out);
+  fputs("},\n  \"environment\": {", out);
   int nenv = 0;
   for (size_t i = 0; i < NENV_VARS; i++) {
     const char *v = getenv(env_vars[i]);

@@ -89,7 +89,8 @@ typedef struct bench_meta {
   int no_hints;        /* --hints off */
   uint32_t blocks;
   size_t bytes;
-  char submit[24]; /**< the --submit modes, comma-separated */
+  char submit[24];     /**< the --submit modes, comma-separated */
+  const char *machine; /**< --machine FILE, or NULL */
 } bench_meta;
 
 enum { BENCH_FMT_TABLE = 0, BENCH_FMT_CSV = 1, BENCH_FMT_JSON = 2 };
