@@ -2000,6 +2000,11 @@ static int bench_main(int argc, char **argv, spec *specs) {
     return free(o.workloads),
            usage_error("--machine is the sim backend's: give -b sim too");
   bench_machine = o.machine;
+  /* Without long tasks there is no share of them to set. */
+  if (o.skew_share != 0 && o.skew == 1)
+    return free(o.workloads),
+           usage_error("--skew-share is --skew's: give --skew R (2..1000) "
+                       "too");
   if (o.timestamps && o.trace_dir != NULL)
     return free(o.workloads),
            usage_error("--timestamps and --trace cannot go together (both "
