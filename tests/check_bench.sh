@@ -345,6 +345,29 @@ for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
 done
 pass "bad usage exits 2 with a message"
 
+# Numbers are decimal, with a fraction where a unit follows: a blank, a
+# sign, an exponent, hexadecimal and inf are refused (strtod() took them:
+# --tasks 0x1p4 ran 16 tasks). --seed is decimal or 0x hexadecimal: 010
+# is ten (it was eight, octal), and a blank or a sign is refused.
+for v in " 7" "+7" "1e3" "0x10" "0x1p4" "7." ".5" "inf"; do
+  run 2 --tasks "$v"
+  expect "$ERR" "^cuasync-bench: --tasks wants 1\.\.10000000, not '$v'$" \
+    "--tasks '$v'"
+  run 2 --duration "${v}us"
+done
+for v in " 7" "+7" "0x" "0xg" "1e3" "-1"; do
+  run 2 --seed "$v"
+  expect "$ERR" "^cuasync-bench: --seed wants an unsigned number" "--seed '$v'"
+done
+run 0 --backend host --policy round-robin --workload trivial --tasks 8 \
+  --repeat 1 --duration 1.5us --bytes 2.5K --seed 010 --format csv
+expect "$OUT" '^# parameters: tasks 8, width 8, spin 1\.5us .* seed 10,' \
+  "--seed 010 --duration 1.5us: the parameters"
+run 0 --backend host --policy round-robin --workload trivial --tasks 8 \
+  --repeat 1 --duration 1us --seed 0x10 --format csv
+expect "$OUT" '^# parameters: .* seed 16,' "--seed 0x10: the parameters"
+pass "numbers are decimal; --seed decimal or 0x hexadecimal"
+
 # An empty entry in a list is refused (--workload '' ran every workload),
 # and an argument to an option that takes none is named as given (it read
 # "unknown option '-h'").

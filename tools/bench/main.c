@@ -225,12 +225,22 @@ typedef struct unit {
 
 static int parse_num(const char *s, const unit *units, uint64_t lo, uint64_t hi,
                      uint64_t *out) {
+  static const char digits[] = "0123456789";
   char *end;
-  errno = 0;
-  if (s[0] == '-' || s[0] == '\0')
+  /* Decimal digits, maybe a fraction (1.5us): strtod() alone also takes
+   * blanks, a sign, exponents, hexadecimal and inf. */
+  size_t k = strspn(s, digits);
+  if (k == 0)
     return -1;
+  if (s[k] == '.') {
+    size_t f = strspn(s + k + 1, digits);
+    if (f == 0)
+      return -1;
+    k += 1 + f;
+  }
+  errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || v < 0)
+  if (errno || end != s + k)
     return -1;
   uint64_t f = 1;
   if (*end) {
@@ -1878,12 +1888,18 @@ static int bench_main(int argc, char **argv, spec *specs) {
       o.streams = (int)v;
       break;
     case 's': {
+      /* Decimal (a leading 0 is not octal), or hexadecimal after 0x. */
+      int hex = optarg[0] == '0' && (optarg[1] == 'x' || optarg[1] == 'X');
+      const char *num = hex ? optarg + 2 : optarg;
       char *end;
       errno = 0;
-      unsigned long long s = strtoull(optarg, &end, 0);
-      if (errno || *end || end == optarg || optarg[0] == '-')
+      unsigned long long s = strtoull(num, &end, hex ? 16 : 10);
+      if (errno || *end || !isxdigit((unsigned char)num[0]) ||
+          (!hex && !isdigit((unsigned char)num[0])))
         return free(o.workloads),
-               usage_error("--seed wants an unsigned number, not '%s'", optarg);
+               usage_error("--seed wants an unsigned number, decimal or "
+                           "0x hexadecimal, not '%s'",
+                           optarg);
       o.seed = s;
       break;
     }
