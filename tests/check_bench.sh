@@ -658,6 +658,21 @@ sys.exit(0 if "machine" in p and p["machine"] is None else "machine: %r" % p)' \
     <"$OUT" >"$ERR" 2>&1 || fail "no --machine: not null in JSON: $(cat "$ERR")"
   rm -f "$TMP/two.machine"
   pass "--machine is written with the parameters"
+
+  # No baseline runs on the sim backend, in any workload: latency and
+  # submit ran the host's threads beside it and gave ratios of virtual
+  # or simulation times over real ones (200x).
+  run 0 --quick -b sim -p round-robin -w trivial,latency,submit,submit-mt \
+    --repeat 1 --format csv
+  grep -v '^#' "$OUT" >"$TMP/sim.csv"
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { n[$1]++ }
+    $3 != "cuasync" || $(c["ratio_vs_best_raw"]) != "" ||
+      $(c["best_raw"]) != "" { print; bad = 1 }
+    END { exit bad || n["trivial"] != 1 || n["latency"] != 1 ||
+          n["submit"] != 1 || n["submit-mt"] != 1 }' "$TMP/sim.csv" \
+    >"$ERR" || fail "sim: a baseline row or a ratio: $(cat "$ERR")"
+  pass "no baseline and no vs-raw on the sim backend"
 fi
 
 echo "all $checks checks passed"

@@ -1227,7 +1227,11 @@ static void run_latency(bench *b, const group *gr) {
   char err[ERRLEN];
   size_t first = b->rows.n;
   int cuda = strcmp(gr->backend, "cuda") == 0;
-  size_t nrows = (cuda ? 2 : 1) + b->ncont, n = 0;
+  /* sim: no baseline, as for the DAGs (its rows are real time here, the
+   * host's cost of submitting to the simulation and waiting for it, which
+   * no baseline's is comparable to). */
+  int sim = strcmp(gr->backend, "sim") == 0;
+  size_t nrows = (cuda ? 2 : sim ? 0 : 1) + b->ncont, n = 0;
   uint64_t *v = calloc(iters * nrows, sizeof *v);
   uint64_t *sv = calloc(iters * nrows, sizeof *sv); /* in cua_submit() */
   turn_row *t = calloc(nrows, sizeof *t);
@@ -1242,7 +1246,7 @@ static void run_latency(bench *b, const group *gr) {
   if (cuda) {
     turn_baseline(b, gr, "latency", "raw-sync", 0, &t[n++]);
     turn_baseline(b, gr, "latency", "raw-callback", 1, &t[n++]);
-  } else {
+  } else if (!sim) {
     turn_baseline(b, gr, "latency", "threads-task", 2, &t[n++]);
   }
   n += turn_contenders(b, gr, "latency", t + n);
@@ -1266,10 +1270,10 @@ static void run_latency(bench *b, const group *gr) {
       latency_row(&b->rows.v[t[i].at], v + i * iters,
                   t[i].who != NULL || t[i].kind == 0 ? sv + i * iters : NULL,
                   iters);
-  const bench_row *base = &b->rows.v[first];
+  const bench_row *base = sim ? NULL : &b->rows.v[first];
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
-    if (!isnan(base->lat_p50_ns) && !isnan(r->lat_p50_ns)) {
+    if (base != NULL && !isnan(base->lat_p50_ns) && !isnan(r->lat_p50_ns)) {
       r->ratio = r->lat_p50_ns / base->lat_p50_ns;
       snprintf(r->best_raw, sizeof r->best_raw, "%s", base->contender);
     }
@@ -1342,10 +1346,12 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
   size_t first = b->rows.n;
   char err[ERRLEN];
   int cuda = strcmp(gr->backend, "cuda") == 0;
+  /* sim: no baseline (see run_latency()). */
+  size_t nbase = strcmp(gr->backend, "sim") == 0 ? 0 : 1;
   size_t runs = (size_t)b->o->repeat + 1; /* run 0 is the warm-up */
   const char *base = cuda ? (nthreads > 1 ? "raw-launch-mt" : "raw-launch")
                           : (nthreads > 1 ? "threads-post-mt" : "threads-post");
-  size_t nrows = 1 + b->ncont, nr = 0;
+  size_t nrows = nbase + b->ncont, nr = 0;
   uint64_t *ns = calloc(nrows * runs, sizeof *ns);
   turn_row *t = calloc(nrows, sizeof *t);
   if (ns == NULL || t == NULL) {
@@ -1355,7 +1361,8 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
     free(t);
     return;
   }
-  turn_baseline(b, gr, w, base, 0, &t[nr++]);
+  if (nbase)
+    turn_baseline(b, gr, w, base, 0, &t[nr++]);
   nr += turn_contenders(b, gr, w, t + nr);
   for (size_t i = 0; i < nr; i++)
     submit_params(b, &b->rows.v[t[i].at], n, nthreads);
@@ -1377,12 +1384,12 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
   free(t);
   /* Ratios: makespan over the baseline's (lower is better, as for the
    * DAGs); scaling: aggregate rate over one thread's. */
-  const bench_row *br = &b->rows.v[first];
+  const bench_row *br = nbase ? &b->rows.v[first] : NULL;
   for (size_t i = first; i < b->rows.n; i++) {
     bench_row *r = &b->rows.v[i];
     if (isnan(r->makespan_ns))
       continue;
-    if (!isnan(br->makespan_ns)) {
+    if (br != NULL && !isnan(br->makespan_ns)) {
       r->ratio = r->makespan_ns / br->makespan_ns;
       r->overhead_ns = (r->makespan_ns - br->makespan_ns) / (double)r->tasks;
       snprintf(r->best_raw, sizeof r->best_raw, "%s", br->contender);
@@ -1396,7 +1403,7 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
           strcmp(o->backend, r->backend) == 0 &&
           strcmp(o->kind, r->kind) == 0 &&
           (strcmp(o->contender, r->contender) == 0 ||
-           (i == first && strcmp(o->kind, "baseline") == 0)) &&
+           (i < first + nbase && strcmp(o->kind, "baseline") == 0)) &&
           !isnan(o->throughput))
         one = o->throughput;
     }
@@ -1404,7 +1411,7 @@ static void run_submit(bench *b, const char *w, const group *gr, int nthreads) {
       /* Not in this run: measure one thread now (not reported). */
       bench_row tmp;
       const contender *c = NULL;
-      for (size_t k = 0; i != first && k < b->ncont; k++)
+      for (size_t k = 0; i >= first + nbase && k < b->ncont; k++)
         if (strcmp(b->cont[k].label, r->contender) == 0 &&
             strcmp(b->cont[k].backend, r->backend) == 0)
           c = &b->cont[k];
