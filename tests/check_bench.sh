@@ -336,7 +336,7 @@ for args in "--no-such-option" "--format xml" "--tasks 0" "--tasks" \
   "--workload nosuch" "--backend gpu" "--duration 5parsecs" "stray" \
   "--submit each" "--submit task,task" "--submit ," "--submit" \
   "--skew 0" "--skew 1001" "--skew x" "--skew-share 0" "--skew-share 101" \
-  "--skew-share 10" "--skew 1 --skew-share 10" \
+  "--skew-share 10" "--skew 1 --skew-share 10" "--metg --kernel axpy" \
   "--hints maybe" "--devices two" "--trace /nonexistent/dir" \
   "--timestamps --trace /tmp"; do
   # shellcheck disable=SC2086 # the words are meant to split

@@ -2023,6 +2023,11 @@ static int bench_main(int argc, char **argv, spec *specs) {
     return free(o.workloads),
            usage_error("--machine is the sim backend's: give -b sim too");
   bench_machine = o.machine;
+  /* METG sweeps the spins' duration: AXPYs have none to sweep. */
+  if (o.metg && o.axpy)
+    return free(o.workloads),
+           usage_error("--metg sweeps the duration of spin tasks: not with "
+                       "--kernel axpy");
   /* Without long tasks there is no share of them to set. */
   if (o.skew_share != 0 && o.skew == 1)
     return free(o.workloads),
