@@ -404,6 +404,15 @@ if [ -w /dev/full ]; then
   pass "output that cannot be written exits 1 with the reason"
 fi
 
+# --timestamps without a contender on CUDA: a note that it adds nothing
+# (the rows were left out without a word).
+run 0 --backend host --policy round-robin --workload trivial --tasks 8 \
+  --repeat 1 --timestamps
+expect "$ERR" '^cuasync-bench: note: --timestamps adds CUDA baselines, and no contender runs on CUDA: no raw-ts rows$' \
+  "--timestamps on the host backend: stderr"
+grep -q 'raw-ts' "$OUT" && fail "--timestamps on the host backend: raw-ts rows"
+pass "--timestamps without CUDA says it adds nothing"
+
 # A width above the tasks is lowered to them (cuasync-bench(1)): -n 2
 # -W 1000 runs two chains of one task.
 run 0 --backend host --workload chain --tasks 2 --width 1000 --repeat 1 \

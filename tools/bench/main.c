@@ -2171,6 +2171,16 @@ static int bench_main(int argc, char **argv, spec *specs) {
     }
   }
 
+  /* The raw-ts-* baselines are CUDA's: said when no contender runs there,
+   * rather than leaving the rows out without a word. */
+  if (o.timestamps) {
+    size_t g = 0;
+    while (g < b.ngroups && strcmp(b.groups[g].backend, "cuda") != 0)
+      g++;
+    if (g == b.ngroups)
+      fprintf(stderr, PROG ": note: --timestamps adds CUDA baselines, and no "
+                           "contender runs on CUDA: no raw-ts rows\n");
+  }
   for (size_t wi = 0; wi < o.nworkloads; wi++) {
     const char *w = o.workloads[wi];
     if (strcmp(w, "dispatch") == 0) {
