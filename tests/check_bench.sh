@@ -63,6 +63,11 @@ for p in $POLICIES; do
 done
 expect "$OUT" '^dispatch,static round-robin.c,baseline,' "CSV: dispatch"
 expect "$OUT" '^dispatch,module round-robin.so,cuasync,' "CSV: dispatch"
+# best_raw names the baseline as its row does (it said "static").
+grep -v '^#' "$OUT" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  $1 == "dispatch" { n++; if ($(c["best_raw"]) != "static round-robin.c") bad = 1 }
+  END { exit bad || n != 2 }' >"$ERR" ||
+  fail "CSV: dispatch's best_raw is not its baseline's name"
 pass "--quick --backend host --format csv has every workload x policy and the baselines"
 
 # Every CSV row has the header's number of fields, and no row failed or

@@ -1456,7 +1456,7 @@ static void run_dispatch(bench *b) {
     r->throughput = 1e9 / per[i];
     r->ratio = per[i] / sta;
     r->overhead_ns = per[i] - sta;
-    snprintf(r->best_raw, sizeof r->best_raw, "static");
+    snprintf(r->best_raw, sizeof r->best_raw, "%s", rs->contender);
   }
 }
 
