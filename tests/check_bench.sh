@@ -188,6 +188,17 @@ awk -F, 'NR == 1 { n = NF; next }
   fail "--submit task,level: invalid or failed rows"
 pass "--submit task,level runs every pattern, dependencies honoured"
 
+# All five submission modes at once: a row per mode, and the parameters
+# list them (they overflowed the metadata's buffer: a crash, or garbage).
+run 0 --backend host --policy round-robin --workload chain --tasks 16 \
+  --repeat 1 --submit whole,task,level,graph,auto --format csv
+expect "$OUT" '^# parameters: .*, submission whole,task,level,graph,auto$' \
+  "--submit with all five modes: the parameters"
+for m in whole task level graph auto; do
+  expect "$OUT" "^chain,round-robin,cuasync,host,$m," "--submit: the $m row"
+done
+pass "--submit with all five modes"
+
 # Graph mode: a graph's launches record and wait for no events of the
 # runtime, so its rows count those its placement needs, as raw-streams'
 # are counted: under round-robin on stencil, the same as the runtime

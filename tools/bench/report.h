@@ -89,7 +89,9 @@ typedef struct bench_meta {
   int no_hints;        /* --hints off */
   uint32_t blocks;
   size_t bytes;
-  char submit[24];     /**< the --submit modes, comma-separated */
+  /** the --submit modes, comma-separated: each at most once, so all five
+   * at most (24 bytes were too few for them, and all five overflowed) */
+  char submit[sizeof "whole,task,level,graph,auto"];
   const char *machine; /**< --machine FILE, or NULL */
 } bench_meta;
 
