@@ -681,8 +681,15 @@ sys.exit(0 if p["machine"] == sys.argv[1] else "machine: %r" % p.get("machine"))
 p = json.load(sys.stdin)["parameters"]
 sys.exit(0 if "machine" in p and p["machine"] is None else "machine: %r" % p)' \
     <"$OUT" >"$ERR" 2>&1 || fail "no --machine: not null in JSON: $(cat "$ERR")"
-  rm -f "$TMP/two.machine"
-  pass "--machine is written with the parameters"
+  # With --config contenders alone, --machine would be named with the
+  # results and unused: bad usage.
+  printf '[runtime]\nbackend = sim\npolicy = round-robin\n' >"$TMP/sim.ini"
+  run 2 -b sim --machine "$TMP/two.machine" --config "$TMP/sim.ini" \
+    -w trivial --tasks 8 --repeat 1
+  expect "$ERR" '^cuasync-bench: --machine is the machine of --policy contenders, and there are none' \
+    "--machine with --config contenders alone: stderr"
+  rm -f "$TMP/two.machine" "$TMP/sim.ini"
+  pass "--machine is written with the parameters, and needs a --policy contender"
 
   # No baseline runs on the sim backend, in any workload: latency and
   # submit ran the host's threads beside it and gave ratios of virtual

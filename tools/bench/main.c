@@ -2023,6 +2023,18 @@ static int bench_main(int argc, char **argv, spec *specs) {
     return free(o.workloads),
            usage_error("--machine is the sim backend's: give -b sim too");
   bench_machine = o.machine;
+  /* Only --policy contenders (or the default ones) take it: with --config
+   * contenders alone it would be named with the results, and unused. */
+  if (o.machine != NULL && nspecs > 0) {
+    size_t i = 0;
+    while (i < nspecs && specs[i].is_config)
+      i++;
+    if (i == nspecs)
+      return free(o.workloads),
+             usage_error("--machine is the machine of --policy contenders, "
+                         "and there are none: a --config contender names its "
+                         "own ([backend.sim] machine)");
+  }
   /* METG sweeps the spins' duration: AXPYs have none to sweep. */
   if (o.metg && o.axpy)
     return free(o.workloads),
