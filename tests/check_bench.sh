@@ -493,6 +493,44 @@ expect "$TMP/keep.csv" '^trivial,round-robin,cuasync,' "--output: the results"
 rm -f "$TMP/keep.csv" "$TMP/keep.svg"
 pass "a run that gives up leaves --output and --plot files as they were"
 
+# A run interrupted (SIGTERM, SIGHUP) removes the --output file it
+# created, as one that gives up does; an earlier file stays as it was.
+for sig in TERM HUP; do
+  rm -f "$TMP/cut.csv"
+  "$TOOL" --backend host --workload chain --tasks 100000 --duration 1ms \
+    --policy round-robin --output "$TMP/cut.csv" >"$OUT" 2>"$ERR" &
+  pid=$!
+  i=0
+  while [ ! -e "$TMP/cut.csv" ] && [ $i -lt 300 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  [ -e "$TMP/cut.csv" ] || fail "SIG$sig: the run made no --output file"
+  kill -"$sig" "$pid"
+  status=0
+  wait "$pid" || status=$?
+  [ "$status" -gt 128 ] || fail "SIG$sig: the run exited $status, not killed"
+  [ -e "$TMP/cut.csv" ] && fail "SIG$sig: the run left its --output file"
+done
+echo "earlier results" >"$TMP/keep.csv"
+"$TOOL" --backend host --workload chain --tasks 100000 --duration 1ms \
+  --policy round-robin --output "$TMP/keep.csv" >"$OUT" 2>"$ERR" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+wait "$pid" || true
+[ "$(cat "$TMP/keep.csv")" = "earlier results" ] ||
+  fail "an interrupted run changed the earlier --output file"
+rm -f "$TMP/keep.csv"
+pass "an interrupted run removes the --output file it created"
+
+# A policy is a line of the configuration: a line break in it is bad usage.
+run 2 --quick --backend host --policy "round-robin
+single-stream"
+expect "$ERR" "a policy name or file has no control character" \
+  "--policy with a line break"
+pass "--policy with a control character is bad usage"
+
 # A contender whose runs fail (tests/modules/broken-placement.c places on
 # a device that does not exist): exit 1; its rows say valid 0 (JSON false)
 # and keep the run's parameters (they were 0), as its baseline's rows have.

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1749,6 +1750,37 @@ static void fill_meta(bench_meta *m, const bench *b) {
   }
 }
 
+/* The --output and --plot files this run created and has not written
+ * yet: removed when the run is interrupted (SIGINT, SIGTERM, SIGHUP), as
+ * when it gives up, rather than left behind empty. */
+static const char *volatile made_files[2];
+
+static void remove_made_files(int sig) {
+  for (int i = 0; i < 2; i++)
+    if (made_files[i] != NULL)
+      unlink(made_files[i]); /* async-signal-safe */
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void watch_made_file(int i, const char *path, int created) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  if (!created)
+    return;
+  made_files[i] = path;
+  for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
+    struct sigaction sa, old;
+    /* One ignored when the run began stays so (nohup, a background job
+     * of a script). */
+    if (sigaction(sigs[k], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+      continue;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_made_files;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[k], &sa, NULL);
+  }
+}
+
 /* Whether @p path names the regular file open as @p f. */
 static int same_file(FILE *f, const char *path) {
   struct stat a, b;
@@ -1822,6 +1854,14 @@ static int bench_main(int argc, char **argv, spec *specs) {
     switch (c) {
     case 'c':
     case 'p':
+      /* A policy is one line of the configuration text ("policy = X"): a
+       * line break in it would add lines of its own. */
+      for (const char *q = optarg; c == 'p' && *q; q++)
+        if (iscntrl((unsigned char)*q))
+          return free(o.workloads),
+                 usage_error("--policy '%s': a policy name or file has no "
+                             "control character",
+                             optarg);
       specs[nspecs].value = optarg;
       specs[nspecs++].is_config = c == 'c';
       break;
@@ -2077,6 +2117,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
     free(o.workloads);
     return EXIT_RUN;
   }
+  if (out != stdout)
+    watch_made_file(0, o.output, o.output_created);
   /* The SVG would be written over the results. */
   if (out != stdout && o.plot != NULL && same_file(out, o.plot)) {
     fclose(out);
@@ -2126,6 +2168,8 @@ static int bench_main(int argc, char **argv, spec *specs) {
     fprintf(stderr, PROG ": cannot write %s: %s\n", o.plot, strerror(errno));
     return give_up(&b, out);
   }
+  if (o.plot != NULL)
+    watch_made_file(1, o.plot, o.plot_created);
   /* A simulated machine of several GPUs with --devices one: every pattern
    * but multigpu runs on its first GPU, which a study of the machine
    * rarely wants. Said once. */
@@ -2241,6 +2285,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       if (o.output_created)
         unlink(o.output); /* not a half-written file */
     }
+    made_files[0] = NULL;
   } else {
     bench_write(out, o.format, &meta, b.rows.v, b.rows.n);
     if (output_written() != 0)
@@ -2255,6 +2300,7 @@ static int bench_main(int argc, char **argv, spec *specs) {
       if (o.plot_created)
         unlink(o.plot);
     }
+    made_files[1] = NULL;
     if (gantt_charts(&b) != 0)
       status = EXIT_RUN;
   }

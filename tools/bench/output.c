@@ -788,10 +788,16 @@ int bench_plot(FILE *dst, const char *path, const bench_meta *meta,
         "background rgb 'white'\nset encoding utf8\nset title ",
         gp);
   char title[512];
-  snprintf(title, sizeof title, "cuasync-bench %s on %s%s%s", meta->version,
-           meta->have_cuda_info ? meta->cuda.gpu : "host ",
-           meta->have_cuda_info ? "" : meta->cpu,
-           metg ? ": efficiency against task duration" : "");
+  if (meta->backends != NULL && strcmp(meta->backends, "sim") == 0)
+    snprintf(title, sizeof title,
+             "cuasync-bench %s on the simulated machine %s%s", meta->version,
+             meta->machine != NULL ? meta->machine : "(the default)",
+             metg ? ": efficiency against task duration" : "");
+  else
+    snprintf(title, sizeof title, "cuasync-bench %s on %s%s%s", meta->version,
+             meta->have_cuda_info ? meta->cuda.gpu : "host ",
+             meta->have_cuda_info ? "" : meta->cpu,
+             metg ? ": efficiency against task duration" : "");
   gp_str(gp, title);
   fputs(" noenhanced\nset key noenhanced\n", gp);
   if (metg)
