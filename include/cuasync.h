@@ -101,7 +101,9 @@ CUA_EXTERN const char *cua_err_name(int err);
 /** Do not read the environment: $CUASYNC_CONFIG, $CUASYNC_POLICY,
  * $CUASYNC_LAUNCH, $CUASYNC_LAUNCH_THREADS, $CUASYNC_GRAPHS,
  * $CUASYNC_MODELS, $CUASYNC_TRACE and $CUASYNC_MODULE_PATH (every
- * CUASYNC_ variable but $CUASYNC_DEBUG, which is read once per process). */
+ * CUASYNC_ variable but $CUASYNC_DEBUG, which is read once per process).
+ * $XDG_CACHE_HOME and $HOME are still read for the default of
+ * `[runtime] models` (cuasync.ini(5)). */
 #define CUA_RUNTIME_IGNORE_ENV 0x1u
 /** Do not read the installed $(sysconfdir)/cuasync.ini: with no explicit
  * file or text, use the built-in default configuration. */
