@@ -746,8 +746,10 @@ CUA_EXTERN void cua_future_destroy(cua_future *fut);
  * one graph launch; on the others (the host backend) the core replays the
  * recorded commands on the graph's own streams, with no placement, no
  * hazard analysis and no policy call. A launch is ordered against other
- * launches and other submissions as one op that reads and writes every
- * buffer the graph's ops touch; launches of one graph run one after the
+ * launches and other submissions as one op that writes every buffer the
+ * graph's ops write and reads those they read before any of them writes
+ * them (a launch whose first op overwrites a buffer that an earlier
+ * failure left failed runs); launches of one graph run one after the
  * other (in the order of the cua_graph_launch() calls that made them,
  * whichever thread made them).
  *
