@@ -882,10 +882,14 @@ CUA_EXTERN int cua_graph_launch(cua_future **fut, cua_graph *g);
  * kernel's argument values and launch geometry, and the buffers
  * themselves (another buffer of the same size on the same device). The
  * graph keeps a reference to @p replacement. #CUA_ERR_INVAL when
- * @p captured is not an op of the graph; #CUA_ERR_STRUCTURE when
- * @p replacement is of another kind, or uses a different number of
- * buffers, other access modes, buffers of other sizes or devices, or
- * another kernel, naming what differs; capture a new graph then.
+ * @p captured is not an op of the graph or @p replacement is of another
+ * runtime; #CUA_ERR_STRUCTURE when @p replacement is of another kind, or
+ * uses a different number of buffers, other access modes, buffers of
+ * other sizes or devices, another kernel or number of kernel arguments,
+ * a buffer where the captured op has a value (or the reverse), or a new
+ * buffer that another op of the graph uses (their order was captured for
+ * the old one), naming what differs; capture a new graph then.
+ * #CUA_ERR_CANCELED once the runtime is closing or closed.
  */
 CUA_EXTERN int cua_graph_update(cua_graph *g, cua_op *captured,
                                 cua_op *replacement);
