@@ -708,8 +708,10 @@ CUA_EXTERN const char *cua_future_error(const cua_future *fut);
  * at once if the future is complete; CUA_ERR_AGAIN if some of its ops are
  * not launched yet (host steps, or ops after them, which no stream can
  * wait for): wait for the future then; CUA_ERR_NOTSUP if the backend lacks
- * the interop calls. Call it from the application's thread, not from a
- * stream function or a callback. @p native is not checked, as for
+ * the interop calls; #CUA_ERR_BAD_DEVICE for a @p device the runtime does
+ * not have. Call it from the application's thread, not from a stream
+ * function (there: #CUA_ERR_BUSY) or a callback. @p native is not checked
+ * (but for NULL: #CUA_ERR_INVAL), as for
  * cua_op_wait_native(); @p fut's runtime may be destroyed before @p native
  * reaches the wait (on the host backend its destruction then waits until
  * it has).
