@@ -579,7 +579,9 @@ typedef struct cua_hints {
   const char *name; /**< copied; for errors, dumps and traces */
   const char *tag;  /**< copied; matched by affinity rules */
   int device;       /**< preferred device, -1 for none */
-  uint64_t cost_ns; /**< estimated duration, 0 if unknown */
+  uint64_t cost_ns; /**< estimated duration, 0 if unknown (a spin op sets
+                         it to its duration; a 0 given to
+                         cua_op_set_hints() keeps that) */
   uint64_t bytes;   /**< bytes moved, 0 if unknown (fill, copy, axpy,
                          memset and memcpy ops set it to the bytes they
                          touch; a 0 given to cua_op_set_hints() keeps it) */
@@ -589,12 +591,16 @@ typedef struct cua_hints {
 #define CUA_HINTS_INIT                                                         \
   { sizeof(cua_hints), NULL, NULL, -1, 0, 0, 0, 0 }
 /**
- * Sets an op's hints. Allowed only until the op is frozen, that is until it
- * is referenced by another op or submitted: then CUA_ERR_BUSY (also while
- * another thread is setting the same op's hints; a cua_op_get_hints() on
- * another thread is waited for, a copy). Referencing an op from another
- * thread at the same time is safe: either the hints are set before it
- * freezes, or this call fails with CUA_ERR_BUSY.
+ * Sets an op's hints, but for a 0 bytes or cost_ns where the constructor
+ * set one (see cua_hints), which keeps the constructor's; fields past a
+ * smaller hints->size take their CUA_HINTS_INIT values, and a size below
+ * the 1.0 struct's is CUA_ERR_INVAL. Allowed only until the op is frozen,
+ * that is until it is referenced by another op or submitted: then
+ * CUA_ERR_BUSY (also while another thread is setting the same op's hints;
+ * a cua_op_get_hints() on another thread is waited for, a copy).
+ * Referencing an op from another thread at the same time is safe: either
+ * the hints are set before it freezes, or this call fails with
+ * CUA_ERR_BUSY.
  */
 CUA_EXTERN int cua_op_set_hints(cua_op *op, const cua_hints *hints);
 /**
