@@ -533,9 +533,10 @@ typedef struct cua_kernel_arg {
   const void *value;    /**< copied at construction; ignored if buffer set */
   size_t size;          /**< bytes of value */
   cua_buffer *buffer;   /**< pass this buffer's address (and declare access) */
-  cua_access_mode mode; /**< access mode for @p buffer */
+  cua_access_mode mode; /**< access mode for @p buffer (0: READ_WRITE) */
 } cua_kernel_arg;
-/** Loads a PTX or cubin file for kernel ops (CUDA backend). */
+/** Loads a PTX or cubin file for kernel ops (CUDA backend; others:
+ * #CUA_ERR_NOTSUP). A file that cannot be opened or read: #CUA_ERR_INVAL. */
 CUA_EXTERN int cua_module_load(cua_module **mod, cua_runtime *rt,
                                const char *path);
 /** Loads a PTX text or cubin image from memory (copied). */
