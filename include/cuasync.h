@@ -410,7 +410,10 @@ CUA_EXTERN void cua_host_free(cua_runtime *rt, void *ptr);
 /* ------------------------------------------------------------------------ */
 /** @name Ops: constructors
  * Every constructor writes a new op with one reference held by the caller,
- * retains the buffers and ops it references, and runs nothing. */
+ * retains the buffers and ops it references, and runs nothing. A range
+ * outside its buffer, and buffers of different sizes where they must be
+ * equal, are #CUA_ERR_SIZE; buffers of different runtimes are
+ * #CUA_ERR_INVAL. */
 /**@{*/
 
 /** Access modes of a buffer an op declares. */
