@@ -190,7 +190,8 @@ typedef struct cua_observer_host {
   int (*device_info)(void *core, int device, cua_device_info *out);
   /** The runtime's backend name ("cuda", "host", ...). */
   const char *(*backend_name)(void *core);
-  /** Monotonic clock, nanoseconds (the records' clock). */
+  /** The runtime's clock, nanoseconds (the records' clock:
+   * CLOCK_MONOTONIC, or virtual time under the sim backend). */
   uint64_t (*now_ns)(void *core);
   /** Logs a line prefixed with the observer's name: errors and warnings
    * to standard error, info and debug lines only with $CUASYNC_DEBUG;

@@ -312,7 +312,9 @@ typedef struct cua_policy_host {
   int (*ensure_streams)(void *core, int device, int n);
   /** Load of a stream; 0 or CUA_ERR_INVAL for a bad device/stream. */
   int (*stream_load)(void *core, int device, int stream, cua_stream_load *out);
-  /** Monotonic clock, nanoseconds. */
+  /** The runtime's clock, nanoseconds (cua_runtime_now_ns()):
+   * CLOCK_MONOTONIC, or the virtual time of a backend with a clock of its
+   * own (sim, cuasync-sim(7)). */
   uint64_t (*now_ns)(void *core);
   /** Logs a line (prefixed with the policy's name) to the runtime's log.
    * Errors and warnings go to standard error, info and debug lines only
