@@ -307,7 +307,8 @@ typedef struct cua_policy_host {
   /** Streams that exist on @p device (in the runtime's shared pool). */
   int (*stream_count)(void *core, int device);
   /** Makes sure @p device has at least @p n streams (creating them if
-   * needed); returns 0 or a negative code. Streams 0..n-1 are then valid
+   * needed); returns 0 or a negative code (CUA_ERR_INVAL for a bad device
+   * or an @p n outside 0..1024). Streams 0..n-1 are then valid
    * placements. Streams are shared by all policies of the runtime. */
   int (*ensure_streams)(void *core, int device, int n);
   /** Load of a stream; 0 or CUA_ERR_INVAL for a bad device/stream. */
@@ -329,7 +330,9 @@ typedef struct cua_policy_host {
   /** Describes a device. */
   int (*device_info)(void *core, int device, cua_device_info *out);
   /** Opens another policy by name, configured from its own INI section
-   * (affinity's nested policy). Close it in destroy(). */
+   * (affinity's nested policy). Close it in destroy(). A policy cannot
+   * nest itself, directly or through another, and policies nest at most 8
+   * deep (CUA_ERR_INVAL, with a log line). */
   int (*nested_open)(void *core, const char *name, cua_policy_nested **out);
   /** Asks a nested policy to place @p op. */
   int (*nested_place)(void *core, cua_policy_nested *nested,
