@@ -32,7 +32,8 @@
  * - the symbol is not a data object, is smaller than a descriptor's header
  *   or misaligned, or its size field exceeds the symbol
  *   (CUA_ERR_MODULE_BAD_SIZE / CUA_ERR_MODULE_INCOMPLETE);
- * - create or place is NULL, a pointer in the descriptor (strings, schema,
+ * - create or place is NULL, push without pop or pop without push (pull
+ *   mode needs both), a pointer in the descriptor (strings, schema,
  *   operations) lies outside the module's own loaded segments, the name is
  *   empty or has control characters, the schema names a parameter twice,
  *   or names one that no INI line can set (empty, a blank at either end,
@@ -450,7 +451,9 @@ typedef struct cua_policy_descriptor {
   /* ABI 2.1. A 2.0 module's descriptor ends above: these count as absent. */
 
   /**
-   * Optional, with pop(): pull mode (late binding, as StarPU's push/pop).
+   * Optional, with pop() (one without the other: the module is refused,
+   * CUA_ERR_MODULE_INCOMPLETE): pull mode (late binding, as StarPU's
+   * push/pop).
    * An op this instance places (as the runtime's or a submission's
    * policy) is ready, everything it waits for placed or done: instead of
    * calling place(), the core hands it over here, and the policy keeps its
