@@ -362,7 +362,9 @@ CUA_EXTERN int cua_runtime_dump_policy(cua_runtime *rt, void *file);
  * the first op that uses it when @p flags has #CUA_BUFFER_LAZY (or an
  * explicit cua_op_alloc()). The caller holds one reference; submitted ops
  * hold their own until they complete, and the memory is freed stream-ordered
- * after the last one.
+ * after the last one. #CUA_ERR_BAD_DEVICE for a device the runtime does
+ * not have; #CUA_ERR_INVAL for 0 bytes or unknown flags; a failed
+ * allocation gives the backend's code (#CUA_ERR_DEVICE_OOM).
  */
 CUA_EXTERN int cua_buffer_create(cua_buffer **buf, cua_runtime *rt, int device,
                                  size_t bytes, unsigned flags);
@@ -381,6 +383,7 @@ CUA_EXTERN void *cua_buffer_ptr(const cua_buffer *buf);
 /**
  * Makes the buffer read-only: any number of ops may read it at once, and
  * any op that would write it fails at submission with CUA_ERR_READONLY.
+ * A tile cannot be shared or unshared on its own (CUA_ERR_INVAL).
  */
 CUA_EXTERN int cua_buffer_share(cua_buffer *buf);
 /** Makes a shared buffer writable again (later writes are ordered after
@@ -388,17 +391,20 @@ CUA_EXTERN int cua_buffer_share(cua_buffer *buf);
 CUA_EXTERN int cua_buffer_unshare(cua_buffer *buf);
 /**
  * Splits a buffer into @p n disjoint tiles of equal size, a multiple of 4
- * bytes (the size divided by @p n, rounded down to 4 bytes; the last takes
- * the remainder). Tiles are buffers: different ops may write different
- * tiles concurrently. While partitioned, using the whole buffer in an op
- * fails with CUA_ERR_PARTITIONED. The caller owns the @p n tile handles.
- * A tile cannot be partitioned (CUA_ERR_NOTSUP) nor freed on its own with
- * cua_op_free() (CUA_ERR_INVAL).
+ * bytes (the size divided by @p n, rounded down to 4 bytes when that is 4
+ * or more; the last takes the remainder). Tiles are buffers: different ops
+ * may write different tiles concurrently. While partitioned, using the
+ * whole buffer in an op fails with CUA_ERR_PARTITIONED. The caller owns
+ * the @p n tile handles. A tile cannot be partitioned (CUA_ERR_NOTSUP) nor
+ * freed on its own with cua_op_free() (CUA_ERR_INVAL). @p n of 0 is
+ * CUA_ERR_INVAL, more tiles than bytes CUA_ERR_SIZE, a buffer partitioned
+ * already CUA_ERR_PARTITIONED, a freed one CUA_ERR_FREED.
  */
 CUA_EXTERN int cua_buffer_partition(cua_buffer *buf, size_t n,
                                     cua_buffer **tiles);
 /** Gives the whole buffer back: later ops on it are ordered after every op
- * on its tiles, and the tiles become stale (using one: CUA_ERR_STALE). */
+ * on its tiles, and the tiles become stale (using one: CUA_ERR_STALE).
+ * CUA_ERR_INVAL for a buffer that is not partitioned. */
 CUA_EXTERN int cua_buffer_unpartition(cua_buffer *buf);
 /** Allocates page-locked host memory through the backend (plain memory on
  * the host backend), for fast asynchronous copies. */
