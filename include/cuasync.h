@@ -343,6 +343,7 @@ CUA_EXTERN int cua_runtime_set_policy(cua_runtime *rt, const char *name);
  * Gives device @p device its own policy (NULL: none). When a submission's
  * policy places an op on that device, the device policy then picks the
  * stream within it, as a [device.N] section's `policy =` does.
+ * #CUA_ERR_BAD_DEVICE for a device the runtime does not have.
  */
 CUA_EXTERN int cua_runtime_set_device_policy(cua_runtime *rt, int device,
                                              const char *name);
@@ -798,10 +799,12 @@ CUA_EXTERN void cua_future_destroy(cua_future *fut);
  * and always submitted as usual, as is one whose result a launch does not
  * give (below). At most `graph_cache` fingerprints are kept (least
  * recently submitted first out); cua_buffer_destroy() drops those whose
- * DAG uses the buffer; changing a policy (cua_runtime_set_policy())
- * drops them all. cua_stats counts graphs, graph_replays, graph_updates
- * and graph_evictions. Submissions on an explicit stream
- * (cua_submit_on(), cua_submit_options::on_stream) are never cached.
+ * DAG uses the buffer, cua_policy_close() those its policy placed;
+ * changing a policy (cua_runtime_set_policy(),
+ * cua_runtime_set_device_policy()) drops them all. cua_stats counts
+ * graphs, graph_replays, graph_updates and graph_evictions. Submissions
+ * on an explicit stream (cua_submit_on(), cua_submit_options::on_stream)
+ * are never cached.
  * @{
  */
 
