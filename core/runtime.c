@@ -606,20 +606,13 @@ void cua_host_free(cua_runtime *rt, void *ptr) {
 
 /* -------------------------------------------------------- code modules */
 
-int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
-                         size_t bytes) {
-  if (out == NULL || rt == NULL || image == NULL)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: NULL %s",
-                     out == NULL  ? "mod"
-                     : rt == NULL ? "runtime"
-                                  : "image");
-  if (bytes == 0)
-    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: 0 bytes");
-  *out = NULL;
+/* Loads @p bytes of device code into a new module; @p fn names the
+ * public function in messages. */
+static int load_image(cua_module **out, cua_runtime *rt, const void *image,
+                      size_t bytes, const char *fn) {
   if (rt->be->module_load == NULL)
     return cua__fail(rt, CUA_ERR_NOTSUP,
-                     "cua_module_load: the %s backend cannot load device "
-                     "code modules",
+                     "%s: the %s backend cannot load device code modules", fn,
                      rt->be->name);
   cua_module *m = cua__calloc(1, sizeof *m);
   if (m == NULL)
@@ -630,7 +623,7 @@ int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
   pthread_mutex_unlock(&rt->lock);
   if (rc) {
     free(m);
-    return cua__fail(rt, rc, "cua_module_load: %s",
+    return cua__fail(rt, rc, "%s: %s", fn,
                      err.msg[0] ? err.msg : cua_strerror(rc));
   }
   m->rt = rt;
@@ -643,7 +636,23 @@ int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
   return 0;
 }
 
+int cua_module_load_data(cua_module **out, cua_runtime *rt, const void *image,
+                         size_t bytes) {
+  if (out != NULL)
+    *out = NULL;
+  if (out == NULL || rt == NULL || image == NULL)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: NULL %s",
+                     out == NULL  ? "mod"
+                     : rt == NULL ? "runtime"
+                                  : "image");
+  if (bytes == 0)
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load_data: 0 bytes");
+  return load_image(out, rt, image, bytes, "cua_module_load_data");
+}
+
 int cua_module_load(cua_module **out, cua_runtime *rt, const char *path) {
+  if (out != NULL)
+    *out = NULL;
   if (out == NULL || rt == NULL || path == NULL)
     return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: NULL %s",
                      out == NULL  ? "mod"
@@ -656,6 +665,10 @@ int cua_module_load(cua_module **out, cua_runtime *rt, const char *path) {
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
+  if (n == 0) {
+    fclose(f);
+    return cua__fail(rt, CUA_ERR_INVAL, "cua_module_load: %s is empty", path);
+  }
   char *buf = n > 0 ? cua__malloc((size_t)n + 1) : NULL;
   if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
     fclose(f);
@@ -665,7 +678,7 @@ int cua_module_load(cua_module **out, cua_runtime *rt, const char *path) {
   }
   fclose(f);
   buf[n] = '\0';
-  int rc = cua_module_load_data(out, rt, buf, (size_t)n + 1);
+  int rc = load_image(out, rt, buf, (size_t)n + 1, "cua_module_load");
   free(buf);
   return rc;
 }

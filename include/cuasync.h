@@ -546,10 +546,12 @@ typedef struct cua_kernel_arg {
   cua_access_mode mode; /**< access mode for @p buffer (0: READ_WRITE) */
 } cua_kernel_arg;
 /** Loads a PTX or cubin file for kernel ops (CUDA backend; others:
- * #CUA_ERR_NOTSUP). A file that cannot be opened or read: #CUA_ERR_INVAL. */
+ * #CUA_ERR_NOTSUP). A file that cannot be opened or read, or is empty:
+ * #CUA_ERR_INVAL. *@p mod is NULL after any failure. */
 CUA_EXTERN int cua_module_load(cua_module **mod, cua_runtime *rt,
                                const char *path);
-/** Loads a PTX text or cubin image from memory (copied). */
+/** Loads a PTX text or cubin image from memory (copied), as
+ * cua_module_load() does a file; 0 @p bytes: #CUA_ERR_INVAL. */
 CUA_EXTERN int cua_module_load_data(cua_module **mod, cua_runtime *rt,
                                     const void *image, size_t bytes);
 /** Unloads a module once no op uses it. */

@@ -403,6 +403,43 @@ static int r_module_load_null_path(void) {
 static int r_module_load_data_null(void) {
   return cua_module_load_data(&out_mod, rt, NULL, 10);
 }
+/* *out is cleared on every refusal, as other constructors clear theirs. */
+static int r_module_load_data_empty(void) {
+  out_mod = (cua_module *)&out_mod;
+  int rc = cua_module_load_data(&out_mod, rt, "x", 0);
+  return out_mod == NULL ? rc : 1;
+}
+static int r_module_load_data_host(void) {
+  static const char ptx[] = ".version 8.0\n";
+  out_mod = (cua_module *)&out_mod;
+  int rc = cua_module_load_data(&out_mod, rt, ptx, sizeof ptx);
+  return out_mod == NULL ? rc : 1;
+}
+static int r_module_load_missing(void) {
+  out_mod = (cua_module *)&out_mod;
+  int rc = cua_module_load(&out_mod, rt, "/nonexistent/x.ptx");
+  return out_mod == NULL ? rc : 1;
+}
+/* A file of @p text in the temporary folder, loaded as a module. */
+static int load_text_file(const char *text) {
+  char path[] = "/tmp/cuasync-misuse-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return 1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  out_mod = (cua_module *)&out_mod;
+  int rc = n == (ssize_t)strlen(text) ? cua_module_load(&out_mod, rt, path) : 1;
+  unlink(path);
+  return out_mod == NULL ? rc : 1;
+}
+static int r_module_load_empty(void) {
+  int rc = load_text_file("");
+  return strstr(cua_runtime_error(rt), " is empty") != NULL ? rc : 1;
+}
+static int r_module_load_host(void) {
+  return load_text_file(".version 8.0\n");
+}
 static int r_module_destroy_null(void) {
   cua_module_destroy(NULL);
   return 0;
@@ -846,6 +883,19 @@ static const row rows[] = {
       "cua_module_load: NULL path"),
     R("cua_module_load_data", "image NULL", r_module_load_data_null, INVAL,
       "cua_module_load_data: NULL image"),
+    R("cua_module_load_data", "0 bytes", r_module_load_data_empty, INVAL,
+      "cua_module_load_data: 0 bytes"),
+    R("cua_module_load_data", "host backend", r_module_load_data_host,
+      CUA_ERR_NOTSUP,
+      "cua_module_load_data: the host backend cannot load device code "
+      "modules"),
+    R("cua_module_load", "file missing", r_module_load_missing, INVAL,
+      "cua_module_load: cannot open /nonexistent/x.ptx: No such file or "
+      "directory"),
+    R("cua_module_load", "file empty", r_module_load_empty, INVAL,
+      "cua_module_load: /tmp/cuasync-misuse-"),
+    R("cua_module_load", "host backend", r_module_load_host, CUA_ERR_NOTSUP,
+      "cua_module_load: the host backend cannot load device code modules"),
     R("cua_module_destroy", "mod NULL", r_module_destroy_null, 0, NULL),
     R("cua_op_kernel", "mod NULL", r_kernel_null_mod, INVAL,
       "cua_op_kernel: NULL module"),
